@@ -1,0 +1,50 @@
+/* CPU kernels behind the ops. The plain-C versions (kernels_generic.c) are
+   the specification; *_avx2.c / *_avx512.c hold intrinsics and are chosen at
+   run time (MLLM_CPU=generic|avx2|avx512 forces a path). Every SIMD kernel is
+   tested against the generic one (tests/unit/test_kernels_*.c). */
+#ifndef MLLM_BACKENDS_CPU_KERNELS_H
+#define MLLM_BACKENDS_CPU_KERNELS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/dtype.h"
+
+typedef struct {
+    const char *name; /* "generic", "avx2", "avx512" */
+    /* y = x / sqrt(mean(x^2) + eps) * w   (w may be NULL: no weight) */
+    void (*rmsnorm)(float *y, const float *x, const float *w, int n, float eps);
+    /* y = silu(g) * u  (SwiGLU) */
+    void (*silu_mul)(float *y, const float *g, const float *u, int n);
+    /* x = softmax(x * scale) in place, over n values; -INFINITY entries give 0 */
+    void (*softmax)(float *x, int n, float scale);
+    /* Rotates one head of n_rot dims by the angles whose cos/sin are given
+       (n_rot/2 each). neox: pairs (i, i + n_rot/2); else pairs (2i, 2i+1). */
+    void (*rope)(float *x, int n_rot, const float *cos_t, const float *sin_t, bool neox);
+    float (*dot_f32)(const float *a, const float *b, int n);
+    /* y += a * x */
+    void (*axpy_f32)(float *y, float a, const float *x, int n);
+    /* y = a + b */
+    void (*add_f32)(float *y, const float *a, const float *b, int n);
+} mllm_cpu_ops;
+
+/* The ops for this CPU (or forced by MLLM_CPU). Never NULL. */
+const mllm_cpu_ops *mllm_cpu_ops_get(void);
+const mllm_cpu_ops *mllm_cpu_ops_generic(void);
+/* NULL when the CPU lacks the ISA. */
+const mllm_cpu_ops *mllm_cpu_ops_avx2(void);
+const mllm_cpu_ops *mllm_cpu_ops_avx512(void);
+/* "generic" | "avx2" | "avx512": what runs now. */
+const char *mllm_cpu_path(void);
+bool mllm_cpu_has_avx2(void);
+bool mllm_cpu_has_avx512(void);
+
+/* The matmul hot spot: Y[m][r] = dot(W row r, X row m) for r in [r0, r1),
+   m in [0, M). W: n_rows rows of K values of dtype wt, row stride w_stride
+   bytes. X: M rows already converted to the vec_dot_type of wt (see
+   mllm_dtype_traits), row stride x_stride bytes. Y: row stride y_stride
+   floats. Threads split [0, n_rows) into [r0, r1). */
+void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
+                      const void *X, size_t x_stride, int64_t M,
+                      float *Y, size_t y_stride, int64_t r0, int64_t r1);
+
+#endif

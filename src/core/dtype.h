@@ -1,0 +1,86 @@
+/* The dtype table: one row per element type. Numbering and block layouts are
+   GGUF's (ggml_type), bit for bit, so GGUF tensors are used in place. */
+#ifndef MLLM_CORE_DTYPE_H
+#define MLLM_CORE_DTYPE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    MLLM_DTYPE_F32 = 0,
+    MLLM_DTYPE_F16 = 1,
+    MLLM_DTYPE_Q4_0 = 2,
+    MLLM_DTYPE_Q4_1 = 3,
+    MLLM_DTYPE_Q5_0 = 6,
+    MLLM_DTYPE_Q5_1 = 7,
+    MLLM_DTYPE_Q8_0 = 8,
+    MLLM_DTYPE_Q8_1 = 9,
+    MLLM_DTYPE_Q2_K = 10,
+    MLLM_DTYPE_Q3_K = 11,
+    MLLM_DTYPE_Q4_K = 12,
+    MLLM_DTYPE_Q5_K = 13,
+    MLLM_DTYPE_Q6_K = 14,
+    MLLM_DTYPE_Q8_K = 15,
+    MLLM_DTYPE_I8 = 24,
+    MLLM_DTYPE_I16 = 25,
+    MLLM_DTYPE_I32 = 26,
+    MLLM_DTYPE_I64 = 27,
+    MLLM_DTYPE_F64 = 28,
+    MLLM_DTYPE_BF16 = 30,
+    MLLM_DTYPE_COUNT = 40 /* table size; not a type */
+} mllm_dtype;
+
+typedef uint16_t mllm_f16;  /* IEEE half, raw bits */
+typedef uint16_t mllm_bf16; /* bfloat16, raw bits */
+
+#define MLLM_QK4_0 32
+#define MLLM_QK4_1 32
+#define MLLM_QK8_0 32
+#define MLLM_QK8_1 32
+#define MLLM_QK_K 256
+
+typedef struct { mllm_f16 d; uint8_t qs[MLLM_QK4_0 / 2]; } mllm_block_q4_0;
+typedef struct { mllm_f16 d; mllm_f16 m; uint8_t qs[MLLM_QK4_1 / 2]; } mllm_block_q4_1;
+typedef struct { mllm_f16 d; int8_t qs[MLLM_QK8_0]; } mllm_block_q8_0;
+/* s = d * sum(qs): lets q4_1 dots add the min term without a second pass. */
+typedef struct { mllm_f16 d; mllm_f16 s; int8_t qs[MLLM_QK8_1]; } mllm_block_q8_1;
+_Static_assert(sizeof(mllm_block_q4_0) == 18, "q4_0 block is 18 bytes in GGUF");
+_Static_assert(sizeof(mllm_block_q4_1) == 20, "q4_1 block is 20 bytes in GGUF");
+_Static_assert(sizeof(mllm_block_q8_0) == 34, "q8_0 block is 34 bytes in GGUF");
+_Static_assert(sizeof(mllm_block_q8_1) == 36, "q8_1 block is 36 bytes in GGUF");
+
+/* Converts n values (n a multiple of block_size) of one row. */
+typedef void (*mllm_to_float_fn)(const void *src, float *dst, int64_t n);
+typedef void (*mllm_from_float_fn)(const float *src, void *dst, int64_t n);
+/* *s = dot(x[0..n), y[0..n)); x in the row's dtype, y in its vec_dot_type. */
+typedef void (*mllm_vec_dot_fn)(int n, float *s, const void *x, const void *y);
+
+typedef struct {
+    const char *name;       /* "q4_0", as GGUF tools print it in lower case */
+    int block_size;         /* values per block (1 for plain types) */
+    size_t type_size;       /* bytes per block */
+    bool quantized;
+    bool supported;         /* we can convert and multiply it */
+    mllm_to_float_fn to_float;
+    mllm_from_float_fn from_float;
+    mllm_dtype vec_dot_type; /* what activations are converted to */
+    mllm_vec_dot_fn vec_dot; /* chosen for this CPU at mllm_dtype_init() */
+} mllm_dtype_traits;
+
+/* Fills the kernel pointers for this CPU (MLLM_CPU=generic|avx2|avx512 forces
+   one). Idempotent and thread-safe; called by every entry point that needs it. */
+void mllm_dtype_init(void);
+/* NULL for numbers outside the table or unknown rows. */
+const mllm_dtype_traits *mllm_dtype_get(int t);
+const char *mllm_dtype_name(int t);
+/* Bytes of a row of n values; 0 if n is not a multiple of the block size. */
+size_t mllm_dtype_row_size(mllm_dtype t, int64_t n);
+/* Parses "f16", "q8_0", ... ; -1 if unknown. */
+int mllm_dtype_from_name(const char *name);
+
+float mllm_f16_to_f32(mllm_f16 h);
+mllm_f16 mllm_f32_to_f16(float f);
+float mllm_bf16_to_f32(mllm_bf16 h);
+mllm_bf16 mllm_f32_to_bf16(float f); /* round to nearest even, like ggml */
+
+#endif

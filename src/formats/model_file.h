@@ -1,0 +1,50 @@
+/* One opened model file of any supported format, seen the same way by the
+   model code: a config plus a table of weights named with GGUF's tensor names
+   ("token_embd.weight", "blk.3.attn_q.weight", ...), each pointing into mmap'd
+   memory (zero-copy) unless the format forced a conversion. */
+#ifndef MLLM_FORMATS_MODEL_FILE_H
+#define MLLM_FORMATS_MODEL_FILE_H
+#include <mllm/mllm.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "models/llama_config.h"
+
+struct mllm_gguf;
+struct mllm_tokenizer;
+
+typedef enum {
+    MLLM_FILE_GGUF = 1,
+    MLLM_FILE_HF = 2,      /* folder: config.json + *.safetensors */
+    MLLM_FILE_LLAMA2C = 3, /* karpathy llama2.c checkpoint */
+} mllm_file_kind;
+
+typedef struct {
+    char *name;        /* GGUF-style name, NUL-terminated, owned */
+    int dtype;         /* mllm_dtype */
+    int n_dims;
+    int64_t ne[4];     /* ne[0] fastest (= in_features for a matrix), like GGUF */
+    const void *data;  /* into the mapping (or owned conversion buffer) */
+    size_t size;       /* bytes */
+} mllm_weight;
+
+typedef struct mllm_model_file {
+    mllm_file_kind kind;
+    char *path;
+    mllm_llama_config cfg;
+    mllm_weight *weights;
+    size_t n_weights;
+    struct mllm_gguf *gguf;   /* set for GGUF files (metadata, tokenizer) */
+    char *tokenizer_json;     /* HF: path of tokenizer.json, if present */
+    char *tokenizer_config;   /* HF: path of tokenizer_config.json, if present */
+    void *priv;               /* format-specific: mappings, buffers */
+} mllm_model_file;
+
+/* Opens `path` (format detected from the folder/magic), validates every
+   offset/size against the file, fills cfg from the metadata.
+   Errors name the file and the problem (mllm_last_error). */
+mllm_status mllm_model_file_open(const char *path, mllm_model_file **out);
+void mllm_model_file_close(mllm_model_file *f);
+/* NULL if absent. */
+const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *name);
+
+#endif

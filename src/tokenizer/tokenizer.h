@@ -1,0 +1,47 @@
+/* Tokenizers: byte-level BPE (GPT-2 / Llama 3 / Qwen2 / SmolLM pre-tokenizer
+   regexes via PCRE2) and SentencePiece-style (llama / llama2.c), built from
+   GGUF metadata, tokenizer.json, or a llama2.c tokenizer.bin. */
+#ifndef MLLM_TOKENIZER_TOKENIZER_H
+#define MLLM_TOKENIZER_TOKENIZER_H
+#include <mllm/mllm.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mllm_gguf;
+typedef struct mllm_tokenizer mllm_tokenizer;
+
+mllm_status mllm_tokenizer_from_gguf(const struct mllm_gguf *g, mllm_tokenizer **out);
+/* tokenizer_config_json may be NULL (then BOS/EOS come from tokenizer.json's
+   added tokens where they can be told). */
+mllm_status mllm_tokenizer_from_hf(const char *tokenizer_json, const char *tokenizer_config_json,
+                                   mllm_tokenizer **out);
+mllm_status mllm_tokenizer_from_llama2c(const char *path, mllm_tokenizer **out);
+void mllm_tokenizer_free(mllm_tokenizer *t);
+
+/* add_special: prepend BOS if the tokenizer's config says so (and, for
+   SentencePiece, the dummy-prefix space as configured).
+   parse_special: text like "<|im_start|>" becomes the special token.
+   Writes up to cap ids; *n_ids = the count needed; MLLM_ERR_BUFFER_TOO_SMALL
+   if cap < *n_ids. */
+mllm_status mllm_tokenizer_encode(const mllm_tokenizer *t, const char *text, size_t len,
+                                  bool add_special, bool parse_special, int32_t *ids,
+                                  size_t cap, size_t *n_ids);
+/* The bytes this token decodes to (byte-level mapping undone, "▁" -> " ",
+   "<0x0A>" -> "\n"); control tokens give their text. NULL if out of range. */
+const char *mllm_tokenizer_piece(const mllm_tokenizer *t, int32_t id, size_t *len);
+/* The token's raw vocabulary string (as stored in the vocab). */
+const char *mllm_tokenizer_token_text(const mllm_tokenizer *t, int32_t id, size_t *len);
+int32_t mllm_tokenizer_n_vocab(const mllm_tokenizer *t);
+int32_t mllm_tokenizer_bos(const mllm_tokenizer *t); /* -1 if none */
+int32_t mllm_tokenizer_eos(const mllm_tokenizer *t); /* -1 if none */
+bool mllm_tokenizer_add_bos(const mllm_tokenizer *t);
+/* End of generation: EOS, EOT, <|im_end|>, <|eot_id|>, <|endoftext|> ... */
+bool mllm_tokenizer_is_eog(const mllm_tokenizer *t, int32_t id);
+/* The chat template carried by the source (GGUF tokenizer.chat_template or
+   tokenizer_config.json chat_template); NULL if none. */
+const char *mllm_tokenizer_chat_template(const mllm_tokenizer *t);
+/* "bpe" or "spm". */
+const char *mllm_tokenizer_kind(const mllm_tokenizer *t);
+
+#endif

@@ -1,0 +1,66 @@
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *join(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+const char *tu_shared(const char *rel) {
+    char *p = join(MLLM_SHARED_DIR, rel);
+    if (access(p, R_OK) != 0) {
+        printf("SKIPPED: %s is absent (../shared not beside the repo?)\n", p);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+const char *tu_data(const char *rel) { return join(MLLM_TEST_DATA, rel); }
+
+double tu_nmse(const float *a, const float *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+void *tu_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(buf); return NULL; }
+    buf[n] = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+void tu_fill_random(float *x, size_t n, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        x[i] = (float)((double)(s >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+    }
+}
+
+const char *tu_tmp(const char *name) {
+    static char dir[256];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "%s/tmp-%d", MLLM_BINARY_DIR, (int)getpid());
+        mkdir(dir, 0755);
+    }
+    return join(dir, name);
+}

@@ -1,0 +1,25 @@
+/* Helpers shared by the unit tests. */
+#ifndef MLLM_TESTUTIL_H
+#define MLLM_TESTUTIL_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Path of a file under ../shared, or NULL (after printing SKIPPED and the
+   reason) when it is truly absent. Static buffer per call site is not needed:
+   the result is malloc'd and lives until exit. */
+const char *tu_shared(const char *rel);
+/* Path under tests/data (always present in the repo). */
+const char *tu_data(const char *rel);
+/* Normalised MSE: sum((a-b)^2) / sum(b^2) (b is the reference). */
+double tu_nmse(const float *a, const float *ref, size_t n);
+/* Reads a whole file; NULL if it cannot. *len gets the size. */
+void *tu_read_file(const char *path, size_t *len);
+/* Deterministic uniform floats in [-1, 1). */
+void tu_fill_random(float *x, size_t n, uint64_t seed);
+/* A fresh path in a temporary folder for this test process. */
+const char *tu_tmp(const char *name);
+
+#endif

@@ -1,0 +1,68 @@
+/* Chooses the kernel path once per process: the best one this CPU runs, or
+   the one MLLM_CPU=generic|avx2|avx512 asks for. Asking for a path the CPU
+   (or this build) cannot run falls back to the best available, with one
+   warning on stderr. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels_internal.h"
+#include "core/cpu_features.h"
+
+/* AVX-512 kernels are not written yet: the path exists in the contract only. */
+#define MLLM_HAVE_AVX512_KERNELS 0
+
+static const char *g_path = "generic";
+static pthread_once_t g_path_once = PTHREAD_ONCE_INIT;
+
+bool mllm_cpu_has_avx2(void) { return mllm_cpu_features_avx2_path(); }
+bool mllm_cpu_has_avx512(void) { return MLLM_HAVE_AVX512_KERNELS && mllm_cpu_features_avx512_path(); }
+
+static void choose_path(void) {
+    const char *best = mllm_cpu_has_avx512() ? "avx512" : mllm_cpu_has_avx2() ? "avx2" : "generic";
+    const char *want = getenv("MLLM_CPU");
+    g_path = best;
+    if (!want || !*want) return;
+    if (strcmp(want, "generic") == 0) {
+        g_path = "generic";
+    } else if (strcmp(want, "avx2") == 0 && mllm_cpu_has_avx2()) {
+        g_path = "avx2";
+    } else if (strcmp(want, "avx512") == 0 && mllm_cpu_has_avx512()) {
+        g_path = "avx512";
+    } else {
+        fprintf(stderr, "mllm: MLLM_CPU=%s is not available on this CPU/build; using %s\n", want,
+                best);
+    }
+}
+
+const char *mllm_cpu_path(void) {
+    pthread_once(&g_path_once, choose_path);
+    return g_path;
+}
+
+const mllm_cpu_ops *mllm_cpu_ops_avx512(void) { return NULL; }
+const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return NULL; }
+
+const mllm_cpu_ops *mllm_cpu_ops_get(void) {
+    const char *p = mllm_cpu_path();
+    if (strcmp(p, "avx2") == 0) {
+        const mllm_cpu_ops *o = mllm_cpu_ops_avx2();
+        if (o) return o;
+    }
+    return mllm_cpu_ops_generic();
+}
+
+mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
+    (void)path; /* AVX2 vec_dots: next commit */
+    switch (t) {
+    case MLLM_DTYPE_F32: return mllm_vec_dot_f32_generic;
+    case MLLM_DTYPE_F16: return mllm_vec_dot_f16_generic;
+    case MLLM_DTYPE_BF16: return mllm_vec_dot_bf16_generic;
+    case MLLM_DTYPE_Q8_0: return mllm_vec_dot_q8_0_generic;
+    case MLLM_DTYPE_Q4_0: return mllm_vec_dot_q4_0_generic;
+    case MLLM_DTYPE_Q4_1: return mllm_vec_dot_q4_1_generic;
+    case MLLM_DTYPE_Q8_1: return mllm_vec_dot_q8_1_generic;
+    default: return NULL;
+    }
+}

@@ -1,0 +1,48 @@
+/* Private to the CPU backend and the dtype table: the per-ISA kernel entry
+   points, named <what>_<dtype>_<isa>. The generic ones are the specification;
+   a SIMD one must give the same result up to float summation order. */
+#ifndef MLLM_BACKENDS_CPU_KERNELS_INTERNAL_H
+#define MLLM_BACKENDS_CPU_KERNELS_INTERNAL_H
+#include <stdint.h>
+#include "backends/cpu/kernels.h"
+#include "core/dtype.h"
+
+/* Row conversions (quant_generic.c). Quantizers are byte-identical to ggml's
+   quantize_row_*_ref. */
+void mllm_row_f32_to_float(const void *src, float *dst, int64_t n);
+void mllm_row_float_to_f32(const float *src, void *dst, int64_t n);
+void mllm_row_f16_to_float(const void *src, float *dst, int64_t n);
+void mllm_row_float_to_f16(const float *src, void *dst, int64_t n);
+void mllm_row_bf16_to_float(const void *src, float *dst, int64_t n);
+void mllm_row_float_to_bf16(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q8_0(const float *src, void *dst, int64_t n);
+void mllm_dequantize_row_q8_0(const void *src, float *dst, int64_t n);
+void mllm_quantize_row_q8_1(const float *src, void *dst, int64_t n);
+void mllm_dequantize_row_q8_1(const void *src, float *dst, int64_t n);
+void mllm_quantize_row_q4_0(const float *src, void *dst, int64_t n);
+void mllm_dequantize_row_q4_0(const void *src, float *dst, int64_t n);
+void mllm_quantize_row_q4_1(const float *src, void *dst, int64_t n);
+void mllm_dequantize_row_q4_1(const void *src, float *dst, int64_t n);
+
+/* vec_dot kernels (vec_dot_generic.c, vec_dot_avx2.c). y is in the
+   vec_dot_type of x's dtype. */
+void mllm_vec_dot_f32_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_f16_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_bf16_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q8_0_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q4_0_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q4_1_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q8_1_generic(int n, float *s, const void *x, const void *y);
+
+void mllm_vec_dot_f32_avx2(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_f16_avx2(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_bf16_avx2(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q8_0_avx2(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q4_0_avx2(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q4_1_avx2(int n, float *s, const void *x, const void *y);
+
+/* The vec_dot for dtype t on the given path ("generic" | "avx2" | "avx512");
+   NULL if t has none. Used by mllm_dtype_init and by tests. */
+mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path);
+
+#endif

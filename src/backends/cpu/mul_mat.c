@@ -1,0 +1,23 @@
+/* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m). */
+#include "backends/cpu/kernels_internal.h"
+
+/* The obvious loop over the dtype's vec_dot: the reference for the blocked
+   SIMD versions, and the path for dtypes without one. */
+static void mul_mat_rows(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
+                         const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
+                         int64_t r0, int64_t r1) {
+    for (int64_t m = 0; m < M; m++) {
+        const char *x = (const char *)X + (size_t)m * x_stride;
+        for (int64_t r = r0; r < r1; r++) {
+            dot((int)K, Y + (size_t)m * y_stride + r, (const char *)W + (size_t)r * w_stride, x);
+        }
+    }
+}
+
+void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
+                      size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0,
+                      int64_t r1) {
+    const mllm_dtype_traits *tr = mllm_dtype_get(wt);
+    if (!tr || !tr->vec_dot || r1 <= r0 || M <= 0) return;
+    mul_mat_rows(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+}

@@ -1,0 +1,80 @@
+/* Plain-C row ops: the specification for the SIMD ones. Rounding steps follow
+   ggml's CPU ops (rms_norm, swiglu, soft_max, rope) so our activations track
+   llama.cpp's: sums of squares and softmax denominators in double, the scale
+   applied before the weight. */
+#include <math.h>
+
+#include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/ops_internal.h"
+
+void mllm_rmsnorm_generic(float *y, const float *x, const float *w, int n, float eps) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    if (w) {
+        for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+    } else {
+        for (int i = 0; i < n; i++) y[i] = x[i] * scale;
+    }
+}
+
+void mllm_silu_mul_generic(float *y, const float *g, const float *u, int n) {
+    for (int i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void mllm_softmax_generic(float *x, int n, float scale) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        x[i] *= scale;
+        if (x[i] > max) max = x[i];
+    }
+    if (max == -INFINITY) { /* every entry masked: no distribution, give zeros */
+        for (int i = 0; i < n; i++) x[i] = 0.0f;
+        return;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void mllm_rope_generic(float *x, int n_rot, const float *cos_t, const float *sin_t, bool neox) {
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * cos_t[i] - x1 * sin_t[i];
+        x[i1] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
+}
+
+float mllm_dot_f32_generic(const float *a, const float *b, int n) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(a[i] * b[i]);
+    return (float)sum;
+}
+
+void mllm_axpy_f32_generic(float *y, float a, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+void mllm_add_f32_generic(float *y, const float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static const mllm_cpu_ops g_generic = {
+    .name = "generic",
+    .rmsnorm = mllm_rmsnorm_generic,
+    .silu_mul = mllm_silu_mul_generic,
+    .softmax = mllm_softmax_generic,
+    .rope = mllm_rope_generic,
+    .dot_f32 = mllm_dot_f32_generic,
+    .axpy_f32 = mllm_axpy_f32_generic,
+    .add_f32 = mllm_add_f32_generic,
+};
+
+const mllm_cpu_ops *mllm_cpu_ops_generic(void) { return &g_generic; }

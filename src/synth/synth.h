@@ -1,0 +1,20 @@
+/* Synthetic models: random weights (fixed-seed, portable RNG) in the exact
+   shape of a real family, with a small working byte-level BPE tokenizer, so
+   the whole engine can be tested and benchmarked without downloading weights.
+
+       mllm_synth_write("qwen3", "tiny", "f16", "gguf", "tiny.gguf", NULL, NULL);
+
+   Presets: tiny (E64, 2 layers, vocab 512), 0.6b (Qwen3-0.6B shape),
+   1b (Llama-3.2-1B shape). Formats: "gguf" (one file) or "hf" (a folder with
+   config.json, model.safetensors, tokenizer.json, tokenizer_config.json).
+   Matrices are N(0,1)*0.02 in `dtype` (f32|f16|bf16); norm weights are
+   1 + 0.1*N(0,1) in f32. Tensors are streamed to a temp path and renamed. */
+#ifndef MLLM_SYNTH_SYNTH_H
+#define MLLM_SYNTH_SYNTH_H
+#include <mllm/mllm.h>
+
+/* progress (may be NULL) receives one line per tensor written. */
+mllm_status mllm_synth_write(const char *arch, const char *preset, const char *dtype, const char *format,
+                             const char *out_path, void (*progress)(void *user, const char *msg), void *user);
+
+#endif

@@ -1,0 +1,165 @@
+/* mllm run: prompt in, streamed text out, timings on stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+
+static void run_usage(FILE *f) {
+    fprintf(f,
+            "usage: mllm run -m MODEL -p PROMPT [options]\n"
+            "\n"
+            "  -m, --model PATH      GGUF file, Hugging Face folder, or llama2.c .bin\n"
+            "  -p, --prompt TEXT     the prompt (special tokens such as <|im_start|> are parsed)\n"
+            "  -f, --file PATH       read the prompt from a file instead\n"
+            "  -n, --n-predict N     tokens to generate (default 128)\n"
+            "  -t, --threads N       compute threads (default: all cores)\n"
+            "  -c, --ctx-size N      context length in tokens (default: min(model, 4096))\n"
+            "      --temp T          temperature; 0 = greedy (default 0.8)\n"
+            "      --top-k K         keep the K most likely tokens; 0 = off (default 40)\n"
+            "      --top-p P         nucleus sampling; 1 = off (default 0.95)\n"
+            "      --min-p P         drop tokens below P x the best one; 0 = off (default 0.05)\n"
+            "      --repeat-penalty R  penalise recent tokens; 1 = off (default 1)\n"
+            "      --repeat-last-n N   how many recent tokens the penalty sees (default 64)\n"
+            "      --seed S          random seed (default 0); same seed, same output\n"
+            "      --ignore-eos      keep generating past the end-of-sequence token\n"
+            "      --no-bos          do not add BOS even if the model asks for it\n"
+            "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
+            "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
+            "      --ids-out FILE    write prompt and generated token ids, one per line\n"
+            "  -h, --help            this help\n"
+            "\n"
+            "At the end, load time, prompt tokens/s and generation tokens/s go to stderr.\n");
+}
+
+typedef struct { FILE *ids; } run_ctx;
+
+static int on_token(void *user, int32_t id, const char *piece, size_t len) {
+    run_ctx *rc = user;
+    if (len) fwrite(piece, 1, len, stdout);
+    fflush(stdout);
+    if (rc->ids && id >= 0) fprintf(rc->ids, "%d\n", id);
+    return 0;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "mllm: cannot open prompt file '%s'\n", path); return NULL; }
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    size_t r;
+    while (b && (r = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 == cap) { char *nb = realloc(b, cap *= 2); if (!nb) { free(b); b = NULL; } else b = nb; }
+    }
+    fclose(f);
+    if (b) b[n] = 0;
+    return b;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
+    long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = 0;
+    double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
+    bool ignore_eos = false, no_bos = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+#define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { VAL(); prompt = v; }
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); pfile = v; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, 0, 1 << 24, &n_predict)) return 2; }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 1, 1 << 20, &ctx)) return 2; }
+        else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
+        else if (!strcmp(a, "--top-k")) { VAL(); if (!cli_int(a, v, 0, 1 << 30, &top_k)) return 2; }
+        else if (!strcmp(a, "--top-p")) { VAL(); if (!cli_float(a, v, 1e-6, 1, &top_p)) return 2; }
+        else if (!strcmp(a, "--min-p")) { VAL(); if (!cli_float(a, v, 0, 1, &min_p)) return 2; }
+        else if (!strcmp(a, "--repeat-penalty")) { VAL(); if (!cli_float(a, v, 1e-3, 100, &rpen)) return 2; }
+        else if (!strcmp(a, "--repeat-last-n")) { VAL(); if (!cli_int(a, v, 0, 1 << 20, &rlast)) return 2; }
+        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, 0, 0x7fffffffL, &seed)) return 2; }
+        else if (!strcmp(a, "--tokenizer")) { VAL(); tok = v; }
+        else if (!strcmp(a, "--logits-out")) { VAL(); logits_out = v; }
+        else if (!strcmp(a, "--ids-out")) { VAL(); ids_out = v; }
+        else if (!strcmp(a, "--ignore-eos")) ignore_eos = true;
+        else if (!strcmp(a, "--no-bos")) no_bos = true;
+        else { fprintf(stderr, "mllm run: unknown option '%s' (try mllm run --help)\n", a); return 2; }
+#undef VAL
+    }
+    if (!model) { fprintf(stderr, "mllm run: -m MODEL is required (try mllm run --help)\n"); return 2; }
+    if (!prompt && !pfile) { fprintf(stderr, "mllm run: -p PROMPT or -f FILE is required\n"); return 2; }
+    char *ptext = pfile ? read_text(pfile) : NULL;
+    if (pfile && !ptext) return 1;
+    if (!ptext) ptext = strdup(prompt);
+
+    int rc = 1;
+    mllm_model *m = NULL;
+    mllm_session *s = NULL;
+    int32_t *ids = NULL;
+    run_ctx rctx = {NULL};
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.n_threads = (int)threads;
+    lp.tokenizer_path = tok;
+    mllm_status st = mllm_model_load(model, &lp, &m);
+    if (st != MLLM_OK) { cli_fail("cannot load model", st); goto done; }
+    mllm_session_params sp;
+    mllm_session_default_params(&sp);
+    sp.n_ctx = (int)ctx;
+    if ((st = mllm_session_new(m, &sp, &s)) != MLLM_OK) { cli_fail("cannot create session", st); goto done; }
+
+    size_t n = 0, len = strlen(ptext);
+    st = mllm_tokenize(m, ptext, len, !no_bos, NULL, 0, &n);
+    if (st != MLLM_OK && st != MLLM_ERR_BUFFER_TOO_SMALL) { cli_fail("cannot tokenize", st); goto done; }
+    ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids || (st = mllm_tokenize(m, ptext, len, !no_bos, ids, n, &n)) != MLLM_OK) { cli_fail("cannot tokenize", st); goto done; }
+    if (n == 0) { fprintf(stderr, "mllm run: the prompt has no tokens (empty prompt and no BOS)\n"); goto done; }
+    if (ids_out && !(rctx.ids = fopen(ids_out, "w"))) { fprintf(stderr, "mllm run: cannot write '%s'\n", ids_out); goto done; }
+    for (size_t i = 0; rctx.ids && i < n; i++) fprintf(rctx.ids, "%d\n", ids[i]);
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) { cli_fail("prompt evaluation failed", st); goto done; }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double prompt_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (logits_out) {
+        FILE *lf = fopen(logits_out, "wb");
+        size_t nv = (size_t)mllm_model_n_vocab(m);
+        if (!lf || fwrite(mllm_session_logits(s), sizeof(float), nv, lf) != nv) {
+            fprintf(stderr, "mllm run: cannot write logits to '%s'\n", logits_out);
+            if (lf) fclose(lf);
+            goto done;
+        }
+        fclose(lf);
+    }
+    fwrite(ptext, 1, len, stdout);
+    fflush(stdout);
+    mllm_sampling smp;
+    mllm_sampling_default(&smp);
+    smp.temperature = (float)temp;
+    smp.top_k = (int)top_k;
+    smp.top_p = (float)top_p;
+    smp.min_p = (float)min_p;
+    smp.repeat_penalty = (float)rpen;
+    smp.repeat_last_n = (int)rlast;
+    smp.max_tokens = (int)n_predict;
+    smp.seed = (uint64_t)seed;
+    smp.ignore_eos = ignore_eos;
+    st = mllm_generate_ids(s, NULL, 0, &smp, on_token, &rctx);
+    printf("\n");
+    if (st != MLLM_OK) { cli_fail("generation failed", st); goto done; }
+    mllm_timings tm;
+    mllm_session_timings(s, &tm);
+    fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s\n",
+            tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,
+            tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0);
+    rc = 0;
+done:
+    if (rctx.ids) fclose(rctx.ids);
+    free(ids);
+    free(ptext);
+    mllm_session_free(s);
+    mllm_model_free(m);
+    return rc;
+}

@@ -1,0 +1,34 @@
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "mllm %s: fast LLM inference in C\n"
+            "\n"
+            "usage: mllm <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  run       generate text from a prompt (mllm run --help)\n"
+            "  info      print a model's config, tensor table and traced decode graph\n"
+            "  tokenize  print the token ids (and pieces) of a text\n"
+            "  synth     write a random-weight model of a real family's shape\n"
+            "\n"
+            "models: GGUF files (v2/v3), Hugging Face folders (config.json +\n"
+            "*.safetensors + tokenizer.json), llama2.c checkpoints (with --tokenizer).\n"
+            "Not yet here: chat, serve, bench, convert, quantize (see README.md).\n",
+            mllm_version());
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    const char *c = argv[1];
+    if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) { usage(stdout); return 0; }
+    if (!strcmp(c, "--version")) { printf("mllm %s\n", mllm_version()); return 0; }
+    if (!strcmp(c, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
+    fprintf(stderr, "mllm: unknown command '%s' (try mllm --help)\n", c);
+    return 2;
+}

@@ -1,0 +1,45 @@
+/* The structs behind the public opaque handles. */
+#ifndef MLLM_API_INTERNAL_H
+#define MLLM_API_INTERNAL_H
+#include <mllm/mllm.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "core/threadpool.h"
+#include "formats/model_file.h"
+#include "graph/graph.h"
+#include "models/llama.h"
+#include "tokenizer/tokenizer.h"
+
+struct mllm_model {
+    mllm_model_file *file;
+    mllm_llama llama;
+    mllm_tokenizer *tok;
+    int n_threads;
+    double load_ms;
+};
+
+struct mllm_session {
+    mllm_model *m;
+    mllm_pool *pool;
+    int n_ctx;
+    float *kv_mem;          /* (n_layer, 2, n_ctx, kv_dim) */
+    mllm_kv_layer *kv;      /* (n_layer) */
+    mllm_rt rt;
+    int32_t rt_token;       /* the decode graph's one input token */
+    mllm_graph decode;      /* traced once: one token at rt.pos */
+    mllm_tensor *decode_logits;
+    mllm_graph prefill;     /* traced for prefill_T tokens, reused while T repeats */
+    mllm_tensor *prefill_logits;
+    int prefill_T;
+    float *logits;          /* (n_vocab) logits of the last evaluated position */
+    int32_t *tokens;        /* (n_ctx) the tokens in the KV cache, in order */
+    int n_past;
+    atomic_bool cancel;
+    mllm_timings timings;
+};
+
+/* Evaluates ids after the cached ones; logits of the last one in s->logits. */
+mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n);
+double mllm_now_ms(void);
+
+#endif

@@ -1,0 +1,120 @@
+/* mllm_model: open a file of any supported format, bind the decoder, build
+   the tokenizer. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "api/internal.h"
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+double mllm_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+MLLM_API const char *mllm_version(void) { return "0.1.0"; }
+MLLM_API int mllm_abi_version(void) { return MLLM_ABI_VERSION; }
+
+MLLM_API void mllm_load_default_params(mllm_load_params *p) {
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->n_threads = 0;
+    p->use_mmap = 1;
+}
+
+static mllm_status load_tokenizer(mllm_model *m, const mllm_load_params *p) {
+    mllm_model_file *f = m->file;
+    if (p && p->tokenizer_path) return mllm_tokenizer_from_llama2c(p->tokenizer_path, &m->tok);
+    switch (f->kind) {
+    case MLLM_FILE_GGUF: return mllm_tokenizer_from_gguf(f->gguf, &m->tok);
+    case MLLM_FILE_HF:
+        if (!f->tokenizer_json)
+            return mllm_err(MLLM_ERR_FORMAT, "%s: no tokenizer.json in the folder", f->path);
+        return mllm_tokenizer_from_hf(f->tokenizer_json, f->tokenizer_config, &m->tok);
+    case MLLM_FILE_LLAMA2C:
+        return mllm_err(MLLM_ERR_INVALID_ARG,
+                        "%s: a llama2.c checkpoint needs its tokenizer: pass --tokenizer tok.bin", f->path);
+    }
+    return mllm_err(MLLM_ERR_FORMAT, "%s: unknown file kind", f->path);
+}
+
+MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p, mllm_model **out) {
+    if (!path || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: NULL argument");
+    if (p && p->struct_size != sizeof *p)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
+                        p->struct_size, sizeof *p);
+    *out = NULL;
+    mllm_dtype_init();
+    double t0 = mllm_now_ms();
+    mllm_model *m = mllm_calloc(1, sizeof *m);
+    if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    mllm_status st = mllm_model_file_open(path, &m->file);
+    if (st == MLLM_OK) st = mllm_llama_bind(&m->llama, m->file);
+    if (st == MLLM_OK) st = load_tokenizer(m, p);
+    if (st == MLLM_OK && mllm_tokenizer_n_vocab(m->tok) > m->llama.cfg.n_vocab)
+        st = mllm_err(MLLM_ERR_FORMAT, "%s: tokenizer has %d tokens but the model only %d", path,
+                      mllm_tokenizer_n_vocab(m->tok), m->llama.cfg.n_vocab);
+    if (st != MLLM_OK) {
+        mllm_model_free(m);
+        return st;
+    }
+    m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
+    m->load_ms = mllm_now_ms() - t0;
+    *out = m;
+    return MLLM_OK;
+}
+
+MLLM_API void mllm_model_free(mllm_model *m) {
+    if (!m) return;
+    mllm_tokenizer_free(m->tok);
+    mllm_llama_release(&m->llama);
+    mllm_model_file_close(m->file);
+    mllm_free(m);
+}
+
+MLLM_API int32_t mllm_model_n_vocab(const mllm_model *m) { return m ? m->llama.cfg.n_vocab : 0; }
+MLLM_API int32_t mllm_model_n_ctx_train(const mllm_model *m) { return m ? m->llama.cfg.n_ctx_train : 0; }
+MLLM_API int32_t mllm_model_bos(const mllm_model *m) { return m ? mllm_tokenizer_bos(m->tok) : -1; }
+MLLM_API int32_t mllm_model_eos(const mllm_model *m) { return m ? mllm_tokenizer_eos(m->tok) : -1; }
+
+MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t cap, size_t *needed) {
+    if (!m) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_info_json: NULL model");
+    const mllm_llama_config *c = &m->llama.cfg;
+    char tmp[2048];
+    int n = snprintf(tmp, sizeof tmp,
+                     "{\"arch\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,"
+                     "\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,\"n_ctx_train\":%d,\"n_rot\":%d,"
+                     "\"rope_theta\":%g,\"rope_neox\":%s,\"rope_scaling\":%d,\"rms_eps\":%g,"
+                     "\"qkv_bias\":%s,\"qk_norm\":%s,\"tied_embd\":%s,\"n_params\":%zu,"
+                     "\"tokenizer\":\"%s\"}",
+                     c->arch, c->n_vocab, c->n_embd, c->n_layer, c->n_head, c->n_head_kv, c->head_dim,
+                     c->n_ff, c->n_ctx_train, c->n_rot, c->rope_theta, c->rope_neox ? "true" : "false",
+                     (int)c->rope_scaling, c->rms_eps, c->qkv_bias ? "true" : "false",
+                     c->qk_norm ? "true" : "false", c->tied_embd ? "true" : "false",
+                     m->llama.n_params, mllm_tokenizer_kind(m->tok));
+    size_t need = (size_t)n + 1;
+    if (needed) *needed = need;
+    if (!buf || cap < need) return mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", need);
+    memcpy(buf, tmp, need);
+    return MLLM_OK;
+}
+
+MLLM_API mllm_status mllm_tokenize(const mllm_model *m, const char *text, size_t len, int add_special,
+                                   int32_t *ids, size_t cap, size_t *n_ids) {
+    if (!m || (!text && len)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_tokenize: NULL argument");
+    return mllm_tokenizer_encode(m->tok, text ? text : "", len, add_special != 0, true, ids, cap, n_ids);
+}
+
+MLLM_API mllm_status mllm_token_to_piece(const mllm_model *m, int32_t id, char *buf, size_t cap, size_t *n) {
+    if (!m) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_token_to_piece: NULL model");
+    size_t len = 0;
+    const char *p = mllm_tokenizer_piece(m->tok, id, &len);
+    if (!p) return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range", id);
+    if (n) *n = len;
+    if (!buf || cap < len) return mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", len);
+    memcpy(buf, p, len);
+    return MLLM_OK;
+}

@@ -1,0 +1,237 @@
+/* mllm_session: the KV cache, the traced decode graph, prefill and the
+   generation loop. */
+#include <stdio.h>
+#include <string.h>
+#include "api/internal.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "runtime/sampler.h"
+
+/* Prompt tokens per prefill graph: bounds activation memory for long prompts. */
+#define MLLM_PREFILL_CHUNK 256
+#define MLLM_DEFAULT_CTX 4096
+
+MLLM_API void mllm_session_default_params(mllm_session_params *p) {
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+}
+
+MLLM_API void mllm_sampling_default(mllm_sampling *p) {
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->temperature = 0.8f;
+    p->top_p = 0.95f;
+    p->min_p = 0.05f;
+    p->repeat_penalty = 1.0f;
+    p->top_k = 40;
+    p->repeat_last_n = 64;
+    p->max_tokens = 128;
+    p->seed = 0;
+}
+
+static bool trace_graph(mllm_session *s, mllm_graph *g, int T, mllm_tensor **logits) {
+    mllm_graph_reset(g);
+    mllm_graph_bind(g, &s->rt);
+    *logits = mllm_llama_forward(g, &s->m->llama, s->kv, T);
+    return *logits && mllm_graph_plan(g, logits, 1);
+}
+
+MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p, mllm_session **out) {
+    if (!m || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: NULL argument");
+    if (p && p->struct_size != sizeof *p)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: params struct_size %u, expected %zu",
+                        p->struct_size, sizeof *p);
+    *out = NULL;
+    const mllm_llama_config *c = &m->llama.cfg;
+    int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : 0;
+    if (n_ctx == 0) n_ctx = c->n_ctx_train > 0 && c->n_ctx_train < MLLM_DEFAULT_CTX ? c->n_ctx_train : MLLM_DEFAULT_CTX;
+    if (n_ctx < 1 || n_ctx > (1 << 20))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "context size %d out of range [1, 1048576]", n_ctx);
+    mllm_session *s = mllm_calloc(1, sizeof *s);
+    if (!s) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    s->m = m;
+    s->n_ctx = n_ctx;
+    int nt = p && p->n_threads > 0 ? p->n_threads : m->n_threads;
+    int kv_dim = c->n_head_kv * c->head_dim;
+    size_t per = (size_t)n_ctx * (size_t)kv_dim;
+    s->pool = mllm_pool_new(nt);
+    s->kv_mem = mllm_malloc_aligned((size_t)c->n_layer * 2 * per * sizeof(float));
+    s->kv = mllm_calloc((size_t)c->n_layer, sizeof *s->kv);
+    s->logits = mllm_malloc((size_t)c->n_vocab * sizeof(float));
+    s->tokens = mllm_malloc((size_t)n_ctx * sizeof(int32_t));
+    if (!s->pool || !s->kv_mem || !s->kv || !s->logits || !s->tokens) {
+        mllm_session_free(s);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory for a %d-token KV cache", n_ctx);
+    }
+    for (int l = 0; l < c->n_layer; l++) {
+        s->kv[l] = (mllm_kv_layer){s->kv_mem + (size_t)l * 2 * per, s->kv_mem + ((size_t)l * 2 + 1) * per,
+                                   n_ctx, kv_dim};
+    }
+    mllm_graph_init(&s->decode, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+    mllm_graph_init(&s->prefill, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+    s->rt.tokens = &s->rt_token;
+    /* The decode step is traced once here and re-run for every token. */
+    if (!trace_graph(s, &s->decode, 1, &s->decode_logits)) {
+        mllm_session_free(s);
+        return mllm_err(MLLM_ERR_NOMEM, "could not build the decode graph");
+    }
+    *out = s;
+    return MLLM_OK;
+}
+
+MLLM_API void mllm_session_free(mllm_session *s) {
+    if (!s) return;
+    mllm_graph_free(&s->decode);
+    mllm_graph_free(&s->prefill);
+    mllm_pool_free(s->pool);
+    mllm_free_aligned(s->kv_mem);
+    mllm_free(s->kv);
+    mllm_free(s->logits);
+    mllm_free(s->tokens);
+    mllm_free(s);
+}
+
+MLLM_API void mllm_session_reset(mllm_session *s) {
+    if (!s) return;
+    s->n_past = 0;
+    memset(&s->timings, 0, sizeof s->timings);
+}
+
+MLLM_API void mllm_session_cancel(mllm_session *s) {
+    if (s) atomic_store(&s->cancel, true);
+}
+
+MLLM_API const float *mllm_session_logits(const mllm_session *s) { return s ? s->logits : NULL; }
+MLLM_API int mllm_session_n_past(const mllm_session *s) { return s ? s->n_past : 0; }
+
+mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n) {
+    const mllm_llama_config *c = &s->m->llama.cfg;
+    if (n == 0) return MLLM_OK;
+    if ((size_t)s->n_past + n > (size_t)s->n_ctx)
+        return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %zu new tokens > n_ctx %d",
+                        s->n_past, n, s->n_ctx);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->n_vocab)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], c->n_vocab);
+    size_t done = 0;
+    while (done < n) {
+        int T = (int)(n - done > MLLM_PREFILL_CHUNK ? MLLM_PREFILL_CHUNK : n - done);
+        mllm_graph *g;
+        mllm_tensor *logits;
+        s->rt.pos = s->n_past;
+        if (T == 1) {
+            s->rt_token = ids[done];
+            s->rt.tokens = &s->rt_token;
+            g = &s->decode;
+            logits = s->decode_logits;
+        } else {
+            s->rt.tokens = ids + done;
+            if (s->prefill_T != T) {
+                s->prefill_T = 0;
+                if (!trace_graph(s, &s->prefill, T, &s->prefill_logits))
+                    return mllm_err(MLLM_ERR_NOMEM, "could not build the prefill graph for %d tokens", T);
+                s->prefill_T = T;
+            }
+            g = &s->prefill;
+            logits = s->prefill_logits;
+        }
+        mllm_graph_execute(g);
+        if (g->failed) return mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
+        memcpy(s->tokens + s->n_past, ids + done, (size_t)T * sizeof(int32_t));
+        s->n_past += T;
+        done += (size_t)T;
+        memcpy(s->logits, logits->data, (size_t)c->n_vocab * sizeof(float));
+    }
+    return MLLM_OK;
+}
+
+MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size_t n) {
+    if (!s || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_eval: NULL argument");
+    return mllm_session_eval_internal(s, ids, n);
+}
+
+MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out) {
+    if (!s || !out) return;
+    *out = s->timings;
+    out->load_ms = s->m->load_ms;
+}
+
+/* Length of the longest prefix of b[0..n) that ends on a UTF-8 character
+   boundary, so a multi-byte character split over tokens is sent whole. */
+static size_t utf8_complete(const char *b, size_t n) {
+    size_t i = n;
+    int back = 0;
+    while (i > 0 && back < 4) {
+        unsigned char ch = (unsigned char)b[i - 1];
+        if ((ch & 0xC0) != 0x80) {
+            int need = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 1;
+            return (back + 1 >= need) ? n : i - 1;
+        }
+        i--;
+        back++;
+    }
+    return n;
+}
+
+MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size_t n, const mllm_sampling *sp,
+                                       mllm_on_token cb, void *user) {
+    if (!s || !sp || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_generate: NULL argument");
+    if (sp->struct_size != sizeof *sp)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_sampling struct_size %u, expected %zu", sp->struct_size, sizeof *sp);
+    if (n == 0 && s->n_past == 0) return mllm_err(MLLM_ERR_INVALID_ARG, "empty prompt and empty session");
+    mllm_sampler smp;
+    mllm_status st = mllm_sampler_init(&smp, sp, s->m->llama.cfg.n_vocab);
+    if (st != MLLM_OK) return st;
+    atomic_store(&s->cancel, false);
+    double t0 = mllm_now_ms();
+    st = mllm_session_eval_internal(s, ids, n);
+    s->timings.n_prompt += (int)n;
+    s->timings.prompt_ms += mllm_now_ms() - t0;
+    char pending[8];
+    size_t n_pending = 0;
+    double tg = mllm_now_ms();
+    for (int i = 0; st == MLLM_OK && i < sp->max_tokens; i++) {
+        if (atomic_load(&s->cancel)) { st = MLLM_ERR_CANCELLED; mllm_err(st, "generation cancelled"); break; }
+        int32_t tok = mllm_sampler_sample(&smp, s->logits, s->tokens, s->n_past);
+        if (!sp->ignore_eos && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
+        size_t plen = 0;
+        const char *piece = mllm_tokenizer_piece(s->m->tok, tok, &plen);
+        if (!piece) plen = 0;
+        /* pending holds at most the 3 first bytes of an unfinished character. */
+        char buf[256];
+        int stop = 0;
+        if (n_pending + plen <= sizeof buf) {
+            memcpy(buf, pending, n_pending);
+            memcpy(buf + n_pending, piece, plen);
+            size_t total = n_pending + plen, ok = utf8_complete(buf, total);
+            if (cb) stop = cb(user, tok, buf, ok);
+            n_pending = total - ok;
+            memcpy(pending, buf + ok, n_pending);
+        } else {
+            if (cb) stop = cb(user, -1, pending, n_pending) || cb(user, tok, piece, plen);
+            n_pending = 0;
+        }
+        s->timings.n_gen++;
+        if (stop) break;
+        if (s->n_past >= s->n_ctx) { st = mllm_err(MLLM_ERR_CONTEXT_FULL, "context full after %d tokens", s->n_past); break; }
+        st = mllm_session_eval_internal(s, &tok, 1);
+    }
+    if (n_pending && cb) cb(user, -1, pending, n_pending);
+    s->timings.gen_ms += mllm_now_ms() - tg;
+    mllm_sampler_free(&smp);
+    return st;
+}
+
+MLLM_API mllm_status mllm_generate(mllm_session *s, const char *prompt, const mllm_sampling *sp,
+                                   mllm_on_token cb, void *user) {
+    if (!s || !prompt) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_generate: NULL argument");
+    size_t len = strlen(prompt), n = 0;
+    mllm_status st = mllm_tokenize(s->m, prompt, len, s->n_past == 0, NULL, 0, &n);
+    if (st != MLLM_OK && st != MLLM_ERR_BUFFER_TOO_SMALL) return st;
+    int32_t *ids = mllm_malloc((n ? n : 1) * sizeof(int32_t));
+    if (!ids) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    st = mllm_tokenize(s->m, prompt, len, s->n_past == 0, ids, n, &n);
+    if (st == MLLM_OK) st = mllm_generate_ids(s, ids, n, sp, cb, user);
+    mllm_free(ids);
+    return st;
+}

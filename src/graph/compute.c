@@ -1,0 +1,172 @@
+/* Per-thread compute functions of the ops. Work is split by rows of the
+   output; the heavy lifting is in the CPU kernels (backends/cpu). */
+#include <math.h>
+#include <string.h>
+#include "backends/cpu/kernels.h"
+#include "core/dtype.h"
+#include "graph/graph.h"
+
+static void split(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
+    int64_t per = (n + nth - 1) / nth;
+    *r0 = per * ith < n ? per * ith : n;
+    *r1 = *r0 + per < n ? *r0 + per : n;
+}
+
+static int64_t n_rows(const mllm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+
+static void compute_get_rows(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_tensor *tab = t->src[0];
+    const mllm_dtype_traits *tr = mllm_dtype_get(tab->dtype);
+    for (int64_t i = ith; i < t->ne[1]; i += nth) {
+        int32_t id = g->rt->tokens[i];
+        const char *row = (const char *)tab->data + (size_t)id * tab->nb[1];
+        float *dst = (float *)((char *)t->data + (size_t)i * t->nb[1]);
+        if (tab->dtype == MLLM_DTYPE_F32) memcpy(dst, row, (size_t)t->ne[0] * sizeof(float));
+        else tr->to_float(row, dst, t->ne[0]);
+    }
+}
+
+static void compute_rmsnorm(mllm_tensor *t, int ith, int nth) {
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    const mllm_tensor *x = t->src[0], *w = t->src[1];
+    int64_t r0, r1, n = t->ne[0];
+    split(n_rows(t), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++)
+        k->rmsnorm((float *)t->data + r * n, (const float *)x->data + r * n,
+                   w ? (const float *)w->data : NULL, (int)n, t->fp[0]);
+}
+
+static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_tensor *w = t->src[0], *x = t->src[1], *b = t->src[2];
+    const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
+    int64_t K = w->ne[0], N = w->ne[1], M = x->ne[1];
+    const void *X = x->data;
+    size_t xs = x->nb[1];
+    if (tr->vec_dot_type != MLLM_DTYPE_F32) {
+        /* Activations are converted to the weight's vec_dot_type once, as
+           llama.cpp does, so quantized dots round the same way. */
+        const mllm_dtype_traits *vt = mllm_dtype_get(tr->vec_dot_type);
+        xs = mllm_dtype_row_size(tr->vec_dot_type, K);
+        for (int64_t m = ith; m < M; m += nth)
+            vt->from_float((const float *)((const char *)x->data + (size_t)m * x->nb[1]),
+                           (char *)g->work + (size_t)m * xs, K);
+        mllm_pool_barrier(g->pool);
+        X = g->work;
+    }
+    /* Row ranges rounded to 16 so each thread streams whole cache lines. */
+    int64_t per = ((N + nth - 1) / nth + 15) & ~(int64_t)15;
+    int64_t r0 = per * ith < N ? per * ith : N, r1 = r0 + per < N ? r0 + per : N;
+    if (r0 >= r1) return;
+    mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N,
+                     r0, r1);
+    if (b) {
+        const float *bias = b->data;
+        for (int64_t m = 0; m < M; m++) {
+            float *y = (float *)t->data + m * N;
+            for (int64_t r = r0; r < r1; r++) y[r] += bias[r];
+        }
+    }
+}
+
+static void rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn) {
+    /* Same arithmetic as ggml's rope cache: theta advances by repeated float
+       multiplication, so angles round exactly like the reference. */
+    float theta = (float)pos;
+    for (int i = 0; i < rp->n_rot / 2; i++) {
+        float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
+        float th = rp->freq_scale * (theta / ff);
+        cs[i] = cosf(th);
+        sn[i] = sinf(th);
+        theta *= rp->theta_scale;
+    }
+}
+
+static void compute_rope(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    const mllm_rope_params *rp = t->pp;
+    const mllm_tensor *x = t->src[0];
+    int64_t D = t->ne[0], H = t->ne[1], T = t->ne[2];
+    float *cs = (float *)g->work + (size_t)ith * (size_t)rp->n_rot;
+    float *sn = cs + rp->n_rot / 2;
+    for (int64_t tt = 0; tt < T; tt++) {
+        rope_table(rp, g->rt->pos + (int)tt, cs, sn);
+        for (int64_t h = ith; h < H; h += nth) {
+            float *dst = (float *)t->data + (tt * H + h) * D;
+            memcpy(dst, (const float *)x->data + (tt * H + h) * D, (size_t)D * sizeof(float));
+            k->rope(dst, rp->n_rot, cs, sn, rp->neox);
+        }
+    }
+}
+
+static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_kv_layer *kv = t->pp;
+    const mllm_tensor *k = t->src[0], *v = t->src[1];
+    int64_t T = mllm_tensor_nelements(k) / kv->kv_dim;
+    for (int64_t tt = ith; tt < T; tt += nth) {
+        size_t row = (size_t)(g->rt->pos + tt) * (size_t)kv->kv_dim;
+        memcpy(kv->k + row, (const float *)k->data + tt * kv->kv_dim, (size_t)kv->kv_dim * sizeof(float));
+        memcpy(kv->v + row, (const float *)v->data + tt * kv->kv_dim, (size_t)kv->kv_dim * sizeof(float));
+    }
+}
+
+static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    const mllm_kv_layer *kv = t->pp;
+    const mllm_tensor *q = t->src[0];
+    int64_t D = q->ne[0], H = q->ne[1], T = q->ne[2];
+    int64_t group = H / t->ip[0];
+    float scale = 1.0f / sqrtf((float)D);
+    float *scores = (float *)g->work + (size_t)ith * (size_t)kv->n_ctx;
+    for (int64_t job = ith; job < H * T; job += nth) {
+        int64_t tt = job / H, h = job % H, kvh = h / group;
+        int n_kv = g->rt->pos + (int)tt + 1; /* causal: keys up to this token */
+        const float *qv = (const float *)q->data + (tt * H + h) * D;
+        for (int j = 0; j < n_kv; j++)
+            scores[j] = k->dot_f32(qv, kv->k + (size_t)j * kv->kv_dim + kvh * D, (int)D);
+        k->softmax(scores, n_kv, scale);
+        float *out = (float *)t->data + tt * t->ne[0] + h * D;
+        memset(out, 0, (size_t)D * sizeof(float));
+        for (int j = 0; j < n_kv; j++)
+            k->axpy_f32(out, scores[j], kv->v + (size_t)j * kv->kv_dim + kvh * D, (int)D);
+    }
+}
+
+static void compute_elementwise(mllm_tensor *t, int ith, int nth) {
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    int64_t n = mllm_tensor_nelements(t);
+    int64_t per = ((n + nth - 1) / nth + 15) & ~(int64_t)15;
+    int64_t i0 = per * ith < n ? per * ith : n, i1 = i0 + per < n ? i0 + per : n;
+    if (i0 >= i1) return;
+    const float *a = (const float *)t->src[0]->data + i0, *b = (const float *)t->src[1]->data + i0;
+    float *y = (float *)t->data + i0;
+    if (t->op == MLLM_OP_ADD) k->add_f32(y, a, b, (int)(i1 - i0));
+    else k->silu_mul(y, a, b, (int)(i1 - i0));
+}
+
+size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
+    switch (t->op) {
+    case MLLM_OP_MATMUL: {
+        const mllm_dtype_traits *tr = mllm_dtype_get(t->src[0]->dtype);
+        if (tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
+        return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
+    }
+    case MLLM_OP_ROPE: return (size_t)nth * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
+    case MLLM_OP_ATTENTION:
+        return (size_t)nth * (size_t)((const mllm_kv_layer *)t->pp)->n_ctx * sizeof(float);
+    default: return 0;
+    }
+}
+
+void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    switch (t->op) {
+    case MLLM_OP_GET_ROWS: compute_get_rows(g, t, ith, nth); break;
+    case MLLM_OP_RMSNORM: compute_rmsnorm(t, ith, nth); break;
+    case MLLM_OP_MATMUL: compute_matmul(g, t, ith, nth); break;
+    case MLLM_OP_ROPE: compute_rope(g, t, ith, nth); break;
+    case MLLM_OP_KV_STORE: compute_kv_store(g, t, ith, nth); break;
+    case MLLM_OP_ATTENTION: compute_attention(g, t, ith, nth); break;
+    case MLLM_OP_SILU_MUL:
+    case MLLM_OP_ADD: compute_elementwise(t, ith, nth); break;
+    default: break;
+    }
+}

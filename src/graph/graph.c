@@ -1,0 +1,370 @@
+/* Graph construction (both modes) and execution over the thread pool. */
+#include "graph/graph.h"
+#include <stdio.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/dtype.h"
+
+static const char *const k_op_names[MLLM_OP_COUNT] = {
+    "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
+    "kv_store", "attention", "silu_mul", "add",
+};
+
+const char *mllm_op_name(mllm_op op) {
+    return (op >= 0 && op < MLLM_OP_COUNT) ? k_op_names[op] : "?";
+}
+
+void mllm_graph_init(mllm_graph *g, mllm_mode mode, mllm_pool *pool, size_t arena_chunk) {
+    memset(g, 0, sizeof *g);
+    g->mode = mode;
+    g->pool = pool;
+    mllm_arena_init(&g->arena, arena_chunk);
+}
+
+void mllm_graph_free(mllm_graph *g) {
+    mllm_arena_free(&g->arena);
+    mllm_free(g->nodes);
+    mllm_free(g->views);
+    mllm_free_aligned(g->buf);
+    mllm_free_aligned(g->work);
+    memset(g, 0, sizeof *g);
+}
+
+void mllm_graph_reset(mllm_graph *g) {
+    mllm_arena_reset(&g->arena);
+    g->n_nodes = 0;
+    g->n_views = 0;
+    g->failed = false;
+}
+
+void mllm_graph_bind(mllm_graph *g, const mllm_rt *rt) { g->rt = rt; }
+
+int64_t mllm_tensor_nelements(const mllm_tensor *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static void set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne) {
+    t->dtype = dtype;
+    for (int i = 0; i < 4; i++) t->ne[i] = i < n_dims ? ne[i] : 1;
+    t->nb[0] = mllm_dtype_get(dtype)->type_size;
+    t->nb[1] = mllm_dtype_row_size(dtype, t->ne[0]);
+    for (int i = 2; i < 4; i++) t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
+}
+
+static mllm_tensor *tensor_struct(mllm_graph *g, const char *name) {
+    mllm_tensor *t = mllm_arena_calloc(&g->arena, sizeof *t);
+    if (!t) { g->failed = true; return NULL; }
+    if (name) snprintf(t->name, sizeof t->name, "%s", name);
+    return t;
+}
+
+mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_t *ne,
+                              const void *data, const char *name) {
+    mllm_tensor *t = tensor_struct(g, name);
+    if (!t) return NULL;
+    set_shape(t, dtype, n_dims, ne);
+    t->data = (void *)data; /* weights are read-only: no op writes a leaf */
+    return t;
+}
+
+static size_t nbytes(const mllm_tensor *t) { return t->nb[3] * (size_t)t->ne[3]; }
+
+mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, const char *name) {
+    mllm_tensor *t = tensor_struct(g, name);
+    if (!t) return NULL;
+    set_shape(t, MLLM_DTYPE_F32, n_dims, ne);
+    if (g->mode == MLLM_MODE_TRACE) return t; /* placed by mllm_graph_plan */
+    t->data = mllm_arena_alloc(&g->arena, nbytes(t));
+    if (!t->data) { g->failed = true; return NULL; }
+    return t;
+}
+
+/* ---- execution ------------------------------------------------------- */
+
+static bool ensure_work(mllm_graph *g, size_t need) {
+    if (need <= g->work_size) return true;
+    void *w = mllm_malloc_aligned(need);
+    if (!w) return false;
+    mllm_free_aligned(g->work);
+    g->work = w;
+    g->work_size = need;
+    return true;
+}
+
+typedef struct { mllm_graph *g; mllm_tensor **nodes; int n; } exec_job;
+
+static void exec_fn(void *arg, int ith, int nth) {
+    exec_job *j = arg;
+    for (int i = 0; i < j->n; i++) {
+        mllm_compute_node(j->g, j->nodes[i], ith, nth);
+        mllm_pool_barrier(j->g->pool);
+    }
+}
+
+static void run_nodes(mllm_graph *g, mllm_tensor **nodes, int n) {
+    int nth = mllm_pool_size(g->pool);
+    size_t need = 0;
+    for (int i = 0; i < n; i++) {
+        size_t w = mllm_node_work_size(nodes[i], nth);
+        if (w > need) need = w;
+    }
+    if (!ensure_work(g, need)) { g->failed = true; return; }
+    exec_job j = {g, nodes, n};
+    if (g->pool) mllm_pool_run(g->pool, exec_fn, &j);
+    else exec_fn(&j, 0, 1);
+}
+
+void mllm_graph_execute(mllm_graph *g) { run_nodes(g, g->nodes, g->n_nodes); }
+
+/* Eager: run now. Trace: record. Views are never recorded: they compute nothing. */
+static bool push(mllm_graph *g, mllm_tensor ***arr, int *n, int *cap, mllm_tensor *t) {
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 256;
+        mllm_tensor **na = mllm_realloc(*arr, (size_t)nc * sizeof *na);
+        if (!na) { g->failed = true; return false; }
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = t;
+    return true;
+}
+
+static mllm_tensor *emit(mllm_graph *g, mllm_tensor *t) {
+    if (!t) return NULL;
+    if (t->op == MLLM_OP_VIEW) {
+        if (g->mode == MLLM_MODE_TRACE && !push(g, &g->views, &g->n_views, &g->cap_views, t))
+            return NULL;
+        return t;
+    }
+    if (g->mode == MLLM_MODE_EAGER) {
+        run_nodes(g, &t, 1);
+        return g->failed ? NULL : t;
+    }
+    return push(g, &g->nodes, &g->n_nodes, &g->cap_nodes, t) ? t : NULL;
+}
+
+void mllm_graph_print(const mllm_graph *g, void *file) {
+    FILE *f = file;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const mllm_tensor *t = g->nodes[i];
+        fprintf(f, "  %4d %-10s %-28s [%lld, %lld, %lld] <-", i, mllm_op_name(t->op), t->name,
+                (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2]);
+        for (int s = 0; s < 4 && t->src[s]; s++) fprintf(f, " %s", t->src[s]->name);
+        fputc('\n', f);
+    }
+}
+
+/* ---- op constructors ------------------------------------------------- */
+
+static mllm_tensor *node(mllm_graph *g, mllm_op op, int n_dims, const int64_t *ne,
+                         const char *name) {
+    mllm_tensor *t = mllm_tensor_new_f32(g, n_dims, ne, name);
+    if (t) t->op = op;
+    return t;
+}
+
+mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, int n_tokens) {
+    if (!table) return NULL;
+    int64_t ne[2] = {table->ne[0], n_tokens};
+    mllm_tensor *t = node(g, MLLM_OP_GET_ROWS, 2, ne, "inp_embd");
+    if (!t) return NULL;
+    t->src[0] = table;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_rmsnorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, float eps) {
+    if (!x) return NULL;
+    mllm_tensor *t = node(g, MLLM_OP_RMSNORM, 4, x->ne, w ? w->name : "norm");
+    if (!t) return NULL;
+    t->src[0] = x;
+    t->src[1] = w;
+    t->fp[0] = eps;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_tensor *bias) {
+    if (!w || !x || w->ne[0] != x->ne[0]) { g->failed = true; return NULL; }
+    int64_t ne[2] = {w->ne[1], x->ne[1]};
+    mllm_tensor *t = node(g, MLLM_OP_MATMUL, 2, ne, w->name);
+    if (!t) return NULL;
+    t->src[0] = w;
+    t->src[1] = x;
+    t->src[2] = bias;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, const mllm_rope_params *rp) {
+    if (!x) return NULL;
+    mllm_tensor *t = node(g, MLLM_OP_ROPE, 4, x->ne, "rope");
+    if (!t) return NULL;
+    t->src[0] = x;
+    t->pp = rp;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, const mllm_kv_layer *kv) {
+    if (!k || !v) return NULL;
+    int64_t ne[1] = {1};
+    mllm_tensor *t = node(g, MLLM_OP_KV_STORE, 1, ne, "kv_store");
+    if (!t) return NULL;
+    t->src[0] = k;
+    t->src[1] = v;
+    t->pp = kv;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
+                               const mllm_kv_layer *kv, int n_head_kv) {
+    if (!q || !dep) return NULL;
+    int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
+    mllm_tensor *t = node(g, MLLM_OP_ATTENTION, 2, ne, "attn");
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = dep;
+    t->pp = kv;
+    t->ip[0] = n_head_kv;
+    return emit(g, t);
+}
+
+static mllm_tensor *binary(mllm_graph *g, mllm_op op, mllm_tensor *a, mllm_tensor *b, const char *name) {
+    if (!a || !b || mllm_tensor_nelements(a) != mllm_tensor_nelements(b)) { g->failed = true; return NULL; }
+    mllm_tensor *t = node(g, op, 4, a->ne, name);
+    if (!t) return NULL;
+    t->src[0] = a;
+    t->src[1] = b;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b) {
+    return binary(g, MLLM_OP_SILU_MUL, a, b, "silu_mul");
+}
+mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b) {
+    return binary(g, MLLM_OP_ADD, a, b, "add");
+}
+
+mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne) {
+    if (!x) return NULL;
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++) n *= ne[i];
+    if (n != mllm_tensor_nelements(x) || x->dtype != MLLM_DTYPE_F32) { g->failed = true; return NULL; }
+    mllm_tensor *t = tensor_struct(g, x->name);
+    if (!t) return NULL;
+    set_shape(t, x->dtype, n_dims, ne);
+    t->op = MLLM_OP_VIEW;
+    t->src[0] = x;
+    t->view_src = x->view_src ? x->view_src : x;
+    t->view_offs = x->view_offs;
+    t->data = x->data;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_view_cols(mllm_graph *g, mllm_tensor *x, int64_t c0, int64_t n) {
+    if (!x || c0 < 0 || c0 + n > x->ne[1]) { g->failed = true; return NULL; }
+    mllm_tensor *t = tensor_struct(g, x->name);
+    if (!t) return NULL;
+    int64_t ne[2] = {x->ne[0], n};
+    set_shape(t, x->dtype, 2, ne);
+    t->op = MLLM_OP_VIEW;
+    t->src[0] = x;
+    t->view_src = x->view_src ? x->view_src : x;
+    t->view_offs = x->view_offs + (size_t)c0 * x->nb[1];
+    t->data = x->data ? (char *)x->data + (size_t)c0 * x->nb[1] : NULL;
+    return emit(g, t);
+}
+
+/* ---- memory planning ------------------------------------------------- */
+
+typedef struct { size_t off, size; } span;
+
+/* First-fit over a sorted free list; grows the top when nothing fits. */
+typedef struct { span *free; int n, cap; size_t top; } planner;
+
+static bool plan_alloc(planner *p, size_t size, size_t *off) {
+    for (int i = 0; i < p->n; i++) {
+        if (p->free[i].size >= size) {
+            *off = p->free[i].off;
+            p->free[i].off += size;
+            p->free[i].size -= size;
+            if (p->free[i].size == 0) {
+                memmove(&p->free[i], &p->free[i + 1], (size_t)(p->n - i - 1) * sizeof(span));
+                p->n--;
+            }
+            return true;
+        }
+    }
+    *off = p->top;
+    p->top += size;
+    return true;
+}
+
+static bool plan_release(planner *p, size_t off, size_t size) {
+    if (p->n == p->cap) {
+        int nc = p->cap ? p->cap * 2 : 64;
+        span *nf = mllm_realloc(p->free, (size_t)nc * sizeof(span));
+        if (!nf) return false;
+        p->free = nf;
+        p->cap = nc;
+    }
+    int i = 0;
+    while (i < p->n && p->free[i].off < off) i++;
+    memmove(&p->free[i + 1], &p->free[i], (size_t)(p->n - i) * sizeof(span));
+    p->free[i] = (span){off, size};
+    p->n++;
+    /* Merge with the neighbours so large tensors find room again. */
+    if (i + 1 < p->n && p->free[i].off + p->free[i].size == p->free[i + 1].off) {
+        p->free[i].size += p->free[i + 1].size;
+        memmove(&p->free[i + 1], &p->free[i + 2], (size_t)(p->n - i - 2) * sizeof(span));
+        p->n--;
+    }
+    if (i > 0 && p->free[i - 1].off + p->free[i - 1].size == p->free[i].off) {
+        p->free[i - 1].size += p->free[i].size;
+        memmove(&p->free[i], &p->free[i + 1], (size_t)(p->n - i - 1) * sizeof(span));
+        p->n--;
+    }
+    return true;
+}
+
+static mllm_tensor *root_of(mllm_tensor *t) { return t->view_src ? t->view_src : t; }
+
+bool mllm_graph_plan(mllm_graph *g, mllm_tensor **outputs, int n_outputs) {
+    if (g->failed) return false;
+    int n = g->n_nodes;
+    for (int i = 0; i < n; i++) g->nodes[i]->last_use = i;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < 4; s++) {
+            mllm_tensor *src = g->nodes[i]->src[s];
+            if (src && src->op != MLLM_OP_NONE) root_of(src)->last_use = i;
+        }
+    for (int o = 0; o < n_outputs; o++)
+        if (outputs[o]) root_of(outputs[o])->last_use = n; /* never released */
+    /* Offsets are stored in view_offs of roots while planning, as the buffer
+       does not exist yet. */
+    planner p = {0};
+    size_t *offs = mllm_malloc((size_t)(n ? n : 1) * sizeof(size_t));
+    if (!offs) return false;
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        size_t sz = (nbytes(g->nodes[i]) + 63) & ~(size_t)63;
+        ok = plan_alloc(&p, sz, &offs[i]);
+        /* Release what node i was the last reader of (and i itself if nobody reads it). */
+        for (int j = 0; j <= i && ok; j++)
+            if (g->nodes[j]->last_use == i)
+                ok = plan_release(&p, offs[j], (nbytes(g->nodes[j]) + 63) & ~(size_t)63);
+    }
+    if (ok && p.top > g->buf_size) {
+        mllm_free_aligned(g->buf);
+        g->buf = mllm_malloc_aligned(p.top);
+        g->buf_size = g->buf ? p.top : 0;
+        ok = g->buf != NULL;
+    }
+    if (ok) {
+        for (int i = 0; i < n; i++) g->nodes[i]->data = (char *)g->buf + offs[i];
+        for (int i = 0; i < g->n_views; i++) {
+            mllm_tensor *v = g->views[i];
+            v->data = (char *)root_of(v)->data + v->view_offs;
+        }
+    }
+    mllm_free(p.free);
+    mllm_free(offs);
+    return ok;
+}

@@ -1,0 +1,127 @@
+/* Tensors, the op API and the graph. Model code is written once against
+   mllm_op_*(): in EAGER mode each op runs at once; in TRACE mode it records a
+   node, and the graph is then executed as many times as needed, reading the
+   values that change per call (position, token ids) from the bound mllm_rt. */
+#ifndef MLLM_GRAPH_GRAPH_H
+#define MLLM_GRAPH_GRAPH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/arena.h"
+#include "core/threadpool.h"
+
+typedef enum {
+    MLLM_OP_NONE = 0,  /* a leaf: weight or input */
+    MLLM_OP_VIEW,      /* no compute: a reshaped/offset view of src[0] */
+    MLLM_OP_GET_ROWS,  /* rows of src[0] (embedding table) picked by rt->tokens */
+    MLLM_OP_RMSNORM,   /* per row of ne[0]: x / rms(x) * w */
+    MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias) */
+    MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) at rt->pos + t */
+    MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer */
+    MLLM_OP_ATTENTION, /* causal softmax(q k^T / sqrt(D)) v over the KV layer */
+    MLLM_OP_SILU_MUL,  /* silu(src[0]) * src[1] */
+    MLLM_OP_ADD,       /* src[0] + src[1] */
+    MLLM_OP_COUNT
+} mllm_op;
+
+typedef struct mllm_tensor mllm_tensor;
+struct mllm_tensor {
+    int dtype;          /* mllm_dtype */
+    int64_t ne[4];      /* elements per dim, ne[0] fastest */
+    size_t nb[4];       /* bytes between consecutive elements/rows per dim */
+    void *data;
+    mllm_op op;
+    mllm_tensor *src[4];
+    int32_t ip[4];      /* integer op params */
+    float fp[4];        /* float op params */
+    const void *pp;     /* pointer op param (KV layer, rope table) */
+    mllm_tensor *view_src; /* views: the tensor whose memory this is */
+    size_t view_offs;      /* views: byte offset into view_src */
+    int last_use;          /* planner: index of the last node reading it */
+    char name[48];
+};
+
+/* Values bound at execute time: what changes from one call to the next. */
+typedef struct {
+    int pos;               /* position of the first token of this pass */
+    const int32_t *tokens; /* n_tokens ids (the T the graph was built for) */
+} mllm_rt;
+
+/* One layer of the KV cache, read and written by KV_STORE / ATTENTION. */
+typedef struct {
+    float *k;    /* (n_ctx, kv_dim) */
+    float *v;    /* (n_ctx, kv_dim) */
+    int n_ctx;
+    int kv_dim;  /* Hkv * D */
+} mllm_kv_layer;
+
+/* Rotary embedding parameters shared by all layers of a model. */
+typedef struct {
+    int n_rot;
+    bool neox;
+    float theta_scale;        /* base^(-2/n_rot) */
+    float freq_scale;         /* 1/factor for linear scaling, else 1 */
+    const float *freq_factors;/* n_rot/2 divisors (llama3), or NULL */
+} mllm_rope_params;
+
+typedef enum { MLLM_MODE_EAGER = 0, MLLM_MODE_TRACE = 1 } mllm_mode;
+
+typedef struct {
+    mllm_mode mode;
+    mllm_arena arena;      /* tensor structs and activations */
+    mllm_tensor **nodes;   /* in execution order (trace mode) */
+    int n_nodes, cap_nodes;
+    mllm_pool *pool;
+    const mllm_rt *rt;
+    mllm_tensor **views;   /* trace mode: views to resolve after planning */
+    int n_views, cap_views;
+    void *buf;             /* trace mode: activations, placed by the planner */
+    size_t buf_size;
+    void *work;            /* scratch shared by the threads of one node */
+    size_t work_size;
+    bool failed;           /* an allocation failed while building */
+} mllm_graph;
+
+void mllm_graph_init(mllm_graph *g, mllm_mode mode, mllm_pool *pool, size_t arena_chunk);
+void mllm_graph_free(mllm_graph *g);
+/* Forgets all nodes and activations (keeps the memory for reuse). */
+void mllm_graph_reset(mllm_graph *g);
+void mllm_graph_bind(mllm_graph *g, const mllm_rt *rt);
+/* Trace mode: places every activation in one buffer, reusing the memory of
+   tensors after their last reader (outputs are kept). Returns false on
+   out-of-memory. Must be called once after building, before executing. */
+bool mllm_graph_plan(mllm_graph *g, mllm_tensor **outputs, int n_outputs);
+/* Runs every recorded node in order (trace mode). */
+void mllm_graph_execute(mllm_graph *g);
+/* One line per node: index, op, name, shape, inputs. */
+void mllm_graph_print(const mllm_graph *g, void *file);
+const char *mllm_op_name(mllm_op op);
+
+/* A leaf tensor over existing memory (weights: mmap'd, not copied). */
+mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_t *ne,
+                              const void *data, const char *name);
+/* A new f32 activation tensor. */
+mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, const char *name);
+int64_t mllm_tensor_nelements(const mllm_tensor *t);
+
+/* ---- ops (every op: NULL inputs or a build failure give NULL) -------- */
+mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, int n_tokens);
+mllm_tensor *mllm_op_rmsnorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, float eps);
+mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_tensor *bias);
+mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, const mllm_rope_params *rp);
+mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, const mllm_kv_layer *kv);
+/* q: (D, H, T); dep: the KV_STORE node that must run first. Out: (D*H, T). */
+mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
+                               const mllm_kv_layer *kv, int n_head_kv);
+mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
+mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
+/* Views (no copy, no compute). */
+mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne);
+/* Columns [c0, c0+n) of a 2-D tensor (tokens [c0, c0+n)). */
+mllm_tensor *mllm_op_view_cols(mllm_graph *g, mllm_tensor *x, int64_t c0, int64_t n);
+
+/* Internal: the compute function of a node, per thread. */
+void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth);
+size_t mllm_node_work_size(const mllm_tensor *t, int nth);
+
+#endif

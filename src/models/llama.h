@@ -1,0 +1,37 @@
+/* The Llama-family decoder (Llama 2/3, TinyLlama, SmolLM/SmolLM2, Qwen2,
+   Qwen3): binds a model file's weights and builds the forward graph. */
+#ifndef MLLM_MODELS_LLAMA_H
+#define MLLM_MODELS_LLAMA_H
+#include <mllm/mllm.h>
+#include "formats/model_file.h"
+#include "graph/graph.h"
+#include "models/llama_config.h"
+
+typedef struct {
+    mllm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    mllm_tensor *bq, *bk, *bv;        /* Qwen2 qkv bias, else NULL */
+    mllm_tensor *q_norm, *k_norm;     /* Qwen3 per-head RMSNorm, else NULL */
+    mllm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+} mllm_llama_layer;
+
+typedef struct {
+    mllm_llama_config cfg;
+    mllm_graph wg;                 /* owns the weight tensor structs (not the data) */
+    mllm_tensor *tok_embd, *output_norm, *output; /* output = tok_embd when tied */
+    mllm_llama_layer *layers;      /* (n_layer) */
+    mllm_rope_params rope;
+    float *freq_factors;           /* (n_rot/2) llama3 scaling, or NULL */
+    size_t n_params;
+} mllm_llama;
+
+/* Checks every tensor's presence, shape and dtype; errors name the tensor. */
+mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f);
+void mllm_llama_release(mllm_llama *m);
+
+/* Builds (eager: runs) the forward pass of n_tokens tokens bound in g->rt,
+   writing K/V into kv[layer]; returns the logits of the last token
+   (n_vocab x 1), or NULL when the graph could not be built. */
+mllm_tensor *mllm_llama_forward(mllm_graph *g, const mllm_llama *m, const mllm_kv_layer *kv,
+                                int n_tokens);
+
+#endif

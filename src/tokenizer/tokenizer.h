@@ -11,6 +11,12 @@
 struct mllm_gguf;
 typedef struct mllm_tokenizer mllm_tokenizer;
 
+/* Token types, numbered as GGUF's tokenizer.ggml.token_type. */
+typedef enum {
+    MLLM_TOKEN_NORMAL = 1, MLLM_TOKEN_UNKNOWN = 2, MLLM_TOKEN_CONTROL = 3,
+    MLLM_TOKEN_USER_DEFINED = 4, MLLM_TOKEN_UNUSED = 5, MLLM_TOKEN_BYTE = 6,
+} mllm_token_type;
+
 mllm_status mllm_tokenizer_from_gguf(const struct mllm_gguf *g, mllm_tokenizer **out);
 /* tokenizer_config_json may be NULL (then BOS/EOS come from tokenizer.json's
    added tokens where they can be told). */
@@ -19,8 +25,9 @@ mllm_status mllm_tokenizer_from_hf(const char *tokenizer_json, const char *token
 mllm_status mllm_tokenizer_from_llama2c(const char *path, mllm_tokenizer **out);
 void mllm_tokenizer_free(mllm_tokenizer *t);
 
-/* add_special: prepend BOS if the tokenizer's config says so (and, for
-   SentencePiece, the dummy-prefix space as configured).
+/* add_special: prepend BOS (append EOS) if the tokenizer's config says so.
+   SentencePiece: the dummy-prefix space is added as configured
+   (add_space_prefix) whatever add_special says, as llama.cpp and HF do.
    parse_special: text like "<|im_start|>" becomes the special token.
    Writes up to cap ids; *n_ids = the count needed; MLLM_ERR_BUFFER_TOO_SMALL
    if cap < *n_ids. */
@@ -43,5 +50,15 @@ bool mllm_tokenizer_is_eog(const mllm_tokenizer *t, int32_t id);
 const char *mllm_tokenizer_chat_template(const mllm_tokenizer *t);
 /* "bpe" or "spm". */
 const char *mllm_tokenizer_kind(const mllm_tokenizer *t);
+/* The token's type; 0 if out of range. */
+mllm_token_type mllm_tokenizer_token_type(const mllm_tokenizer *t, int32_t id);
+/* -1 if none. */
+int32_t mllm_tokenizer_eot(const mllm_tokenizer *t);
+/* The text of ids (pieces concatenated). skip_special: CONTROL/UNKNOWN
+   tokens give nothing. SentencePiece: the dummy-prefix space of the first
+   piece is removed (so decode(encode(x)) == x). Writes up to cap bytes (no
+   NUL); *len = the size needed; MLLM_ERR_BUFFER_TOO_SMALL if cap < *len. */
+mllm_status mllm_tokenizer_decode(const mllm_tokenizer *t, const int32_t *ids, size_t n_ids,
+                                  bool skip_special, char *buf, size_t cap, size_t *len);
 
 #endif

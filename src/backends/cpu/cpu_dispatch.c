@@ -42,7 +42,6 @@ const char *mllm_cpu_path(void) {
 }
 
 const mllm_cpu_ops *mllm_cpu_ops_avx512(void) { return NULL; }
-const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return NULL; }
 
 const mllm_cpu_ops *mllm_cpu_ops_get(void) {
     const char *p = mllm_cpu_path();
@@ -54,15 +53,34 @@ const mllm_cpu_ops *mllm_cpu_ops_get(void) {
 }
 
 mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
-    (void)path; /* AVX2 vec_dots: next commit */
+    const bool avx2 = path && strcmp(path, "avx2") == 0 && mllm_cpu_has_avx2();
     switch (t) {
-    case MLLM_DTYPE_F32: return mllm_vec_dot_f32_generic;
-    case MLLM_DTYPE_F16: return mllm_vec_dot_f16_generic;
-    case MLLM_DTYPE_BF16: return mllm_vec_dot_bf16_generic;
-    case MLLM_DTYPE_Q8_0: return mllm_vec_dot_q8_0_generic;
-    case MLLM_DTYPE_Q4_0: return mllm_vec_dot_q4_0_generic;
-    case MLLM_DTYPE_Q4_1: return mllm_vec_dot_q4_1_generic;
+    case MLLM_DTYPE_F32: return avx2 ? mllm_vec_dot_f32_avx2 : mllm_vec_dot_f32_generic;
+    case MLLM_DTYPE_F16: return avx2 ? mllm_vec_dot_f16_avx2 : mllm_vec_dot_f16_generic;
+    case MLLM_DTYPE_BF16: return avx2 ? mllm_vec_dot_bf16_avx2 : mllm_vec_dot_bf16_generic;
+    case MLLM_DTYPE_Q8_0: return avx2 ? mllm_vec_dot_q8_0_avx2 : mllm_vec_dot_q8_0_generic;
+    case MLLM_DTYPE_Q4_0: return avx2 ? mllm_vec_dot_q4_0_avx2 : mllm_vec_dot_q4_0_generic;
+    case MLLM_DTYPE_Q4_1: return avx2 ? mllm_vec_dot_q4_1_avx2 : mllm_vec_dot_q4_1_generic;
     case MLLM_DTYPE_Q8_1: return mllm_vec_dot_q8_1_generic;
     default: return NULL;
+    }
+}
+
+void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n) {
+    const bool avx2 = strcmp(mllm_cpu_path(), "generic") != 0;
+    switch (t) {
+    case MLLM_DTYPE_Q8_0:
+        (avx2 ? mllm_quantize_row_q8_0_act_avx2 : mllm_quantize_row_q8_0_act_generic)(x, y, n);
+        return;
+    case MLLM_DTYPE_Q8_1:
+        (avx2 ? mllm_quantize_row_q8_1_act_avx2 : mllm_quantize_row_q8_1_act_generic)(x, y, n);
+        return;
+    case MLLM_DTYPE_F16:
+        (avx2 ? mllm_row_float_to_f16_avx2 : mllm_row_float_to_f16)(x, y, n);
+        return;
+    default: {
+        const mllm_dtype_traits *tr = mllm_dtype_get(t);
+        if (tr && tr->from_float) tr->from_float(x, y, n);
+    }
     }
 }

@@ -38,6 +38,14 @@ const char *mllm_cpu_path(void);
 bool mllm_cpu_has_avx2(void);
 bool mllm_cpu_has_avx512(void);
 
+/* Converts one activation row of n floats to dtype t (a vec_dot_type) the
+   way llama.cpp's CPU backend does at run time, so our logits track its own:
+   q8_0/q8_1 use id = 127/amax and round half to even (ggml's SIMD
+   quantize_row_q8_*), which differs from the dtype table's reference
+   from_float (= GGUF's quantize_row_*_ref, for weights) in rare ties; f16
+   and the others are the same as from_float. */
+void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n);
+
 /* The matmul hot spot: Y[m][r] = dot(W row r, X row m) for r in [r0, r1),
    m in [0, M). W: n_rows rows of K values of dtype wt, row stride w_stride
    bytes. X: M rows already converted to the vec_dot_type of wt (see

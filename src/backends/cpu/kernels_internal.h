@@ -24,6 +24,14 @@ void mllm_dequantize_row_q4_0(const void *src, float *dst, int64_t n);
 void mllm_quantize_row_q4_1(const float *src, void *dst, int64_t n);
 void mllm_dequantize_row_q4_1(const void *src, float *dst, int64_t n);
 
+/* Activation converters: what llama.cpp's CPU backend runs (see
+   mllm_cpu_quantize_row in kernels.h). Generic and AVX2 give equal bytes. */
+void mllm_quantize_row_q8_0_act_generic(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q8_1_act_generic(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q8_0_act_avx2(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q8_1_act_avx2(const float *src, void *dst, int64_t n);
+void mllm_row_float_to_f16_avx2(const float *src, void *dst, int64_t n);
+
 /* vec_dot kernels (vec_dot_generic.c, vec_dot_avx2.c). y is in the
    vec_dot_type of x's dtype. */
 void mllm_vec_dot_f32_generic(int n, float *s, const void *x, const void *y);
@@ -40,6 +48,18 @@ void mllm_vec_dot_bf16_avx2(int n, float *s, const void *x, const void *y);
 void mllm_vec_dot_q8_0_avx2(int n, float *s, const void *x, const void *y);
 void mllm_vec_dot_q4_0_avx2(int n, float *s, const void *x, const void *y);
 void mllm_vec_dot_q4_1_avx2(int n, float *s, const void *x, const void *y);
+
+/* Blocked AVX2 mul_mat (mul_mat_avx2.c), same contract as mllm_cpu_mul_mat;
+   false if it has no kernel for wt. */
+bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
+                       size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
+/* The plain loop over vec_dot (mul_mat.c): the reference for the above. */
+void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
+                          const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
+                          int64_t r0, int64_t r1);
+
+/* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
+void mllm_expf_avx2(const float *x, float *y, int n);
 
 /* The vec_dot for dtype t on the given path ("generic" | "avx2" | "avx512");
    NULL if t has none. Used by mllm_dtype_init and by tests. */

@@ -1,11 +1,14 @@
-/* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m). */
+/* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m).
+   Chooses the blocked SIMD kernel of this CPU path, else the plain loop. */
+#include <string.h>
+
 #include "backends/cpu/kernels_internal.h"
 
 /* The obvious loop over the dtype's vec_dot: the reference for the blocked
    SIMD versions, and the path for dtypes without one. */
-static void mul_mat_rows(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
-                         const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
-                         int64_t r0, int64_t r1) {
+void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
+                          const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
+                          int64_t r0, int64_t r1) {
     for (int64_t m = 0; m < M; m++) {
         const char *x = (const char *)X + (size_t)m * x_stride;
         for (int64_t r = r0; r < r1; r++) {
@@ -19,5 +22,8 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
                       int64_t r1) {
     const mllm_dtype_traits *tr = mllm_dtype_get(wt);
     if (!tr || !tr->vec_dot || r1 <= r0 || M <= 0) return;
-    mul_mat_rows(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+    if (strcmp(mllm_cpu_path(), "generic") != 0 &&
+        mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        return;
+    mllm_mul_mat_generic(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }

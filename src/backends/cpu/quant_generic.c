@@ -163,3 +163,40 @@ void mllm_dequantize_row_q4_1(const void *src, float *dst, int64_t n) {
         }
     }
 }
+
+/* Activation-side q8_0/q8_1, the way llama.cpp's CPU backend quantizes
+   activations at run time (ggml's SIMD quantize_row_q8_0/q8_1 on x86 and
+   ARM): id = 127/amax and round half to even. It differs from the reference
+   quantizers above only in rare ties; matching it keeps our logits on
+   llama.cpp's. */
+void mllm_quantize_row_q8_0_act_generic(const float *src, void *dst, int64_t n) {
+    mllm_block_q8_0 *y = dst;
+    const int64_t nb = n / MLLM_QK8_0;
+    for (int64_t i = 0; i < nb; i++) {
+        const float *x = src + i * MLLM_QK8_0;
+        float amax = 0.0f;
+        for (int j = 0; j < MLLM_QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[i].d = mllm_f32_to_f16(amax / 127.0f);
+        for (int j = 0; j < MLLM_QK8_0; j++) y[i].qs[j] = (int8_t)rintf(x[j] * id);
+    }
+}
+
+void mllm_quantize_row_q8_1_act_generic(const float *src, void *dst, int64_t n) {
+    mllm_block_q8_1 *y = dst;
+    const int64_t nb = n / MLLM_QK8_1;
+    for (int64_t i = 0; i < nb; i++) {
+        const float *x = src + i * MLLM_QK8_1;
+        float amax = 0.0f;
+        for (int j = 0; j < MLLM_QK8_1; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[i].d = mllm_f32_to_f16(d);
+        int sum = 0;
+        for (int j = 0; j < MLLM_QK8_1; j++) {
+            y[i].qs[j] = (int8_t)rintf(x[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].s = mllm_f32_to_f16(d * (float)sum);
+    }
+}

@@ -1,0 +1,225 @@
+/* The matmul hot spot, AVX2 + FMA + F16C. Output is computed in tiles of up
+   to 4 weight rows x 3 activation rows: each weight block is decoded once per
+   tile and reused for 3 activation rows, each activation block is loaded once
+   and reused for 4 weight rows, and the 12 partial sums stay in registers.
+   Decode (M = 1) runs the 4x1 tile: one pass over the weights, 4 rows sharing
+   each activation load. The per-block math (and so the result) is the same as
+   the AVX2 vec_dots: exact int32 block sums, float accumulation in 8 lanes. */
+#include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/simd_avx2.h"
+
+#define TILE_M 4 /* weight rows per tile */
+#define TILE_N 3 /* activation rows per tile */
+/* Weight rows per chunk: the chunk stays in L2 while all activation tiles
+   stream past it. */
+#define CHUNK_BYTES (192 * 1024)
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+typedef void (*tile_fn)(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,
+                        size_t ys);
+
+/* Writes acc[r][m] lane sums (+ extra[r][m]) to Y[m][r]. */
+#define STORE_TILE(RM, RN, acc, extra)                                            \
+    for (int r = 0; r < (RM); r++)                                                \
+        for (int m = 0; m < (RN); m++) Y[(size_t)m * ys + r] = mm256_hsum_ps(acc[r][m]) + (extra)
+
+ALWAYS_INLINE void tile_q8_0(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs,
+                             int64_t K, float *Y, size_t ys) {
+    __m256 acc[TILE_M][TILE_N];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 3
+        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
+    const int64_t nb = K / MLLM_QK8_0;
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i qy[TILE_N];
+        float dy[TILE_N];
+#pragma GCC unroll 3
+        for (int m = 0; m < RN; m++) {
+            const mllm_block_q8_0 *yb = (const mllm_block_q8_0 *)(X + (size_t)m * xs) + b;
+            qy[m] = _mm256_loadu_si256((const __m256i *)yb->qs);
+            dy[m] = f16_to_f32_hw(yb->d);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) {
+            const mllm_block_q8_0 *xb = (const mllm_block_q8_0 *)(W + (size_t)r * ws) + b;
+            const __m256i qx = _mm256_loadu_si256((const __m256i *)xb->qs);
+            const __m256i ax = _mm256_sign_epi8(qx, qx);
+            const float dx = f16_to_f32_hw(xb->d);
+#pragma GCC unroll 3
+            for (int m = 0; m < RN; m++) {
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy[m], qx)),
+                                                    _mm256_set1_epi16(1));
+                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    STORE_TILE(RM, RN, acc, 0.0f);
+}
+
+ALWAYS_INLINE void tile_q4_0(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs,
+                             int64_t K, float *Y, size_t ys) {
+    __m256 acc[TILE_M][TILE_N];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 3
+        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
+    const __m256i eight = _mm256_set1_epi8(8);
+    const int64_t nb = K / MLLM_QK4_0;
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i qy[TILE_N];
+        float dy[TILE_N];
+#pragma GCC unroll 3
+        for (int m = 0; m < RN; m++) {
+            const mllm_block_q8_0 *yb = (const mllm_block_q8_0 *)(X + (size_t)m * xs) + b;
+            qy[m] = _mm256_loadu_si256((const __m256i *)yb->qs);
+            dy[m] = f16_to_f32_hw(yb->d);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) {
+            const mllm_block_q4_0 *xb = (const mllm_block_q4_0 *)(W + (size_t)r * ws) + b;
+            const __m256i qx = _mm256_sub_epi8(unpack_nibbles_32(xb->qs), eight);
+            const __m256i ax = _mm256_sign_epi8(qx, qx);
+            const float dx = f16_to_f32_hw(xb->d);
+#pragma GCC unroll 3
+            for (int m = 0; m < RN; m++) {
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy[m], qx)),
+                                                    _mm256_set1_epi16(1));
+                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    STORE_TILE(RM, RN, acc, 0.0f);
+}
+
+ALWAYS_INLINE void tile_q4_1(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs,
+                             int64_t K, float *Y, size_t ys) {
+    __m256 acc[TILE_M][TILE_N];
+    float summs[TILE_M][TILE_N];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 3
+        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps(), summs[r][m] = 0.0f;
+    const int64_t nb = K / MLLM_QK4_1;
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i qy[TILE_N];
+        float dy[TILE_N], sy[TILE_N];
+#pragma GCC unroll 3
+        for (int m = 0; m < RN; m++) {
+            const mllm_block_q8_1 *yb = (const mllm_block_q8_1 *)(X + (size_t)m * xs) + b;
+            qy[m] = _mm256_loadu_si256((const __m256i *)yb->qs);
+            dy[m] = f16_to_f32_hw(yb->d);
+            sy[m] = f16_to_f32_hw(yb->s);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) {
+            const mllm_block_q4_1 *xb = (const mllm_block_q4_1 *)(W + (size_t)r * ws) + b;
+            const __m256i ux = unpack_nibbles_32(xb->qs);
+            const float dx = f16_to_f32_hw(xb->d), mx = f16_to_f32_hw(xb->m);
+#pragma GCC unroll 3
+            for (int m = 0; m < RN; m++) {
+                const __m256i p = dot_u8_i8_lanes(ux, qy[m]);
+                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
+                summs[r][m] += mx * sy[m];
+            }
+        }
+    }
+#pragma GCC unroll 4
+    STORE_TILE(RM, RN, acc, summs[r][m]);
+}
+
+/* Float weights (f32 / f16 / bf16): 8 values per step, one accumulator per
+   output; the tail (K % 8) is summed in double like the generic dot. */
+#define FLOAT_TILE(NAME, T, LOAD8, TO_F32)                                                          \
+    ALWAYS_INLINE void NAME(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs,    \
+                            int64_t K, float *Y, size_t ys) {                                      \
+        __m256 acc[TILE_M][TILE_N];                                                                \
+        _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                       \
+            _Pragma("GCC unroll 3") for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();  \
+        int64_t k = 0;                                                                             \
+        for (; k + 8 <= K; k += 8) {                                                               \
+            __m256 xv[TILE_N];                                                                     \
+            _Pragma("GCC unroll 3") for (int m = 0; m < RN; m++)                                   \
+                xv[m] = LOAD8((const T *)(X + (size_t)m * xs) + k);                                \
+            _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) {                                 \
+                const __m256 wv = LOAD8((const T *)(W + (size_t)r * ws) + k);                      \
+                _Pragma("GCC unroll 3") for (int m = 0; m < RN; m++)                               \
+                    acc[r][m] = _mm256_fmadd_ps(wv, xv[m], acc[r][m]);                             \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < RM; r++) {                                                             \
+            for (int m = 0; m < RN; m++) {                                                         \
+                const T *wr = (const T *)(W + (size_t)r * ws), *xr = (const T *)(X + (size_t)m * xs); \
+                double s = mm256_hsum_ps(acc[r][m]);                                               \
+                for (int64_t j = k; j < K; j++) s += (double)(TO_F32(wr[j]) * TO_F32(xr[j]));     \
+                Y[(size_t)m * ys + r] = (float)s;                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+static inline float f32_id(float x) { return x; }
+FLOAT_TILE(tile_f32, float, _mm256_loadu_ps, f32_id)
+FLOAT_TILE(tile_f16, mllm_f16, load_f16x8, f16_to_f32_hw)
+FLOAT_TILE(tile_bf16, mllm_bf16, load_bf16x8, mllm_bf16_to_f32)
+
+/* Instantiates the 6 tile shapes we use: 4 or 1 weight rows x 3, 2, 1
+   activation rows. table[rm == 4][rn - 1]. */
+#define TILE_SET(T)                                                                                \
+    static void T##_4x3(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,   \
+                        size_t ys) { T(4, 3, W, ws, X, xs, K, Y, ys); }                            \
+    static void T##_4x2(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,   \
+                        size_t ys) { T(4, 2, W, ws, X, xs, K, Y, ys); }                            \
+    static void T##_4x1(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,   \
+                        size_t ys) { T(4, 1, W, ws, X, xs, K, Y, ys); }                            \
+    static void T##_1x3(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,   \
+                        size_t ys) { T(1, 3, W, ws, X, xs, K, Y, ys); }                            \
+    static void T##_1x2(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,   \
+                        size_t ys) { T(1, 2, W, ws, X, xs, K, Y, ys); }                            \
+    static void T##_1x1(const char *W, size_t ws, const char *X, size_t xs, int64_t K, float *Y,   \
+                        size_t ys) { T(1, 1, W, ws, X, xs, K, Y, ys); }                            \
+    static const tile_fn T##_set[2][3] = {{T##_1x1, T##_1x2, T##_1x3}, {T##_4x1, T##_4x2, T##_4x3}};
+
+TILE_SET(tile_q8_0)
+TILE_SET(tile_q4_0)
+TILE_SET(tile_q4_1)
+TILE_SET(tile_f32)
+TILE_SET(tile_f16)
+TILE_SET(tile_bf16)
+
+static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
+    switch (wt) {
+    case MLLM_DTYPE_Q8_0: return tile_q8_0_set;
+    case MLLM_DTYPE_Q4_0: return tile_q4_0_set;
+    case MLLM_DTYPE_Q4_1: return tile_q4_1_set;
+    case MLLM_DTYPE_F32: return tile_f32_set;
+    case MLLM_DTYPE_F16: return tile_f16_set;
+    case MLLM_DTYPE_BF16: return tile_bf16_set;
+    default: return NULL;
+    }
+}
+
+bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
+                       size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+    const tile_fn(*set)[3] = tiles_for(wt);
+    if (!set) return false;
+    const char *w = W, *x = X;
+    int64_t chunk = (int64_t)(CHUNK_BYTES / (w_stride ? w_stride : 1)) & ~(int64_t)(TILE_M - 1);
+    if (chunk < TILE_M || M == 1) chunk = r1 - r0; /* decode: one pass, no reuse to gain */
+    for (int64_t rc = r0; rc < r1; rc += chunk) {
+        const int64_t re = rc + chunk < r1 ? rc + chunk : r1;
+        for (int64_t m = 0; m < M; m += TILE_N) {
+            const int rn = (int)(M - m < TILE_N ? M - m : TILE_N);
+            const char *xm = x + (size_t)m * x_stride;
+            float *ym = Y + (size_t)m * y_stride;
+            int64_t r = rc;
+            for (; r + TILE_M <= re; r += TILE_M)
+                set[1][rn - 1](w + (size_t)r * w_stride, w_stride, xm, x_stride, K, ym + r, y_stride);
+            for (; r < re; r++)
+                set[0][rn - 1](w + (size_t)r * w_stride, w_stride, xm, x_stride, K, ym + r, y_stride);
+        }
+    }
+    return true;
+}

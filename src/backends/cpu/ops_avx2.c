@@ -1,0 +1,181 @@
+/* AVX2 + FMA row ops. exp is a vectorised Cephes-style expf (see
+   mm256_expf); everything else is the generic math with 8-lane order. */
+#include <math.h>
+
+#include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/simd_avx2.h"
+#include "core/cpu_features.h"
+
+/* expf for 8 lanes: x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
+   polynomial, 2^n put in the exponent bits. Measured against libm expf on
+   [-87, 88] (test_kernels_ops): relative error < 3e-7 (~2 ulp). Results
+   below FLT_MIN are flushed to 0 (so -inf gives 0), x > 88 gives +inf, NaN
+   stays NaN. */
+static inline __m256 mm256_expf(__m256 x) {
+    const __m256 hi = _mm256_set1_ps(88.0f), lo = _mm256_set1_ps(-87.33654f);
+    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* r = x - n*ln2 with ln2 split in two so r is exact enough */
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+/* Exposed for the accuracy test only. */
+void mllm_expf_avx2(const float *x, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, mm256_expf(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++) y[i] = expf(x[i]);
+}
+
+static void rmsnorm_avx2(float *y, const float *x, const float *w, int n, float eps) {
+    /* Squares rounded to float, summed in double (as ggml), 4 double lanes. */
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 sq = _mm256_mul_ps(v, v);
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc0, acc1));
+    double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    const __m256 vs = _mm256_set1_ps(scale);
+    i = 0;
+    if (w) {
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
+        for (; i < n; i++) y[i] = (x[i] * scale) * w[i];
+    } else {
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+        for (; i < n; i++) y[i] = x[i] * scale;
+    }
+}
+
+static void silu_mul_avx2(float *y, const float *g, const float *u, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 vg = _mm256_loadu_ps(g + i);
+        const __m256 den = _mm256_add_ps(one, mm256_expf(_mm256_xor_ps(vg, neg)));
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(vg, den), _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void softmax_avx2(float *x, int n, float scale) {
+    const __m256 vscale = _mm256_set1_ps(scale);
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vscale);
+        _mm256_storeu_ps(x + i, v);
+        vmax = _mm256_max_ps(vmax, v);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vmax);
+    float max = -INFINITY;
+    for (int k = 0; k < 8; k++) max = lanes[k] > max ? lanes[k] : max;
+    for (; i < n; i++) {
+        x[i] *= scale;
+        if (x[i] > max) max = x[i];
+    }
+    if (max == -INFINITY) {
+        for (i = 0; i < n; i++) x[i] = 0.0f;
+        return;
+    }
+    const __m256 vm = _mm256_set1_ps(max);
+    double sum = 0.0;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 e = mm256_expf(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        sum += (double)mm256_hsum_ps(e);
+    }
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    for (; i < n; i++) x[i] *= inv;
+}
+
+static void rope_avx2(float *x, int n_rot, const float *cos_t, const float *sin_t, bool neox) {
+    const int half = n_rot / 2;
+    int i = 0;
+    if (neox) {
+        for (; i + 8 <= half; i += 8) {
+            const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + half);
+            const __m256 c = _mm256_loadu_ps(cos_t + i), s = _mm256_loadu_ps(sin_t + i);
+            _mm256_storeu_ps(x + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+            _mm256_storeu_ps(x + i + half, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
+        }
+    } else {
+        /* 4 pairs per vector: lanes (x0, x1) get (x0*c - x1*s, x1*c + x0*s). */
+        const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+        const __m256 alt = _mm256_setr_ps(-1, 1, -1, 1, -1, 1, -1, 1);
+        for (; i + 4 <= half; i += 4) {
+            const __m256 v = _mm256_loadu_ps(x + 2 * i);
+            const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos_t + i)), dup);
+            const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin_t + i)), dup);
+            const __m256 swapped = _mm256_permute_ps(v, 0xb1);
+            _mm256_storeu_ps(x + 2 * i, _mm256_fmadd_ps(swapped, _mm256_mul_ps(s, alt), _mm256_mul_ps(v, c)));
+        }
+    }
+    for (; i < half; i++) {
+        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * cos_t[i] - x1 * sin_t[i];
+        x[i1] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
+}
+
+static float dot_f32_avx2(const float *a, const float *b, int n) {
+    float s;
+    mllm_vec_dot_f32_avx2(n, &s, a, b);
+    return s;
+}
+
+static void axpy_f32_avx2(float *y, float a, const float *x, int n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void add_f32_avx2(float *y, const float *a, const float *b, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static const mllm_cpu_ops g_avx2 = {
+    .name = "avx2",
+    .rmsnorm = rmsnorm_avx2,
+    .silu_mul = silu_mul_avx2,
+    .softmax = softmax_avx2,
+    .rope = rope_avx2,
+    .dot_f32 = dot_f32_avx2,
+    .axpy_f32 = axpy_f32_avx2,
+    .add_f32 = add_f32_avx2,
+};
+
+const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return mllm_cpu_features_avx2_path() ? &g_avx2 : NULL; }

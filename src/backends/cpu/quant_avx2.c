@@ -1,0 +1,67 @@
+/* AVX2 activation conversions: same bytes as the *_act_generic / f16 row
+   functions (checked by test_kernels_quant), just faster. */
+#include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/simd_avx2.h"
+
+/* One block of 32 floats -> 32 int8 = round_half_even(x * id), and the
+   int32 lanes of their sum (for q8_1's s). */
+static inline __m256i quantize_block_32(const float *x, float *amax_out, int8_t *qs) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    __m256 m = _mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1));
+    m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    *amax_out = amax;
+    const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    const int mode = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), mode));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), mode));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), mode));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), mode));
+    /* packs works per 128-bit lane: undo the interleave with a permute. */
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)qs, p);
+    return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+}
+
+static inline int hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+void mllm_quantize_row_q8_0_act_avx2(const float *src, void *dst, int64_t n) {
+    mllm_block_q8_0 *y = dst;
+    for (int64_t i = 0; i < n / MLLM_QK8_0; i++) {
+        float amax;
+        (void)quantize_block_32(src + i * MLLM_QK8_0, &amax, y[i].qs);
+        y[i].d = (mllm_f16)_cvtss_sh(amax / 127.0f, 0);
+    }
+}
+
+void mllm_quantize_row_q8_1_act_avx2(const float *src, void *dst, int64_t n) {
+    mllm_block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / MLLM_QK8_1; i++) {
+        float amax;
+        const int sum = hsum_epi32(quantize_block_32(src + i * MLLM_QK8_1, &amax, y[i].qs));
+        const float d = amax / 127.0f;
+        y[i].d = (mllm_f16)_cvtss_sh(d, 0);
+        y[i].s = (mllm_f16)_cvtss_sh(d * (float)sum, 0);
+    }
+}
+
+void mllm_row_float_to_f16_avx2(const float *src, void *dst, int64_t n) {
+    mllm_f16 *h = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i v = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(h + i), v);
+    }
+    for (; i < n; i++) h[i] = mllm_f32_to_f16(src[i]);
+}

@@ -1,0 +1,50 @@
+/* Small AVX2 helpers shared by the *_avx2.c files (only they may include this:
+   it needs -mavx2 -mfma -mf16c). */
+#ifndef MLLM_BACKENDS_CPU_SIMD_AVX2_H
+#define MLLM_BACKENDS_CPU_SIMD_AVX2_H
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+
+static inline float mm256_hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float f16_to_f32_hw(mllm_f16 h) { return _cvtsh_ss(h); }
+
+/* 32 nibbles -> 32 bytes in [0, 15]: bytes 0..15 from the low nibbles
+   (elements 0..15), bytes 16..31 from the high nibbles (elements 16..31). */
+static inline __m256i unpack_nibbles_32(const uint8_t *qs) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+/* 8 int32 lanes of sum(x*y) over 32 signed bytes (|x| <= 127 or x = -128 with
+   |y| <= 127: the pairwise int16 sums cannot saturate). */
+static inline __m256i dot_i8_lanes(__m256i x, __m256i y) {
+    const __m256i ax = _mm256_sign_epi8(x, x);
+    const __m256i sy = _mm256_sign_epi8(y, x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+
+/* Same for unsigned x in [0, 15] (q4_1 quants). */
+static inline __m256i dot_u8_i8_lanes(__m256i ux, __m256i y) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), _mm256_set1_epi16(1));
+}
+
+/* 8 bf16 -> 8 floats: bf16 is the top half of a float. */
+static inline __m256 load_bf16x8(const mllm_bf16 *p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+static inline __m256 load_f16x8(const mllm_f16 *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+#endif

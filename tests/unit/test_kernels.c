@@ -1,0 +1,207 @@
+/* vec_dot and mul_mat: every AVX2 kernel against the generic one, and both
+   against a double-precision reference computed from dequantized values.
+   Tolerances (normalised MSE over all outputs of a case):
+     int-dot paths (q8_0, q4_0, q4_1): SIMD vs generic < 1e-10 (block sums are
+       exact; only float summation order differs), vs double reference < 1e-10;
+     float paths (f32, f16, bf16): SIMD vs generic < 1e-10, vs reference < 1e-10;
+     except q4_1 vs reference < 1e-5: its min term uses q8_1's s = d*sum(q)
+       stored as f16 (as in GGUF/ggml), not the dequantized activations. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/kernels_internal.h"
+#include "core/dtype.h"
+#include "testutil.h"
+
+static const mllm_dtype k_weight_types[] = {MLLM_DTYPE_F32, MLLM_DTYPE_F16, MLLM_DTYPE_BF16,
+                                            MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1};
+
+static bool is_int_path(mllm_dtype t) { return mllm_dtype_get(t)->quantized; }
+static double simd_tol(mllm_dtype t) { (void)t; return 1e-10; }
+static double ref_tol(mllm_dtype t) { return t == MLLM_DTYPE_Q4_1 ? 1e-5 : 1e-10; }
+
+static bool have_avx2(void) {
+    if (mllm_cpu_has_avx2()) return true;
+    printf("SKIPPED: this CPU has no AVX2+FMA+F16C\n");
+    return false;
+}
+
+/* A row of n random values in the dtype, plus its exact float image. */
+static void *make_row(mllm_dtype t, const float *src, int64_t n, float *image) {
+    const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    void *q = malloc(mllm_dtype_row_size(t, n) + 64);
+    tr->from_float(src, q, n);
+    tr->to_float(q, image, n);
+    return q;
+}
+
+static double dot_double(const float *a, const float *b, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
+    return s;
+}
+
+/* Lengths: whole blocks for quantized types (1, 3 and 127 blocks), and
+   ragged lengths for the float types. */
+static const int k_len_q[] = {32, 96, 4064};
+static const int k_len_f[] = {1, 7, 32, 33, 96, 4064, 4065};
+
+static void check_vec_dot_type(mllm_dtype t, bool simd) {
+    const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_dtype vt = tr->vec_dot_type;
+    const bool q = tr->quantized;
+    const int *lens = q ? k_len_q : k_len_f;
+    const int nlens = q ? 3 : 7;
+    enum { TRIALS = 24 };
+    for (int li = 0; li < nlens; li++) {
+        const int n = lens[li];
+        float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+        float *ai = malloc(n * sizeof(float)), *bi = malloc(n * sizeof(float));
+        float got_gen[TRIALS], got_simd[TRIALS], ref[TRIALS];
+        for (int trial = 0; trial < TRIALS; trial++) {
+            tu_fill_random(a, n, 1000 + trial * 7 + li);
+            tu_fill_random(b, n, 5000 + trial * 13 + li);
+            /* Uneven magnitudes so blocks get different scales. */
+            for (int i = 0; i < n; i++) a[i] *= (float)(1 + (i / 32) % 5);
+            void *x = make_row(t, a, n, ai);
+            void *y = make_row(vt, b, n, bi);
+            mllm_cpu_vec_dot_for(t, "generic")(n, &got_gen[trial], x, y);
+            if (simd) mllm_cpu_vec_dot_for(t, "avx2")(n, &got_simd[trial], x, y);
+            ref[trial] = (float)dot_double(ai, bi, n);
+            free(x), free(y);
+        }
+        const double e_ref = tu_nmse(got_gen, ref, TRIALS);
+        if (e_ref > ref_tol(t)) printf("%s n=%d generic vs reference nmse %.3g\n", tr->name, n, e_ref);
+        assert_true(e_ref <= ref_tol(t));
+        if (simd) {
+            const double e = tu_nmse(got_simd, got_gen, TRIALS);
+            if (e > simd_tol(t)) printf("%s n=%d avx2 vs generic nmse %.3g\n", tr->name, n, e);
+            assert_true(e <= simd_tol(t));
+        }
+        free(a), free(b), free(ai), free(bi);
+    }
+}
+
+static void test_vec_dot_generic(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof k_weight_types / sizeof k_weight_types[0]; i++)
+        check_vec_dot_type(k_weight_types[i], false);
+}
+
+static void test_vec_dot_avx2(void **state) {
+    (void)state;
+    if (!have_avx2()) return;
+    for (size_t i = 0; i < sizeof k_weight_types / sizeof k_weight_types[0]; i++)
+        check_vec_dot_type(k_weight_types[i], true);
+}
+
+/* q4_1 x q8_1 by hand: x = ramp 0..31 (d = 31/15, m = 0), y = all ones
+   (d = 1/127, every q = 127, s = 32). dot = sum(q4 * 127) * d_x * d_y + 0. */
+static void test_vec_dot_known(void **state) {
+    (void)state;
+    float x[32], ones[32];
+    for (int j = 0; j < 32; j++) x[j] = (float)j, ones[j] = 1.0f;
+    mllm_block_q4_1 bx;
+    mllm_block_q8_1 by;
+    mllm_dtype_get(MLLM_DTYPE_Q4_1)->from_float(x, &bx, 32);
+    mllm_dtype_get(MLLM_DTYPE_Q8_1)->from_float(ones, &by, 32);
+    /* nibbles: 0,0,1,1,...,15,15 -> sum 240 */
+    const float dx = mllm_f16_to_f32(0x4022), dy = mllm_f16_to_f32(by.d);
+    const float want = (dx * dy) * (float)(240 * 127);
+    float got;
+    mllm_vec_dot_q4_1_generic(32, &got, &bx, &by);
+    assert_true(got == want);
+    if (mllm_cpu_has_avx2()) {
+        mllm_vec_dot_q4_1_avx2(32, &got, &bx, &by);
+        assert_true(got == want);
+    }
+}
+
+/* One mul_mat case: n_rows weight rows of K, M activation rows, computing
+   rows [r0, r1) into a padded Y. Checks against the double reference, and
+   (simd) against the generic loop. */
+static void check_mul_mat(mllm_dtype t, int64_t n_rows, int64_t K, int64_t M, int64_t r0,
+                          int64_t r1) {
+    const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_dtype vt = tr->vec_dot_type;
+    const size_t w_stride = mllm_dtype_row_size(t, K) + 16; /* padded rows */
+    const size_t x_stride = mllm_dtype_row_size(vt, K) + 64;
+    const size_t y_stride = (size_t)n_rows + 5;
+    char *W = calloc((size_t)n_rows, w_stride), *X = calloc((size_t)M, x_stride);
+    float *wimg = malloc((size_t)(n_rows * K) * sizeof(float)), *ximg = malloc((size_t)(M * K) * sizeof(float));
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t r = 0; r < n_rows; r++) {
+        tu_fill_random(src, (size_t)K, 77 + (uint64_t)r);
+        tr->from_float(src, W + (size_t)r * w_stride, K);
+        tr->to_float(W + (size_t)r * w_stride, wimg + r * K, K);
+    }
+    for (int64_t m = 0; m < M; m++) {
+        tu_fill_random(src, (size_t)K, 900 + (uint64_t)m);
+        mllm_cpu_quantize_row(vt, src, X + (size_t)m * x_stride, K);
+        mllm_dtype_get(vt)->to_float(X + (size_t)m * x_stride, ximg + m * K, K);
+    }
+    const size_t ny = (size_t)M * y_stride;
+    float *Y = malloc(ny * sizeof(float)), *Yg = malloc(ny * sizeof(float));
+    float *got = malloc(ny * sizeof(float)), *ref = malloc(ny * sizeof(float)), *gen = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) Y[i] = Yg[i] = -12345.0f;
+    mllm_cpu_mul_mat(t, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+    mllm_mul_mat_generic(mllm_cpu_vec_dot_for(t, "generic"), W, w_stride, K, X, x_stride, M, Yg,
+                         y_stride, r0, r1);
+    size_t k = 0;
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t r = 0; r < (int64_t)y_stride; r++) {
+            const float v = Y[(size_t)m * y_stride + r];
+            if (r < r0 || r >= r1) { /* untouched outside the range */
+                assert_true(v == -12345.0f);
+                continue;
+            }
+            got[k] = v;
+            gen[k] = Yg[(size_t)m * y_stride + r];
+            ref[k] = (float)dot_double(wimg + r * K, ximg + m * K, K);
+            k++;
+        }
+    }
+    const double e_ref = tu_nmse(got, ref, k), e_gen = tu_nmse(got, gen, k);
+    if (e_ref > ref_tol(t) || e_gen > simd_tol(t))
+        printf("mul_mat %s rows=%lld K=%lld M=%lld [%lld,%lld): vs ref %.3g, vs generic %.3g\n",
+               tr->name, (long long)n_rows, (long long)K, (long long)M, (long long)r0,
+               (long long)r1, e_ref, e_gen);
+    assert_true(e_ref <= ref_tol(t));
+    assert_true(e_gen <= simd_tol(t));
+    free(W), free(X), free(wimg), free(ximg), free(src), free(Y), free(Yg), free(got), free(ref), free(gen);
+}
+
+static void test_mul_mat(void **state) {
+    (void)state;
+    static const int64_t Ms[] = {1, 3, 7};
+    static const struct { int64_t rows, r0, r1; } ranges[] = {{1, 0, 1}, {5, 0, 5}, {13, 2, 11}, {16, 0, 16}};
+    for (size_t ti = 0; ti < sizeof k_weight_types / sizeof k_weight_types[0]; ti++) {
+        const mllm_dtype t = k_weight_types[ti];
+        const int64_t Ks[] = {32, 96, is_int_path(t) ? 4064 : 4065};
+        for (int ki = 0; ki < 3; ki++)
+            for (int mi = 0; mi < 3; mi++)
+                for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++)
+                    check_mul_mat(t, ranges[ri].rows, Ks[ki], Ms[mi], ranges[ri].r0, ranges[ri].r1);
+    }
+}
+
+/* Prefill-sized case: many rows and activation rows, through the chunked
+   loop (more weight rows than fit one chunk). */
+static void test_mul_mat_large(void **state) {
+    (void)state;
+    check_mul_mat(MLLM_DTYPE_Q4_0, 203, 4096, 10, 0, 203);
+    check_mul_mat(MLLM_DTYPE_F16, 101, 4096, 5, 3, 100);
+}
+
+int main(void) {
+    mllm_dtype_init();
+    printf("cpu path: %s\n", mllm_cpu_path());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vec_dot_generic), cmocka_unit_test(test_vec_dot_avx2),
+        cmocka_unit_test(test_vec_dot_known),   cmocka_unit_test(test_mul_mat),
+        cmocka_unit_test(test_mul_mat_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -15,7 +15,8 @@ static bool is_space(char c) {
 static mllm_status encode_text(const mllm_tokenizer *t, const char *s, size_t n,
                                bool first_after_special, tok_ids *out) {
     if (n == 0) return MLLM_OK;
-    bool prefix = t->add_space_prefix && first_after_special;
+    bool prefix = (t->add_space_prefix && first_after_special) ||
+                  (t->regex_prefix_space && s[0] != ' '); /* HF ByteLevel add_prefix_space */
     if (!prefix && !t->escape_ws) {
         return t->kind == TOK_KIND_SPM ? tok_spm_encode(t, s, n, out) : tok_bpe_encode(t, s, n, out);
     }

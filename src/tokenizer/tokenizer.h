@@ -18,10 +18,16 @@ typedef enum {
 } mllm_token_type;
 
 mllm_status mllm_tokenizer_from_gguf(const struct mllm_gguf *g, mllm_tokenizer **out);
-/* tokenizer_config_json may be NULL (then BOS/EOS come from tokenizer.json's
-   added tokens where they can be told). */
+/* Paths of tokenizer.json and tokenizer_config.json. tokenizer_config_json
+   may be NULL (then BOS/EOS come from tokenizer.json's added tokens where
+   they can be told). BPE models only (byte-level or with byte fallback). */
 mllm_status mllm_tokenizer_from_hf(const char *tokenizer_json, const char *tokenizer_config_json,
                                    mllm_tokenizer **out);
+/* The same from JSON texts in memory (config_json may be NULL); label names
+   the source in error messages. */
+mllm_status mllm_tokenizer_from_hf_memory(const char *json, size_t len, const char *config_json,
+                                          size_t config_len, const char *label,
+                                          mllm_tokenizer **out);
 mllm_status mllm_tokenizer_from_llama2c(const char *path, mllm_tokenizer **out);
 void mllm_tokenizer_free(mllm_tokenizer *t);
 

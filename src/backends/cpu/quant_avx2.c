@@ -3,6 +3,9 @@
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/simd_avx2.h"
 
+/* round half to even, as _MM_ROUND_NEAREST in ggml (an immediate, even at -O0) */
+#define ROUND_EVEN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
 /* One block of 32 floats -> 32 int8 = round_half_even(x * id), and the
    int32 lanes of their sum (for q8_1's s). */
 static inline __m256i quantize_block_32(const float *x, float *amax_out, int8_t *qs) {
@@ -17,11 +20,10 @@ static inline __m256i quantize_block_32(const float *x, float *amax_out, int8_t 
     const float amax = _mm_cvtss_f32(m4);
     *amax_out = amax;
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    const int mode = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), mode));
-    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), mode));
-    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), mode));
-    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), mode));
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), ROUND_EVEN));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), ROUND_EVEN));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), ROUND_EVEN));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), ROUND_EVEN));
     /* packs works per 128-bit lane: undo the interleave with a permute. */
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));

@@ -1,0 +1,271 @@
+/* Row ops, the vectorised expf, the activation quantizers and the MLLM_CPU
+   override. Tolerances (normalised MSE):
+     generic ops vs a double-precision reference: < 1e-12;
+     AVX2 ops vs generic: rmsnorm, add, axpy, dot, rope < 1e-12 (order or FMA
+       rounding only); silu_mul, softmax < 1e-12 (expf approximation, ~2 ulp);
+     AVX2 expf vs libm expf: max relative error < 5e-7 on [-87, 88];
+     activation quantizers: AVX2 bytes == generic bytes, exactly. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/kernels_internal.h"
+#include "core/dtype.h"
+#include "testutil.h"
+
+static const int k_sizes[] = {1, 7, 8, 31, 64, 100, 4096, 4103};
+#define NSIZES ((int)(sizeof k_sizes / sizeof k_sizes[0]))
+
+static float *rnd(int n, uint64_t seed, float scale) {
+    float *x = malloc((size_t)n * sizeof(float) + 4);
+    tu_fill_random(x, (size_t)n, seed);
+    for (int i = 0; i < n; i++) x[i] *= scale;
+    return x;
+}
+
+static float *copy(const float *x, int n) {
+    float *y = malloc((size_t)n * sizeof(float) + 4);
+    memcpy(y, x, (size_t)n * sizeof(float));
+    return y;
+}
+
+static void expect_close(const float *got, const float *ref, int n, double tol, const char *what) {
+    const double e = tu_nmse(got, ref, (size_t)n);
+    if (e > tol) printf("%s n=%d: nmse %.3g > %.0e\n", what, n, e, tol);
+    assert_true(e <= tol);
+}
+
+static void test_generic_vs_double(void **state) {
+    (void)state;
+    const mllm_cpu_ops *g = mllm_cpu_ops_generic();
+    for (int si = 0; si < NSIZES; si++) {
+        const int n = k_sizes[si];
+        float *x = rnd(n, 1 + si, 3.0f), *w = rnd(n, 50 + si, 1.0f), *u = rnd(n, 99 + si, 2.0f);
+        float *y = malloc((size_t)n * sizeof(float)), *ref = malloc((size_t)n * sizeof(float));
+        /* rmsnorm */
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+        const double sc = 1.0 / sqrt(ss / n + 1e-5);
+        g->rmsnorm(y, x, w, n, 1e-5f);
+        for (int i = 0; i < n; i++) ref[i] = (float)(x[i] * sc * w[i]);
+        expect_close(y, ref, n, 1e-12, "rmsnorm");
+        g->rmsnorm(y, x, NULL, n, 1e-5f);
+        for (int i = 0; i < n; i++) ref[i] = (float)(x[i] * sc);
+        expect_close(y, ref, n, 1e-12, "rmsnorm (no weight)");
+        /* silu_mul */
+        g->silu_mul(y, x, u, n);
+        for (int i = 0; i < n; i++) ref[i] = (float)(x[i] / (1.0 + exp(-(double)x[i])) * u[i]);
+        expect_close(y, ref, n, 1e-12, "silu_mul");
+        /* softmax with scale */
+        float *s = copy(x, n);
+        g->softmax(s, n, 0.7f);
+        double mx = -INFINITY, sum = 0;
+        for (int i = 0; i < n; i++) mx = fmax(mx, 0.7 * x[i]);
+        for (int i = 0; i < n; i++) sum += exp(0.7 * x[i] - mx);
+        for (int i = 0; i < n; i++) ref[i] = (float)(exp(0.7 * x[i] - mx) / sum);
+        expect_close(s, ref, n, 1e-12, "softmax");
+        /* dot, axpy, add */
+        double d = 0;
+        for (int i = 0; i < n; i++) d += (double)x[i] * w[i];
+        const float dg = g->dot_f32(x, w, n), dr = (float)d;
+        expect_close(&dg, &dr, 1, 1e-12, "dot_f32");
+        float *a = copy(u, n);
+        g->axpy_f32(a, 0.3f, x, n);
+        for (int i = 0; i < n; i++) ref[i] = (float)(u[i] + 0.3 * x[i]);
+        expect_close(a, ref, n, 1e-12, "axpy_f32");
+        g->add_f32(y, x, u, n);
+        for (int i = 0; i < n; i++) ref[i] = (float)((double)x[i] + u[i]);
+        expect_close(y, ref, n, 0.0, "add_f32");
+        free(x), free(w), free(u), free(y), free(ref), free(s), free(a);
+    }
+}
+
+/* Masked softmax: -inf entries give exactly 0; an all-masked row gives 0s. */
+static void check_softmax_masked(const mllm_cpu_ops *o) {
+    float x[19];
+    for (int i = 0; i < 19; i++) x[i] = (i % 3 == 0) ? -INFINITY : (float)i * 0.1f;
+    o->softmax(x, 19, 1.0f);
+    double sum = 0;
+    for (int i = 0; i < 19; i++) {
+        if (i % 3 == 0) assert_true(x[i] == 0.0f);
+        sum += x[i];
+    }
+    assert_true(fabs(sum - 1.0) < 1e-6);
+    for (int i = 0; i < 19; i++) x[i] = -INFINITY;
+    o->softmax(x, 19, 1.0f);
+    for (int i = 0; i < 19; i++) assert_true(x[i] == 0.0f);
+}
+
+static void test_softmax_masked(void **state) {
+    (void)state;
+    check_softmax_masked(mllm_cpu_ops_generic());
+    if (mllm_cpu_ops_avx2()) check_softmax_masked(mllm_cpu_ops_avx2());
+}
+
+static void check_rope(const mllm_cpu_ops *o, int n_rot, bool neox) {
+    float *c = malloc((size_t)n_rot / 2 * sizeof(float)), *s = malloc((size_t)n_rot / 2 * sizeof(float));
+    for (int i = 0; i < n_rot / 2; i++) {
+        const double th = 7.0 * pow(10000.0, -2.0 * i / n_rot);
+        c[i] = (float)cos(th), s[i] = (float)sin(th);
+    }
+    float *x = rnd(n_rot, (uint64_t)n_rot + neox, 1.0f), *y = copy(x, n_rot), *ref = copy(x, n_rot);
+    o->rope(y, n_rot, c, s, neox);
+    for (int i = 0; i < n_rot / 2; i++) {
+        const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
+        ref[i0] = (float)((double)x[i0] * c[i] - (double)x[i1] * s[i]);
+        ref[i1] = (float)((double)x[i0] * s[i] + (double)x[i1] * c[i]);
+    }
+    expect_close(y, ref, n_rot, 1e-12, neox ? "rope neox" : "rope");
+    free(c), free(s), free(x), free(y), free(ref);
+}
+
+static void test_rope(void **state) {
+    (void)state;
+    static const int rots[] = {2, 6, 10, 32, 64, 128};
+    for (int i = 0; i < 6; i++) {
+        for (int neox = 0; neox < 2; neox++) {
+            check_rope(mllm_cpu_ops_generic(), rots[i], neox);
+            if (mllm_cpu_ops_avx2()) check_rope(mllm_cpu_ops_avx2(), rots[i], neox);
+        }
+    }
+}
+
+static void test_avx2_vs_generic(void **state) {
+    (void)state;
+    const mllm_cpu_ops *g = mllm_cpu_ops_generic(), *v = mllm_cpu_ops_avx2();
+    if (!v) {
+        printf("SKIPPED: this CPU has no AVX2+FMA+F16C\n");
+        return;
+    }
+    for (int si = 0; si < NSIZES; si++) {
+        const int n = k_sizes[si];
+        float *x = rnd(n, 7 + si, 12.0f), *w = rnd(n, 70 + si, 1.0f), *u = rnd(n, 700 + si, 2.0f);
+        float *yg = malloc((size_t)n * sizeof(float)), *yv = malloc((size_t)n * sizeof(float));
+        g->rmsnorm(yg, x, w, n, 1e-6f), v->rmsnorm(yv, x, w, n, 1e-6f);
+        expect_close(yv, yg, n, 1e-12, "avx2 rmsnorm");
+        g->rmsnorm(yg, x, NULL, n, 1e-6f), v->rmsnorm(yv, x, NULL, n, 1e-6f);
+        expect_close(yv, yg, n, 1e-12, "avx2 rmsnorm (no weight)");
+        g->silu_mul(yg, x, u, n), v->silu_mul(yv, x, u, n);
+        expect_close(yv, yg, n, 1e-12, "avx2 silu_mul");
+        float *sg = copy(x, n), *sv = copy(x, n);
+        g->softmax(sg, n, 0.125f), v->softmax(sv, n, 0.125f);
+        expect_close(sv, sg, n, 1e-12, "avx2 softmax");
+        const float dg = g->dot_f32(x, w, n), dv = v->dot_f32(x, w, n);
+        expect_close(&dv, &dg, 1, 1e-12, "avx2 dot_f32");
+        float *ag = copy(u, n), *av = copy(u, n);
+        g->axpy_f32(ag, -1.5f, x, n), v->axpy_f32(av, -1.5f, x, n);
+        expect_close(av, ag, n, 1e-12, "avx2 axpy_f32");
+        g->add_f32(yg, x, u, n), v->add_f32(yv, x, u, n);
+        expect_close(yv, yg, n, 0.0, "avx2 add_f32");
+        free(x), free(w), free(u), free(yg), free(yv), free(sg), free(sv), free(ag), free(av);
+    }
+}
+
+static void test_expf_accuracy(void **state) {
+    (void)state;
+    if (!mllm_cpu_has_avx2()) {
+        printf("SKIPPED: this CPU has no AVX2+FMA+F16C\n");
+        return;
+    }
+    enum { N = 200000 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) x[i] = -87.0f + 175.0f * (float)i / (float)(N - 1);
+    mllm_expf_avx2(x, y, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        const double r = exp((double)x[i]);
+        worst = fmax(worst, fabs(y[i] - r) / r);
+    }
+    printf("avx2 expf: max relative error %.3g on [-87, 88]\n", worst);
+    assert_true(worst < 5e-7);
+    /* Edges: -inf and tiny results give 0, large gives inf, NaN stays NaN. */
+    float e[8] = {-INFINITY, -100.0f, -88.0f, 0.0f, 89.0f, INFINITY, NAN, 1.0f}, o[8];
+    mllm_expf_avx2(e, o, 8);
+    assert_true(o[0] == 0.0f && o[1] == 0.0f && o[2] == 0.0f);
+    assert_true(o[3] == 1.0f);
+    assert_true(isinf(o[4]) && isinf(o[5]));
+    assert_true(isnan(o[6]));
+    assert_true(fabsf(o[7] - 2.7182817f) < 1e-6f);
+    free(x), free(y);
+}
+
+/* Activation quantizers: llama.cpp's run-time rounding (half to even) vs the
+   GGUF reference quantizer (half away from zero), and AVX2 == generic. */
+static void test_activation_quantizers(void **state) {
+    (void)state;
+    /* amax = 127 makes id = 1 exactly, so 2.5 and -3.5 are true ties. */
+    float x[32] = {127.0f, 2.5f, -3.5f, 0.5f, 1.5f};
+    mllm_block_q8_0 ref, act;
+    mllm_quantize_row_q8_0(x, &ref, 32);
+    mllm_quantize_row_q8_0_act_generic(x, &act, 32);
+    assert_int_equal(ref.qs[1], 3), assert_int_equal(act.qs[1], 2);
+    assert_int_equal(ref.qs[2], -4), assert_int_equal(act.qs[2], -4);
+    assert_int_equal(ref.qs[3], 1), assert_int_equal(act.qs[3], 0);
+    assert_int_equal(ref.qs[4], 2), assert_int_equal(act.qs[4], 2);
+    assert_int_equal(ref.d, act.d);
+    assert_int_equal(act.d, 0x3c00); /* d = 1 */
+    if (!mllm_cpu_has_avx2()) {
+        printf("SKIPPED (AVX2 part): this CPU has no AVX2+FMA+F16C\n");
+        return;
+    }
+    mllm_quantize_row_q8_0_act_avx2(x, &ref, 32);
+    assert_memory_equal(&ref, &act, sizeof act);
+    enum { N = 32 * 257 };
+    float *v = rnd(N, 3, 5.0f);
+    for (int i = 0; i < 64; i++) v[i] = 0.0f; /* two all-zero blocks */
+    for (int i = 100; i < N; i += 97) v[i] *= 40.0f; /* outliers */
+    const size_t sz = mllm_dtype_row_size(MLLM_DTYPE_Q8_1, N);
+    char *a = malloc((size_t)N * 2), *b = malloc((size_t)N * 2); /* f16 row is the largest */
+    mllm_quantize_row_q8_0_act_generic(v, a, N);
+    mllm_quantize_row_q8_0_act_avx2(v, b, N);
+    assert_memory_equal(a, b, mllm_dtype_row_size(MLLM_DTYPE_Q8_0, N));
+    mllm_quantize_row_q8_1_act_generic(v, a, N);
+    mllm_quantize_row_q8_1_act_avx2(v, b, N);
+    assert_memory_equal(a, b, sz);
+    /* f16 activations: hardware conversion == our exact RNE conversion. */
+    mllm_row_float_to_f16(v, a, N);
+    mllm_row_float_to_f16_avx2(v, b, N);
+    assert_memory_equal(a, b, (size_t)N * 2);
+    free(v), free(a), free(b);
+}
+
+/* Runs mllm_cpu_path() in a child with MLLM_CPU=want; returns its choice. */
+static char child_path(const char *want) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        setenv("MLLM_CPU", want, 1);
+        const char *p = mllm_cpu_path();
+        _exit(p[0] == 'g' ? 'g' : p[0] == 'a' && p[3] == '2' ? '2' : '5');
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st));
+    return (char)WEXITSTATUS(st);
+}
+
+static void test_dispatch_override(void **state) {
+    (void)state;
+    const char best = mllm_cpu_has_avx512() ? '5' : mllm_cpu_has_avx2() ? '2' : 'g';
+    assert_int_equal(child_path("generic"), 'g');
+    assert_int_equal(child_path("avx2"), mllm_cpu_has_avx2() ? '2' : best);
+    assert_int_equal(child_path("avx512"), mllm_cpu_has_avx512() ? '5' : best); /* warns */
+    assert_int_equal(child_path("bogus"), best);                                 /* warns */
+    assert_non_null(mllm_cpu_ops_get());
+    assert_string_equal(mllm_cpu_ops_get()->name, mllm_cpu_path());
+}
+
+int main(void) {
+    /* The override test forks before this process picks its own path. */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch_override),
+        cmocka_unit_test(test_generic_vs_double),     cmocka_unit_test(test_softmax_masked),
+        cmocka_unit_test(test_rope),                  cmocka_unit_test(test_avx2_vs_generic),
+        cmocka_unit_test(test_expf_accuracy),         cmocka_unit_test(test_activation_quantizers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,30 @@
+/* safetensors reader: u64 header length, JSON header
+   {"name": {"dtype": "F16", "shape": [out, in], "data_offsets": [b, e]}, ...},
+   then the data. mmap'd; every range checked; tensors are zero-copy views.
+   Shapes are reported in GGUF order (ne[0] = the last, fastest dimension). */
+#ifndef MLLM_FORMATS_SAFETENSORS_H
+#define MLLM_FORMATS_SAFETENSORS_H
+#include <mllm/mllm.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char *name;        /* NUL-terminated, owned */
+    int dtype;         /* mllm_dtype: F32, F16 or BF16 */
+    int n_dims;
+    int64_t ne[4];     /* reversed shape; unused dims are 1 */
+    const void *data;  /* into the mapping */
+    size_t size;       /* bytes */
+} mllm_st_tensor;
+
+typedef struct mllm_safetensors mllm_safetensors;
+
+mllm_status mllm_safetensors_open(const char *path, mllm_safetensors **out);
+/* Parses an in-memory image (not copied; must outlive the handle). */
+mllm_status mllm_safetensors_open_memory(const void *buf, size_t len, const char *label, mllm_safetensors **out);
+void mllm_safetensors_close(mllm_safetensors *s);
+size_t mllm_safetensors_n_tensors(const mllm_safetensors *s);
+const mllm_st_tensor *mllm_safetensors_tensor_at(const mllm_safetensors *s, size_t i);
+const mllm_st_tensor *mllm_safetensors_find(const mllm_safetensors *s, const char *name);
+
+#endif

@@ -3,6 +3,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "tokenizer/hf_internal.h"
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,17 @@ static mllm_status load_merges(mllm_tokenizer *t, const cJSON *merges) {
     return st;
 }
 
+/* SentencePiece-style BPE with byte_fallback: <0xXX> vocab entries are
+   byte tokens (they decode to the byte, not to their text). */
+static void mark_byte_tokens(mllm_tokenizer *t) {
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        const char *s = t->text_pool + t->text_off[id];
+        if (t->types[id] == MLLM_TOKEN_NORMAL && t->text_len[id] == 6 && memcmp(s, "<0x", 3) == 0 &&
+            s[5] == '>' && isxdigit((unsigned char)s[3]) && isxdigit((unsigned char)s[4]))
+            t->types[id] = MLLM_TOKEN_BYTE;
+    }
+}
+
 static mllm_status build(mllm_tokenizer *t, const cJSON *root, const cJSON *cfg) {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     hf_flags f = {0};
@@ -118,6 +130,7 @@ static mllm_status build(mllm_tokenizer *t, const cJSON *root, const cJSON *cfg)
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(dec, "type");
     if (cJSON_IsString(dt) && strcmp(dt->valuestring, "ByteLevel") == 0) f.byte_level = true;
     t->byte_level = f.byte_level;
+    if (!t->byte_level) mark_byte_tokens(t);
     t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     if (cJSON_IsString(unk)) t->unk = tok_find(t, unk->valuestring, strlen(unk->valuestring));

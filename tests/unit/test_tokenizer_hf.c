@@ -15,7 +15,7 @@ static mllm_tokenizer *load(const char *dir) {
     char a[256], b[256];
     snprintf(a, sizeof a, "models/hf-tokenizers/%s/tokenizer.json", dir);
     snprintf(b, sizeof b, "models/hf-tokenizers/%s/tokenizer_config.json", dir);
-    const char *pa = tu_shared(a), *pb = tu_shared(b);
+    const char *pa = tt_shared(a), *pb = tt_shared(b);
     if (!pa || !pb) return NULL;
     mllm_tokenizer *t = NULL;
     double t0 = now_s();
@@ -30,14 +30,14 @@ static void run_named_vectors(mllm_tokenizer *t, const char *vocab) {
     char a[256], b[256];
     snprintf(a, sizeof a, "models/llama-cpp-vocab/ggml-vocab-%s.gguf.inp", vocab);
     snprintf(b, sizeof b, "models/llama-cpp-vocab/ggml-vocab-%s.gguf.out", vocab);
-    const char *pa = tu_shared(a), *pb = tu_shared(b);
+    const char *pa = tt_shared(a), *pb = tt_shared(b);
     if (!pa || !pb) return;
     vec_run(t, pa, pb, vocab, NULL, 0);
 }
 
 /* Chat markup with special tokens parsed (add_special off). */
 static void run_extra(mllm_tokenizer *t, const char *key) {
-    const char *p = tu_shared("models/hf-tokenizers/extra_tokenizer_vectors.json");
+    const char *p = tt_shared("models/hf-tokenizers/extra_tokenizer_vectors.json");
     if (!p) return;
     char *js = tu_read_file(p, NULL);
     cJSON *root = cJSON_Parse(js);
@@ -218,5 +218,5 @@ int main(void) {
         cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_spm_style_bpe),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

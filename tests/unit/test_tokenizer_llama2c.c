@@ -1,8 +1,7 @@
 /* llama2.c tokenizer.bin (stories260K tok512.bin) against the golden
    encodings in ../shared/models/stories260K/stories260K_golden.json, which
    an independent reimplementation of llama2.c run.c produced. */
-#include "testutil.h"
-#include "tokenizer/tokenizer.h"
+#include "test_tokenizer_vectors.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +9,8 @@
 
 static void test_golden_encodings(void **state) {
     (void)state;
-    const char *tok = tu_shared("models/stories260K/tok512.bin");
-    const char *gold = tu_shared("models/stories260K/stories260K_golden.json");
+    const char *tok = tt_shared("models/stories260K/tok512.bin");
+    const char *gold = tt_shared("models/stories260K/stories260K_golden.json");
     if (!tok || !gold) skip();
     mllm_tokenizer *t = NULL;
     assert_int_equal(mllm_tokenizer_from_llama2c(tok, &t), MLLM_OK);
@@ -57,7 +56,7 @@ static void test_golden_encodings(void **state) {
 /* Byte fallback: a character not in the 512-token vocab becomes bytes. */
 static void test_byte_fallback_and_buffer(void **state) {
     (void)state;
-    const char *tok = tu_shared("models/stories260K/tok512.bin");
+    const char *tok = tt_shared("models/stories260K/tok512.bin");
     if (!tok) skip();
     mllm_tokenizer *t = NULL;
     assert_int_equal(mllm_tokenizer_from_llama2c(tok, &t), MLLM_OK);
@@ -95,12 +94,12 @@ static void write_file(const char *path, const void *d, size_t n) {
 /* Truncated and corrupt files give MLLM_ERR_FORMAT, never a crash. */
 static void test_bad_files(void **state) {
     (void)state;
-    const char *tok = tu_shared("models/stories260K/tok512.bin");
+    const char *tok = tt_shared("models/stories260K/tok512.bin");
     if (!tok) skip();
     size_t size = 0;
     unsigned char *d = tu_read_file(tok, &size);
     assert_non_null(d);
-    const char *p = tu_tmp("bad_tok.bin");
+    const char *p = tt_tmp("bad_tok.bin");
     for (size_t cut = 0; cut < size; cut += 97) {
         if (cut == 0) continue;
         write_file(p, d, cut);
@@ -132,5 +131,5 @@ int main(void) {
         cmocka_unit_test(test_byte_fallback_and_buffer),
         cmocka_unit_test(test_bad_files),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

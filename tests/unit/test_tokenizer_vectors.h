@@ -13,11 +13,29 @@
 
 #define VEC_SEP "\n__ggml_vocab_test__\n"
 
+/* tu_shared()/tu_tmp() return malloc'd paths that live until exit; these
+   wrappers remember them so the group teardown frees them (LeakSanitizer). */
+static char *tt_paths[128];
+static int tt_n_paths;
+
+static inline const char *tt_keep(const char *p) {
+    if (p && tt_n_paths < 128) tt_paths[tt_n_paths++] = (char *)p;
+    return p;
+}
+static inline const char *tt_shared(const char *rel) { return tt_keep(tu_shared(rel)); }
+static inline const char *tt_tmp(const char *name) { return tt_keep(tu_tmp(name)); }
+static inline int tt_free_paths(void **state) {
+    (void)state;
+    for (int i = 0; i < tt_n_paths; i++) free(tt_paths[i]);
+    tt_n_paths = 0;
+    return 0;
+}
+
 typedef struct {
     int total, passed, roundtrip;
 } vec_result;
 
-static bool vec_is_known(const int *known, int n_known, int i) {
+static inline bool vec_is_known(const int *known, int n_known, int i) {
     for (int k = 0; k < n_known; k++)
         if (known[k] == i) return true;
     return false;
@@ -25,7 +43,7 @@ static bool vec_is_known(const int *known, int n_known, int i) {
 
 /* Asserts that every case not listed in known[] encodes to the expected ids
    and decodes back to its input; prints every miss (known ones included). */
-static vec_result vec_run(const mllm_tokenizer *t, const char *inp_path, const char *out_path,
+static inline vec_result vec_run(const mllm_tokenizer *t, const char *inp_path, const char *out_path,
                           const char *name, const int *known, int n_known) {
     vec_result r = {0, 0, 0};
     char *inp = tu_read_file(inp_path, NULL);

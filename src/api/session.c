@@ -16,19 +16,6 @@ MLLM_API void mllm_session_default_params(mllm_session_params *p) {
     p->struct_size = sizeof *p;
 }
 
-MLLM_API void mllm_sampling_default(mllm_sampling *p) {
-    memset(p, 0, sizeof *p);
-    p->struct_size = sizeof *p;
-    p->temperature = 0.8f;
-    p->top_p = 0.95f;
-    p->min_p = 0.05f;
-    p->repeat_penalty = 1.0f;
-    p->top_k = 40;
-    p->repeat_last_n = 64;
-    p->max_tokens = 128;
-    p->seed = 0;
-}
-
 static bool trace_graph(mllm_session *s, mllm_graph *g, int T, mllm_tensor **logits) {
     mllm_graph_reset(g);
     mllm_graph_bind(g, &s->rt);

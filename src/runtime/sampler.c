@@ -6,6 +6,19 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
+MLLM_API void mllm_sampling_default(mllm_sampling *p) {
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->temperature = 0.8f;
+    p->top_p = 0.95f;
+    p->min_p = 0.05f;
+    p->repeat_penalty = 1.0f;
+    p->top_k = 40;
+    p->repeat_last_n = 64;
+    p->max_tokens = 128;
+    p->seed = 0;
+}
+
 mllm_status mllm_sampler_init(mllm_sampler *s, const mllm_sampling *p, int n_vocab) {
     memset(s, 0, sizeof *s);
     if (p->temperature < 0 || p->top_p <= 0 || p->top_p > 1 || p->min_p < 0 || p->min_p > 1 ||

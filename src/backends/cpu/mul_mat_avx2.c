@@ -29,29 +29,29 @@ ALWAYS_INLINE void tile_q8_0(int RM, int RN, const char *W, size_t ws, const cha
     __m256 acc[TILE_M][TILE_N];
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
     const int64_t nb = K / MLLM_QK8_0;
     for (int64_t b = 0; b < nb; b++) {
         __m256i qy[TILE_N];
-        float dy[TILE_N];
-#pragma GCC unroll 3
+        __m256 dy[TILE_N];
+#pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
             const mllm_block_q8_0 *yb = (const mllm_block_q8_0 *)(X + (size_t)m * xs) + b;
             qy[m] = _mm256_loadu_si256((const __m256i *)yb->qs);
-            dy[m] = f16_to_f32_hw(yb->d);
+            dy[m] = broadcast_f16(&yb->d);
         }
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
             const mllm_block_q8_0 *xb = (const mllm_block_q8_0 *)(W + (size_t)r * ws) + b;
             const __m256i qx = _mm256_loadu_si256((const __m256i *)xb->qs);
             const __m256i ax = _mm256_sign_epi8(qx, qx);
-            const float dx = f16_to_f32_hw(xb->d);
-#pragma GCC unroll 3
+            const __m256 dx = broadcast_f16(&xb->d);
+#pragma GCC unroll 4
             for (int m = 0; m < RN; m++) {
                 const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy[m], qx)),
                                                     _mm256_set1_epi16(1));
-                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
+                acc[r][m] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
             }
         }
     }
@@ -64,30 +64,31 @@ ALWAYS_INLINE void tile_q4_0(int RM, int RN, const char *W, size_t ws, const cha
     __m256 acc[TILE_M][TILE_N];
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
-    const __m256i eight = _mm256_set1_epi8(8);
+    const __m256i ones = _mm256_set1_epi16(1), eight = _mm256_set1_epi8(8);
     const int64_t nb = K / MLLM_QK4_0;
     for (int64_t b = 0; b < nb; b++) {
-        __m256i qy[TILE_N];
-        float dy[TILE_N];
-#pragma GCC unroll 3
+        /* sum((u - 8) * y) = sum(u * y) - sum(8 * y): the second term is per
+           activation block, so the weight nibbles stay unsigned. */
+        __m256i qy[TILE_N], corr[TILE_N];
+        __m256 dy[TILE_N];
+#pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
             const mllm_block_q8_0 *yb = (const mllm_block_q8_0 *)(X + (size_t)m * xs) + b;
             qy[m] = _mm256_loadu_si256((const __m256i *)yb->qs);
-            dy[m] = f16_to_f32_hw(yb->d);
+            corr[m] = _mm256_madd_epi16(_mm256_maddubs_epi16(eight, qy[m]), ones);
+            dy[m] = broadcast_f16(&yb->d);
         }
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
             const mllm_block_q4_0 *xb = (const mllm_block_q4_0 *)(W + (size_t)r * ws) + b;
-            const __m256i qx = _mm256_sub_epi8(unpack_nibbles_32(xb->qs), eight);
-            const __m256i ax = _mm256_sign_epi8(qx, qx);
-            const float dx = f16_to_f32_hw(xb->d);
-#pragma GCC unroll 3
+            const __m256i ux = unpack_nibbles_32(xb->qs);
+            const __m256 dx = broadcast_f16(&xb->d);
+#pragma GCC unroll 4
             for (int m = 0; m < RN; m++) {
-                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(qy[m], qx)),
-                                                    _mm256_set1_epi16(1));
-                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
+                const __m256i p = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ux, qy[m]), ones), corr[m]);
+                acc[r][m] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
             }
         }
     }
@@ -101,28 +102,30 @@ ALWAYS_INLINE void tile_q4_1(int RM, int RN, const char *W, size_t ws, const cha
     float summs[TILE_M][TILE_N];
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps(), summs[r][m] = 0.0f;
     const int64_t nb = K / MLLM_QK4_1;
     for (int64_t b = 0; b < nb; b++) {
         __m256i qy[TILE_N];
-        float dy[TILE_N], sy[TILE_N];
-#pragma GCC unroll 3
+        __m256 dy[TILE_N];
+        float sy[TILE_N];
+#pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
             const mllm_block_q8_1 *yb = (const mllm_block_q8_1 *)(X + (size_t)m * xs) + b;
             qy[m] = _mm256_loadu_si256((const __m256i *)yb->qs);
-            dy[m] = f16_to_f32_hw(yb->d);
+            dy[m] = broadcast_f16(&yb->d);
             sy[m] = f16_to_f32_hw(yb->s);
         }
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
             const mllm_block_q4_1 *xb = (const mllm_block_q4_1 *)(W + (size_t)r * ws) + b;
             const __m256i ux = unpack_nibbles_32(xb->qs);
-            const float dx = f16_to_f32_hw(xb->d), mx = f16_to_f32_hw(xb->m);
-#pragma GCC unroll 3
+            const __m256 dx = broadcast_f16(&xb->d);
+            const float mx = f16_to_f32_hw(xb->m);
+#pragma GCC unroll 4
             for (int m = 0; m < RN; m++) {
                 const __m256i p = dot_u8_i8_lanes(ux, qy[m]);
-                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
+                acc[r][m] = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy[m]), _mm256_cvtepi32_ps(p), acc[r][m]);
                 summs[r][m] += mx * sy[m];
             }
         }
@@ -138,15 +141,15 @@ ALWAYS_INLINE void tile_q4_1(int RM, int RN, const char *W, size_t ws, const cha
                             int64_t K, float *Y, size_t ys) {                                      \
         __m256 acc[TILE_M][TILE_N];                                                                \
         _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++)                                       \
-            _Pragma("GCC unroll 3") for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();  \
+            _Pragma("GCC unroll 4") for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();  \
         int64_t k = 0;                                                                             \
         for (; k + 8 <= K; k += 8) {                                                               \
             __m256 xv[TILE_N];                                                                     \
-            _Pragma("GCC unroll 3") for (int m = 0; m < RN; m++)                                   \
+            _Pragma("GCC unroll 4") for (int m = 0; m < RN; m++)                                   \
                 xv[m] = LOAD8((const T *)(X + (size_t)m * xs) + k);                                \
             _Pragma("GCC unroll 4") for (int r = 0; r < RM; r++) {                                 \
                 const __m256 wv = LOAD8((const T *)(W + (size_t)r * ws) + k);                      \
-                _Pragma("GCC unroll 3") for (int m = 0; m < RN; m++)                               \
+                _Pragma("GCC unroll 4") for (int m = 0; m < RN; m++)                               \
                     acc[r][m] = _mm256_fmadd_ps(wv, xv[m], acc[r][m]);                             \
             }                                                                                      \
         }                                                                                          \

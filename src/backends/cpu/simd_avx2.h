@@ -16,6 +16,11 @@ static inline float mm256_hsum_ps(__m256 v) {
 
 static inline float f16_to_f32_hw(mllm_f16 h) { return _cvtsh_ss(h); }
 
+/* One f16 scale to 8 float lanes (vpbroadcastw + vcvtph2ps). */
+static inline __m256 broadcast_f16(const mllm_f16 *p) {
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)*p));
+}
+
 /* 32 nibbles -> 32 bytes in [0, 15]: bytes 0..15 from the low nibbles
    (elements 0..15), bytes 16..31 from the high nibbles (elements 16..31). */
 static inline __m256i unpack_nibbles_32(const uint8_t *qs) {

@@ -1,0 +1,75 @@
+/* mul_mat speed per weight dtype, one thread: decode (M = 1, memory-bound:
+   GB/s of weights streamed) and prefill (M = 64, compute-bound: GFLOP/s).
+   Not part of ctest. Build against the static library, e.g.:
+     cc -O2 -std=c17 -Iinclude -Isrc bench/bench_kernels.c build/<dir>/libmllm.a \
+        -lpcre2-8 -lcjson -lutf8proc -lpthread -lm -o bench_kernels
+   Usage: bench_kernels [rows K]   (MLLM_CPU=generic|avx2 picks the path) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backends/cpu/kernels.h"
+#include "core/alloc.h"
+#include "core/dtype.h"
+
+/* CPU time of this thread: the machine may be shared, wall time is noisy. */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fill(float *x, size_t n, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+}
+
+/* Seconds per call, the best of repeated calls over at least min_s. */
+static double time_mul_mat(mllm_dtype t, const void *W, size_t ws, int64_t K, const void *X,
+                           size_t xs, int64_t M, float *Y, int64_t rows, double min_s) {
+    mllm_cpu_mul_mat(t, W, ws, K, X, xs, M, Y, (size_t)rows, 0, rows); /* warm up */
+    const double start = now_s();
+    double best = 1e30, t1;
+    do {
+        const double t0 = now_s();
+        mllm_cpu_mul_mat(t, W, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
+        t1 = now_s();
+        if (t1 - t0 < best) best = t1 - t0;
+    } while (t1 - start < min_s);
+    return best;
+}
+
+int main(int argc, char **argv) {
+    const int64_t rows = argc > 2 ? atoll(argv[1]) : 4096, K = argc > 2 ? atoll(argv[2]) : 4096;
+    const int64_t M_prefill = 64;
+    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0,
+                                       MLLM_DTYPE_F16, MLLM_DTYPE_BF16, MLLM_DTYPE_F32};
+    mllm_dtype_init();
+    printf("path %s, W %lld x %lld, 1 thread, best-of thread CPU time\n", mllm_cpu_path(), (long long)rows, (long long)K);
+    printf("%-5s %14s %12s %18s\n", "dtype", "decode GB/s", "decode ms", "prefill64 GFLOP/s");
+    float *src = mllm_malloc((size_t)(K > M_prefill ? K : M_prefill) * (size_t)K * sizeof(float));
+    float *Y = mllm_malloc((size_t)(rows * M_prefill) * sizeof(float));
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const mllm_dtype t = types[ti];
+        const mllm_dtype_traits *tr = mllm_dtype_get(t);
+        const size_t ws = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);
+        char *W = mllm_malloc_aligned(ws * (size_t)rows), *X = mllm_malloc_aligned(xs * (size_t)M_prefill);
+        fill(src, (size_t)K, 1);
+        for (int64_t r = 0; r < rows; r++) {
+            src[r % K] += 0.5f; /* rows differ a little; quantizing every row is slow enough */
+            tr->from_float(src, W + (size_t)r * ws, K);
+        }
+        fill(src, (size_t)(M_prefill * K), 2);
+        for (int64_t m = 0; m < M_prefill; m++) mllm_cpu_quantize_row(tr->vec_dot_type, src + m * K, X + (size_t)m * xs, K);
+        const double td = time_mul_mat(t, W, ws, K, X, xs, 1, Y, rows, 0.5);
+        const double tp = time_mul_mat(t, W, ws, K, X, xs, M_prefill, Y, rows, 1.0);
+        printf("%-5s %14.2f %12.3f %18.2f\n", tr->name, (double)(ws * (size_t)rows) / td / 1e9, td * 1e3,
+               2.0 * (double)rows * (double)K * (double)M_prefill / tp / 1e9);
+        mllm_free_aligned(W), mllm_free_aligned(X);
+    }
+    mllm_free(src), mllm_free(Y);
+    return 0;
+}

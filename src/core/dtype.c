@@ -99,7 +99,9 @@ size_t mllm_dtype_row_size(mllm_dtype t, int64_t n) {
     if ((int)t < 0 || t >= MLLM_DTYPE_COUNT || !g_table[t].name || n < 0) return 0;
     const mllm_dtype_traits *tr = &g_table[t];
     if (n % tr->block_size != 0) return 0;
-    return (size_t)(n / tr->block_size) * tr->type_size;
+    const uint64_t blocks = (uint64_t)(n / tr->block_size);
+    if (blocks > SIZE_MAX / tr->type_size) return 0; /* sizes from files: never wrap */
+    return (size_t)blocks * tr->type_size;
 }
 
 int mllm_dtype_from_name(const char *name) {

@@ -58,6 +58,7 @@ static void test_table_sizes(void **state) {
     assert_int_equal(mllm_dtype_row_size(MLLM_DTYPE_Q4_0, 33), 0);
     assert_int_equal(mllm_dtype_row_size(MLLM_DTYPE_Q4_0, -32), 0);
     assert_int_equal(mllm_dtype_row_size((mllm_dtype)4, 32), 0);
+    assert_int_equal(mllm_dtype_row_size(MLLM_DTYPE_F64, INT64_MAX), 0); /* would wrap */
 
     /* vec_dot_type per weight type, as llama.cpp converts activations. */
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_F32)->vec_dot_type, MLLM_DTYPE_F32);
@@ -105,6 +106,32 @@ static void test_f16_special(void **state) {
         if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue;
         assert_int_equal(mllm_f32_to_f16(mllm_f16_to_f32((uint16_t)h)), h);
     }
+}
+
+/* F16C's vcvtps2ph (round to nearest even) is an independent reference for
+   our software conversion: compare over a sweep of float bit patterns. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("f16c"))) static uint16_t hw_f32_to_f16(float f) { return (uint16_t)_cvtss_sh(f, 0); }
+#endif
+
+static void test_f16_vs_hardware(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("avx2")) { /* every F16C CPU we target has AVX2 */
+        printf("SKIPPED: no F16C on this CPU\n");
+        return;
+    }
+    int bad = 0;
+    for (uint64_t u = 0; u < 0x100000000ull; u += 4093) {
+        const float f = f32_from_bits((uint32_t)u);
+        const uint16_t sw = mllm_f32_to_f16(f), hw = hw_f32_to_f16(f);
+        if (sw != hw && bad++ < 5) printf("0x%08x: ours 0x%04x, f16c 0x%04x\n", (unsigned)u, sw, hw);
+    }
+    assert_int_equal(bad, 0);
+#else
+    printf("SKIPPED: not x86-64\n");
+#endif
 }
 
 static void test_bf16_special(void **state) {
@@ -215,6 +242,7 @@ static void test_round_trip(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_sizes),  cmocka_unit_test(test_f16_special),
+        cmocka_unit_test(test_f16_vs_hardware),
         cmocka_unit_test(test_bf16_special), cmocka_unit_test(test_known_blocks),
         cmocka_unit_test(test_round_trip),
     };

@@ -1,6 +1,7 @@
 /* Tokenizers built from GGUF metadata, against llama.cpp's vocab test
    vectors (expected ids made by the HF tokenizers), the stories260K GGUF vs
    the llama2.c tokenizer, and the Qwen3 anchor GGUF's "fox" prompt ids. */
+#include "core/alloc.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "test_tokenizer_vectors.h"
@@ -279,6 +280,46 @@ static void test_bad_metadata(void **s) {
     mllm_gguf_close(g);
 }
 
+
+/* Allocation failures while building from GGUF (SPM and BPE paths) give
+   MLLM_ERR_NOMEM and leak nothing. */
+static void oom_loop(mllm_gguf *g, const char *text) {
+    int n_fail = 0;
+    for (long k = 0;; k++) {
+        mllm_tokenizer *t = NULL;
+        mllm_alloc_fail_after(k);
+        mllm_status st = mllm_tokenizer_from_gguf(g, &t);
+        int32_t ids[64];
+        size_t n = 0;
+        if (st == MLLM_OK) st = mllm_tokenizer_encode(t, text, strlen(text), true, true, ids, 64, &n);
+        mllm_alloc_fail_after(-1);
+        mllm_tokenizer_free(t);
+        if (st == MLLM_OK) break;
+        assert_int_equal(st, MLLM_ERR_NOMEM);
+        n_fail++;
+        assert_true(k < 1000);
+    }
+    assert_true(n_fail > 5);
+}
+
+static void test_out_of_memory(void **s) {
+    (void)s;
+    const char *p = tt_shared("anchor-data/models/stories260K.gguf");
+    if (!p) skip();
+    mllm_gguf *g = NULL;
+    assert_int_equal(mllm_gguf_open(p, &g), MLLM_OK);
+    oom_loop(g, "Once upon a time <s> \xf0\x9f\xa6\x99");
+    mllm_gguf_close(g);
+    mllm_status st;
+    mllm_tokenizer *t = synth_bpe("llama3", true, &st);
+    assert_int_equal(st, MLLM_OK);
+    mllm_tokenizer_free(t);
+    const char *path = tt_tmp("synth_bpe.gguf");
+    assert_int_equal(mllm_gguf_open(path, &g), MLLM_OK);
+    oom_loop(g, "123 abc\n\n  x");
+    mllm_gguf_close(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_spm),   cmocka_unit_test(test_phi3),
@@ -288,7 +329,7 @@ int main(void) {
         cmocka_unit_test(test_refact),      cmocka_unit_test(test_llama2_fixture),
         cmocka_unit_test(test_stories260k_gguf), cmocka_unit_test(test_qwen3_anchor),
         cmocka_unit_test(test_bert_unsupported), cmocka_unit_test(test_smollm_digits),
-        cmocka_unit_test(test_bad_metadata),
+        cmocka_unit_test(test_bad_metadata), cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

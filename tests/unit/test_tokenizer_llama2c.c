@@ -1,6 +1,7 @@
 /* llama2.c tokenizer.bin (stories260K tok512.bin) against the golden
    encodings in ../shared/models/stories260K/stories260K_golden.json, which
    an independent reimplementation of llama2.c run.c produced. */
+#include "core/alloc.h"
 #include "test_tokenizer_vectors.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -125,11 +126,37 @@ static void test_bad_files(void **state) {
     free(d);
 }
 
+
+/* Every allocation failure during load and encode gives MLLM_ERR_NOMEM and
+   leaks nothing (checked by LeakSanitizer in the sanitizer build). */
+static void test_out_of_memory(void **state) {
+    (void)state;
+    const char *tok = tt_shared("models/stories260K/tok512.bin");
+    if (!tok) skip();
+    int n_fail = 0;
+    for (long k = 0;; k++) {
+        mllm_tokenizer *t = NULL;
+        mllm_alloc_fail_after(k);
+        mllm_status st = mllm_tokenizer_from_llama2c(tok, &t);
+        int32_t ids[64];
+        size_t n = 0;
+        if (st == MLLM_OK) st = mllm_tokenizer_encode(t, "Once upon a time", 16, true, false, ids, 64, &n);
+        mllm_alloc_fail_after(-1);
+        mllm_tokenizer_free(t);
+        if (st == MLLM_OK) break;
+        assert_int_equal(st, MLLM_ERR_NOMEM);
+        n_fail++;
+        assert_true(k < 1000);
+    }
+    assert_true(n_fail > 5);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_encodings),
         cmocka_unit_test(test_byte_fallback_and_buffer),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

@@ -18,5 +18,7 @@ mllm_status mllm_hf_config_load(const char *path, mllm_llama_config *cfg);
    GGUF name ("blk.3.attn_q.weight"); false for names the graph does not use
    (the HF loader keeps those under their HF name). */
 bool mllm_hf_name_to_gguf(const char *hf, char *out, size_t cap);
+/* The reverse ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight"). */
+bool mllm_gguf_name_to_hf(const char *gguf, char *out, size_t cap);
 
 #endif

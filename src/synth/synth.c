@@ -1,0 +1,148 @@
+/* mllm_synth_write: presets, argument checks, and the GGUF writer (keys and
+   tensor names as llama.cpp writes them, so other GGUF readers load it). */
+#include "synth/synth.h"
+#include "synth/synth_internal.h"
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "formats/gguf_writer.h"
+#include <stdio.h>
+#include <string.h>
+
+static const synth_preset k_presets[] = {
+    /* arch    preset  name                 E     L   H   Hkv  D    F     V       ctx     theta  eps   qkn   tied */
+    {"qwen3", "tiny", "qwen3-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, true, true, false, 0, 0, 0, 0},
+    {"qwen3", "0.6b", "qwen3-0.6b-synth", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true, true, false, 0, 0, 0, 0},
+    /* Qwen3-1.7B's shape */
+    {"qwen3", "1b", "qwen3-1.7b-synth", 2048, 28, 16, 8, 128, 6144, 151936, 40960, 1e6f, 1e-6f, true, true, false, 0, 0, 0, 0},
+    {"llama", "tiny", "llama-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 5e5f, 1e-5f, false, true,
+     true, 32.0f, 1.0f, 4.0f, 8192},
+    /* SmolLM2-360M's shape: the Llama-architecture model nearest 0.6B */
+    {"llama", "0.6b", "llama-360m-synth", 960, 32, 15, 5, 64, 2560, 49152, 8192, 1e5f, 1e-5f, false, true, false, 0, 0, 0, 0},
+    /* Llama-3.2-1B's shape */
+    {"llama", "1b", "llama-3.2-1b-synth", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 5e5f, 1e-5f, false, true,
+     true, 32.0f, 1.0f, 4.0f, 8192},
+};
+
+const synth_preset *synth_find_preset(const char *arch, const char *preset) {
+    for (size_t i = 0; i < sizeof k_presets / sizeof *k_presets; i++) {
+        if (!strcmp(k_presets[i].arch, arch) && !strcmp(k_presets[i].preset, preset)) return &k_presets[i];
+    }
+    return NULL;
+}
+
+static mllm_status add_hparams(mllm_gguf_writer *w, const synth_preset *p, int dtype) {
+    char k[96];
+    const char *a = p->arch;
+    mllm_status st = mllm_gguf_writer_add_str(w, "general.architecture", a);
+    if (!st) st = mllm_gguf_writer_add_str(w, "general.name", p->name);
+#define U32(suffix, v) \
+    if (!st) (snprintf(k, sizeof k, "%s." suffix, a), st = mllm_gguf_writer_add_u32(w, k, (uint32_t)(v)))
+#define F32(suffix, v) \
+    if (!st) (snprintf(k, sizeof k, "%s." suffix, a), st = mllm_gguf_writer_add_f32(w, k, (v)))
+    U32("block_count", p->L);
+    U32("context_length", p->ctx);
+    U32("embedding_length", p->E);
+    U32("feed_forward_length", p->F);
+    U32("attention.head_count", p->H);
+    U32("attention.head_count_kv", p->Hkv);
+    F32("rope.freq_base", p->theta);
+    F32("attention.layer_norm_rms_epsilon", p->eps);
+    U32("attention.key_length", p->D);
+    U32("attention.value_length", p->D);
+    if (!strcmp(a, "llama")) {
+        U32("rope.dimension_count", p->D);
+        U32("vocab_size", p->V);
+    }
+#undef U32
+#undef F32
+    /* llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_BF16 = 32. */
+    uint32_t ftype = dtype == MLLM_DTYPE_F16 ? 1 : dtype == MLLM_DTYPE_BF16 ? 32 : 0;
+    if (!st) st = mllm_gguf_writer_add_u32(w, "general.file_type", ftype);
+    return st;
+}
+
+static mllm_status add_tokenizer(mllm_gguf_writer *w, const synth_vocab *v) {
+    mllm_status st = mllm_gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2");
+    if (!st) st = mllm_gguf_writer_add_str(w, "tokenizer.ggml.pre", v->pre);
+    if (!st) st = mllm_gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->tokens, NULL,
+                                               (uint64_t)v->n_vocab);
+    if (!st) st = mllm_gguf_writer_add_arr(w, "tokenizer.ggml.token_type", MLLM_GGUF_INT32, v->types,
+                                           (uint64_t)v->n_vocab);
+    if (!st) st = mllm_gguf_writer_add_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges, NULL,
+                                               (uint64_t)v->n_merges);
+    if (!st) st = mllm_gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos);
+    if (!st) st = mllm_gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
+    if (!st) st = mllm_gguf_writer_add_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)v->pad);
+    if (!st) st = mllm_gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (!st) st = mllm_gguf_writer_add_str(w, "tokenizer.chat_template", v->chat_template);
+    return st;
+}
+
+typedef struct {
+    synth_tensor *t;
+    size_t i, n;
+    synth_progress_fn progress;
+    void *user;
+} progress_fill;
+
+/* Reports each tensor as its first bytes are requested, then streams it. */
+static mllm_status fill_with_progress(void *user, void *buf, size_t offset, size_t n) {
+    progress_fill *pf = user;
+    if (offset == 0 && pf->progress) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "[%zu/%zu] %s {%lld, %lld} %s", pf->i + 1, pf->n, pf->t->name,
+                 (long long)pf->t->ne0, (long long)pf->t->ne1, mllm_dtype_name(pf->t->dtype));
+        pf->progress(pf->user, msg);
+    }
+    return synth_fill(pf->t, buf, offset, n);
+}
+
+mllm_status synth_write_gguf(const synth_preset *p, int dtype, const char *path, synth_progress_fn progress,
+                             void *user) {
+    synth_vocab v;
+    mllm_status st = synth_vocab_build(p, &v);
+    if (st) return st;
+    size_t n = 0;
+    float *freqs = NULL;
+    synth_tensor *ts = synth_tensor_list(p, dtype, true, &n, &freqs);
+    progress_fill *pf = ts ? mllm_calloc(n, sizeof *pf) : NULL;
+    mllm_gguf_writer *w = NULL;
+    if (!ts || !pf) st = mllm_err(MLLM_ERR_NOMEM, "synth: out of memory");
+    if (!st) st = mllm_gguf_writer_new(&w);
+    if (!st) st = add_hparams(w, p, dtype);
+    if (!st) st = add_tokenizer(w, &v);
+    for (size_t i = 0; i < n && !st; i++) {
+        pf[i] = (progress_fill){&ts[i], i, n, progress, user};
+        int64_t ne[2] = {ts[i].ne0, ts[i].ne1};
+        st = mllm_gguf_writer_add_tensor_fn(w, ts[i].name, ts[i].dtype, ts[i].ne1 > 1 ? 2 : 1, ne,
+                                            fill_with_progress, &pf[i]);
+    }
+    if (!st) st = mllm_gguf_writer_write(w, path);
+    mllm_gguf_writer_free(w);
+    for (size_t i = 0; ts && i < n; i++) synth_tensor_free(&ts[i]);
+    mllm_free(pf);
+    mllm_free(ts);
+    mllm_free(freqs);
+    synth_vocab_free(&v);
+    return st;
+}
+
+mllm_status mllm_synth_write(const char *arch, const char *preset, const char *dtype, const char *format,
+                             const char *out_path, void (*progress)(void *user, const char *msg), void *user) {
+    if (!arch || !preset || !dtype || !format || !out_path) {
+        return mllm_err(MLLM_ERR_INVALID_ARG, "synth: NULL argument");
+    }
+    const synth_preset *p = synth_find_preset(arch, preset);
+    if (!p) {
+        return mllm_err(MLLM_ERR_INVALID_ARG,
+                        "synth: unknown arch/preset '%s'/'%s' (arch qwen3|llama, preset tiny|0.6b|1b)", arch, preset);
+    }
+    int dt = !strcmp(dtype, "f32") ? MLLM_DTYPE_F32 : !strcmp(dtype, "f16") ? MLLM_DTYPE_F16
+           : !strcmp(dtype, "bf16") ? MLLM_DTYPE_BF16 : -1;
+    if (dt < 0) return mllm_err(MLLM_ERR_INVALID_ARG, "synth: unknown dtype '%s' (f32|f16|bf16)", dtype);
+    mllm_dtype_init();
+    if (!strcmp(format, "gguf")) return synth_write_gguf(p, dt, out_path, progress, user);
+    if (!strcmp(format, "hf")) return synth_write_hf(p, dt, out_path, progress, user);
+    return mllm_err(MLLM_ERR_INVALID_ARG, "synth: unknown format '%s' (gguf|hf)", format);
+}

@@ -74,8 +74,8 @@ static mllm_status bpe_word(const mllm_tokenizer *t, const char *w, size_t n, bp
     if (st) return st;
     size_t k = 0;
     for (size_t i = 0; i < n; k++) {
-        size_t l = t->byte_level ? 1 : tok_utf8_len((uint8_t)w[i]);
-        if (l > n - i) l = n - i;
+        size_t l = 1;
+        if (!t->byte_level) (void)tok_utf8_next(w + i, n - i, &l); /* invalid byte: alone */
         s->id[k] = t->byte_level ? t->byte_tok[(uint8_t)w[i]] : tok_find(t, w + i, l);
         s->start[k] = (uint32_t)i;
         s->len[k] = (uint32_t)l;

@@ -40,8 +40,11 @@ mllm_status tok_spm_encode(const mllm_tokenizer *t, const char *text, size_t len
     if (!sym) return mllm_err(MLLM_ERR_NOMEM, "tokenizer: out of memory (SPM symbols)");
     int32_t n = 0;
     for (size_t i = 0; i < len; n++) {
-        size_t l = tok_utf8_len((uint8_t)text[i]);
-        if (l > len - i) l = len - i;
+        /* A byte that does not start a valid sequence is a symbol of its own
+           (llama.cpp would swallow the next bytes: an escaped space among
+           them would then come back as U+2581 instead of ' '). */
+        size_t l;
+        (void)tok_utf8_next(text + i, len - i, &l);
         sym[n].prev = n - 1;
         sym[n].next = n + 1;
         sym[n].start = (uint32_t)i;

@@ -320,6 +320,46 @@ static void test_out_of_memory(void **s) {
     mllm_gguf_close(g);
 }
 
+
+/* Random bytes (mostly invalid UTF-8) never crash and round-trip exactly
+   through a byte-level BPE vocab and an SPM vocab with byte fallback. */
+static void random_roundtrip(const char *rel, const char *name) {
+    mllm_gguf *g = NULL;
+    mllm_tokenizer *t = open_vocab(rel, &g);
+    if (!t) return;
+    uint64_t x = 0x1234567;
+    int ok = 0, n_cases = 300;
+    for (int c = 0; c < n_cases; c++) {
+        char text[64];
+        size_t len = 1 + c % 60;
+        for (size_t i = 0; i < len; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            uint8_t b = (uint8_t)(x >> 56);
+            /* a mix of ASCII, spaces and high bytes */
+            text[i] = (char)(c % 3 == 0 ? b : c % 3 == 1 ? (b % 2 ? ' ' + b % 95 : b) : (b % 4 ? 'a' + b % 26 : ' '));
+        }
+        int32_t ids[256];
+        size_t n = 0;
+        assert_int_equal(mllm_tokenizer_encode(t, text, len, false, false, ids, 256, &n), MLLM_OK);
+        char dec[512];
+        size_t n_dec = 0;
+        assert_int_equal(mllm_tokenizer_decode(t, ids, n, true, dec, sizeof dec, &n_dec), MLLM_OK);
+        bool same = n_dec == len && memcmp(dec, text, len) == 0;
+        if (!same) printf("%s random case %d does not round-trip\n", name, c);
+        ok += same;
+    }
+    printf("%s: %d/%d random byte strings round-trip\n", name, ok, n_cases);
+    assert_int_equal(ok, n_cases);
+    mllm_tokenizer_free(t);
+    mllm_gguf_close(g);
+}
+
+static void test_random_bytes(void **s) {
+    (void)s;
+    random_roundtrip("models/llama-cpp-vocab/ggml-vocab-gpt-2.gguf", "gpt-2");
+    random_roundtrip("models/llama-cpp-vocab/ggml-vocab-llama-spm.gguf", "llama-spm");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_spm),   cmocka_unit_test(test_phi3),
@@ -330,6 +370,7 @@ int main(void) {
         cmocka_unit_test(test_stories260k_gguf), cmocka_unit_test(test_qwen3_anchor),
         cmocka_unit_test(test_bert_unsupported), cmocka_unit_test(test_smollm_digits),
         cmocka_unit_test(test_bad_metadata), cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_random_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

@@ -113,6 +113,10 @@ static void test_llama3(void **state) {
     assert_true(mllm_tokenizer_add_bos(t));
     assert_true(mllm_tokenizer_is_eog(t, 128001)); /* <|end_of_text|> */
     assert_true(mllm_tokenizer_is_eog(t, 128009)); /* <|eot_id|> */
+    assert_int_equal(mllm_tokenizer_eos(t), 128001);
+    assert_non_null(mllm_tokenizer_chat_template(t));
+    assert_int_equal(mllm_tokenizer_token_type(t, 128009), MLLM_TOKEN_CONTROL);
+    assert_int_equal(mllm_tokenizer_token_type(t, 9906), MLLM_TOKEN_NORMAL);
     int32_t ids[8];
     size_t n = 0;
     assert_int_equal(mllm_tokenizer_encode(t, "Hello world", 11, true, false, ids, 8, &n), MLLM_OK);

@@ -90,9 +90,11 @@ typedef struct {
 static mllm_status fill_with_progress(void *user, void *buf, size_t offset, size_t n) {
     progress_fill *pf = user;
     if (offset == 0 && pf->progress) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "[%zu/%zu] %s {%lld, %lld} %s", pf->i + 1, pf->n, pf->t->name,
-                 (long long)pf->t->ne0, (long long)pf->t->ne1, mllm_dtype_name(pf->t->dtype));
+        char msg[160], shape[48];
+        if (pf->t->ne1 > 1) snprintf(shape, sizeof shape, "{%lld, %lld}", (long long)pf->t->ne0, (long long)pf->t->ne1);
+        else snprintf(shape, sizeof shape, "{%lld}", (long long)pf->t->ne0);
+        snprintf(msg, sizeof msg, "[%zu/%zu] %s %s %s", pf->i + 1, pf->n, pf->t->name, shape,
+                 mllm_dtype_name(pf->t->dtype));
         pf->progress(pf->user, msg);
     }
     return synth_fill(pf->t, buf, offset, n);

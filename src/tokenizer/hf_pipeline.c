@@ -180,10 +180,19 @@ mllm_status hf_config(mllm_tokenizer *t, const cJSON *cfg, hf_flags *f) {
     return MLLM_OK;
 }
 
-/* Without tokenizer_config.json: BOS/EOS by the usual names. */
+/* Without tokenizer_config.json: BOS/EOS by the usual names, among the
+   special added tokens only (Qwen's vocab has a plain BPE token "</s>"). */
+static int32_t find_control(const mllm_tokenizer *t, const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = tok_find(t, names[i], strlen(names[i]));
+        if (id >= 0 && t->types[id] == MLLM_TOKEN_CONTROL) return id;
+    }
+    return -1;
+}
+
 void hf_guess_special(mllm_tokenizer *t) {
     static const char *const bos_names[] = {"<|begin_of_text|>", "<s>", "<|startoftext|>"};
-    static const char *const eos_names[] = {"<|end_of_text|>", "</s>", "<|endoftext|>", "<|im_end|>"};
-    for (size_t i = 0; i < 3 && t->bos < 0; i++) t->bos = tok_find(t, bos_names[i], strlen(bos_names[i]));
-    for (size_t i = 0; i < 4 && t->eos < 0; i++) t->eos = tok_find(t, eos_names[i], strlen(eos_names[i]));
+    static const char *const eos_names[] = {"<|end_of_text|>", "</s>", "<|im_end|>", "<|endoftext|>"};
+    if (t->bos < 0) t->bos = find_control(t, bos_names, 3);
+    if (t->eos < 0) t->eos = find_control(t, eos_names, 4);
 }

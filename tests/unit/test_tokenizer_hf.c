@@ -214,6 +214,22 @@ static void test_spm_style_bpe(void **state) {
     mllm_tokenizer_free(t);
 }
 
+
+/* Without tokenizer_config.json, BOS/EOS come from the special added tokens
+   (never from Qwen's ordinary BPE token "</s>"). */
+static void test_no_config(void **state) {
+    (void)state;
+    const char *p = tt_shared("models/hf-tokenizers/qwen3/tokenizer.json");
+    if (!p) skip();
+    mllm_tokenizer *t = NULL;
+    assert_int_equal(mllm_tokenizer_from_hf(p, NULL, &t), MLLM_OK);
+    assert_int_equal(mllm_tokenizer_bos(t), -1);
+    assert_int_equal(mllm_tokenizer_eos(t), 151645); /* <|im_end|> */
+    assert_false(mllm_tokenizer_add_bos(t));
+    assert_null(mllm_tokenizer_chat_template(t));
+    mllm_tokenizer_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_bpe),
@@ -221,6 +237,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_spm_style_bpe),
+        cmocka_unit_test(test_no_config),
     };
     return cmocka_run_group_tests(tests, NULL, tt_free_paths);
 }

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/kquants.h"
 
 /* A plain type: one value per "block". */
 #define PLAIN(nm, bytes) { .name = nm, .block_size = 1, .type_size = bytes }
@@ -49,10 +50,17 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_Q5_1] = SIZED("q5_1", 32, 24),   /* d, m, qh[4], qs[16] */
     [MLLM_DTYPE_Q2_K] = SIZED("q2_k", 256, 84),  /* scales[16], qs[64], d, dmin */
     [MLLM_DTYPE_Q3_K] = SIZED("q3_k", 256, 110), /* hmask[32], qs[64], scales[12], d */
-    [MLLM_DTYPE_Q4_K] = SIZED("q4_k", 256, 144), /* d, dmin, scales[12], qs[128] */
+    /* k-quants we read (no quantizer: from_float is NULL for q4_k / q6_k). */
+    [MLLM_DTYPE_Q4_K] = { .name = "q4_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q4_k),
+                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q4_k,
+                          .vec_dot_type = MLLM_DTYPE_Q8_K },
+    [MLLM_DTYPE_Q6_K] = { .name = "q6_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q6_k),
+                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q6_k,
+                          .vec_dot_type = MLLM_DTYPE_Q8_K },
+    [MLLM_DTYPE_Q8_K] = { .name = "q8_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q8_k),
+                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q8_k,
+                          .from_float = mllm_quantize_row_q8_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [MLLM_DTYPE_Q5_K] = SIZED("q5_k", 256, 176), /* d, dmin, scales[12], qh[32], qs[128] */
-    [MLLM_DTYPE_Q6_K] = SIZED("q6_k", 256, 210), /* ql[128], qh[64], scales[16], d */
-    [MLLM_DTYPE_Q8_K] = SIZED("q8_k", 256, 292), /* float d, qs[256], int16 bsums[16] */
     [16] = SIZED("iq2_xxs", 256, 66),
     [17] = SIZED("iq2_xs", 256, 74),
     [18] = SIZED("iq3_xxs", 256, 98),

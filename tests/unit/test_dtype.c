@@ -19,8 +19,8 @@ static void test_table_sizes(void **state) {
         {0, 1, 4, "f32", true},      {1, 1, 2, "f16", true},       {2, 32, 18, "q4_0", true},
         {3, 32, 20, "q4_1", true},   {6, 32, 22, "q5_0", false},   {7, 32, 24, "q5_1", false},
         {8, 32, 34, "q8_0", true},   {9, 32, 36, "q8_1", true},    {10, 256, 84, "q2_k", false},
-        {11, 256, 110, "q3_k", false}, {12, 256, 144, "q4_k", false}, {13, 256, 176, "q5_k", false},
-        {14, 256, 210, "q6_k", false}, {15, 256, 292, "q8_k", false}, {16, 256, 66, "iq2_xxs", false},
+        {11, 256, 110, "q3_k", false}, {12, 256, 144, "q4_k", true}, {13, 256, 176, "q5_k", false},
+        {14, 256, 210, "q6_k", true}, {15, 256, 292, "q8_k", true}, {16, 256, 66, "iq2_xxs", false},
         {20, 32, 18, "iq4_nl", false}, {23, 256, 136, "iq4_xs", false}, {24, 1, 1, "i8", false},
         {25, 1, 2, "i16", false},    {26, 1, 4, "i32", false},     {27, 1, 8, "i64", false},
         {28, 1, 8, "f64", false},    {29, 256, 56, "iq1_m", false}, {30, 1, 2, "bf16", true},
@@ -36,8 +36,10 @@ static void test_table_sizes(void **state) {
         assert_int_equal(mllm_dtype_from_name(rows[i].name), rows[i].t);
         if (rows[i].sup) {
             assert_non_null(tr->to_float);
-            assert_non_null(tr->from_float);
             assert_non_null(tr->vec_dot);
+            /* q4_k / q6_k are read from GGUF only: no quantizer. */
+            if (rows[i].t != MLLM_DTYPE_Q4_K && rows[i].t != MLLM_DTYPE_Q6_K) assert_non_null(tr->from_float);
+            assert_non_null(mllm_dtype_get(tr->vec_dot_type)->from_float);
         }
     }
     /* Gaps and out-of-range numbers have no row. */
@@ -67,6 +69,8 @@ static void test_table_sizes(void **state) {
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q8_0)->vec_dot_type, MLLM_DTYPE_Q8_0);
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_0)->vec_dot_type, MLLM_DTYPE_Q8_0);
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_1)->vec_dot_type, MLLM_DTYPE_Q8_1);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_K)->vec_dot_type, MLLM_DTYPE_Q8_K);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q6_K)->vec_dot_type, MLLM_DTYPE_Q8_K);
 }
 
 static void test_f16_special(void **state) {

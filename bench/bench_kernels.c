@@ -6,6 +6,7 @@
    Usage: bench_kernels [rows K]   (MLLM_CPU=generic|avx2 picks the path) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backends/cpu/kernels.h"
@@ -45,7 +46,7 @@ static double time_mul_mat(mllm_dtype t, const void *W, size_t ws, int64_t K, co
 int main(int argc, char **argv) {
     const int64_t rows = argc > 2 ? atoll(argv[1]) : 4096, K = argc > 2 ? atoll(argv[2]) : 4096;
     const int64_t M_prefill = 64;
-    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0,
+    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q6_K,
                                        MLLM_DTYPE_F16, MLLM_DTYPE_BF16, MLLM_DTYPE_F32};
     mllm_dtype_init();
     printf("path %s, W %lld x %lld, 1 thread, best-of thread CPU time\n", mllm_cpu_path(), (long long)rows, (long long)K);
@@ -58,10 +59,11 @@ int main(int argc, char **argv) {
         const size_t ws = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);
         char *W = mllm_malloc_aligned(ws * (size_t)rows), *X = mllm_malloc_aligned(xs * (size_t)M_prefill);
         fill(src, (size_t)K, 1);
-        for (int64_t r = 0; r < rows; r++) {
+        for (int64_t r = 0; r < rows && tr->from_float; r++) {
             src[r % K] += 0.5f; /* rows differ a little; quantizing every row is slow enough */
             tr->from_float(src, W + (size_t)r * ws, K);
         }
+        if (!tr->from_float) memset(W, 0x11, ws * (size_t)rows); /* read-only k-quants: any bytes time the same */
         fill(src, (size_t)(M_prefill * K), 2);
         for (int64_t m = 0; m < M_prefill; m++) mllm_cpu_quantize_row(tr->vec_dot_type, src + m * K, X + (size_t)m * xs, K);
         const double td = time_mul_mat(t, W, ws, K, X, xs, 1, Y, rows, 0.5);

@@ -69,7 +69,8 @@ typedef struct {
 } word;
 
 typedef struct {
-    bytes *tok;        /* raw bytes of each BPE token (points into text or owned) */
+    bytes *tok;        /* raw bytes of each BPE token (into byte_vals or owned) */
+    uint8_t *byte_vals; /* 0..255, what the single-byte tokens point at */
     uint8_t **owned;
     int32_t n_tok;
     word *words;
@@ -171,22 +172,22 @@ static void apply_merge(trainer *t, const int32_t pair[2], int32_t id) {
 }
 
 static mllm_status train(trainer *t, int32_t max_merges) {
-    static uint8_t byte_vals[256];
     size_t n = strlen(synth_training_text);
     const uint8_t *text = (const uint8_t *)synth_training_text;
     t->tok = mllm_calloc(256 + (size_t)max_merges, sizeof *t->tok);
     t->owned = mllm_calloc(256 + (size_t)max_merges, sizeof *t->owned);
     t->words = mllm_calloc(n, sizeof *t->words);
     t->merges = mllm_calloc((size_t)max_merges + 1, sizeof *t->merges);
+    t->byte_vals = mllm_malloc(256);
     uint64_t *keys = mllm_malloc(PAIR_TABLE * sizeof *keys);
     int32_t *counts = mllm_malloc(PAIR_TABLE * sizeof *counts);
     mllm_status st = MLLM_OK;
-    if (!t->tok || !t->owned || !t->words || !t->merges || !keys || !counts) {
+    if (!t->tok || !t->owned || !t->words || !t->merges || !t->byte_vals || !keys || !counts) {
         st = mllm_err(MLLM_ERR_NOMEM, "synth: out of memory");
     }
     for (int i = 0; i < 256 && !st; i++) {
-        byte_vals[i] = (uint8_t)i;
-        t->tok[t->n_tok++] = (bytes){&byte_vals[i], 1};
+        t->byte_vals[i] = (uint8_t)i;
+        t->tok[t->n_tok++] = (bytes){&t->byte_vals[i], 1};
     }
     for (size_t i = 0; i < n && !st;) {
         size_t len = next_chunk(text + i, n - i);
@@ -229,6 +230,7 @@ static void trainer_free(trainer *t) {
     mllm_free(t->tok);
     mllm_free(t->words);
     mllm_free(t->merges);
+    mllm_free(t->byte_vals);
 }
 
 static char *spelled(const bytes *b) {

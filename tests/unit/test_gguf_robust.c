@@ -1,6 +1,7 @@
 /* GGUF write->read round trips, truncation at every header byte, and
    corrupted files: each must give an error that names the problem. */
 #include "testutil.h"
+#include "core/alloc.h"
 #include "core/dtype.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
@@ -304,6 +305,27 @@ static void test_alignment_key(void **state) {
     free((void *)path);
 }
 
+/* Every allocation of an open may fail: the open reports NOMEM, leaks
+   nothing (ASan) and eventually succeeds. */
+static void test_out_of_memory(void **state) {
+    (void)state;
+    const char *path = write_small();
+    for (long n = 0;; n++) {
+        mllm_gguf *g = (mllm_gguf *)1;
+        mllm_alloc_fail_after(n);
+        mllm_status st = mllm_gguf_open(path, &g);
+        mllm_alloc_fail_after(-1);
+        if (st == MLLM_OK) {
+            assert_true(n > 3);
+            mllm_gguf_close(g);
+            break;
+        }
+        assert_int_equal(st, MLLM_ERR_NOMEM);
+        assert_null(g);
+    }
+    free((void *)path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -311,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_alignment_key),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
    have the promised statistics; output is deterministic; the tokenizer has
    byte tokens, learned merges and the family's special tokens. */
 #include "testutil.h"
+#include "core/alloc.h"
 #include "core/dtype.h"
 #include "formats/gguf.h"
 #include "formats/model_file.h"
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int g_progress_calls;
 static void count_progress(void *user, const char *msg) {
@@ -207,6 +209,39 @@ static void test_bad_args(void **state) {
     free((void *)p);
 }
 
+/* Allocation failures anywhere in synth and in opening its output give
+   NOMEM (never a crash or a leak under ASan) and leave no file behind. */
+static void test_out_of_memory(void **state) {
+    (void)state;
+    static const char *formats[] = {"gguf", "hf"};
+    for (int fmt = 0; fmt < 2; fmt++) {
+        const char *path = tu_tmp(fmt ? "oom-hf" : "oom.gguf");
+        long n;
+        for (n = 0;; n += 13) {
+            mllm_alloc_fail_after(n);
+            mllm_status st = mllm_synth_write("llama", "tiny", "f16", formats[fmt], path, NULL, NULL);
+            mllm_alloc_fail_after(-1);
+            if (st == MLLM_OK) break;
+            assert_int_equal(st, MLLM_ERR_NOMEM);
+            assert_int_not_equal(access(path, F_OK), 0);
+        }
+        assert_true(n > 13);
+        for (n = 0;; n++) {
+            mllm_model_file *f = (mllm_model_file *)1;
+            mllm_alloc_fail_after(n);
+            mllm_status st = mllm_model_file_open(path, &f);
+            mllm_alloc_fail_after(-1);
+            if (st == MLLM_OK) {
+                mllm_model_file_close(f);
+                break;
+            }
+            assert_int_equal(st, MLLM_ERR_NOMEM);
+            assert_null(f);
+        }
+        free((void *)path);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_tiny_gguf),
@@ -214,6 +249,7 @@ int main(void) {
         cmocka_unit_test(test_hf_round_trip),
         cmocka_unit_test(test_llama_tokenizer_keys),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

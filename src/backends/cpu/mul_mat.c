@@ -17,6 +17,20 @@ void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, i
     }
 }
 
+/* For dtypes without a tiled kernel: the same dots, but a few weight rows at
+   a time against every activation row, so the rows stay in L1/L2 instead of
+   streaming the whole matrix once per activation row (prefill). */
+#define ROWS_PER_PASS 16
+
+static void mul_mat_row_blocked(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
+                                const void *X, size_t x_stride, int64_t M, float *Y,
+                                size_t y_stride, int64_t r0, int64_t r1) {
+    for (int64_t rb = r0; rb < r1; rb += ROWS_PER_PASS) {
+        const int64_t re = rb + ROWS_PER_PASS < r1 ? rb + ROWS_PER_PASS : r1;
+        mllm_mul_mat_generic(dot, W, w_stride, K, X, x_stride, M, Y, y_stride, rb, re);
+    }
+}
+
 void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                       size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0,
                       int64_t r1) {
@@ -25,5 +39,5 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
     if (strcmp(mllm_cpu_path(), "generic") != 0 &&
         mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
-    mllm_mul_mat_generic(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+    mul_mat_row_blocked(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }

@@ -210,6 +210,19 @@ class LlamaCppRunner:
                 pos += 1
         return run
 
+    def last_logits_tokenwise(self, prompt_ids: list[int]) -> np.ndarray:
+        """Last-position logits with the prompt fed one token per llama_decode.
+
+        Same math, other kernel path (matrix-vector instead of matrix-matrix),
+        so the difference to the batched prompt shows how much llama.cpp's own
+        quantized computation moves with summation order.
+        """
+        self.clear()
+        logits = None
+        for pos, tok in enumerate(prompt_ids):
+            logits = self._decode([tok], pos)[0]
+        return logits
+
     def close(self) -> None:
         if getattr(self, "batch", None) is not None:
             L.llama_batch_free(self.batch)

@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llamacpp_runner import LlamaCppRunner, package_info, sha256_file, top_k  # noqa: E402
+from numpy_llama import NumpyLlama  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -160,16 +161,65 @@ def tokenizer_vectors(r: LlamaCppRunner) -> list[dict]:
     return out
 
 
+def exact_math(model: str, prompts: list[dict], cpp_last: dict[str, np.ndarray]) -> dict:
+    """float64 forward on the dequantized weights, compared with llama.cpp."""
+    m = NumpyLlama(model)
+    runs = []
+    for entry in prompts:
+        last, ids, margins = m.greedy(entry["prompt_ids"], N_GEN)
+        cpp = cpp_last[entry["name"]].astype(np.float64)
+        diff = np.abs(last - cpp)
+        first = next((s for s, (a, b) in enumerate(zip(ids, entry["greedy_ids"])) if a != b), None)
+        last32 = last.astype(np.float32)
+        runs.append({
+            "prompt": entry["name"],
+            "last_logits_top20": [[i, v] for i, v in top_k(last32, TOP_LAST)],
+            "last_logits_logsumexp": logsumexp(last32),
+            "max_abs_diff_vs_llamacpp": float(diff.max()),
+            "mean_abs_diff_vs_llamacpp": float(diff.mean()),
+            "argmax_equal_llamacpp": int(np.argmax(last)) == entry["last_logits_argmax"],
+            "greedy_ids": ids,
+            "greedy_margins": [float(np.float32(x)) for x in margins],
+            "first_greedy_diff_vs_llamacpp": first,
+        })
+    return {
+        "what": "tools/reference/numpy_llama.py: float64 activations on the same (dequantized) weights, "
+                "no activation quantization; llama.cpp quantizes activations to Q8_1/Q8_0 in its matmuls, "
+                "so the diff below is llama.cpp's own distance from the file's exact math",
+        "gguf_py_version": _gguf_version(),
+        "runs": runs,
+    }
+
+
+def _gguf_version() -> str:
+    try:
+        from importlib.metadata import version
+        return "gguf " + version("gguf")
+    except Exception:  # noqa: BLE001 - informational only
+        return "gguf (version unknown)"
+
+
 def generate(model: str) -> tuple[dict, dict[str, bytes]]:
     r = LlamaCppRunner(model, n_ctx=512, n_threads=2)
     try:
-        prompts, blobs = [], {}
+        prompts, blobs, cpp_last = [], {}, {}
         for i, (name, text, ps) in enumerate(PROMPTS):
             entry, blob = run_prompt(r, name, text, ps, full=i < FULL_LOGITS_PROMPTS)
+            cpp_last[name] = r.greedy(entry["prompt_ids"], 1).last_logits
             prompts.append(entry)
             if blob is not None:
                 blobs[entry["last_logits_file"]] = blob
         vectors = tokenizer_vectors(r)
+        sensitivity = []
+        for entry in prompts:
+            tw = r.last_logits_tokenwise(entry["prompt_ids"])
+            batched = r.greedy(entry["prompt_ids"], 1).last_logits
+            sensitivity.append({
+                "prompt": entry["name"],
+                "max_abs_diff_batched_vs_tokenwise": float(np.max(np.abs(tw - batched))),
+                "logit_std": float(batched.std()),
+                "argmax_equal": int(np.argmax(tw)) == int(np.argmax(batched)),
+            })
         meta = {k: r.meta(k) for k in (
             "general.architecture", "general.name", "general.file_type",
             "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.add_bos_token",
@@ -187,10 +237,17 @@ def generate(model: str) -> tuple[dict, dict[str, bytes]]:
             "settings": r.settings(),
             "prompts": prompts,
             "tokenizer_vectors": vectors,
+            "sensitivity": {
+                "what": "last-position logits when the prompt is decoded one token per llama_decode "
+                        "(matrix-vector kernels) vs in one batch (matrix-matrix kernels): a floor for "
+                        "how far two correct Q4_1 engines can differ",
+                "runs": sensitivity,
+            },
         }
-        return body, blobs
     finally:
         r.close()
+    body["exact_math"] = exact_math(model, prompts, cpp_last)
+    return body, blobs
 
 
 def header() -> dict:

@@ -50,7 +50,7 @@ static mllm_status rd_u64(cursor *c, uint64_t *v, const char *what) { return rd(
 
 static mllm_status rd_str(cursor *c, mllm_gguf_str *s, const char *what) {
     size_t at = c->off;
-    uint64_t len;
+    uint64_t len = 0;
     mllm_status st = rd_u64(c, &len, what);
     if (st) return st;
     if (len > remaining(c)) {
@@ -140,8 +140,8 @@ static bool type_known(uint32_t t) { return t <= MLLM_GGUF_FLOAT64; }
 
 static mllm_status parse_array(cursor *c, mllm_gguf_kv *kv) {
     size_t at = c->off;
-    uint32_t et;
-    uint64_t n;
+    uint32_t et = 0;
+    uint64_t n = 0;
     mllm_status st = rd_u32(c, &et, "array element type");
     if (st) return st;
     if (!type_known(et)) return bad(c, at, "unknown array element type");
@@ -173,7 +173,7 @@ static mllm_status parse_kvs(mllm_gguf *g, cursor *c) {
     for (uint64_t i = 0; i < g->n_kv; i++) {
         mllm_gguf_kv *kv = &g->kv[i];
         size_t at = c->off;
-        uint32_t t;
+        uint32_t t = 0;
         if ((st = rd_str(c, &kv->key, "key"))) return st;
         if (!index_insert(&g->kv_index, kv->key, i, kv_name, g->kv)) {
             return mllm_err(MLLM_ERR_FORMAT, "%s: duplicate key '%.*s' (offset %zu)", c->path,
@@ -193,7 +193,7 @@ static mllm_status parse_kvs(mllm_gguf *g, cursor *c) {
 static mllm_status parse_alignment(mllm_gguf *g, const cursor *c) {
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     if (mllm_gguf_find_key(g, "general.alignment") < 0) return MLLM_OK;
-    uint32_t a;
+    uint32_t a = 0;
     if (!mllm_gguf_get_u32(g, "general.alignment", &a) || a == 0 || (a & (a - 1)) != 0) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: general.alignment must be a power of two (offset %zu)",
                         c->path, (size_t)(mllm_gguf_kv_find(g, "general.alignment")->val - c->base));
@@ -212,7 +212,7 @@ static mllm_status parse_tensor_info(mllm_gguf *g, cursor *c, uint64_t i) {
     mllm_gguf_tensor *t = &g->tensors[i];
     size_t at = c->off;
     mllm_status st;
-    uint32_t n_dims, type;
+    uint32_t n_dims = 0, type = 0;
     if ((st = rd_str(c, &t->name, "tensor name"))) return st;
     if (!index_insert(&g->tensor_index, t->name, i, tensor_name, g->tensors)) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: duplicate tensor name '%.*s' (offset %zu)", c->path,
@@ -225,7 +225,7 @@ static mllm_status parse_tensor_info(mllm_gguf *g, cursor *c, uint64_t i) {
     uint64_t n_el = 1;
     for (int d = 0; d < GGUF_MAX_DIMS; d++) t->ne[d] = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
-        uint64_t ne;
+        uint64_t ne = 0;
         size_t nat = c->off;
         if ((st = rd_u64(c, &ne, "tensor dimension"))) return st;
         if (ne > INT64_MAX) return bad(c, nat, "tensor dimension is negative");
@@ -248,7 +248,7 @@ static mllm_status parse_tensor_info(mllm_gguf *g, cursor *c, uint64_t i) {
                         c->path, (int)(t->name.len > 200 ? 200 : t->name.len), t->name.ptr,
                         (long long)t->ne[0], tr->name ? tr->name : "?", tr->block_size, dat);
     }
-    uint64_t bytes;
+    uint64_t bytes = 0;
     if (!mul_ok(n_el / (uint64_t)tr->block_size, tr->type_size, &bytes) || bytes > SIZE_MAX) {
         return bad(c, dat, "tensor byte size overflows");
     }
@@ -310,7 +310,7 @@ static mllm_status check_data(mllm_gguf *g, const cursor *c, size_t info_end) {
 
 static mllm_status parse(mllm_gguf *g) {
     cursor c = {g->base, g->size, 0, g->path};
-    char magic[4];
+    char magic[4] = {0};
     mllm_status st;
     if ((st = rd(&c, magic, 4, "magic"))) return st;
     if (memcmp(magic, "GGUF", 4) != 0) return bad(&c, 0, "not a GGUF file (bad magic)");

@@ -66,7 +66,7 @@ static bool count_floats(const dims *d, uint64_t *n) {
 }
 
 mllm_status mllm_llama2c_check(const mllm_llama2c_header *h, uint64_t file_size, const char *label, bool *shared) {
-    dims d;
+    dims d = {0};
     mllm_status st = get_dims(h, label, &d);
     if (st) return st;
     uint64_t n;
@@ -177,7 +177,7 @@ mllm_status mllm_model_file_open_llama2c(mllm_model_file *f) {
     if (m == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", f->path, strerror(saved));
     p->map = m;
     p->map_size = (size_t)sb.st_size;
-    dims d;
+    dims d = {0};
     get_dims(&h, f->path, &d);
     fill_config(&f->cfg, &h, &d, shared);
     return add_weights(f, &d, m, shared);

@@ -58,7 +58,7 @@ static mllm_status parse_entry(mllm_safetensors *s, const cJSON *e, uint64_t dat
                                span *sp) {
     const char *name = e->string;
     if (!cJSON_IsObject(e)) return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s' is not a JSON object", s->path, name);
-    size_t elsize;
+    size_t elsize = 0;
     mllm_status st = parse_dtype(s, name, cJSON_GetObjectItemCaseSensitive(e, "dtype"), &t->dtype, &elsize);
     if (st) return st;
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
@@ -80,7 +80,7 @@ static mllm_status parse_entry(mllm_safetensors *s, const cJSON *e, uint64_t dat
         t->ne[nd - 1 - d] = (int64_t)v;
     }
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-    uint64_t b, en;
+    uint64_t b = 0, en = 0;
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_u64(cJSON_GetArrayItem(offs, 0), &b) ||
         !json_u64(cJSON_GetArrayItem(offs, 1), &en) || b > en) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s': data_offsets must be [begin, end] with begin <= end",
@@ -144,7 +144,7 @@ static mllm_status parse_tensors(mllm_safetensors *s, const cJSON *root, size_t 
 }
 
 static mllm_status parse(mllm_safetensors *s) {
-    uint64_t hlen;
+    uint64_t hlen = 0;
     if (s->size < 8) return mllm_err(MLLM_ERR_FORMAT, "%s: file too short for a safetensors header", s->path);
     memcpy(&hlen, s->base, 8);
     if (hlen > s->size - 8) {

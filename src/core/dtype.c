@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
+#include "backends/cpu/quant5.h"
 
 /* A plain type: one value per "block". */
 #define PLAIN(nm, bytes) { .name = nm, .block_size = 1, .type_size = bytes }
@@ -45,9 +46,16 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
                           .to_float = mllm_dequantize_row_q8_1, .from_float = mllm_quantize_row_q8_1,
                           .vec_dot_type = MLLM_DTYPE_Q8_1 },
 
+    [MLLM_DTYPE_Q5_0] = { .name = "q5_0", .block_size = MLLM_QK5, .type_size = sizeof(mllm_block_q5_0),
+                          .quantized = true, .supported = true,
+                          .to_float = mllm_dequantize_row_q5_0, .from_float = mllm_quantize_row_q5_0,
+                          .vec_dot_type = MLLM_DTYPE_Q8_0 },
+    [MLLM_DTYPE_Q5_1] = { .name = "q5_1", .block_size = MLLM_QK5, .type_size = sizeof(mllm_block_q5_1),
+                          .quantized = true, .supported = true,
+                          .to_float = mllm_dequantize_row_q5_1, .from_float = mllm_quantize_row_q5_1,
+                          .vec_dot_type = MLLM_DTYPE_Q8_1 },
+
     /* Sized only. Bytes per block from ggml's block structs. */
-    [MLLM_DTYPE_Q5_0] = SIZED("q5_0", 32, 22),   /* d, qh[4], qs[16] */
-    [MLLM_DTYPE_Q5_1] = SIZED("q5_1", 32, 24),   /* d, m, qh[4], qs[16] */
     [MLLM_DTYPE_Q2_K] = SIZED("q2_k", 256, 84),  /* scales[16], qs[64], d, dmin */
     [MLLM_DTYPE_Q3_K] = SIZED("q3_k", 256, 110), /* hmask[32], qs[64], scales[12], d */
     /* k-quants we read (no quantizer: from_float is NULL for q4_k / q6_k). */

@@ -17,7 +17,7 @@ static void test_table_sizes(void **state) {
     /* (type, block size, bytes per block) as ggml defines them. */
     static const struct { int t; int blk; size_t size; const char *name; bool sup; } rows[] = {
         {0, 1, 4, "f32", true},      {1, 1, 2, "f16", true},       {2, 32, 18, "q4_0", true},
-        {3, 32, 20, "q4_1", true},   {6, 32, 22, "q5_0", false},   {7, 32, 24, "q5_1", false},
+        {3, 32, 20, "q4_1", true},   {6, 32, 22, "q5_0", true},    {7, 32, 24, "q5_1", true},
         {8, 32, 34, "q8_0", true},   {9, 32, 36, "q8_1", true},    {10, 256, 84, "q2_k", false},
         {11, 256, 110, "q3_k", false}, {12, 256, 144, "q4_k", true}, {13, 256, 176, "q5_k", false},
         {14, 256, 210, "q6_k", true}, {15, 256, 292, "q8_k", true}, {16, 256, 66, "iq2_xxs", false},
@@ -204,6 +204,20 @@ static void test_known_blocks(void **state) {
     assert_int_equal(b41.m, 0x0000);
     assert_memory_equal(b41.qs, k_q41, 16);
 
+    /* q5_0: max = 31, d = -1.9375 (0xbfc0); q = min(31, trunc(16.5 - j*16/31)):
+       16,15,15,14,...,1,1,0. Only q[0] = 16 has the fifth bit (qh = 1). */
+    static const uint8_t k_q50[16] = {0x80, 0x7f, 0x7f, 0x6e, 0x6e, 0x5d, 0x5d, 0x4c,
+                                      0x4c, 0x3b, 0x3b, 0x2a, 0x2a, 0x19, 0x19, 0x08};
+    uint8_t b5[22];
+    mllm_dtype_get(MLLM_DTYPE_Q5_0)->from_float(x, b5, 32);
+    assert_int_equal(b5[0] | (b5[1] << 8), 0xbfc0);
+    static const uint8_t k_qh[4] = {1, 0, 0, 0};
+    assert_memory_equal(b5 + 2, k_qh, 4);
+    assert_memory_equal(b5 + 6, k_q50, 16);
+    float b5back[32];
+    mllm_dtype_get(MLLM_DTYPE_Q5_0)->to_float(b5, b5back, 32);
+    assert_true(b5back[0] == 0.0f && b5back[31] == 16 * 1.9375f && b5back[1] == 1.9375f);
+
     /* All-zero block: d = 0, every quant at its zero point. */
     float z[32] = {0};
     q80->from_float(z, &b8, 32);
@@ -226,7 +240,7 @@ static void test_round_trip(void **state) {
     static const struct { mllm_dtype t; double max_nmse; } cases[] = {
         {MLLM_DTYPE_F32, 0.0},   {MLLM_DTYPE_F16, 1e-6},  {MLLM_DTYPE_BF16, 3e-5},
         {MLLM_DTYPE_Q8_0, 1e-4}, {MLLM_DTYPE_Q8_1, 1e-4}, {MLLM_DTYPE_Q4_0, 1e-2},
-        {MLLM_DTYPE_Q4_1, 1e-2},
+        {MLLM_DTYPE_Q4_1, 1e-2}, {MLLM_DTYPE_Q5_0, 3e-3}, {MLLM_DTYPE_Q5_1, 3e-3},
     };
     enum { N = 4096 };
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));

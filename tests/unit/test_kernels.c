@@ -1,10 +1,10 @@
 /* vec_dot and mul_mat: every AVX2 kernel against the generic one, and both
    against a double-precision reference computed from dequantized values.
    Tolerances (normalised MSE over all outputs of a case):
-     int-dot paths (q8_0, q4_0, q4_1): SIMD vs generic < 1e-10 (block sums are
+     int-dot paths (q8_0, q4_0, q4_1, q5_0, q5_1): SIMD vs generic < 1e-10 (block sums are
        exact; only float summation order differs), vs double reference < 1e-10;
      float paths (f32, f16, bf16): SIMD vs generic < 1e-10, vs reference < 1e-10;
-     except q4_1 vs reference < 1e-5: its min term uses q8_1's s = d*sum(q)
+     except q4_1 / q5_1 vs reference < 1e-5: its min term uses q8_1's s = d*sum(q)
        stored as f16 (as in GGUF/ggml), not the dequantized activations. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +15,12 @@
 #include "core/dtype.h"
 #include "testutil.h"
 
-static const mllm_dtype k_weight_types[] = {MLLM_DTYPE_F32, MLLM_DTYPE_F16, MLLM_DTYPE_BF16,
-                                            MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1};
+static const mllm_dtype k_weight_types[] = {MLLM_DTYPE_F32,  MLLM_DTYPE_F16,  MLLM_DTYPE_BF16, MLLM_DTYPE_Q8_0,
+                                            MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0, MLLM_DTYPE_Q5_1};
 
 static bool is_int_path(mllm_dtype t) { return mllm_dtype_get(t)->quantized; }
 static double simd_tol(mllm_dtype t) { (void)t; return 1e-10; }
-static double ref_tol(mllm_dtype t) { return t == MLLM_DTYPE_Q4_1 ? 1e-5 : 1e-10; }
+static double ref_tol(mllm_dtype t) { return t == MLLM_DTYPE_Q4_1 || t == MLLM_DTYPE_Q5_1 ? 1e-5 : 1e-10; }
 
 static bool have_avx2(void) {
     if (mllm_cpu_has_avx2()) return true;

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
+#include "backends/cpu/quant5.h"
 #include "core/cpu_features.h"
 
 /* AVX-512 kernels are not written yet: the path exists in the contract only. */
@@ -63,6 +64,8 @@ mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
     case MLLM_DTYPE_Q4_0: return avx2 ? mllm_vec_dot_q4_0_avx2 : mllm_vec_dot_q4_0_generic;
     case MLLM_DTYPE_Q4_1: return avx2 ? mllm_vec_dot_q4_1_avx2 : mllm_vec_dot_q4_1_generic;
     case MLLM_DTYPE_Q8_1: return mllm_vec_dot_q8_1_generic;
+    case MLLM_DTYPE_Q5_0: return avx2 ? mllm_vec_dot_q5_0_avx2 : mllm_vec_dot_q5_0_generic;
+    case MLLM_DTYPE_Q5_1: return avx2 ? mllm_vec_dot_q5_1_avx2 : mllm_vec_dot_q5_1_generic;
     case MLLM_DTYPE_Q4_K: return avx2 ? mllm_vec_dot_q4_k_avx2 : mllm_vec_dot_q4_k_generic;
     case MLLM_DTYPE_Q6_K: return avx2 ? mllm_vec_dot_q6_k_avx2 : mllm_vec_dot_q6_k_generic;
     case MLLM_DTYPE_Q8_K: return mllm_vec_dot_q8_k_generic;

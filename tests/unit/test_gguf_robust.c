@@ -305,6 +305,36 @@ static void test_alignment_key(void **state) {
     free((void *)path);
 }
 
+/* Random byte flips in the header: any status is fine, a crash or an ASan
+   report is not; an accepted file must still have in-bounds tensors. */
+static void test_random_flips(void **state) {
+    (void)state;
+    const char *path = write_small();
+    size_t len;
+    uint8_t *o = tu_read_file(path, &len);
+    size_t hdr = data_end(o, len) - sizeof g_q8; /* header + first tensors */
+    uint8_t *b = malloc(len);
+    uint64_t s = 12345;
+    for (int iter = 0; iter < 20000; iter++) {
+        memcpy(b, o, len);
+        int flips = 1 + iter % 3;
+        for (int k = 0; k < flips; k++) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            b[(s >> 8) % hdr] ^= (uint8_t)(1u << (s % 8));
+        }
+        mllm_gguf *g;
+        if (mllm_gguf_open_memory(b, len, "flip", &g) != MLLM_OK) continue;
+        for (uint64_t i = 0; i < mllm_gguf_n_tensors(g); i++) {
+            const mllm_gguf_tensor *t = mllm_gguf_tensor_at(g, i);
+            assert_true((const uint8_t *)t->data >= b && (const uint8_t *)t->data + t->size <= b + len);
+        }
+        mllm_gguf_close(g);
+    }
+    free(b);
+    free(o);
+    free((void *)path);
+}
+
 /* Every allocation of an open may fail: the open reports NOMEM, leaks
    nothing (ASan) and eventually succeeds. */
 static void test_out_of_memory(void **state) {
@@ -334,6 +364,7 @@ int main(void) {
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_alignment_key),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_random_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

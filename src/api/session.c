@@ -183,7 +183,8 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         if (!sp->ignore_eos && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
         size_t plen = 0;
         const char *piece = mllm_tokenizer_piece(s->m->tok, tok, &plen);
-        if (!piece) plen = 0;
+        /* Control tokens (<|im_start|>, <s>, ...) are not text. */
+        if (!piece || mllm_tokenizer_token_type(s->m->tok, tok) == MLLM_TOKEN_CONTROL) plen = 0;
         /* pending holds at most the 3 first bytes of an unfinished character. */
         char buf[256];
         int stop = 0;

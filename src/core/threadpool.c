@@ -1,6 +1,7 @@
 #include "core/threadpool.h"
 #include "core/alloc.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -15,6 +16,15 @@
    between two ops of one forward pass, short enough not to burn a core
    while the caller samples or waits for input. */
 #define MLLM_POOL_SPIN_ITERS 200000
+/* Spins in a barrier or a join before yielding the core: when there are more
+   threads than free cores (a busy machine), pure spinning would stall the
+   thread everyone waits for. */
+#define MLLM_POOL_YIELD_AFTER 2000
+
+static inline void relax(int *spins) {
+    if (++*spins < MLLM_POOL_YIELD_AFTER) CPU_RELAX();
+    else sched_yield();
+}
 
 struct mllm_pool {
     int n;
@@ -118,7 +128,8 @@ void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(arg, 0, p->n);
-    while (atomic_load_explicit(&p->n_done, memory_order_acquire) < p->n - 1) CPU_RELAX();
+    int spins = 0;
+    while (atomic_load_explicit(&p->n_done, memory_order_acquire) < p->n - 1) relax(&spins);
 }
 
 void mllm_pool_barrier(mllm_pool *p) {
@@ -129,5 +140,6 @@ void mllm_pool_barrier(mllm_pool *p) {
         atomic_fetch_add_explicit(&p->bar_gen, 1, memory_order_release);
         return;
     }
-    while (atomic_load_explicit(&p->bar_gen, memory_order_acquire) == gen) CPU_RELAX();
+    int spins = 0;
+    while (atomic_load_explicit(&p->bar_gen, memory_order_acquire) == gen) relax(&spins);
 }

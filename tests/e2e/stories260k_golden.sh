@@ -12,13 +12,12 @@ tmp=$(mktemp -d "$build/e2e-stories.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 n_runs=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"]))' "$dir/stories260K_golden.json")
 for ((i = 0; i < n_runs; i++)); do
-    read -r prompt_json steps < <(python3 -c '
+    n_gen=$(python3 -c '
 import json,sys
 r=json.load(open(sys.argv[1]))["runs"][int(sys.argv[2])]
-print(json.dumps(r["prompt"]), r["steps"])' "$dir/stories260K_golden.json" "$i")
-    prompt=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]), end="")' "$prompt_json")
-    n_prompt=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"][int(sys.argv[2])]["prompt_tokens"]))' "$dir/stories260K_golden.json" "$i")
-    n_gen=$((steps + 1 - n_prompt))
+open(sys.argv[3],"w").write(r["prompt"])
+print(r["steps"] + 1 - len(r["prompt_tokens"]))' "$dir/stories260K_golden.json" "$i" "$tmp/prompt.$i")
+    prompt=$(cat "$tmp/prompt.$i")
     "$mllm" run -m "$dir/stories260K.bin" --tokenizer "$dir/tok512.bin" -p "$prompt" \
         -n "$n_gen" --temp 0 -t 2 -c 512 --ids-out "$tmp/ids.$i" > "$tmp/out.$i" 2> "$tmp/err.$i" || {
         cat "$tmp/err.$i"; exit 1; }

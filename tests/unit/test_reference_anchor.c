@@ -11,13 +11,18 @@
 #include <mllm/mllm.h>
 #include "testutil.h"
 
-/* Normalised MSE bounds per weight type. F32 is the issue's bound. F16/Q8_0/
-   Q4_0 use the same activation rounding as llama.cpp (activations converted
-   to f16 / q8_0 before the dot), so only float summation order differs; a
-   flipped rounding of one quantized activation moves a logit slightly. */
+/* Normalised MSE bounds per weight type. F32: the issue's bound (we measure
+   ~1e-13). Quantized models use llama.cpp's activation rounding (activations
+   converted to q8_0 / f16 before the dot), and the qwen3 Q8_0/Q4_0 logits come
+   out bit-identical. The stories260K quantized files keep ffn_down in F16;
+   there our logits differ from llama.cpp's by ~1e-7 (F16) and ~1e-4 (Q8_0/Q4_0,
+   up to 2.2e-3 at one greedy step), the size of llama.cpp's own differences
+   between two compilers (reference/crossbuild_diffs.json: up to 8.7e-3 abs for
+   stories F16, 0.19 for stories Q4_0). */
 typedef struct { const char *tag; double nmse; } tol_row;
+/* Checked in this order: "stories260K-Q4_0-ffn_down-F16" is a Q4_0 model. */
 static const tol_row k_tol[] = {
-    {"F16", 1e-5}, {"Q8_0", 1e-4}, {"Q4_0", 1e-3}, {"F32", 1e-6},
+    {"Q4_0", 5e-3}, {"Q8_0", 5e-3}, {"F16", 1e-5}, {"F32", 1e-6},
 };
 /* Greedy steps whose reference margin is below this are not compared (the
    next input is still llama.cpp's token, so later steps stay aligned). */
@@ -30,10 +35,11 @@ static double tol_for(const char *file) {
 }
 
 static float *read_f32(const char *rel, size_t *n) {
-    const char *p = tu_shared(rel);
+    char *p = (char *)tu_shared(rel);
     if (!p) return NULL;
     size_t len = 0;
     float *f = tu_read_file(p, &len);
+    free(p);
     *n = len / sizeof(float);
     return f;
 }
@@ -49,13 +55,14 @@ static void check_run(cJSON *run) {
         printf("SKIPPED %s: its model %s is not kept in anchor-data\n", json_rel, model_file);
         return;
     }
-    const char *mpath = tu_shared(rel);
+    char *mpath = (char *)tu_shared(rel);
     if (!mpath) return;
     snprintf(rel, sizeof rel, "anchor-data/%s", json_rel);
     size_t jl = 0;
-    const char *jp = tu_shared(rel);
-    if (!jp) return;
+    char *jp = (char *)tu_shared(rel);
+    if (!jp) { free(mpath); return; }
     char *jtext = tu_read_file(jp, &jl);
+    free(jp);
     cJSON *ref = cJSON_Parse(jtext);
     assert_non_null(ref);
     cJSON *files = cJSON_GetObjectItem(ref, "files");
@@ -114,6 +121,7 @@ static void check_run(cJSON *run) {
         if (gl && (size_t)(k + 1) * (size_t)n_vocab <= ngl) {
             double ek = tu_nmse(lg, gl + (size_t)k * (size_t)n_vocab, (size_t)n_vocab);
             if (ek > worst) worst = ek;
+            if (getenv("MLLM_TEST_VERBOSE") || ek >= tol) fprintf(stderr, "%s: greedy step %d logits nmse %g\n", json_rel, k, ek);
             assert_true(ek < tol);
         }
         if (margin >= MIN_MARGIN) {
@@ -157,16 +165,18 @@ static void check_run(cJSON *run) {
     free(last);
     free(ids);
     mllm_model_free(m);
+    free(mpath);
     cJSON_Delete(ref);
     free(jtext);
 }
 
 static void test_anchor_runs(void **state) {
     (void)state;
-    const char *ip = tu_shared("anchor-data/reference/index.json");
+    char *ip = (char *)tu_shared("anchor-data/reference/index.json");
     if (!ip) { skip(); return; }
     size_t len = 0;
     char *text = tu_read_file(ip, &len);
+    free(ip);
     cJSON *idx = cJSON_Parse(text);
     assert_non_null(idx);
     cJSON *runs = cJSON_GetObjectItem(idx, "runs"), *r;

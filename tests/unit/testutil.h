@@ -8,8 +8,8 @@
 #include <cmocka.h>
 
 /* Path of a file under ../shared, or NULL (after printing SKIPPED and the
-   reason) when it is truly absent. Static buffer per call site is not needed:
-   the result is malloc'd and lives until exit. */
+   reason) when it is truly absent. The caller frees the result (as for
+   tu_data and tu_tmp). */
 const char *tu_shared(const char *rel);
 /* Path under tests/data (always present in the repo). */
 const char *tu_data(const char *rel);

@@ -5,9 +5,8 @@
 #include <math.h>
 
 #include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/ops_internal.h"
 
-void mllm_rmsnorm_generic(float *y, const float *x, const float *w, int n, float eps) {
+static void mllm_rmsnorm_generic(float *y, const float *x, const float *w, int n, float eps) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / n);
@@ -19,11 +18,11 @@ void mllm_rmsnorm_generic(float *y, const float *x, const float *w, int n, float
     }
 }
 
-void mllm_silu_mul_generic(float *y, const float *g, const float *u, int n) {
+static void mllm_silu_mul_generic(float *y, const float *g, const float *u, int n) {
     for (int i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-void mllm_softmax_generic(float *x, int n, float scale) {
+static void mllm_softmax_generic(float *x, int n, float scale) {
     float max = -INFINITY;
     for (int i = 0; i < n; i++) {
         x[i] *= scale;
@@ -42,7 +41,7 @@ void mllm_softmax_generic(float *x, int n, float scale) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
-void mllm_rope_generic(float *x, int n_rot, const float *cos_t, const float *sin_t, bool neox) {
+static void mllm_rope_generic(float *x, int n_rot, const float *cos_t, const float *sin_t, bool neox) {
     const int half = n_rot / 2;
     for (int i = 0; i < half; i++) {
         const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
@@ -52,17 +51,17 @@ void mllm_rope_generic(float *x, int n_rot, const float *cos_t, const float *sin
     }
 }
 
-float mllm_dot_f32_generic(const float *a, const float *b, int n) {
+static float mllm_dot_f32_generic(const float *a, const float *b, int n) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(a[i] * b[i]);
     return (float)sum;
 }
 
-void mllm_axpy_f32_generic(float *y, float a, const float *x, int n) {
+static void mllm_axpy_f32_generic(float *y, float a, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-void mllm_add_f32_generic(float *y, const float *a, const float *b, int n) {
+static void mllm_add_f32_generic(float *y, const float *a, const float *b, int n) {
     for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 

@@ -7,12 +7,18 @@
 static void synth_usage(FILE *f) {
     fprintf(f,
             "usage: mllm synth --arch qwen3|llama --preset tiny|0.6b|1b\n"
-            "                  --dtype f32|f16|bf16 --format gguf|hf -o PATH\n"
+            "                  --dtype f32|f16|bf16|q8_0|q4_0|q4_1 --format gguf|hf -o PATH\n"
             "\n"
             "Writes a model with random weights (fixed seed: the same command writes\n"
             "the same bytes) and a working byte-level BPE tokenizer, so tests and\n"
             "benchmarks need no download. gguf: one file with standard keys and tensor\n"
-            "names; hf: a folder with config.json, model.safetensors, tokenizer.json.\n");
+            "names; hf: a folder with config.json, model.safetensors, tokenizer.json.\n"
+            "Defaults: --arch qwen3 --preset tiny --dtype f32 --format gguf.\n"
+            "\n"
+            "--dtype: the type of the weight matrices; norm weights are always f32.\n"
+            "  q8_0|q4_0|q4_1 (gguf only) hold the f32 model's values quantized row by\n"
+            "  row; in q4_0/q4_1 files token_embd stays q8_0, as in llama.cpp's mixes.\n"
+            "  hf supports f32|f16|bf16.\n");
 }
 
 static void progress(void *user, const char *msg) {

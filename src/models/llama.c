@@ -136,7 +136,7 @@ void mllm_llama_release(mllm_llama *m) {
 }
 
 mllm_tensor *mllm_llama_forward(mllm_graph *g, const mllm_llama *m, const mllm_kv_layer *kv,
-                                int n_tokens) {
+                                int n_tokens, int first_out) {
     const mllm_llama_config *c = &m->cfg;
     int64_t T = n_tokens, D = c->head_dim, H = c->n_head, Hkv = c->n_head_kv;
     mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, n_tokens);
@@ -166,8 +166,9 @@ mllm_tensor *mllm_llama_forward(mllm_graph *g, const mllm_llama *m, const mllm_k
         mllm_tensor *dn = mllm_op_matmul(g, L->w_down, act, NULL);
         x = mllm_op_add(g, x, dn);
     }
-    /* Only the last position's logits are needed for generation. */
-    x = mllm_op_view_cols(g, x, T - 1, 1);
+    /* Only the positions asked for reach the (large) output projection. */
+    if (first_out < 0 || first_out >= n_tokens) first_out = n_tokens - 1;
+    x = mllm_op_view_cols(g, x, first_out, T - first_out);
     x = mllm_op_rmsnorm(g, x, m->output_norm, c->rms_eps);
     mllm_tensor *logits = mllm_op_matmul(g, m->output, x, NULL);
     return g->failed ? NULL : logits;

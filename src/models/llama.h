@@ -29,9 +29,10 @@ mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f);
 void mllm_llama_release(mllm_llama *m);
 
 /* Builds (eager: runs) the forward pass of n_tokens tokens bound in g->rt,
-   writing K/V into kv[layer]; returns the logits of the last token
-   (n_vocab x 1), or NULL when the graph could not be built. */
+   writing K/V into kv[layer]; returns the logits of tokens [first_out,
+   n_tokens) as (n_vocab x (n_tokens - first_out)), or NULL when the graph
+   could not be built. Generation asks for the last token only. */
 mllm_tensor *mllm_llama_forward(mllm_graph *g, const mllm_llama *m, const mllm_kv_layer *kv,
-                                int n_tokens);
+                                int n_tokens, int first_out);
 
 #endif

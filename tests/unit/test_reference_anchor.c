@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mllm/mllm.h>
+#include "api/internal.h"
 #include "testutil.h"
 
 /* Normalised MSE bounds per weight type. F32: the issue's bound (we measure
@@ -173,6 +174,19 @@ static void check_run(cJSON *run) {
             assert_true(ei < tol);
         }
         printf("%-40s every position one by one: worst nmse %.3g\n", json_rel, w);
+        mllm_session_free(s);
+        /* And all positions from one batch (the perplexity path). */
+        assert_int_equal(mllm_session_new(m, &sp, &s), MLLM_OK);
+        float *mine = malloc(na * sizeof(float));
+        assert_int_equal(mllm_session_eval_logits(s, ids, n_prompt, 0, mine), MLLM_OK);
+        w = 0;
+        for (int i = 0; i < n_prompt; i++) {
+            double ei = tu_nmse(mine + (size_t)i * (size_t)n_vocab, all + (size_t)i * (size_t)n_vocab, (size_t)n_vocab);
+            if (ei > w) w = ei;
+            assert_true(ei < tol);
+        }
+        printf("%-40s every position in one batch: worst nmse %.3g\n", json_rel, w);
+        free(mine);
         mllm_session_free(s);
         free(all);
     }

@@ -4,9 +4,12 @@
 
        mllm_synth_write("qwen3", "tiny", "f16", "gguf", "tiny.gguf", NULL, NULL);
 
-   Presets: tiny (E64, 2 layers, vocab 512), 0.6b (Qwen3-0.6B shape),
-   1b (Llama-3.2-1B shape). Formats: "gguf" (one file) or "hf" (a folder with
-   config.json, model.safetensors, tokenizer.json, tokenizer_config.json).
+   Archs: qwen3 (q/k norm), qwen2 (q/k/v biases, N(0,1)*0.02, f32), llama
+   (llama3 RoPE scaling in tiny and 1b, as Llama-3.2). Presets: tiny (E64,
+   2 layers, vocab 512), 0.6b (Qwen3-0.6B / Qwen2.5-0.5B / SmolLM2-360M
+   shape), 1b (Qwen3-1.7B / Qwen2.5-1.5B / Llama-3.2-1B shape). Formats:
+   "gguf" (one file) or "hf" (a folder with config.json, model.safetensors,
+   tokenizer.json, tokenizer_config.json).
    Matrices are N(0,1)*0.02 in `dtype` (f32|f16|bf16, and for gguf also
    q8_0|q4_0|q4_1); norm weights are 1 + 0.1*N(0,1) in f32. Quantized files
    hold the f32 file's values quantized row by row (ggml's reference

@@ -56,20 +56,30 @@ static const char *torch_dtype(int dt) {
     return dt == MLLM_DTYPE_F16 ? "float16" : dt == MLLM_DTYPE_BF16 ? "bfloat16" : "float32";
 }
 
+static const char *hf_architecture(const synth_preset *p) {
+    if (!strcmp(p->arch, "qwen3")) return "Qwen3ForCausalLM";
+    return !strcmp(p->arch, "qwen2") ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+}
+
 static cJSON *config_json(const synth_preset *p, int dtype, const synth_vocab *v) {
-    bool qwen = !strcmp(p->arch, "qwen3");
+    /* Qwen2 configs have no attention_bias (the q/k/v biases are implied)
+       and no head_dim (hidden_size / num_attention_heads), but have the
+       sliding-window fields, switched off. */
+    bool qwen2 = !strcmp(p->arch, "qwen2");
     cJSON *j = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(archs, cJSON_CreateString(qwen ? "Qwen3ForCausalLM" : "LlamaForCausalLM"));
+    cJSON_AddItemToArray(archs, cJSON_CreateString(hf_architecture(p)));
     cJSON_AddStringToObject(j, "model_type", p->arch);
-    cJSON_AddBoolToObject(j, "attention_bias", false);
+    if (qwen2) cJSON_AddNumberToObject(j, "attention_dropout", 0.0);
+    else cJSON_AddBoolToObject(j, "attention_bias", false);
     cJSON_AddNumberToObject(j, "bos_token_id", v->bos);
     cJSON_AddNumberToObject(j, "eos_token_id", v->eos);
-    cJSON_AddNumberToObject(j, "head_dim", p->D);
+    if (!qwen2) cJSON_AddNumberToObject(j, "head_dim", p->D);
     cJSON_AddStringToObject(j, "hidden_act", "silu");
     cJSON_AddNumberToObject(j, "hidden_size", p->E);
     cJSON_AddNumberToObject(j, "intermediate_size", p->F);
     cJSON_AddNumberToObject(j, "max_position_embeddings", p->ctx);
+    if (qwen2) cJSON_AddNumberToObject(j, "max_window_layers", p->L);
     cJSON_AddNumberToObject(j, "num_attention_heads", p->H);
     cJSON_AddNumberToObject(j, "num_hidden_layers", p->L);
     cJSON_AddNumberToObject(j, "num_key_value_heads", p->Hkv);
@@ -85,8 +95,10 @@ static cJSON *config_json(const synth_preset *p, int dtype, const synth_vocab *v
         cJSON_AddNullToObject(j, "rope_scaling");
     }
     cJSON_AddNumberToObject(j, "rope_theta", p->theta);
+    if (qwen2) cJSON_AddNumberToObject(j, "sliding_window", p->ctx);
     cJSON_AddBoolToObject(j, "tie_word_embeddings", p->tied);
     cJSON_AddStringToObject(j, "torch_dtype", torch_dtype(dtype));
+    if (qwen2) cJSON_AddBoolToObject(j, "use_sliding_window", false);
     cJSON_AddNumberToObject(j, "vocab_size", p->V);
     return j;
 }
@@ -139,7 +151,7 @@ static cJSON *bos_template(const synth_vocab *v) {
 }
 
 static cJSON *tokenizer_json(const synth_preset *p, const synth_vocab *v) {
-    bool qwen = !strcmp(p->arch, "qwen3");
+    bool qwen = synth_is_qwen(p);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "version", "1.0");
     cJSON_AddNullToObject(j, "truncation");
@@ -199,7 +211,7 @@ static cJSON *tokenizer_config_json(const synth_preset *p, const synth_vocab *v)
     cJSON_AddStringToObject(j, "pad_token", v->tokens[v->pad]);
     cJSON_AddStringToObject(j, "chat_template", v->chat_template);
     cJSON_AddNumberToObject(j, "model_max_length", p->ctx);
-    cJSON_AddStringToObject(j, "tokenizer_class", strcmp(p->arch, "qwen3") ? "PreTrainedTokenizerFast" : "Qwen2Tokenizer");
+    cJSON_AddStringToObject(j, "tokenizer_class", synth_is_qwen(p) ? "Qwen2Tokenizer" : "PreTrainedTokenizerFast");
     return j;
 }
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 typedef struct {
-    const char *arch;     /* "qwen3" | "llama" */
+    const char *arch;     /* "qwen3" | "qwen2" | "llama" */
     const char *preset;
     const char *name;     /* general.name */
     int32_t E, L, H, Hkv, D, F, V, ctx;
@@ -17,14 +17,20 @@ typedef struct {
     bool llama3_rope;     /* factor/low/high/orig below */
     float rope_factor, rope_low, rope_high;
     int32_t rope_orig_ctx;
+    bool qkv_bias;        /* Qwen2: attn_q/k/v biases */
 } synth_preset;
 
 /* NULL if the (arch, preset) pair is unknown. */
 const synth_preset *synth_find_preset(const char *arch, const char *preset);
+/* Qwen2 and Qwen3 share the tokenizer style (no BOS, NFC, ChatML). */
+bool synth_is_qwen(const synth_preset *p);
 
 /* ---- weights (synth_weights.c) ---------------------------------------- */
 
-typedef enum { SYNTH_MATRIX, SYNTH_NORM, SYNTH_CONST } synth_kind;
+/* MATRIX: N(0,1)*0.02 in the file's dtype; BIAS: N(0,1)*0.02, always f32
+   (as llama.cpp keeps 1-D tensors; norms too); NORM: 1 + 0.1*N(0,1), f32;
+   CONST: given values, f32. */
+typedef enum { SYNTH_MATRIX, SYNTH_NORM, SYNTH_CONST, SYNTH_BIAS } synth_kind;
 
 /* One tensor to generate. Row r of the file holds generated row
    perm(r) (used to store Llama q/k in GGUF's interleaved-RoPE order). */

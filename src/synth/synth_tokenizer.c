@@ -16,11 +16,15 @@ typedef struct { const char *text; int32_t type; bool hf_special; } special_tok;
 static const special_tok k_qwen3_special[] = {
     {"<|endoftext|>", 3, true}, {"<|im_start|>", 3, true}, {"<|im_end|>", 3, true},
     {"<think>", 4, false}, {"</think>", 4, false}};
+/* Qwen2.5's first specials; its <tool_call> tags are added, not special. */
+static const special_tok k_qwen2_special[] = {
+    {"<|endoftext|>", 3, true}, {"<|im_start|>", 3, true}, {"<|im_end|>", 3, true},
+    {"<tool_call>", 4, false}, {"</tool_call>", 4, false}};
 static const special_tok k_llama_special[] = {
     {"<|begin_of_text|>", 3, true}, {"<|end_of_text|>", 3, true}, {"<|start_header_id|>", 3, true},
     {"<|end_header_id|>", 3, true}, {"<|eot_id|>", 3, true}};
 
-static const char k_qwen3_template[] =
+static const char k_chatml_template[] =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 static const char k_llama_template[] =
@@ -278,10 +282,15 @@ static mllm_status fill_vocab(const synth_preset *p, const trainer *t, const spe
     return MLLM_OK;
 }
 
+static const special_tok *specials_of(const synth_preset *p) {
+    if (!strcmp(p->arch, "qwen3")) return k_qwen3_special;
+    return !strcmp(p->arch, "qwen2") ? k_qwen2_special : k_llama_special;
+}
+
 mllm_status synth_vocab_build(const synth_preset *p, synth_vocab *v) {
     memset(v, 0, sizeof *v);
-    bool qwen = !strcmp(p->arch, "qwen3");
-    const special_tok *sp = qwen ? k_qwen3_special : k_llama_special;
+    bool qwen = synth_is_qwen(p);
+    const special_tok *sp = specials_of(p);
     const int n_sp = 5;
     /* Leave an eighth of a small vocab as [PAD] tokens, as real vocabularies
        padded to a round embedding size have. */
@@ -302,7 +311,7 @@ mllm_status synth_vocab_build(const synth_preset *p, synth_vocab *v) {
     v->pad = qwen ? s0 : s0 + 1;     /* <|endoftext|> / <|end_of_text|> */
     v->add_bos = !qwen;
     v->pre = qwen ? "qwen2" : "llama-bpe";
-    v->chat_template = qwen ? k_qwen3_template : k_llama_template;
+    v->chat_template = qwen ? k_chatml_template : k_llama_template;
     v->hf_regex = qwen ? k_qwen_regex : k_llama_regex;
     return MLLM_OK;
 }
@@ -317,5 +326,5 @@ void synth_vocab_free(synth_vocab *v) {
 }
 
 bool synth_special_is_hf_special(const synth_preset *p, int i) {
-    return (!strcmp(p->arch, "qwen3") ? k_qwen3_special : k_llama_special)[i].hf_special;
+    return specials_of(p)[i].hf_special;
 }

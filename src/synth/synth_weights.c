@@ -2,7 +2,7 @@
    stream, seeded from the tensor's GGUF name and the row index, so a row can
    be produced in any order (the GGUF Llama q/k permutation) and GGUF and HF
    files of one preset hold the same numbers. Values: N(0,1) * 0.02 for
-   matrices, 1 + 0.1 * N(0,1) for norm weights (not 1.0, so a model that
+   matrices and biases, 1 + 0.1 * N(0,1) for norm weights (not 1.0, so a model that
    ignores a norm weight is caught). Every dtype is made from the same f32
    values, converted row by row as it is streamed out. */
 #include "synth/synth_internal.h"
@@ -172,7 +172,7 @@ static void set(synth_tensor *t, const char *name, int dtype, int64_t ne0, int64
 }
 
 synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layout, size_t *n, float **rope_freqs) {
-    size_t per_layer = p->qk_norm ? 11 : 9, cap = 4 + (size_t)p->L * per_layer;
+    size_t per_layer = 9 + (p->qk_norm ? 2 : 0) + (p->qkv_bias ? 3 : 0), cap = 4 + (size_t)p->L * per_layer;
     synth_tensor *ts = mllm_calloc(cap, sizeof *ts);
     *rope_freqs = NULL;
     if (!ts) return NULL;
@@ -187,9 +187,13 @@ synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layo
         LAYER("attn_norm.weight", E, 1, SYNTH_NORM);
         LAYER("attn_q.weight", E, QD, SYNTH_MATRIX);
         if (permute) ts[k - 1].permute_heads = p->H;
+        /* Qwen2 only, so never under the Llama permutation (NeoX RoPE). */
+        if (p->qkv_bias) LAYER("attn_q.bias", QD, 1, SYNTH_BIAS);
         LAYER("attn_k.weight", E, KD, SYNTH_MATRIX);
         if (permute) ts[k - 1].permute_heads = p->Hkv;
+        if (p->qkv_bias) LAYER("attn_k.bias", KD, 1, SYNTH_BIAS);
         LAYER("attn_v.weight", E, KD, SYNTH_MATRIX);
+        if (p->qkv_bias) LAYER("attn_v.bias", KD, 1, SYNTH_BIAS);
         LAYER("attn_output.weight", QD, E, SYNTH_MATRIX);
         if (p->qk_norm) {
             LAYER("attn_q_norm.weight", p->D, 1, SYNTH_NORM);

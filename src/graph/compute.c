@@ -44,13 +44,15 @@ static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     size_t xs = x->nb[1];
     if (tr->vec_dot_type != MLLM_DTYPE_F32) {
         /* Activations are converted to the weight's vec_dot_type once, as
-           llama.cpp does, so quantized dots round the same way. */
+           llama.cpp does, so quantized dots round the same way. ip[1] set:
+           the previous node (q before k and v, gate before up) already
+           converted this very input into the work buffer. */
         xs = mllm_dtype_row_size(tr->vec_dot_type, K);
-        for (int64_t m = ith; m < M; m += nth)
+        for (int64_t m = ith; m < M && !t->ip[1]; m += nth)
             mllm_cpu_quantize_row((mllm_dtype)tr->vec_dot_type,
                                   (const float *)((const char *)x->data + (size_t)m * x->nb[1]),
                                   (char *)g->work + (size_t)m * xs, K);
-        mllm_pool_barrier(g->pool);
+        if (!t->ip[1]) mllm_pool_barrier(g->pool);
         X = g->work;
     }
     /* Row ranges rounded to 16 so each thread streams whole cache lines. */

@@ -326,8 +326,24 @@ static bool plan_release(planner *p, size_t off, size_t size) {
 
 static mllm_tensor *root_of(mllm_tensor *t) { return t->view_src ? t->view_src : t; }
 
+/* Matmuls in a row that read the same input with the same activation type
+   (q, k, v; gate, up) convert it once: the first one leaves it in the work
+   buffer, which nothing else touches in between. */
+static void share_converted_inputs(mllm_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        mllm_tensor *t = g->nodes[i], *p = i > 0 ? g->nodes[i - 1] : NULL;
+        t->ip[1] = 0;
+        if (t->op != MLLM_OP_MATMUL || !p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1]) continue;
+        const mllm_dtype_traits *a = mllm_dtype_get(p->src[0]->dtype), *b = mllm_dtype_get(t->src[0]->dtype);
+        if (a->vec_dot_type == b->vec_dot_type && a->vec_dot_type != MLLM_DTYPE_F32 &&
+            p->src[0]->ne[0] == t->src[0]->ne[0])
+            t->ip[1] = 1;
+    }
+}
+
 bool mllm_graph_plan(mllm_graph *g, mllm_tensor **outputs, int n_outputs) {
     if (g->failed) return false;
+    share_converted_inputs(g);
     int n = g->n_nodes;
     for (int i = 0; i < n; i++) g->nodes[i]->last_use = i;
     for (int i = 0; i < n; i++)

@@ -145,6 +145,14 @@ typedef int (*mllm_on_token)(void *user, int32_t id, const char *piece, size_t l
 
 /* Feeds tokens (prefill) without sampling. */
 MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size_t n);
+/* Makes the session hold exactly ids[0..n): the longest prefix shared with
+   what the KV cache already holds is kept (not recomputed) and only the
+   rest is evaluated. *n_reused (may be NULL) receives the number of tokens
+   kept. This is how multi-turn chat prefills only the new tokens. */
+MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size_t n, size_t *n_reused);
+/* The tokens the session holds (prompt and generated), in order. */
+MLLM_API const int32_t *mllm_session_tokens(const mllm_session *s, size_t *n);
+MLLM_API int mllm_session_n_ctx(const mllm_session *s);
 /* Logits of the last evaluated position (n_vocab floats, owned by the
    session, valid until the next call on it). */
 MLLM_API const float *mllm_session_logits(const mllm_session *s);

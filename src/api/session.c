@@ -170,6 +170,30 @@ MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size
     return mllm_session_eval_internal(s, ids, n);
 }
 
+MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size_t n, size_t *n_reused) {
+    if (!s || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_sync: NULL argument");
+    if (n > (size_t)s->n_ctx)
+        return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %zu tokens > n_ctx %d", n, s->n_ctx);
+    size_t k = 0;
+    while (k < n && k < (size_t)s->n_past && s->tokens[k] == ids[k]) k++;
+    /* The last token is always evaluated again so the logits belong to it. */
+    if (k == n && n > 0) k = n - 1;
+    s->n_past = (int)k; /* cache rows past k are simply overwritten */
+    if (n_reused) *n_reused = k;
+    double t0 = mllm_now_ms();
+    mllm_status st = mllm_session_eval_internal(s, ids + k, n - k);
+    s->timings.n_prompt += (int)(n - k);
+    s->timings.prompt_ms += mllm_now_ms() - t0;
+    return st;
+}
+
+MLLM_API const int32_t *mllm_session_tokens(const mllm_session *s, size_t *n) {
+    if (n) *n = s ? (size_t)s->n_past : 0;
+    return s ? s->tokens : NULL;
+}
+
+MLLM_API int mllm_session_n_ctx(const mllm_session *s) { return s ? s->n_ctx : 0; }
+
 MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out) {
     if (!s || !out) return;
     *out = s->timings;

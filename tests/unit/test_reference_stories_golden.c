@@ -92,7 +92,45 @@ static void test_golden(void **state) {
     free(gp);
 }
 
+/* mllm_session_sync keeps the shared prefix: the logits after a sync that
+   reuses 4 of 5 tokens equal those of a fresh evaluation. */
+static void test_sync_reuses_prefix(void **state) {
+    (void)state;
+    char *bin = (char *)tu_shared("models/stories260K/stories260K.bin");
+    char *tok = (char *)tu_shared("models/stories260K/tok512.bin");
+    if (!bin || !tok) { free(bin); free(tok); skip(); return; }
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.tokenizer_path = tok;
+    mllm_model *m = NULL;
+    assert_int_equal(mllm_model_load(bin, &lp, &m), MLLM_OK);
+    mllm_session *a = NULL, *b = NULL;
+    assert_int_equal(mllm_session_new(m, NULL, &a), MLLM_OK);
+    assert_int_equal(mllm_session_new(m, NULL, &b), MLLM_OK);
+    int32_t t1[5] = {1, 403, 407, 261, 378}, t2[6] = {1, 403, 407, 261, 300, 301};
+    size_t reused = 99;
+    assert_int_equal(mllm_session_sync(a, t1, 5, &reused), MLLM_OK);
+    assert_int_equal(reused, 0);
+    assert_int_equal(mllm_session_sync(a, t2, 6, &reused), MLLM_OK);
+    assert_int_equal(reused, 4);
+    assert_int_equal(mllm_session_eval(b, t2, 6), MLLM_OK);
+    int V = mllm_model_n_vocab(m);
+    assert_true(tu_nmse(mllm_session_logits(a), mllm_session_logits(b), (size_t)V) < 1e-10);
+    /* The same tokens again: everything but the last is reused. */
+    assert_int_equal(mllm_session_sync(a, t2, 6, &reused), MLLM_OK);
+    assert_int_equal(reused, 5);
+    size_t n = 0;
+    const int32_t *held = mllm_session_tokens(a, &n);
+    assert_int_equal(n, 6);
+    assert_memory_equal(held, t2, sizeof t2);
+    mllm_session_free(a);
+    mllm_session_free(b);
+    mllm_model_free(m);
+    free(bin);
+    free(tok);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden), cmocka_unit_test(test_sync_reuses_prefix)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,17 +58,19 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     /* Sized only. Bytes per block from ggml's block structs. */
     [MLLM_DTYPE_Q2_K] = SIZED("q2_k", 256, 84),  /* scales[16], qs[64], d, dmin */
     [MLLM_DTYPE_Q3_K] = SIZED("q3_k", 256, 110), /* hmask[32], qs[64], scales[12], d */
-    /* k-quants we read (no quantizer: from_float is NULL for q4_k / q6_k). */
+    /* k-quants: quantizers byte-identical to ggml's quantize_row_*_K_ref. */
     [MLLM_DTYPE_Q4_K] = { .name = "q4_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q4_k),
                           .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q4_k,
-                          .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .from_float = mllm_quantize_row_q4_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
+    [MLLM_DTYPE_Q5_K] = { .name = "q5_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q5_k),
+                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q5_k,
+                          .from_float = mllm_quantize_row_q5_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [MLLM_DTYPE_Q6_K] = { .name = "q6_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q6_k),
                           .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q6_k,
-                          .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .from_float = mllm_quantize_row_q6_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [MLLM_DTYPE_Q8_K] = { .name = "q8_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q8_k),
                           .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q8_k,
                           .from_float = mllm_quantize_row_q8_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
-    [MLLM_DTYPE_Q5_K] = SIZED("q5_k", 256, 176), /* d, dmin, scales[12], qh[32], qs[128] */
     [16] = SIZED("iq2_xxs", 256, 66),
     [17] = SIZED("iq2_xs", 256, 74),
     [18] = SIZED("iq3_xxs", 256, 98),

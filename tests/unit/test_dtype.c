@@ -19,7 +19,7 @@ static void test_table_sizes(void **state) {
         {0, 1, 4, "f32", true},      {1, 1, 2, "f16", true},       {2, 32, 18, "q4_0", true},
         {3, 32, 20, "q4_1", true},   {6, 32, 22, "q5_0", true},    {7, 32, 24, "q5_1", true},
         {8, 32, 34, "q8_0", true},   {9, 32, 36, "q8_1", true},    {10, 256, 84, "q2_k", false},
-        {11, 256, 110, "q3_k", false}, {12, 256, 144, "q4_k", true}, {13, 256, 176, "q5_k", false},
+        {11, 256, 110, "q3_k", false}, {12, 256, 144, "q4_k", true}, {13, 256, 176, "q5_k", true},
         {14, 256, 210, "q6_k", true}, {15, 256, 292, "q8_k", true}, {16, 256, 66, "iq2_xxs", false},
         {20, 32, 18, "iq4_nl", false}, {23, 256, 136, "iq4_xs", false}, {24, 1, 1, "i8", false},
         {25, 1, 2, "i16", false},    {26, 1, 4, "i32", false},     {27, 1, 8, "i64", false},
@@ -37,8 +37,7 @@ static void test_table_sizes(void **state) {
         if (rows[i].sup) {
             assert_non_null(tr->to_float);
             assert_non_null(tr->vec_dot);
-            /* q4_k / q6_k are read from GGUF only: no quantizer. */
-            if (rows[i].t != MLLM_DTYPE_Q4_K && rows[i].t != MLLM_DTYPE_Q6_K) assert_non_null(tr->from_float);
+            assert_non_null(tr->from_float);
             assert_non_null(mllm_dtype_get(tr->vec_dot_type)->from_float);
         }
     }

@@ -1,5 +1,6 @@
-/* k-quants (q4_K, q6_K weights; q8_K activations). We have no q4_K/q6_K
-   quantizer, so weights are random blocks. Checks:
+/* k-quants (q4_K, q5_K, q6_K weights; q8_K activations). Weights are random
+   blocks (every bit pattern, not only what a quantizer writes; the
+   quantizers are tested in test_quantize_kquant.c). Checks:
      dequantization == an independent per-element decoder written here from
        the GGUF bit layout (exact), plus a hand-built q4_K block;
      q8_K quantizer: hand-computed quants, bsums, d;
@@ -37,6 +38,13 @@ static void random_q4_k(mllm_block_q4_k *b, int n) {
         b[i].dmin = random_scale();
     }
 }
+static void random_q5_k(mllm_block_q5_k *b, int n) {
+    for (int i = 0; i < n; i++) {
+        random_bytes(&b[i], sizeof b[i]);
+        b[i].d = random_scale();
+        b[i].dmin = random_scale();
+    }
+}
 static void random_q6_k(mllm_block_q6_k *b, int n) {
     for (int i = 0; i < n; i++) {
         random_bytes(&b[i], sizeof b[i]);
@@ -61,6 +69,30 @@ static float ref_q4_k(const mllm_block_q4_k *b, int e) {
     return mllm_f16_to_f32(b->d) * (float)sc * (float)q - mllm_f16_to_f32(b->dmin) * (float)m;
 }
 
+/* q5_K: q4_K's scale/min and nibble rules plus bit (2*chunk + half) of qh[l]. */
+static float ref_q5_k(const mllm_block_q5_k *b, int e) {
+    const int sub = e / 32, chunk = e / 64, l = e % 32;
+    const uint8_t *s = b->scales;
+    int sc, m;
+    if (sub < 4) {
+        sc = s[sub] & 0x3f;
+        m = s[sub + 4] & 0x3f;
+    } else {
+        sc = (s[sub + 4] & 0x0f) + 16 * (s[sub - 4] >> 6);
+        m = (s[sub + 4] >> 4) + 16 * (s[sub] >> 6);
+    }
+    const uint8_t byte = b->qs[32 * chunk + l];
+    const int low = (sub % 2 == 0) ? byte % 16 : byte / 16;
+    const int high = (b->qh[l] >> sub) & 1; /* sub = 2*chunk + (0 | 1) */
+    return mllm_f16_to_f32(b->d) * (float)sc * (float)(low + 16 * high) - mllm_f16_to_f32(b->dmin) * (float)m;
+}
+
+static void random_blocks(mllm_dtype t, void *x, int nb) {
+    if (t == MLLM_DTYPE_Q4_K) random_q4_k(x, nb);
+    else if (t == MLLM_DTYPE_Q5_K) random_q5_k(x, nb);
+    else random_q6_k(x, nb);
+}
+
 static float ref_q6_k(const mllm_block_q6_k *b, int e) {
     const int half = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
     const uint8_t lbyte = b->ql[64 * half + 32 * (quarter % 2) + l];
@@ -75,11 +107,15 @@ static void test_dequant_matches_layout(void **state) {
     enum { NB = 8 };
     mllm_block_q4_k b4[NB];
     mllm_block_q6_k b6[NB];
+    mllm_block_q5_k b5[NB];
+    random_q5_k(b5, NB);
     random_q4_k(b4, NB);
     random_q6_k(b6, NB);
     float y[NB * MLLM_QK_K];
     mllm_dtype_get(MLLM_DTYPE_Q4_K)->to_float(b4, y, NB * MLLM_QK_K);
     for (int i = 0; i < NB * MLLM_QK_K; i++) assert_true(y[i] == ref_q4_k(&b4[i / 256], i % 256));
+    mllm_dtype_get(MLLM_DTYPE_Q5_K)->to_float(b5, y, NB * MLLM_QK_K);
+    for (int i = 0; i < NB * MLLM_QK_K; i++) assert_true(y[i] == ref_q5_k(&b5[i / 256], i % 256));
     mllm_dtype_get(MLLM_DTYPE_Q6_K)->to_float(b6, y, NB * MLLM_QK_K);
     for (int i = 0; i < NB * MLLM_QK_K; i++) assert_true(y[i] == ref_q6_k(&b6[i / 256], i % 256));
 }
@@ -152,7 +188,7 @@ static void check_dots(mllm_dtype t) {
         float *xf = malloc((size_t)n * sizeof(float)), *yf = malloc((size_t)n * sizeof(float));
         float gen[TRIALS], simd[TRIALS], ref[TRIALS];
         for (int k = 0; k < TRIALS; k++) {
-            if (t == MLLM_DTYPE_Q4_K) random_q4_k(x, nb); else random_q6_k(x, nb);
+            random_blocks(t, x, nb);
             tu_fill_random(yf, (size_t)n, 31 + (uint64_t)k);
             mllm_cpu_quantize_row(MLLM_DTYPE_Q8_K, yf, y, n);
             tr->to_float(x, xf, n);
@@ -175,6 +211,7 @@ static void test_vec_dots(void **state) {
     (void)state;
     if (!mllm_cpu_has_avx2()) printf("SKIPPED (AVX2 part): this CPU has no AVX2+FMA+F16C\n");
     check_dots(MLLM_DTYPE_Q4_K);
+    check_dots(MLLM_DTYPE_Q5_K);
     check_dots(MLLM_DTYPE_Q6_K);
 }
 
@@ -186,7 +223,7 @@ static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     float *wf = malloc((size_t)rows * K * sizeof(float)), *xf = malloc((size_t)M * K * sizeof(float));
     float *Y = malloc((size_t)M * rows * sizeof(float)), *ref = malloc((size_t)M * rows * sizeof(float));
     for (int r = 0; r < rows; r++) {
-        if (t == MLLM_DTYPE_Q4_K) random_q4_k((void *)(W + r * ws), nb); else random_q6_k((void *)(W + r * ws), nb);
+        random_blocks(t, W + r * ws, nb);
         tr->to_float(W + r * ws, wf + (size_t)r * K, K);
     }
     for (int m = 0; m < M; m++) {
@@ -209,6 +246,7 @@ static void test_mul_mat(void **state) {
     static const int Ms[] = {1, 3, 5};
     for (int mi = 0; mi < 3; mi++) {
         check_mul_mat(MLLM_DTYPE_Q4_K, 7, 512, Ms[mi]);
+        check_mul_mat(MLLM_DTYPE_Q5_K, 5, 768, Ms[mi]);
         check_mul_mat(MLLM_DTYPE_Q6_K, 9, 1024, Ms[mi]);
     }
 }

@@ -67,6 +67,7 @@ mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
     case MLLM_DTYPE_Q5_0: return avx2 ? mllm_vec_dot_q5_0_avx2 : mllm_vec_dot_q5_0_generic;
     case MLLM_DTYPE_Q5_1: return avx2 ? mllm_vec_dot_q5_1_avx2 : mllm_vec_dot_q5_1_generic;
     case MLLM_DTYPE_Q4_K: return avx2 ? mllm_vec_dot_q4_k_avx2 : mllm_vec_dot_q4_k_generic;
+    case MLLM_DTYPE_Q5_K: return avx2 ? mllm_vec_dot_q5_k_avx2 : mllm_vec_dot_q5_k_generic;
     case MLLM_DTYPE_Q6_K: return avx2 ? mllm_vec_dot_q6_k_avx2 : mllm_vec_dot_q6_k_generic;
     case MLLM_DTYPE_Q8_K: return mllm_vec_dot_q8_k_generic;
     default: return NULL;

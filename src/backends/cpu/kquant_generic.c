@@ -1,20 +1,10 @@
-/* k-quants: q8_K activations (ggml's quantize_row_q8_K_ref rules), q4_K and
-   q6_K dequantization and their dots with q8_K. We read these types from
-   GGUF files (llama-quantize puts q6_K on the output of q4_0 / q4_K_M
-   models); we do not write them, so there is no q4_K / q6_K quantizer. */
+/* k-quants: q8_K activations (ggml's quantize_row_q8_K_ref rules), q4_K,
+   q5_K and q6_K dequantization and their dots with q8_K. The weight
+   quantizers are in kquant_quantize.c. */
 #include <math.h>
 #include <string.h>
 
 #include "backends/cpu/kquants.h"
-
-/* Round half to even through the float adder, as ggml's nearest_int: valid
-   for |v| < 2^22, far above the 127 we need. */
-static inline int nearest_int(float v) {
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, 4);
-    return (i & 0x007fffff) - 0x00400000;
-}
 
 /* Scale so the largest-magnitude value maps to -127 (sign kept, like q4_0);
    d = 1/iscale, kept as a float. */
@@ -32,7 +22,7 @@ void mllm_quantize_row_q8_k(const float *src, void *dst, int64_t n) {
         }
         const float iscale = -127.0f / max;
         for (int j = 0; j < MLLM_QK_K; j++) {
-            const int v = nearest_int(iscale * x[j]);
+            const int v = kq_nearest_int(iscale * x[j]);
             y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
         }
         for (int g = 0; g < MLLM_QK_K / 16; g++) {
@@ -107,6 +97,53 @@ void mllm_vec_dot_q4_k_generic(int n, float *s, const void *vx, const void *vy) 
             const int8_t *yq = y[i].qs + 32 * j;
             int dot = 0;
             for (int l = 0; l < 32; l++) dot += ((j & 1) ? (q[l] >> 4) : (q[l] & 0x0f)) * yq[l];
+            sumi += sc * dot;
+            summ += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        }
+        sum += mllm_f16_to_f32(x[i].d) * y[i].d * (float)sumi - mllm_f16_to_f32(x[i].dmin) * y[i].d * (float)summ;
+    }
+    *s = sum;
+}
+
+/* The 256 unsigned 5-bit quants of a q5_K block, in value order. */
+static void q5_k_unpack(const mllm_block_q5_k *b, uint8_t *q) {
+    for (int c = 0; c < 4; c++) {
+        for (int l = 0; l < 32; l++) {
+            const uint8_t lo = b->qs[32 * c + l], h = b->qh[l];
+            q[64 * c + l] = (uint8_t)((lo & 0x0f) | (((h >> (2 * c)) & 1) << 4));
+            q[64 * c + 32 + l] = (uint8_t)((lo >> 4) | (((h >> (2 * c + 1)) & 1) << 4));
+        }
+    }
+}
+
+void mllm_dequantize_row_q5_k(const void *src, float *dst, int64_t n) {
+    const mllm_block_q5_k *x = src;
+    uint8_t q[MLLM_QK_K];
+    for (int64_t i = 0; i < n / MLLM_QK_K; i++) {
+        const float d = mllm_f16_to_f32(x[i].d), dmin = mllm_f16_to_f32(x[i].dmin);
+        q5_k_unpack(&x[i], q);
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            kq_scale_min(j, x[i].scales, &sc, &m);
+            const float d1 = d * sc, m1 = dmin * m;
+            for (int l = 0; l < 32; l++) dst[i * MLLM_QK_K + 32 * j + l] = d1 * (float)q[32 * j + l] - m1;
+        }
+    }
+}
+
+void mllm_vec_dot_q5_k_generic(int n, float *s, const void *vx, const void *vy) {
+    const mllm_block_q5_k *x = vx;
+    const mllm_block_q8_k *y = vy;
+    uint8_t q[MLLM_QK_K];
+    float sum = 0.0f;
+    for (int i = 0; i < n / MLLM_QK_K; i++) {
+        q5_k_unpack(&x[i], q);
+        int sumi = 0, summ = 0;
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            kq_scale_min(j, x[i].scales, &sc, &m);
+            int dot = 0;
+            for (int l = 0; l < 32; l++) dot += q[32 * j + l] * y[i].qs[32 * j + l];
             sumi += sc * dot;
             summ += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
         }

@@ -3,6 +3,7 @@
 #ifndef MLLM_BACKENDS_CPU_KQUANTS_H
 #define MLLM_BACKENDS_CPU_KQUANTS_H
 #include <stdint.h>
+#include <string.h>
 
 #include "core/dtype.h"
 
@@ -14,6 +15,16 @@ typedef struct {
     uint8_t scales[12];
     uint8_t qs[MLLM_QK_K / 2];
 } mllm_block_q4_k;
+
+/* q5_K: like q4_K with a fifth bit: x = d*sc[s]*q - dmin*m[s], q in [0, 31].
+   Low 4 bits as q4_K's qs; the fifth bit of element 64c + l is bit 2c of
+   qh[l], of element 64c + 32 + l bit 2c+1 of qh[l]. */
+typedef struct {
+    mllm_f16 d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[MLLM_QK_K / 8];
+    uint8_t qs[MLLM_QK_K / 2];
+} mllm_block_q5_k;
 
 /* q6_K: 16 sub-blocks of 16; x = d*scales[e/16]*(q - 32), q in [0, 63]: its
    low 4 bits in ql, its high 2 bits in qh (layout in kquant_generic.c). */
@@ -33,6 +44,7 @@ typedef struct {
 } mllm_block_q8_k;
 
 _Static_assert(sizeof(mllm_block_q4_k) == 144, "q4_K block is 144 bytes in GGUF");
+_Static_assert(sizeof(mllm_block_q5_k) == 176, "q5_K block is 176 bytes in GGUF");
 _Static_assert(sizeof(mllm_block_q6_k) == 210, "q6_K block is 210 bytes in GGUF");
 _Static_assert(sizeof(mllm_block_q8_k) == 292, "q8_K block is 292 bytes in GGUF");
 
@@ -47,6 +59,23 @@ static inline void kq_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m
     }
 }
 
+/* Round half to even through the float adder, as ggml's nearest_int: valid
+   for |v| < 2^22 (every caller stays far below). */
+static inline int kq_nearest_int(float v) {
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* Quantizers (kquant_quantize.c): byte-identical to ggml's
+   quantize_row_q{4,5,6}_K_ref; q8_K's to quantize_row_q8_K_ref. */
+void mllm_quantize_row_q4_k(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q5_k(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q6_k(const float *src, void *dst, int64_t n);
+void mllm_dequantize_row_q5_k(const void *src, float *dst, int64_t n);
+void mllm_vec_dot_q5_k_generic(int n, float *s, const void *x, const void *y);
+void mllm_vec_dot_q5_k_avx2(int n, float *s, const void *x, const void *y);
 void mllm_quantize_row_q8_k(const float *src, void *dst, int64_t n);
 void mllm_dequantize_row_q8_k(const void *src, float *dst, int64_t n);
 void mllm_dequantize_row_q4_k(const void *src, float *dst, int64_t n);

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/fp4.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/quant5.h"
 
@@ -88,7 +89,18 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     /* 31..33 and 36..38 were removed from GGUF (repacked q4_0/iq4_nl): no row. */
     [34] = SIZED("tq1_0", 256, 54),
     [35] = SIZED("tq2_0", 256, 66),
-    [39] = SIZED("mxfp4", 32, 17), /* e8m0 scale, qs[16] */
+    /* mxfp4 quantizer: ggml's quantize_row_mxfp4_ref; dots with q8_0 as ggml. */
+    [MLLM_DTYPE_MXFP4] = { .name = "mxfp4", .block_size = MLLM_QK_MXFP4, .type_size = sizeof(mllm_block_mxfp4),
+                           .quantized = true, .supported = true, .to_float = mllm_dequantize_row_mxfp4,
+                           .from_float = mllm_quantize_row_mxfp4, .vec_dot_type = MLLM_DTYPE_Q8_0 },
+    [MLLM_DTYPE_W4A32_G32] = { .name = "w4a32", .block_size = MLLM_QK_W4A32_G32,
+                               .type_size = sizeof(mllm_block_w4a32_g32), .quantized = true, .supported = true,
+                               .to_float = mllm_dequantize_row_w4a32_g32,
+                               .from_float = mllm_quantize_row_w4a32_g32, .vec_dot_type = MLLM_DTYPE_F32 },
+    [MLLM_DTYPE_W4A32_G64] = { .name = "w4a32_g64", .block_size = MLLM_QK_W4A32_G64,
+                               .type_size = sizeof(mllm_block_w4a32_g64), .quantized = true, .supported = true,
+                               .to_float = mllm_dequantize_row_w4a32_g64,
+                               .from_float = mllm_quantize_row_w4a32_g64, .vec_dot_type = MLLM_DTYPE_F32 },
 };
 
 static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;

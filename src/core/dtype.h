@@ -27,7 +27,18 @@ typedef enum {
     MLLM_DTYPE_I64 = 27,
     MLLM_DTYPE_F64 = 28,
     MLLM_DTYPE_BF16 = 30,
-    MLLM_DTYPE_COUNT = 40 /* table size; not a type */
+    MLLM_DTYPE_MXFP4 = 39, /* OCP MX fp4: 32 e2m1 values + one e8m0 scale (GGUF's) */
+    /* Our own types, outside GGUF's numbering (ggml stops below 100), so a
+       GGUF file that carries them is never mistaken for a ggml type; other
+       GGUF readers reject such a file as having an unknown type.
+       w4a32: 4-bit signed weights, value = d * (q - 8), one f16 d per group
+       of 32 (200) or 64 (201) values; activations stay f32 and the dot is
+       done in f32 (the MLLM / KleidiAI W4A32 pipeline). Block: f16 d, then
+       group/2 bytes; element j < group/2 in the low nibble of byte j,
+       element j + group/2 in its high nibble. */
+    MLLM_DTYPE_W4A32_G32 = 200,
+    MLLM_DTYPE_W4A32_G64 = 201,
+    MLLM_DTYPE_COUNT = 202 /* table size; not a type */
 } mllm_dtype;
 
 typedef uint16_t mllm_f16;  /* IEEE half, raw bits */

@@ -24,7 +24,8 @@ static void test_table_sizes(void **state) {
         {20, 32, 18, "iq4_nl", false}, {23, 256, 136, "iq4_xs", false}, {24, 1, 1, "i8", false},
         {25, 1, 2, "i16", false},    {26, 1, 4, "i32", false},     {27, 1, 8, "i64", false},
         {28, 1, 8, "f64", false},    {29, 256, 56, "iq1_m", false}, {30, 1, 2, "bf16", true},
-        {34, 256, 54, "tq1_0", false}, {35, 256, 66, "tq2_0", false},
+        {34, 256, 54, "tq1_0", false}, {35, 256, 66, "tq2_0", false}, {39, 32, 17, "mxfp4", true},
+        {200, 32, 18, "w4a32", true}, {201, 64, 34, "w4a32_g64", true},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(rows[i].t);

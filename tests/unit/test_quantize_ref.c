@@ -67,12 +67,14 @@ static void test_q4_k(void **s) { (void)s; check_type("q4_k"); }
 static void test_q5_k(void **s) { (void)s; check_type("q5_k"); }
 static void test_q6_k(void **s) { (void)s; check_type("q6_k"); }
 static void test_q8_k(void **s) { (void)s; check_type("q8_k"); }
+static void test_mxfp4(void **s) { (void)s; check_type("mxfp4"); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_1), cmocka_unit_test(test_q5_0),
         cmocka_unit_test(test_q5_1), cmocka_unit_test(test_q8_0), cmocka_unit_test(test_q4_k),
         cmocka_unit_test(test_q5_k), cmocka_unit_test(test_q6_k), cmocka_unit_test(test_q8_k),
+        cmocka_unit_test(test_mxfp4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/fp4.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/quant5.h"
@@ -70,6 +71,9 @@ mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
     case MLLM_DTYPE_Q5_K: return avx2 ? mllm_vec_dot_q5_k_avx2 : mllm_vec_dot_q5_k_generic;
     case MLLM_DTYPE_Q6_K: return avx2 ? mllm_vec_dot_q6_k_avx2 : mllm_vec_dot_q6_k_generic;
     case MLLM_DTYPE_Q8_K: return mllm_vec_dot_q8_k_generic;
+    case MLLM_DTYPE_MXFP4: return avx2 ? mllm_vec_dot_mxfp4_avx2 : mllm_vec_dot_mxfp4_generic;
+    case MLLM_DTYPE_W4A32_G32: return avx2 ? mllm_vec_dot_w4a32_g32_avx2 : mllm_vec_dot_w4a32_g32_generic;
+    case MLLM_DTYPE_W4A32_G64: return avx2 ? mllm_vec_dot_w4a32_g64_avx2 : mllm_vec_dot_w4a32_g64_generic;
     default: return NULL;
     }
 }

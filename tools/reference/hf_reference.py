@@ -12,6 +12,7 @@ the `tokenizers` library reading the folder's tokenizer.json.
     build/hfref/venv/bin/pip install torch transformers safetensors tokenizers numpy
     build/hfref/venv/bin/python tools/reference/hf_reference.py            # writes tests/data/hf-reference
     build/hfref/venv/bin/python tools/reference/hf_reference.py --verify   # a second run must be identical
+    build/hfref/venv/bin/python tools/reference/hf_reference.py --sensitivity  # NMSE of broken variants
 
 Output (tests/data/hf-reference/, little-endian float32 files):
   reference.json             header (versions), prompts, greedy ids, margins and
@@ -282,12 +283,65 @@ def reference_arch(mllm, arch, work, files):
     return entry
 
 
+def sensitivity(mllm, ref_dir):
+    """Prints how far a deliberately broken variant lands from the reference
+    (worst per-position NMSE over prompt 0): the C test's bound must lie
+    below these, or it could not see the bug."""
+    import torch
+
+    def zero_bias(which):
+        def f(m):
+            for layer in m.model.layers:
+                getattr(layer.self_attn, which).bias.data.zero_()
+        return f
+
+    def unit_k_norm(m):
+        for layer in m.model.layers:
+            layer.self_attn.k_norm.weight.data.fill_(1.0)
+
+    cases = [
+        ("llama", "no llama3 rope scaling", lambda c: c.update(rope_scaling=None), None),
+        ("llama", "llama3 high_freq_factor 4 -> 4.4", lambda c: c["rope_scaling"].update(high_freq_factor=4.4), None),
+        ("llama", "rms_norm_eps 1e-5 -> 1e-6", lambda c: c.update(rms_norm_eps=1e-6), None),
+        ("qwen2", "k_proj bias dropped", None, zero_bias("k_proj")),
+        ("qwen2", "q_proj bias dropped", None, zero_bias("q_proj")),
+        ("qwen2", "v_proj bias dropped", None, zero_bias("v_proj")),
+        ("qwen2", "rope_theta 1e6 -> 1e4", lambda c: c.update(rope_theta=1e4), None),
+        ("qwen3", "k_norm weight ignored (1.0)", None, unit_k_norm),
+    ]
+    work = tempfile.mkdtemp(prefix="hfref-sens-")
+    try:
+        for arch, label, edit_cfg, edit_model in cases:
+            d = os.path.join(work, f"{arch}-{len(os.listdir(work))}")
+            synth(mllm, arch, "f32", d)
+            if edit_cfg:
+                with open(os.path.join(d, "config.json")) as f:
+                    cfg = json.load(f)
+                edit_cfg(cfg)
+                with open(os.path.join(d, "config.json"), "w") as f:
+                    json.dump(cfg, f)
+            m = load(d, torch.float32)
+            if edit_model:
+                edit_model(m)
+            got = all_logits(m, PROMPTS[0])
+            want = np.fromfile(os.path.join(ref_dir, f"{arch}.p0.all.f32"), dtype="<f4").reshape(got.shape)
+            worst = max(nmse(got[i], want[i]) for i in range(len(got)))
+            print(f"{arch:6s} {label:36s} worst-position NMSE {worst:.3g}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mllm", default=os.path.join(ROOT, "build", "hfref", "mllm"))
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "hf-reference"))
     ap.add_argument("--verify", action="store_true", help="compare with --out instead of writing it")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="print the NMSE of deliberately broken variants against --out, write nothing")
     args = ap.parse_args()
+    if args.sensitivity:
+        return sensitivity(args.mllm, args.out)
 
     import torch
 

@@ -1,0 +1,337 @@
+"""pymllm.Model: a loaded model and the one session it generates with."""
+import codecs
+import ctypes
+import json
+import os
+import queue
+import threading
+
+from . import _lib as L
+from ._lib import MllmError
+
+
+def _check(lib, status):
+    """Raises MllmError for a failed call; must run on the calling thread
+    (mllm_last_error() is per thread)."""
+    if status != L.MLLM_OK:
+        raise MllmError(status, lib.mllm_last_error().decode("utf-8", "replace"))
+
+
+class _Collector:
+    """The mllm_on_token callback: decodes pieces incrementally (so a
+    stream and a plain string decode the same bytes the same way) and hands
+    each text piece to `emit`. `stop` (a threading.Event) makes it ask the
+    library to stop. An exception in `emit` is kept and stops generation."""
+
+    def __init__(self, emit, stop=None):
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._emit = emit
+        self._stop = stop
+        self.error = None
+        self.n_tokens = 0
+        self.c_callback = L.ON_TOKEN(self._on_token)  # kept alive with self
+
+    def _on_token(self, user, token_id, piece, length):
+        try:
+            if token_id >= 0:
+                self.n_tokens += 1
+            text = self._decoder.decode(ctypes.string_at(piece, length) if length else b"")
+            if text:
+                self._emit(text)
+        except BaseException as e:  # never let an exception unwind into C
+            self.error = e
+            return 1
+        return 1 if self._stop is not None and self._stop.is_set() else 0
+
+    def finish(self):
+        text = self._decoder.decode(b"", final=True)
+        if text:
+            self._emit(text)
+
+
+class Model:
+    """A model loaded from a GGUF file, a Hugging Face folder or a llama2.c
+    checkpoint (with tokenizer=the tokenizer .bin).
+
+    The model owns one session (KV cache of n_ctx tokens, 0 = min(the
+    model's, 4096)). generate() starts from an empty session each time;
+    chat() keeps the session, so a growing conversation only computes the
+    new turn. Calls on one Model are serialised by a lock; use one Model per
+    thread for parallel generation. Close it with close() or a with block.
+    """
+
+    def __init__(self, path, n_threads=None, tokenizer=None, n_ctx=0, chat_template=None,
+                 library=None):
+        self._lib = L.load_library(library)
+        self._m = None
+        self._s = None
+        self._lock = threading.RLock()
+        lp = L.LoadParams()
+        self._lib.mllm_load_default_params(ctypes.byref(lp))
+        if n_threads:
+            lp.n_threads = int(n_threads)
+        if tokenizer is not None:
+            lp.tokenizer_path = os.fsencode(tokenizer)
+        if chat_template is not None:
+            lp.chat_template = chat_template.encode("utf-8")
+        handle = ctypes.c_void_p()
+        _check(self._lib, self._lib.mllm_model_load(os.fsencode(path), ctypes.byref(lp),
+                                                    ctypes.byref(handle)))
+        self._m = handle
+        info = self.info
+        self._spm = info.get("tokenizer") == "spm"
+        self._specials = {i for i in (self.bos, self.eos) if i >= 0}
+        self._n_ctx = int(n_ctx)
+        self.last_chat_reused = 0
+
+    # ---- lifetime ---------------------------------------------------------
+
+    def close(self):
+        """Frees the session and the model; later calls raise MllmError.
+        A generation streaming in another thread is cancelled first."""
+        if self._s is not None:
+            self._lib.mllm_session_cancel(self._s)
+        with self._lock:
+            if self._s is not None:
+                self._lib.mllm_session_free(self._s)
+                self._s = None
+            if self._m is not None:
+                self._lib.mllm_model_free(self._m)
+                self._m = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_lib", None) is not None and getattr(self, "_lock", None) is not None:
+            self.close()
+
+    def _model(self):
+        if self._m is None:
+            raise MllmError(L.MLLM_ERR_INVALID_ARG, "the model is closed")
+        return self._m
+
+    def _session(self):
+        """The session, created on first use. Caller holds the lock."""
+        if self._s is None:
+            sp = L.SessionParams()
+            self._lib.mllm_session_default_params(ctypes.byref(sp))
+            sp.n_ctx = self._n_ctx
+            handle = ctypes.c_void_p()
+            _check(self._lib, self._lib.mllm_session_new(self._model(), ctypes.byref(sp),
+                                                         ctypes.byref(handle)))
+            self._s = handle
+        return self._s
+
+    # ---- facts ------------------------------------------------------------
+
+    @property
+    def info(self):
+        """The model's config (mllm_model_info_json) as a dict."""
+        m, need = self._model(), ctypes.c_size_t(0)
+        st = self._lib.mllm_model_info_json(m, None, 0, ctypes.byref(need))
+        if st != L.MLLM_ERR_BUFFER_TOO_SMALL:
+            _check(self._lib, st)
+        buf = ctypes.create_string_buffer(need.value)
+        _check(self._lib, self._lib.mllm_model_info_json(m, buf, need.value, ctypes.byref(need)))
+        return json.loads(buf.value.decode("utf-8"))
+
+    @property
+    def n_vocab(self):
+        return self._lib.mllm_model_n_vocab(self._model())
+
+    @property
+    def n_ctx_train(self):
+        return self._lib.mllm_model_n_ctx_train(self._model())
+
+    @property
+    def bos(self):
+        """The BOS token id, -1 if none."""
+        return self._lib.mllm_model_bos(self._model())
+
+    @property
+    def eos(self):
+        """The EOS token id, -1 if none."""
+        return self._lib.mllm_model_eos(self._model())
+
+    # ---- tokens -----------------------------------------------------------
+
+    def tokenize(self, text, add_special=True):
+        """The token ids of text (BOS first when add_special and the model
+        uses one; special-token text such as "<|im_start|>" is parsed)."""
+        data = text.encode("utf-8")
+        m, n = self._model(), ctypes.c_size_t(0)
+        st = self._lib.mllm_tokenize(m, data, len(data), int(bool(add_special)), None, 0,
+                                     ctypes.byref(n))
+        if st != L.MLLM_ERR_BUFFER_TOO_SMALL:
+            _check(self._lib, st)
+        ids = (ctypes.c_int32 * max(n.value, 1))()
+        _check(self._lib, self._lib.mllm_tokenize(m, data, len(data), int(bool(add_special)), ids,
+                                                  n.value, ctypes.byref(n)))
+        return list(ids[:n.value])
+
+    def token_to_bytes(self, token_id):
+        """The bytes of one token (may be part of a UTF-8 character)."""
+        m, n = self._model(), ctypes.c_size_t(0)
+        buf = ctypes.create_string_buffer(256)
+        st = self._lib.mllm_token_to_piece(m, int(token_id), buf, len(buf), ctypes.byref(n))
+        if st == L.MLLM_ERR_BUFFER_TOO_SMALL:
+            buf = ctypes.create_string_buffer(n.value)
+            st = self._lib.mllm_token_to_piece(m, int(token_id), buf, len(buf), ctypes.byref(n))
+        _check(self._lib, st)
+        return buf.raw[:n.value]
+
+    def detokenize(self, ids, skip_special=True):
+        """The text of ids. skip_special drops BOS/EOS, and (SentencePiece
+        models) the space the tokenizer puts before the text after them, so
+        detokenize(tokenize(s)) == s. Other special tokens keep their text."""
+        out, after_special = bytearray(), True
+        for token_id in ids:
+            if token_id in self._specials:
+                after_special = True
+                if skip_special:
+                    continue
+                out += self.token_to_bytes(token_id)
+                continue
+            piece = self.token_to_bytes(token_id)
+            if after_special and self._spm and piece.startswith(b" "):
+                piece = piece[1:]
+            after_special = False
+            out += piece
+        return out.decode("utf-8", "replace")
+
+    # ---- generation -------------------------------------------------------
+
+    def _sampling(self, max_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
+                  repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False):
+        sp = L.Sampling()
+        self._lib.mllm_sampling_default(ctypes.byref(sp))
+        sp.max_tokens = int(max_tokens)
+        sp.temperature = float(temperature)
+        sp.top_k = int(top_k)
+        sp.top_p = float(top_p)
+        sp.min_p = float(min_p)
+        sp.repeat_penalty = float(repeat_penalty)
+        sp.repeat_last_n = int(repeat_last_n)
+        sp.seed = int(seed)
+        sp.ignore_eos = int(bool(ignore_eos))
+        return sp
+
+    def generate(self, prompt, max_tokens=128, temperature=0.8, top_k=40, top_p=0.95,
+                 min_p=0.05, repeat_penalty=1.0, seed=0, stream=False, repeat_last_n=64,
+                 ignore_eos=False):
+        """Continues prompt (a str, or a list of token ids used as they are)
+        from an empty session. Returns the generated text (without the
+        prompt), or with stream=True an iterator of text pieces that join to
+        that same text. temperature=0 is greedy; same seed, same text."""
+        sp = self._sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+                            repeat_last_n, seed, ignore_eos)
+        if isinstance(prompt, str):
+            data = prompt.encode("utf-8")
+
+            def call(s, cb):
+                return self._lib.mllm_generate(s, data, ctypes.byref(sp), cb, None)
+        else:
+            ids = (ctypes.c_int32 * max(len(prompt), 1))(*prompt)
+            n = len(prompt)
+
+            def call(s, cb):
+                return self._lib.mllm_generate_ids(s, ids, n, ctypes.byref(sp), cb, None)
+        return self._run(call, stream, reset=True)
+
+    def chat_render(self, messages):
+        """The prompt text the model's chat template makes of messages (a
+        list of {"role", "content"} dicts, or a dict of template variables
+        with a "messages" key), ending with the assistant's turn opening."""
+        fn = self._optional("mllm_chat_render")
+        conv = json.dumps(messages).encode("utf-8")
+        m, need = self._model(), ctypes.c_size_t(0)
+        st = fn(m, conv, None, 0, ctypes.byref(need))
+        if st != L.MLLM_ERR_BUFFER_TOO_SMALL:
+            _check(self._lib, st)
+        buf = ctypes.create_string_buffer(need.value)
+        _check(self._lib, fn(m, conv, buf, need.value, ctypes.byref(need)))
+        return buf.raw[:need.value].rstrip(b"\0").decode("utf-8", "replace")
+
+    def chat(self, messages, stream=False, **sampling):
+        """The assistant's reply to messages (see chat_render), sampled with
+        the keyword arguments of generate(). The session keeps the
+        conversation: when messages extends the previous call's (with the
+        reply appended), only the new tokens are computed;
+        last_chat_reused says how many prompt tokens were reused."""
+        fn = self._optional("mllm_chat")
+        sp = self._sampling(**sampling)
+        conv = json.dumps(messages).encode("utf-8")
+        reused = ctypes.c_size_t(0)
+
+        def call(s, cb):
+            st = fn(s, conv, ctypes.byref(sp), cb, None, ctypes.byref(reused))
+            self.last_chat_reused = reused.value
+            return st
+        return self._run(call, stream, reset=False)
+
+    def _optional(self, name):
+        if not L.has(self._lib, name):
+            raise MllmError(L.MLLM_ERR_UNSUPPORTED, f"this libmllm has no {name}")
+        return getattr(self._lib, name)
+
+    def _run(self, call, stream, reset):
+        if stream:
+            return self._stream(call, reset)
+        pieces = []
+        col = _Collector(pieces.append)
+        with self._lock:
+            s = self._session()
+            if reset:
+                self._lib.mllm_session_reset(s)
+            st = call(s, col.c_callback)
+            if col.error is not None:
+                raise col.error
+            _check(self._lib, st)
+        col.finish()
+        return "".join(pieces)
+
+    def _stream(self, call, reset):
+        """Runs the generation in a worker thread; its callback feeds a
+        queue that this generator drains. Closing the generator early stops
+        the generation."""
+        q, stop, done = queue.Queue(), threading.Event(), object()
+        col = _Collector(q.put, stop)
+
+        def work():
+            result = None
+            try:
+                with self._lock:
+                    s = self._session()
+                    if reset:
+                        self._lib.mllm_session_reset(s)
+                    st = call(s, col.c_callback)
+                    if col.error is not None:
+                        result = col.error
+                    elif st != L.MLLM_OK and not (stop.is_set() and st == L.MLLM_ERR_CANCELLED):
+                        result = MllmError(st, self._lib.mllm_last_error().decode("utf-8",
+                                                                                  "replace"))
+                col.finish()
+            except BaseException as e:
+                result = e
+            q.put((done, result))
+
+        worker = threading.Thread(target=work, name="pymllm-generate", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = q.get()
+                if isinstance(item, tuple) and item[0] is done:
+                    if item[1] is not None:
+                        raise item[1]
+                    return
+                yield item
+        finally:
+            if worker.is_alive():
+                stop.set()
+                if self._s is not None:
+                    self._lib.mllm_session_cancel(self._s)
+            worker.join()

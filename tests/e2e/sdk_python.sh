@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# pymllm as a user gets it: `pip install ./python` (into a private --target
+# folder, no compiler involved), then the pytest suite tests/python against
+# this build's libmllm.so (MLLM_LIBRARY), a synthetic model made by this
+# build's CLI and stories260K. pytest is pip-installed next to it if the
+# interpreter lacks it. Prints SKIPPED (exit 77) only when pip cannot reach
+# the package registry for what is missing.
+set -euo pipefail
+mllm=$(realpath "$1") shared=$(realpath "$2") build=$(realpath "$3")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+py=${PYTHON:-python3}
+command -v "$py" >/dev/null || { echo "SKIPPED: no $py"; exit 77; }
+"$py" -m pip --version >/dev/null 2>&1 || { echo "SKIPPED: $py has no pip"; exit 77; }
+lib=$build/libmllm.so
+[ -f "$lib" ] || { echo "no $lib in the build"; exit 1; }
+tmp=$(mktemp -d "$build/e2e-pymllm.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# A sanitized libmllm.so only loads into python with the sanitizer runtime
+# preloaded; leaks of the interpreter itself are not ours to report.
+if grep -Eq '^MLLM_(SANITIZE|FUZZ):BOOL=ON' "$build/CMakeCache.txt"; then
+    cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+    asan=$("${cc:-cc}" -print-file-name=libasan.so)
+    [ -f "$asan" ] || { echo "SKIPPED: sanitized build, $asan not found to preload"; exit 77; }
+    ubsan=$("${cc:-cc}" -print-file-name=libubsan.so)
+    export LD_PRELOAD="$asan${ubsan:+:$ubsan}"
+    [ -f "$ubsan" ] || export LD_PRELOAD="$asan"
+    export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
+if [[ $("${cc:-cc}" --version 2>/dev/null | head -n 1) == *clang* ]] && [ -n "${LD_PRELOAD:-}" ]; then
+    echo "SKIPPED: clang-sanitized libmllm.so cannot be preloaded into python"; exit 77
+fi
+
+pip_log=$tmp/pip.log
+offline() { ! "$py" -m pip download --no-deps -q -d "$tmp/probe" pytest > /dev/null 2>&1; }
+
+# The package: a normal (isolated) build first; without network, the
+# interpreter's own setuptools.
+site=$tmp/site
+if ! "$py" -m pip install -q --no-deps --target "$site" "$src/python" > "$pip_log" 2>&1 &&
+   ! "$py" -m pip install -q --no-deps --no-build-isolation --target "$site" "$src/python" >> "$pip_log" 2>&1; then
+    if offline; then echo "SKIPPED: pip install ./python needs setuptools from the registry, which pip cannot reach"; exit 77; fi
+    cat "$pip_log"; echo "pip install ./python failed"; exit 1
+fi
+[ -f "$site/pymllm/__init__.py" ] && [ -f "$site/pymllm/model.py" ] ||
+    { echo "pip install ./python did not install the package files"; find "$site"; exit 1; }
+
+# pytest: the interpreter's, else one pip-installed into the build folder
+# once (kept between runs).
+deps=$build/python-test-deps
+if ! "$py" -c 'import pytest' 2>/dev/null && ! PYTHONPATH=$deps "$py" -c 'import pytest' 2>/dev/null; then
+    if ! "$py" -m pip install -q --target "$deps" pytest > "$pip_log" 2>&1; then
+        if offline; then echo "SKIPPED: pytest is not installed and pip cannot reach the registry"; exit 77; fi
+        cat "$pip_log"; echo "pip install pytest failed"; exit 1
+    fi
+fi
+
+# Run from an empty folder so `import pymllm` finds the installed copy.
+cd "$tmp"
+export PYTHONPATH=$site:$deps MLLM_LIBRARY=$lib MLLM_BIN=$mllm MLLM_SHARED_DIR=$shared
+where=$("$py" -c 'import pymllm; print(pymllm.__file__)')
+[[ $where == "$site"/* ]] || { echo "pymllm imported from $where, not the pip-installed $site"; exit 1; }
+"$py" -m pytest -q -p no:cacheprovider "$src/tests/python" -rs

@@ -1,0 +1,240 @@
+"""pymllm against a synthetic Qwen3 (made by `mllm synth`) and stories260K:
+the CLI's tokenizer output and the llama2.c golden are the references."""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import pymllm
+from pymllm import _lib
+
+TEXTS = ["Hello world", "Grüße, 世界! 123", "  two  spaces\nand a newline\t", ""]
+
+
+def cli_tokenize(mllm_bin, model, text, tokenizer=None):
+    cmd = [mllm_bin, "tokenize", "-m", model, "-p", text]
+    if tokenizer:
+        cmd += ["--tokenizer", tokenizer]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+@pytest.fixture(scope="module")
+def qwen(synth_model):
+    with pymllm.Model(synth_model, n_threads=2) as m:
+        yield m
+
+
+@pytest.fixture(scope="module")
+def story(stories):
+    with pymllm.Model(stories[0], n_threads=2, tokenizer=stories[1]) as m:
+        yield m
+
+
+def test_library_version_and_abi():
+    lib = pymllm.load_library()
+    assert lib.mllm_abi_version() == pymllm.ABI_VERSION
+    major, minor, patch = (int(x) for x in pymllm.library_version().split("."))
+    assert (major, minor, patch) >= (0, 1, 0)
+
+
+def test_struct_sizes_match_the_library():
+    lib = pymllm.load_library()
+    for fill, struct in ((lib.mllm_load_default_params, _lib.LoadParams),
+                         (lib.mllm_session_default_params, _lib.SessionParams),
+                         (lib.mllm_sampling_default, _lib.Sampling)):
+        assert _lib._struct_size(lib, fill) == ctypes.sizeof(struct), struct.__name__
+    sp = _lib.Sampling()
+    lib.mllm_sampling_default(ctypes.byref(sp))
+    # The defaults the header documents, read through our field layout.
+    assert (sp.top_k, sp.repeat_last_n, sp.max_tokens, sp.seed, sp.ignore_eos) == (40, 64, 128, 0, 0)
+    assert sp.temperature == pytest.approx(0.8) and sp.top_p == pytest.approx(0.95)
+    assert sp.min_p == pytest.approx(0.05) and sp.repeat_penalty == 1.0
+
+
+def test_model_facts(qwen):
+    info = qwen.info
+    assert info["arch"] == "qwen3" and info["n_vocab"] == qwen.n_vocab > 0
+    assert qwen.n_ctx_train == info["n_ctx_train"]
+    assert -1 <= qwen.bos < qwen.n_vocab and 0 <= qwen.eos < qwen.n_vocab
+
+
+@pytest.mark.parametrize("text", TEXTS + ["<|im_start|>user\nhi<|im_end|>"])
+def test_tokenize_matches_cli(qwen, synth_model, mllm_bin, text):
+    if text == "":
+        assert qwen.tokenize(text) == []
+        return
+    assert qwen.tokenize(text) == cli_tokenize(mllm_bin, synth_model, text)
+
+
+def test_tokenize_stories_matches_cli_and_golden(story, stories, mllm_bin):
+    golden = json.load(open(stories[2]))
+    for run in golden["runs"]:
+        assert story.tokenize(run["prompt"]) == run["prompt_tokens"]
+    for text in ["Lily and Tim went to the park.", "Once upon a time"]:
+        assert story.tokenize(text) == cli_tokenize(mllm_bin, stories[0], text, stories[1])
+    assert story.tokenize("Once upon a time", add_special=False)[0] != story.bos
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_round_trip_bpe(qwen, text):
+    assert qwen.detokenize(qwen.tokenize(text)) == text
+    assert qwen.detokenize(qwen.tokenize(text, add_special=False)) == text
+
+
+def test_round_trip_sentencepiece(story):
+    for text in ["Once upon a time", "Lily and Tim were happy. They played!"]:
+        ids = story.tokenize(text)
+        assert ids[0] == story.bos
+        assert story.detokenize(ids) == text
+        assert story.detokenize(ids, skip_special=False).endswith(text)
+
+
+def test_stories_greedy_golden(story, stories):
+    out = story.generate("Once upon a time", max_tokens=60, temperature=0)
+    text = "Once upon a time" + out
+    assert text.startswith("Once upon a time, there was a little girl named Lily")
+    run = next(r for r in json.load(open(stories[2]))["runs"] if r["prompt"] == "Once upon a time")
+    assert text.strip() == run["text"].strip()
+
+
+def test_stream_joins_to_the_string(qwen, story):
+    for model, prompt, kw in ((qwen, "Hello", dict(temperature=0.9, seed=7, max_tokens=40)),
+                              (qwen, "Grüße", dict(temperature=1.0, seed=1, top_k=0, top_p=1.0,
+                                                   min_p=0.0, max_tokens=40)),
+                              (story, "Once upon a time", dict(temperature=0, max_tokens=40))):
+        whole = model.generate(prompt, **kw)
+        pieces = list(model.generate(prompt, stream=True, **kw))
+        assert len(pieces) > 1 and all(isinstance(p, str) and p for p in pieces)
+        assert "".join(pieces) == whole
+
+
+def test_seed_reproduces(qwen):
+    kw = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, max_tokens=30, ignore_eos=True)
+    a = qwen.generate("Hello", seed=11, **kw)
+    assert qwen.generate("Hello", seed=11, **kw) == a
+    assert qwen.generate("Hello", seed=12, **kw) != a
+
+
+def test_generate_from_ids_equals_from_text(story):
+    ids = story.tokenize("Lily and Tim")
+    assert story.generate(ids, max_tokens=20, temperature=0) == \
+        story.generate("Lily and Tim", max_tokens=20, temperature=0)
+
+
+def test_stream_closed_early_stops_and_model_still_works(story):
+    want = story.generate("Once upon a time", max_tokens=50, temperature=0)
+    stream = story.generate("Once upon a time", max_tokens=200, temperature=0, stream=True)
+    first = [next(stream), next(stream)]
+    stream.close()
+    assert want.startswith("".join(first))
+    assert story.generate("Once upon a time", max_tokens=50, temperature=0) == want
+
+
+def test_models_in_parallel_threads(synth_model):
+    kw = dict(temperature=0.8, seed=5, max_tokens=30)
+    with pymllm.Model(synth_model, n_threads=1) as m:
+        want = m.generate("Hello", **kw)
+    results, errors = [None] * 3, []
+
+    def work(i):
+        try:
+            with pymllm.Model(synth_model, n_threads=1) as m:
+                results[i] = m.generate("Hello", **kw)
+        except Exception as e:  # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [want] * 3
+
+
+def test_bad_path_names_the_file(tmp_path):
+    missing = str(tmp_path / "no-such-model.gguf")
+    with pytest.raises(pymllm.MllmError) as e:
+        pymllm.Model(missing)
+    assert e.value.status == _lib.MLLM_ERR_IO and e.value.status_name == "MLLM_ERR_IO"
+    assert missing in str(e.value) and missing in e.value.message
+
+
+def test_corrupt_file_is_a_format_error(tmp_path, synth_model):
+    bad = tmp_path / "truncated.gguf"
+    bad.write_bytes(open(synth_model, "rb").read()[:1000])
+    with pytest.raises(pymllm.MllmError) as e:
+        pymllm.Model(str(bad))
+    assert e.value.status == _lib.MLLM_ERR_FORMAT and str(bad) in str(e.value)
+
+
+def test_llama2c_needs_its_tokenizer(stories):
+    with pytest.raises(pymllm.MllmError) as e:
+        pymllm.Model(stories[0])
+    assert e.value.status == _lib.MLLM_ERR_INVALID_ARG and "tokenizer" in e.value.message
+
+
+def test_bad_sampling_is_invalid_arg(qwen):
+    for kw in (dict(temperature=-1.0), dict(top_p=0.0), dict(top_k=-1)):
+        with pytest.raises(pymllm.MllmError) as e:
+            qwen.generate("Hello", **kw)
+        assert e.value.status == _lib.MLLM_ERR_INVALID_ARG
+    with pytest.raises(pymllm.MllmError):
+        list(qwen.generate("Hello", temperature=-1.0, stream=True))
+    assert qwen.generate("Hello", max_tokens=3, temperature=0) == "ooo"  # still usable
+
+
+def test_context_full(synth_model):
+    with pymllm.Model(synth_model, n_ctx=8) as m:
+        with pytest.raises(pymllm.MllmError) as e:
+            m.generate("Hello world, this prompt is longer than eight tokens", max_tokens=4)
+        assert e.value.status == _lib.MLLM_ERR_CONTEXT_FULL
+
+
+def test_closed_model_raises(synth_model):
+    m = pymllm.Model(synth_model)
+    m.close()
+    m.close()  # twice is fine
+    with pytest.raises(pymllm.MllmError):
+        m.tokenize("x")
+
+
+def test_missing_library_is_reported():
+    env = dict(os.environ, MLLM_LIBRARY="/nonexistent/libmllm.so")
+    code = ("import pymllm\n"
+            "try:\n    pymllm.Model('x.gguf')\n"
+            "except pymllm.MllmError as e:\n    print(e.status, e.message)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.startswith("-3 ") and "/nonexistent/libmllm.so" in out
+
+
+def _need_chat(model):
+    if not _lib.has(model._lib, "mllm_chat"):
+        pytest.skip("SKIPPED: this libmllm has no mllm_chat yet")
+
+
+def test_chat_render_chatml(qwen):
+    _need_chat(qwen)
+    text = qwen.chat_render([{"role": "user", "content": "Hi there"}])
+    assert text == "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_chat_is_generate_on_the_rendered_prompt_and_reuses_the_cache(qwen):
+    _need_chat(qwen)
+    msgs = [{"role": "user", "content": "Hi there"}]
+    kw = dict(temperature=0.7, seed=3, max_tokens=16)
+    want = qwen.generate(qwen.chat_render(msgs), **kw)
+    reply = qwen.chat(msgs, **kw)
+    assert reply == want
+    # Turn 2 reuses turn 1's KV rows (computed token by token while
+    # generating) where generate() prefills them: greedy, to be robust to
+    # the last bits of those two paths.
+    msgs += [{"role": "assistant", "content": reply}, {"role": "user", "content": "More?"}]
+    kw = dict(temperature=0, max_tokens=16)
+    streamed = "".join(qwen.chat(msgs, stream=True, **kw))
+    assert qwen.last_chat_reused > 0
+    assert streamed == qwen.generate(qwen.chat_render(msgs), **kw)

@@ -15,6 +15,7 @@ static void usage(FILE *f) {
             "  synth     write a random-weight model of a real family's shape\n"
             "  bench     time prompt processing and generation (llama-bench style)\n"
             "  perplexity  chunked perplexity of a text file\n"
+            "  convert   HF folder / GGUF -> .mllm (or GGUF), with quantization rules\n"
             "\n"
             "models: GGUF files (v2/v3), Hugging Face folders (config.json +\n"
             "*.safetensors + tokenizer.json), llama2.c checkpoints (with --tokenizer).\n"
@@ -34,6 +35,8 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "template")) return cmd_template(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "perplexity")) return cmd_perplexity(argc - 1, argv + 1);
+    if (!strcmp(c, "convert")) return cmd_convert(argc - 1, argv + 1);
+    if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
     fprintf(stderr, "mllm: unknown command '%s' (try mllm --help)\n", c);
     return 2;
 }

@@ -1,0 +1,146 @@
+/* mllm serve: the OpenAI-compatible HTTP server (src/server). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "server/server.h"
+
+static void serve_usage(FILE *f) {
+    fprintf(f,
+            "usage: mllm serve -m MODEL [options]\n"
+            "\n"
+            "An OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions,\n"
+            "/tokenize, /detokenize; GET /v1/models, /health, /metrics (docs/server.md).\n"
+            "\n"
+            "  -m, --model PATH        GGUF file, Hugging Face folder, or llama2.c .bin\n"
+            "      --host ADDR         address to listen on (default 127.0.0.1)\n"
+            "      --port N            port (default %d; 0 = any free port, printed)\n"
+            "      --api-key KEY       require 'Authorization: Bearer KEY' (all but /health);\n"
+            "                          default: $MLLM_API_KEY if set\n"
+            "      --alias NAME        the model id clients use (default: file name)\n"
+            "  -np, --parallel N       requests generated at the same time (default %d)\n"
+            "  -c, --ctx-size N        context per slot in tokens (default: min(model, 4096))\n"
+            "  -t, --threads N         compute threads per slot (default: cores / slots)\n"
+            "      --queue N           requests waiting for a slot before 503 (default %d)\n"
+            "      --max-body BYTES    largest request body (default %u)\n"
+            "      --max-messages N    chat messages per request (default %d)\n"
+            "      --max-tokens N      largest max_tokens a request may ask (default %d)\n"
+            "      --default-max-tokens N  when a request gives none (default %d)\n"
+            "      --timeout S         idle connection / slow request deadline (default %d)\n"
+            "      --max-connections N open connections (default %d)\n"
+            "      --shutdown-grace S  on SIGINT/SIGTERM, running requests may finish for\n"
+            "                          S seconds (default 10; a second signal: at once)\n"
+            "      --chat-template T   a built-in template name or a .jinja file\n"
+            "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
+            "  -h, --help              this help\n",
+            SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY,
+            SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
+            SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS);
+}
+
+/* "dir/SmolLM2.Q4_1.gguf" -> "SmolLM2.Q4_1" (in buf). */
+static const char *default_id(const char *path, char *buf, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    size_t len = n - b;
+    if (len > 5 && !strncmp(path + n - 5, ".gguf", 5)) len -= 5;
+    if (len >= cap) len = cap - 1;
+    memcpy(buf, path + b, len);
+    buf[len] = 0;
+    return buf[0] ? buf : "mllm";
+}
+
+/* Waits for the running requests up to grace seconds or a second signal. */
+static void drain(mllm_server *srv, const sigset_t *set, long grace) {
+    struct timespec t0, now, tick = {0, 100 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (mllm_server_busy(srv) > 0) {
+        if (sigtimedwait(set, NULL, &tick) > 0) {
+            fprintf(stderr, "mllm serve: second signal, cancelling running requests\n");
+            return;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= grace) {
+            fprintf(stderr, "mllm serve: grace period over, cancelling running requests\n");
+            return;
+        }
+    }
+}
+
+int cmd_serve(int argc, char **argv) {
+    mllm_server_config c;
+    mllm_server_default_config(&c);
+    const char *model = NULL, *alias = NULL, *tmpl = NULL, *tok = NULL;
+    long v, grace = 10;
+    c.api_key = getenv("MLLM_API_KEY");
+    if (c.api_key && !c.api_key[0]) c.api_key = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *s;
+#define VAL() do { if (!(s = cli_value(argc, argv, &i))) return 2; } while (0)
+#define INT(lo, hi, dst) do { VAL(); if (!cli_int(a, s, lo, hi, &v)) return 2; dst = v; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { serve_usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = s; }
+        else if (!strcmp(a, "--host")) { VAL(); c.host = s; }
+        else if (!strcmp(a, "--port")) INT(0, 65535, c.port);
+        else if (!strcmp(a, "--api-key")) { VAL(); c.api_key = s; }
+        else if (!strcmp(a, "--alias")) { VAL(); alias = s; }
+        else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) INT(1, 256, c.n_parallel);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) INT(16, 1 << 20, c.n_ctx);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(1, 1024, c.n_threads);
+        else if (!strcmp(a, "--queue")) INT(0, 100000, c.max_queue);
+        else if (!strcmp(a, "--max-body")) INT(64, 1L << 30, c.max_body);
+        else if (!strcmp(a, "--max-messages")) INT(1, 1 << 20, c.max_messages);
+        else if (!strcmp(a, "--max-tokens")) INT(1, 1 << 20, c.max_tokens_limit);
+        else if (!strcmp(a, "--default-max-tokens")) INT(1, 1 << 20, c.default_max_tokens);
+        else if (!strcmp(a, "--timeout")) INT(1, 3600, c.timeout_s);
+        else if (!strcmp(a, "--max-connections")) INT(1, 100000, c.max_connections);
+        else if (!strcmp(a, "--shutdown-grace")) INT(0, 3600, grace);
+        else if (!strcmp(a, "--chat-template")) { VAL(); tmpl = s; }
+        else if (!strcmp(a, "--tokenizer")) { VAL(); tok = s; }
+        else { fprintf(stderr, "mllm serve: unknown option '%s' (try --help)\n", a); return 2; }
+#undef INT
+#undef VAL
+    }
+    if (!model) { serve_usage(stderr); return 2; }
+    if (c.api_key && !c.api_key[0]) { fprintf(stderr, "mllm serve: --api-key is empty\n"); return 2; }
+    char idbuf[256];
+    c.model_id = alias ? alias : default_id(model, idbuf, sizeof idbuf);
+
+    /* Signals are taken by sigwait below: block them before any thread
+       starts, so every thread inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client that hangs up must not kill the server */
+
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.tokenizer_path = tok;
+    lp.chat_template = tmpl;
+    mllm_model *m = NULL;
+    mllm_status st = mllm_model_load(model, &lp, &m);
+    if (st != MLLM_OK) return cli_fail("load", st);
+    mllm_server *srv = NULL;
+    st = mllm_server_start(m, &c, &srv);
+    if (st != MLLM_OK) { mllm_model_free(m); return cli_fail("serve", st); }
+    fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d slots)\n", c.host,
+            mllm_server_port(srv), c.model_id, c.n_parallel);
+    fflush(stderr);
+
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "mllm serve: %s, finishing running requests (up to %ld s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            grace);
+    mllm_server_drain(srv);
+    drain(srv, &set, grace);
+    mllm_server_stop(srv);
+    mllm_model_free(m);
+    fprintf(stderr, "mllm serve: stopped\n");
+    return 0;
+}

@@ -1,0 +1,115 @@
+/* POST /v1/completions and /v1/chat/completions: validate, tokenize, check
+   the context, enqueue, then wait for the job (or stream it, stream.c). */
+#include <string.h>
+#include "core/alloc.h"
+#include "server/oai.h"
+#include "server/stream.h"
+
+/* True when text already starts with the BOS token's text (chat templates
+   often write it), so tokenizing must not add a second one. */
+static bool starts_with_bos(mllm_server *S, const char *text) {
+    int32_t bos = mllm_model_bos(S->model);
+    char piece[256];
+    size_t n = 0;
+    if (bos < 0 || mllm_token_to_piece(S->model, bos, piece, sizeof piece, &n) != MLLM_OK || n == 0) return false;
+    return strlen(text) >= n && !memcmp(text, piece, n);
+}
+
+/* The job's prompt ids, and max_tokens fitted to the context. */
+static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
+    if (q->ids) {
+        j->ids = q->ids;
+        j->n_ids = q->n_ids;
+        q->ids = NULL;
+    } else {
+        int add_special = q->chat ? !starts_with_bos(S, q->prompt) : 1;
+        size_t len = strlen(q->prompt), n = 0;
+        mllm_status st = mllm_tokenize(S->model, q->prompt, len, add_special, NULL, 0, &n);
+        if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
+            j->ids = mllm_malloc((n ? n : 1) * sizeof *j->ids);
+            st = j->ids ? mllm_tokenize(S->model, q->prompt, len, add_special, j->ids, n, &n) : MLLM_ERR_NOMEM;
+        }
+        if (st != MLLM_OK) return srv_fail(e, 500, NULL, NULL, "tokenize failed: %s", mllm_last_error());
+        j->n_ids = n;
+    }
+    size_t n_ctx = (size_t)srv_sched_n_ctx(S->sched);
+    if (j->n_ids == 0) return srv_fail(e, 400, NULL, q->chat ? "messages" : "prompt", "the prompt is empty");
+    if (j->n_ids >= n_ctx)
+        return srv_fail(e, 400, "context_length_exceeded", q->chat ? "messages" : "prompt",
+                        "this model's context is %zu tokens; the prompt has %zu", n_ctx, j->n_ids);
+    size_t room = n_ctx - j->n_ids;
+    if (q->max_tokens_given && (size_t)j->sampling.max_tokens > room)
+        return srv_fail(e, 400, "context_length_exceeded", "max_tokens",
+                        "this model's context is %zu tokens; the prompt has %zu and max_tokens is %d", n_ctx,
+                        j->n_ids, j->sampling.max_tokens);
+    if (!q->max_tokens_given)
+        j->sampling.max_tokens = (size_t)S->cfg.default_max_tokens < room ? S->cfg.default_max_tokens : (int)room;
+    return 0;
+}
+
+/* Blocks until the job ends; false if the client hung up first (the job
+   is then cancelled). */
+static bool wait_job(mllm_server *S, srv_req *r, srv_job *j) {
+    double last = srv_now_ms();
+    pthread_mutex_lock(&j->mu);
+    while (j->state != SRV_JOB_DONE) {
+        srv_job_wait_locked(j, 200);
+        if (j->state == SRV_JOB_DONE || srv_now_ms() - last < 200) continue;
+        last = srv_now_ms();
+        if (srv_client_gone(r->fd)) {
+            pthread_mutex_unlock(&j->mu);
+            srv_sched_cancel(S->sched, j);
+            return false;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return true;
+}
+
+static enum MHD_Result reply_done(mllm_server *S, srv_req *r, const srv_oai_req *q, srv_job *j) {
+    pthread_mutex_lock(&j->mu);
+    srv_finish f = j->finish;
+    cJSON *o = f == SRV_FINISH_STOP || f == SRV_FINISH_LENGTH ? srv_oai_result(S, q, j) : NULL;
+    srv_err e = {0};
+    if (f == SRV_FINISH_ERROR) srv_fail(&e, (unsigned)j->http_status, NULL, NULL, "%s", j->err);
+    else if (f == SRV_FINISH_CANCELLED) srv_fail(&e, 503, "shutting_down", NULL, "the server is shutting down");
+    pthread_mutex_unlock(&j->mu);
+    return e.status ? srv_reply_err(S, r, &e) : srv_reply_json(S, r, 200, o);
+}
+
+static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
+    srv_err e = {0};
+    cJSON *root = srv_parse_body(r, &e);
+    if (!root) return srv_reply_err(S, r, &e);
+    srv_job *j = srv_job_new();
+    if (!j) { cJSON_Delete(root); return srv_reply_error(S, r, 500, NULL, "out of memory"); }
+    srv_oai_req q;
+    int rc = srv_oai_parse(S, root, chat, &q, j, &e);
+    cJSON_Delete(root);
+    if (rc == 0) rc = prompt_ids(S, &q, j, &e);
+    mllm_free(q.prompt);
+    q.prompt = NULL;
+    if (rc == 0) {
+        srv_submit sub = srv_sched_submit(S->sched, j);
+        if (sub == SRV_SUBMIT_FULL)
+            rc = srv_fail(&e, 503, "server_busy", NULL, "all %d slots are busy and %d requests are waiting; retry later",
+                          S->cfg.n_parallel, S->cfg.max_queue);
+        else if (sub == SRV_SUBMIT_CLOSED) rc = srv_fail(&e, 503, "shutting_down", NULL, "the server is shutting down");
+    }
+    if (rc) {
+        srv_oai_req_free(&q);
+        srv_job_unref(j);
+        return srv_reply_err(S, r, &e);
+    }
+    /* A generation may keep the connection quiet for long: no idle timeout
+       until it ends (a hang-up still cancels it). */
+    srv_conn_timeout(S, r->conn, false);
+    if (q.stream) return srv_stream_start(S, r, &q, j); /* takes q and the job reference */
+    enum MHD_Result ret = wait_job(S, r, j) ? reply_done(S, r, &q, j) : MHD_NO;
+    srv_oai_req_free(&q);
+    srv_job_unref(j);
+    return ret;
+}
+
+enum MHD_Result srv_ep_completions(mllm_server *S, srv_req *r) { return generate(S, r, false); }
+enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r) { return generate(S, r, true); }

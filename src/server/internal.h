@@ -1,0 +1,84 @@
+/* What the server's files share: the server struct, one HTTP request, the
+   error record, and the reply helpers (http.c). */
+#ifndef MLLM_SERVER_INTERNAL_H
+#define MLLM_SERVER_INTERNAL_H
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <cjson/cJSON.h>
+#include "server/job.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/server.h"
+
+struct mllm_server {
+    mllm_model *model;
+    mllm_server_config cfg;  /* its strings point at the copies below */
+    char *host, *api_key, *model_id;
+    struct MHD_Daemon *daemon;
+    int quiesced_fd;         /* the listen socket after quiesce: closed after stop */
+    srv_sched *sched;
+    srv_metrics metrics;
+    atomic_bool draining;
+    atomic_ulong next_id;
+    int port;
+    long long created;       /* unix time of start: /v1/models "created" */
+};
+
+/* One HTTP request, from its first byte to the end of its response. */
+typedef struct {
+    struct MHD_Connection *conn;
+    const char *url, *method;
+    char *body;              /* (cap) NUL-terminated */
+    size_t len, cap;
+    bool too_big, answered;
+    double t0;               /* ms: when the request line arrived */
+    int fd;                  /* the client socket, to notice a hang-up */
+} srv_req;
+
+/* An error for the client, in OpenAI's shape:
+   {"error": {"message", "type", "param", "code"}}. */
+typedef struct {
+    unsigned status;
+    const char *code;        /* NULL or "model_not_found", ... */
+    char param[64];          /* "" or the offending field */
+    char msg[320];
+} srv_err;
+
+/* Fills e; returns -1 so parsers can `return srv_fail(e, ...)`. */
+int srv_fail(srv_err *e, unsigned status, const char *code, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Replies (MHD_queue_response); the body is copied. */
+enum MHD_Result srv_reply(mllm_server *S, srv_req *r, unsigned status, const char *content_type,
+                          const char *body, size_t len);
+/* Prints and deletes obj (NULL: a 500). */
+enum MHD_Result srv_reply_json(mllm_server *S, srv_req *r, unsigned status, cJSON *obj);
+enum MHD_Result srv_reply_err(mllm_server *S, srv_req *r, const srv_err *e);
+enum MHD_Result srv_reply_error(mllm_server *S, srv_req *r, unsigned status, const char *code,
+                                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Lifts the idle timeout while a generation keeps the connection quiet,
+   and puts it back. */
+void srv_conn_timeout(mllm_server *S, struct MHD_Connection *c, bool on);
+/* True when the peer has closed the connection (EOF or reset). */
+bool srv_client_gone(int fd);
+
+/* Endpoints (endpoints.c, generate.c). Each queues exactly one response. */
+enum MHD_Result srv_ep_health(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_models(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_model(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_metrics(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_tokenize(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_completions(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r);
+
+/* Parses the request body as a JSON object; NULL with e filled. */
+cJSON *srv_parse_body(const srv_req *r, srv_err *e);
+
+/* The http daemon (http.c). */
+mllm_status srv_http_start(mllm_server *S);
+void srv_http_quiesce(mllm_server *S);
+void srv_http_stop(mllm_server *S);
+
+#endif

@@ -1,0 +1,131 @@
+/* srv_job: the generated text with stop-string hold-back, and its lifetime. */
+#include "server/job.h"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "core/alloc.h"
+
+double srv_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *srv_finish_name(srv_finish f) {
+    switch (f) {
+    case SRV_FINISH_STOP: return "stop";
+    case SRV_FINISH_LENGTH: return "length";
+    case SRV_FINISH_CANCELLED: return "cancelled";
+    case SRV_FINISH_ERROR: return "error";
+    default: return "none";
+    }
+}
+
+srv_job *srv_job_new(void) {
+    srv_job *j = mllm_calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    /* Timed waits use the monotonic clock: wall-clock jumps cannot stall them. */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&j->mu, NULL);
+    atomic_init(&j->refs, 1);
+    atomic_init(&j->cancel, false);
+    j->state = SRV_JOB_QUEUED;
+    j->t_queued = srv_now_ms();
+    return j;
+}
+
+void srv_job_ref(srv_job *j) { atomic_fetch_add(&j->refs, 1); }
+
+void srv_job_unref(srv_job *j) {
+    if (!j || atomic_fetch_sub(&j->refs, 1) != 1) return;
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    for (int i = 0; i < j->n_stop; i++) mllm_free(j->stop[i]);
+    mllm_free(j->ids);
+    mllm_free(j->text);
+    mllm_free(j);
+}
+
+bool srv_job_add_stop(srv_job *j, const char *s, size_t len) {
+    if (j->n_stop >= SRV_MAX_STOP) return false;
+    char *c = mllm_strndup(s, len);
+    if (!c) return false;
+    j->stop[j->n_stop] = c;
+    j->stop_len[j->n_stop++] = len;
+    return true;
+}
+
+/* First index >= from where needle occurs in hay, or (size_t)-1. */
+static size_t find_bytes(const char *hay, size_t n, size_t from, const char *needle, size_t m) {
+    if (m == 0 || n < m) return (size_t)-1;
+    for (size_t i = from; i + m <= n; i++)
+        if (hay[i] == needle[0] && !memcmp(hay + i, needle, m)) return i;
+    return (size_t)-1;
+}
+
+bool srv_job_append_locked(srv_job *j, const char *piece, size_t len) {
+    if (j->finish != SRV_FINISH_NONE || len == 0) return false;
+    if (j->len + len + 1 > j->cap) {
+        size_t nc = j->cap ? j->cap : 256;
+        while (nc < j->len + len + 1) nc *= 2;
+        char *t = mllm_realloc(j->text, nc);
+        if (!t) return false; /* the text stays as it was; generation goes on */
+        j->text = t;
+        j->cap = nc;
+    }
+    size_t old = j->len;
+    memcpy(j->text + j->len, piece, len);
+    j->len += len;
+    j->text[j->len] = 0;
+    /* A stop string can only newly appear where it overlaps the new bytes. */
+    size_t cut = (size_t)-1;
+    for (int s = 0; s < j->n_stop; s++) {
+        size_t m = j->stop_len[s];
+        size_t from = old >= m - 1 ? old - (m - 1) : 0;
+        size_t at = find_bytes(j->text, j->len, from, j->stop[s], m);
+        if (at < cut) cut = at;
+    }
+    if (cut != (size_t)-1) {
+        j->len = cut;
+        j->text[cut] = 0;
+        j->safe = cut;
+        pthread_cond_broadcast(&j->cv);
+        return true;
+    }
+    /* Hold back the longest tail that is the start of some stop string. */
+    size_t hold = 0;
+    for (int s = 0; s < j->n_stop; s++) {
+        size_t m = j->stop_len[s];
+        for (size_t k = m - 1; k > hold; k--)
+            if (k <= j->len && !memcmp(j->text + j->len - k, j->stop[s], k)) { hold = k; break; }
+    }
+    size_t safe = j->len - hold;
+    if (safe > j->safe) j->safe = safe;
+    pthread_cond_broadcast(&j->cv);
+    return false;
+}
+
+void srv_job_finish_locked(srv_job *j, srv_finish f, int http_status, const char *err) {
+    if (j->finish == SRV_FINISH_NONE) j->finish = f;
+    if (f == SRV_FINISH_ERROR) {
+        j->http_status = http_status;
+        snprintf(j->err, sizeof j->err, "%s", err ? err : "internal error");
+    }
+    j->safe = j->len; /* a held-back tail that never became a stop string is text */
+    j->state = SRV_JOB_DONE;
+    j->t_end = srv_now_ms();
+    pthread_cond_broadcast(&j->cv);
+}
+
+void srv_job_wait_locked(srv_job *j, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+}

@@ -1,0 +1,32 @@
+/* Counters behind GET /metrics (Prometheus text format 0.0.4). Updated with
+   relaxed atomics from any thread; read without a lock. */
+#ifndef MLLM_SERVER_METRICS_H
+#define MLLM_SERVER_METRICS_H
+#include <stdatomic.h>
+#include <stddef.h>
+
+#define SRV_METRICS_CODES 600 /* HTTP status codes 0..599 */
+
+typedef struct {
+    atomic_ulong http_responses[SRV_METRICS_CODES]; /* by status code */
+    atomic_ulong completions_stop, completions_length, completions_cancelled, completions_error;
+    atomic_ulong rejected_full;      /* 503: queue full */
+    atomic_ulong prompt_tokens;      /* prompt tokens of finished requests */
+    atomic_ulong prompt_tokens_reused; /* of which came from a slot's KV cache */
+    atomic_ulong generated_tokens;
+    atomic_ulong prompt_us, gen_us;  /* time spent in prefill / generation */
+    atomic_ulong last_gen_tps_milli; /* tokens/s x 1000 of the last request */
+} srv_metrics;
+
+void srv_metrics_init(srv_metrics *m);
+void srv_metrics_response(srv_metrics *m, unsigned status);
+
+typedef struct {
+    int queue_len, slots_busy, slots_total;
+} srv_metrics_gauges;
+
+/* The Prometheus text into a new NUL-terminated buffer (mllm_free it), or
+   NULL when out of memory. */
+char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size_t *len);
+
+#endif

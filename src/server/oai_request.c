@@ -1,0 +1,295 @@
+/* Parses and validates OpenAI completion / chat completion requests. Every
+   field is type- and range-checked; unsupported options with non-default
+   values are refused rather than silently ignored. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "core/alloc.h"
+#include "server/oai.h"
+#include "server/utf8.h"
+
+/* Until the chat template engine is linked in, chat answers 501. */
+#pragma weak mllm_chat_render
+
+static const cJSON *field(const cJSON *root, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    return v && !cJSON_IsNull(v) ? v : NULL; /* null means "not given", as in OpenAI's API */
+}
+
+static int get_num(const cJSON *root, const char *name, double lo, double hi, double *out, srv_err *e) {
+    const cJSON *v = field(root, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return srv_fail(e, 400, NULL, name, "'%s' must be a number", name);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return srv_fail(e, 400, NULL, name, "'%s' must be in [%g, %g], got %g", name, lo, hi, v->valuedouble);
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int get_int(const cJSON *root, const char *name, double lo, double hi, double *out, bool *given, srv_err *e) {
+    const cJSON *v = field(root, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+        return srv_fail(e, 400, NULL, name, "'%s' must be an integer", name);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return srv_fail(e, 400, NULL, name, "'%s' must be in [%.0f, %.0f], got %.0f", name, lo, hi, v->valuedouble);
+    *out = v->valuedouble;
+    if (given) *given = true;
+    return 0;
+}
+
+static int get_bool(const cJSON *root, const char *name, bool *out, srv_err *e) {
+    const cJSON *v = field(root, name);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return srv_fail(e, 400, NULL, name, "'%s' must be a boolean", name);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int check_text(const char *s, const char *param, srv_err *e) {
+    if (!srv_utf8_valid(s, strlen(s))) return srv_fail(e, 400, NULL, param, "'%s' is not valid UTF-8", param);
+    return 0;
+}
+
+/* Options we do not implement: accepted only with their neutral value. */
+static int refuse_unsupported(const cJSON *root, srv_err *e) {
+    const cJSON *v;
+    if ((v = field(root, "n")) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
+        return srv_fail(e, 400, "unsupported_parameter", "n", "only n = 1 is supported");
+    if ((v = field(root, "best_of")) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
+        return srv_fail(e, 400, "unsupported_parameter", "best_of", "only best_of = 1 is supported");
+    static const char *zero[] = {"frequency_penalty", "presence_penalty"};
+    for (int i = 0; i < 2; i++)
+        if ((v = field(root, zero[i])) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
+            return srv_fail(e, 400, "unsupported_parameter", zero[i], "'%s' is not supported (use repeat_penalty)",
+                            zero[i]);
+    if ((v = field(root, "logprobs")) && !cJSON_IsFalse(v))
+        return srv_fail(e, 400, "unsupported_parameter", "logprobs", "logprobs are not supported");
+    if ((v = field(root, "echo")) && !cJSON_IsFalse(v))
+        return srv_fail(e, 400, "unsupported_parameter", "echo", "echo is not supported");
+    if (field(root, "suffix")) return srv_fail(e, 400, "unsupported_parameter", "suffix", "suffix is not supported");
+    if ((v = field(root, "tools")) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
+        return srv_fail(e, 400, "unsupported_parameter", "tools", "tools are not supported");
+    if ((v = field(root, "response_format"))) {
+        const cJSON *t = cJSON_IsObject(v) ? field(v, "type") : NULL;
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, "text"))
+            return srv_fail(e, 400, "unsupported_parameter", "response_format", "only response_format text is supported");
+    }
+    return 0;
+}
+
+static int add_stop(srv_job *j, const char *s, srv_err *e) {
+    size_t n = strlen(s);
+    if (n == 0 || n > SRV_MAX_STOP_LEN)
+        return srv_fail(e, 400, NULL, "stop", "each stop sequence must have 1 to %d bytes", SRV_MAX_STOP_LEN);
+    if (check_text(s, "stop", e)) return -1;
+    return srv_job_add_stop(j, s, n) ? 0 : srv_fail(e, 500, NULL, NULL, "out of memory");
+}
+
+static int parse_stop(const cJSON *root, srv_job *j, srv_err *e) {
+    const cJSON *v = field(root, "stop"), *s;
+    if (!v) return 0;
+    if (cJSON_IsString(v)) return add_stop(j, v->valuestring, e);
+    if (!cJSON_IsArray(v)) return srv_fail(e, 400, NULL, "stop", "'stop' must be a string or an array of strings");
+    if (cJSON_GetArraySize(v) > SRV_MAX_STOP)
+        return srv_fail(e, 400, NULL, "stop", "at most %d stop sequences", SRV_MAX_STOP);
+    cJSON_ArrayForEach(s, v) {
+        if (!cJSON_IsString(s)) return srv_fail(e, 400, NULL, "stop", "'stop' must hold strings");
+        if (add_stop(j, s->valuestring, e)) return -1;
+    }
+    return 0;
+}
+
+static int parse_sampling(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_job *j, srv_err *e) {
+    mllm_sampling *sp = &j->sampling;
+    mllm_sampling_default(sp);
+    /* OpenAI's defaults: temperature 1, top_p 1, nothing else. */
+    double temp = 1, top_p = 1, min_p = 0, rpen = 1, top_k = 0, rlast = 64, max_tokens = 0, seed = -1;
+    bool given = false, seed_given = false, ignore_eos = false;
+    if (get_num(root, "temperature", 0, 2, &temp, e) || get_num(root, "top_p", 0, 1, &top_p, e) ||
+        get_num(root, "min_p", 0, 1, &min_p, e) || get_num(root, "repeat_penalty", 0.01, 10, &rpen, e) ||
+        get_int(root, "top_k", 0, mllm_model_n_vocab(S->model), &top_k, NULL, e) ||
+        get_int(root, "repeat_last_n", 0, 1 << 20, &rlast, NULL, e) ||
+        get_int(root, "max_tokens", 1, S->cfg.max_tokens_limit, &max_tokens, &given, e) ||
+        get_int(root, "max_completion_tokens", 1, S->cfg.max_tokens_limit, &max_tokens, &given, e) ||
+        get_int(root, "seed", -9007199254740991.0, 9007199254740991.0, &seed, &seed_given, e) ||
+        get_bool(root, "ignore_eos", &ignore_eos, e))
+        return -1;
+    if (top_p <= 0) return srv_fail(e, 400, NULL, "top_p", "'top_p' must be in (0, 1]");
+    sp->temperature = (float)temp;
+    sp->top_p = (float)top_p;
+    sp->min_p = (float)min_p;
+    sp->repeat_penalty = (float)rpen;
+    sp->top_k = (int)top_k;
+    sp->repeat_last_n = (int)rlast;
+    sp->ignore_eos = ignore_eos;
+    sp->max_tokens = given ? (int)max_tokens : 0; /* 0: filled in once the prompt length is known */
+    q->max_tokens_given = given;
+    /* Without a seed each request samples differently, as with OpenAI. */
+    sp->seed = seed_given ? (uint64_t)(int64_t)seed : (uint64_t)atomic_fetch_add(&S->next_id, 1) * 0x9E3779B97F4A7C15ull;
+    return 0;
+}
+
+/* The text of one message's content: a string, null, or an array of
+   {"type": "text", "text": ...} parts (joined). NULL with e filled. */
+static char *message_text(const cJSON *content, int idx, srv_err *e) {
+    char param[48];
+    snprintf(param, sizeof param, "messages[%d].content", idx);
+    if (!content || cJSON_IsNull(content)) return mllm_strndup("", 0);
+    if (cJSON_IsString(content)) {
+        if (check_text(content->valuestring, param, e)) return NULL;
+        return mllm_strndup(content->valuestring, strlen(content->valuestring));
+    }
+    if (!cJSON_IsArray(content)) {
+        srv_fail(e, 400, NULL, param, "'%s' must be a string or an array of content parts", param);
+        return NULL;
+    }
+    size_t len = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, content) {
+        const cJSON *type = cJSON_IsObject(part) ? field(part, "type") : NULL;
+        const cJSON *text = cJSON_IsObject(part) ? field(part, "text") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+            srv_fail(e, 400, "unsupported_content", param, "only {\"type\": \"text\", \"text\": ...} parts are supported");
+            return NULL;
+        }
+        if (check_text(text->valuestring, param, e)) return NULL;
+        len += strlen(text->valuestring);
+    }
+    char *out = mllm_malloc(len + 1);
+    if (!out) { srv_fail(e, 500, NULL, NULL, "out of memory"); return NULL; }
+    size_t at = 0;
+    cJSON_ArrayForEach(part, content) {
+        const char *t = field(part, "text")->valuestring;
+        size_t n = strlen(t);
+        memcpy(out + at, t, n);
+        at += n;
+    }
+    out[at] = 0;
+    return out;
+}
+
+static const char *const ROLES[] = {"system", "developer", "user", "assistant", "tool"};
+
+/* messages -> a clean [{"role", "content"}] array for the template. */
+static cJSON *conversation(mllm_server *S, const cJSON *root, srv_err *e) {
+    const cJSON *msgs = field(root, "messages"), *m;
+    if (!msgs) { srv_fail(e, 400, NULL, "messages", "'messages' is required"); return NULL; }
+    if (!cJSON_IsArray(msgs)) { srv_fail(e, 400, NULL, "messages", "'messages' must be an array"); return NULL; }
+    int n = cJSON_GetArraySize(msgs);
+    if (n < 1 || n > S->cfg.max_messages) {
+        srv_fail(e, 400, NULL, "messages", "'messages' must hold 1 to %d messages, got %d", S->cfg.max_messages, n);
+        return NULL;
+    }
+    cJSON *out = cJSON_CreateArray();
+    int i = 0;
+    cJSON_ArrayForEach(m, msgs) {
+        char param[32];
+        snprintf(param, sizeof param, "messages[%d]", i);
+        const cJSON *role = cJSON_IsObject(m) ? field(m, "role") : NULL;
+        bool known = false;
+        for (size_t r = 0; cJSON_IsString(role) && r < sizeof ROLES / sizeof ROLES[0]; r++)
+            known |= !strcmp(role->valuestring, ROLES[r]);
+        if (!cJSON_IsObject(m)) srv_fail(e, 400, NULL, param, "'%s' must be an object", param);
+        else if (!known)
+            srv_fail(e, 400, NULL, param, "'%s.role' must be one of system, developer, user, assistant, tool", param);
+        if (!cJSON_IsObject(m) || !known) { cJSON_Delete(out); return NULL; }
+        char *text = message_text(cJSON_GetObjectItemCaseSensitive(m, "content"), i, e);
+        if (!text) { cJSON_Delete(out); return NULL; }
+        cJSON *o = cJSON_CreateObject();
+        /* "developer" is OpenAI's new name for the system role. */
+        cJSON_AddStringToObject(o, "role", strcmp(role->valuestring, "developer") ? role->valuestring : "system");
+        cJSON_AddStringToObject(o, "content", text);
+        mllm_free(text);
+        cJSON_AddItemToArray(out, o);
+        i++;
+    }
+    return out;
+}
+
+static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_err *e) {
+    cJSON *conv = conversation(S, root, e);
+    if (!conv) return -1;
+    if (!mllm_chat_render) {
+        cJSON_Delete(conv);
+        return srv_fail(e, 501, "not_implemented", NULL, "chat templates are not built into this server yet; use /v1/completions");
+    }
+    char *json = cJSON_PrintUnformatted(conv);
+    cJSON_Delete(conv);
+    if (!json) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    size_t cap = 4096, need = 0;
+    mllm_status st = MLLM_ERR_BUFFER_TOO_SMALL;
+    for (int tries = 0; tries < 3 && st == MLLM_ERR_BUFFER_TOO_SMALL; tries++) {
+        mllm_free(q->prompt);
+        q->prompt = mllm_malloc(cap);
+        if (!q->prompt) { st = MLLM_ERR_NOMEM; break; }
+        st = mllm_chat_render(S->model, json, q->prompt, cap, &need);
+        if (st == MLLM_ERR_BUFFER_TOO_SMALL) cap = need + 1;
+    }
+    cJSON_free(json);
+    if (st == MLLM_OK) return 0;
+    if (st == MLLM_ERR_UNSUPPORTED)
+        return srv_fail(e, 400, "no_chat_template", "messages", "the model has no chat template; use /v1/completions");
+    if (st == MLLM_ERR_NOMEM) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    return srv_fail(e, 400, NULL, "messages", "the chat template failed on these messages: %s", mllm_last_error());
+}
+
+/* prompt: a string, [string], [ids] or [[ids]] (one prompt per request). */
+static int parse_prompt(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_err *e) {
+    const cJSON *p = field(root, "prompt");
+    if (!p) return srv_fail(e, 400, NULL, "prompt", "'prompt' is required");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(p->child)) p = p->child;
+    if (cJSON_IsString(p)) {
+        if (check_text(p->valuestring, "prompt", e)) return -1;
+        q->prompt = mllm_strndup(p->valuestring, strlen(p->valuestring));
+        return q->prompt ? 0 : srv_fail(e, 500, NULL, NULL, "out of memory");
+    }
+    if (!cJSON_IsArray(p))
+        return srv_fail(e, 400, NULL, "prompt", "'prompt' must be a string or an array of token ids");
+    int n = cJSON_GetArraySize(p);
+    if (n < 1) return srv_fail(e, 400, NULL, "prompt", "'prompt' is empty");
+    q->ids = mllm_malloc((size_t)n * sizeof *q->ids);
+    if (!q->ids) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    int32_t n_vocab = mllm_model_n_vocab(S->model);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, p) {
+        double d = cJSON_IsNumber(t) ? t->valuedouble : -1;
+        if (!cJSON_IsNumber(t) || d != floor(d) || d < 0 || d >= n_vocab)
+            return srv_fail(e, 400, NULL, "prompt",
+                            "'prompt' must be one string or one array of token ids in [0, %d)", n_vocab);
+        q->ids[q->n_ids++] = (int32_t)d;
+    }
+    return 0;
+}
+
+int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, srv_job *j, srv_err *e) {
+    memset(q, 0, sizeof *q);
+    q->chat = chat;
+    q->created = (long long)time(NULL);
+    snprintf(q->id, sizeof q->id, "%s-%016lx", chat ? "chatcmpl" : "cmpl",
+             (unsigned long)atomic_fetch_add(&S->next_id, 1));
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!model) return srv_fail(e, 400, NULL, "model", "'model' is required");
+    if (!cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
+    if (strcmp(model->valuestring, S->model_id))
+        return srv_fail(e, 404, "model_not_found", "model", "the model '%.100s' does not exist; this server has '%s'",
+                        model->valuestring, S->model_id);
+    if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, e)) return -1;
+    const cJSON *so = field(root, "stream_options");
+    if (so) {
+        if (!cJSON_IsObject(so)) return srv_fail(e, 400, NULL, "stream_options", "'stream_options' must be an object");
+        if (!q->stream) return srv_fail(e, 400, NULL, "stream_options", "'stream_options' needs stream: true");
+        if (get_bool(so, "include_usage", &q->include_usage, e)) return -1;
+    }
+    if (parse_sampling(S, root, q, j, e) || parse_stop(root, j, e)) return -1;
+    return chat ? render_chat(S, root, q, e) : parse_prompt(S, root, q, e);
+}
+
+void srv_oai_req_free(srv_oai_req *q) {
+    mllm_free(q->prompt);
+    mllm_free(q->ids);
+    q->prompt = NULL;
+    q->ids = NULL;
+}

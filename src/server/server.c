@@ -1,0 +1,108 @@
+/* mllm_server: config, start (slots, then the listener), drain and stop. */
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/alloc.h"
+#include "core/error.h"
+#include "server/internal.h"
+
+void mllm_server_default_config(mllm_server_config *c) {
+    memset(c, 0, sizeof *c);
+    c->host = "127.0.0.1";
+    c->port = SRV_DEFAULT_PORT;
+    c->model_id = "mllm";
+    c->n_parallel = SRV_DEFAULT_PARALLEL;
+    c->max_queue = SRV_DEFAULT_QUEUE;
+    c->max_body = SRV_DEFAULT_MAX_BODY;
+    c->max_messages = SRV_DEFAULT_MAX_MESSAGES;
+    c->max_tokens_limit = SRV_DEFAULT_MAX_TOKENS_LIMIT;
+    c->default_max_tokens = SRV_DEFAULT_MAX_TOKENS;
+    c->timeout_s = SRV_DEFAULT_TIMEOUT_S;
+    c->max_connections = SRV_DEFAULT_MAX_CONNECTIONS;
+}
+
+static mllm_status check_config(const mllm_server_config *c) {
+    if (!c->host || !c->model_id || !c->model_id[0])
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: host and model id are required");
+    if (c->port < 0 || c->port > 65535) return mllm_err(MLLM_ERR_INVALID_ARG, "server: port %d out of range", c->port);
+    if (c->n_parallel < 1 || c->n_parallel > 256)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --parallel %d out of range [1, 256]", c->n_parallel);
+    if (c->max_queue < 0 || c->max_queue > 100000)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --queue %d out of range [0, 100000]", c->max_queue);
+    if (c->max_body < 64) return mllm_err(MLLM_ERR_INVALID_ARG, "server: --max-body %zu is too small", c->max_body);
+    if (c->max_messages < 1 || c->max_tokens_limit < 1 || c->default_max_tokens < 1 || c->timeout_s < 1 ||
+        c->max_connections < 1)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: limits must be positive");
+    if (c->api_key && !c->api_key[0]) return mllm_err(MLLM_ERR_INVALID_ARG, "server: the API key is empty");
+    return MLLM_OK;
+}
+
+static void server_free(mllm_server *S) {
+    srv_sched_free(S->sched);
+    mllm_free(S->host);
+    mllm_free(S->api_key);
+    mllm_free(S->model_id);
+    mllm_free(S);
+}
+
+mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, mllm_server **out) {
+    if (!model || !c || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_server_start: NULL argument");
+    *out = NULL;
+    mllm_status st = check_config(c);
+    if (st != MLLM_OK) return st;
+    mllm_server *S = mllm_calloc(1, sizeof *S);
+    if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    S->model = model;
+    S->cfg = *c;
+    S->quiesced_fd = -1;
+    S->created = (long long)time(NULL);
+    atomic_init(&S->draining, false);
+    atomic_init(&S->next_id, (unsigned long)S->created << 20);
+    srv_metrics_init(&S->metrics);
+    S->host = mllm_strndup(c->host, strlen(c->host));
+    S->model_id = mllm_strndup(c->model_id, strlen(c->model_id));
+    S->api_key = c->api_key ? mllm_strndup(c->api_key, strlen(c->api_key)) : NULL;
+    if (!S->host || !S->model_id || (c->api_key && !S->api_key)) {
+        server_free(S);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    S->cfg.host = S->host;
+    S->cfg.model_id = S->model_id;
+    S->cfg.api_key = S->api_key;
+    int threads = c->n_threads;
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
+    }
+    st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, &S->metrics, &S->sched);
+    if (st == MLLM_OK) st = srv_http_start(S);
+    if (st != MLLM_OK) { server_free(S); return st; }
+    *out = S;
+    return MLLM_OK;
+}
+
+int mllm_server_port(const mllm_server *S) { return S ? S->port : 0; }
+
+void mllm_server_drain(mllm_server *S) {
+    if (!S) return;
+    atomic_store(&S->draining, true);
+    srv_http_quiesce(S);
+    srv_sched_close(S->sched);
+}
+
+int mllm_server_busy(mllm_server *S) {
+    if (!S) return 0;
+    srv_metrics_gauges g;
+    srv_sched_gauges(S->sched, &g);
+    return g.queue_len + g.slots_busy;
+}
+
+void mllm_server_stop(mllm_server *S) {
+    if (!S) return;
+    atomic_store(&S->draining, true);
+    /* Jobs end first, so every connection thread blocked on one finishes
+       its response; then the daemon joins those threads. */
+    srv_sched_shutdown(S->sched);
+    srv_http_stop(S);
+    server_free(S);
+}

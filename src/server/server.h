@@ -1,0 +1,71 @@
+/* The OpenAI-compatible HTTP server behind `mllm serve`.
+ *
+ * Layout: HTTP threads (libmicrohttpd, one per connection) only parse,
+ * validate and enqueue (http.c, endpoints.c, oai_request.c); the scheduler
+ * (scheduler.c) owns the model's sessions: one session and one worker
+ * thread per slot, a bounded FIFO queue in front of them. A job (job.h) is
+ * the only thing both sides touch, under its own mutex.
+ *
+ *     mllm_server_config c; mllm_server_default_config(&c);
+ *     c.port = 8080;
+ *     mllm_server *srv; mllm_server_start(model, &c, &srv);
+ *     ... wait for SIGTERM ...
+ *     mllm_server_drain(srv);  // no new requests; queued ones get 503
+ *     ... wait while mllm_server_busy(srv), up to a grace period ...
+ *     mllm_server_stop(srv);   // cancels what still runs, joins, frees
+ */
+#ifndef MLLM_SERVER_SERVER_H
+#define MLLM_SERVER_SERVER_H
+#include <stddef.h>
+#include <mllm/mllm.h>
+
+/* Defaults of the limits; every one is a `mllm serve` option. */
+#define SRV_DEFAULT_PORT 8080
+#define SRV_DEFAULT_PARALLEL 2
+#define SRV_DEFAULT_QUEUE 64
+#define SRV_DEFAULT_MAX_BODY (1u << 20)  /* bytes of a request body */
+#define SRV_DEFAULT_MAX_MESSAGES 256
+#define SRV_DEFAULT_MAX_TOKENS_LIMIT 4096 /* the largest max_tokens accepted */
+#define SRV_DEFAULT_MAX_TOKENS 256        /* when a request gives none */
+#define SRV_DEFAULT_TIMEOUT_S 15          /* idle connection / slow request body */
+#define SRV_DEFAULT_MAX_CONNECTIONS 128
+#define SRV_MAX_STOP 4          /* stop sequences per request, as OpenAI */
+#define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
+#define SRV_MAX_TOKENIZE_IDS 65536 /* ids accepted by /detokenize */
+
+typedef struct {
+    const char *host;      /* "127.0.0.1"; an address, IPv6 when it has ':' */
+    int port;              /* 0 = any free port (see mllm_server_port) */
+    const char *api_key;   /* NULL = no auth; else every endpoint but /health */
+    const char *model_id;  /* the name /v1/models shows and requests must use */
+    int n_parallel;        /* slots = sessions generating at the same time */
+    int n_ctx;             /* KV cache per slot; 0 = the session default */
+    int n_threads;         /* compute threads per slot; 0 = cores / slots */
+    int max_queue;         /* requests waiting for a slot; beyond: 503 */
+    size_t max_body;       /* bytes; beyond: 413 */
+    int max_messages;      /* chat messages per request; beyond: 400 */
+    int max_tokens_limit;  /* largest max_tokens; beyond: 400 */
+    int default_max_tokens;
+    int timeout_s;         /* idle connection and request-body deadline: 408 */
+    int max_connections;
+} mllm_server_config;
+
+typedef struct mllm_server mllm_server;
+
+void mllm_server_default_config(mllm_server_config *c);
+/* Creates the slots and starts listening. The model must outlive the
+   server. Errors: MLLM_ERR_INVALID_ARG (config), MLLM_ERR_IO (cannot
+   listen), MLLM_ERR_NOMEM; the detail is in mllm_last_error(). */
+mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, mllm_server **out);
+/* The port the server listens on (useful with port 0). */
+int mllm_server_port(const mllm_server *s);
+/* Stops accepting connections and requests (new and queued ones get 503,
+   /health says 503); running generations go on. Returns at once. */
+void mllm_server_drain(mllm_server *s);
+/* Requests running or queued. */
+int mllm_server_busy(mllm_server *s);
+/* Cancels running generations (their clients get what was generated so
+   far and a clean end), joins every thread, frees. NULL is a no-op. */
+void mllm_server_stop(mllm_server *s);
+
+#endif

@@ -91,7 +91,8 @@ int cmd_template(int argc, char **argv) {
     size_t out_len = 0;
     if (!ctx) fprintf(stderr, "mllm template: cannot read %s\n", ctx_path);
     else if (mllm_template_compile(src, strlen(src), label, &t) != MLLM_OK) rc = fail("cannot compile the template");
-    else if (model && !(defaults = mllm_template_model_defaults(&mt))) fprintf(stderr, "mllm template: out of memory\n");
+    else if ((model || over.source) && !(defaults = mllm_template_model_defaults(model ? &mt : &over)))
+        fprintf(stderr, "mllm template: out of memory\n");
     else if (mllm_template_render_json(t, ctx, ctx_len, defaults, &out, &out_len) != MLLM_OK) rc = fail("cannot render");
     else {
         rc = fwrite(out, 1, out_len, stdout) == out_len && fflush(stdout) == 0 ? 0 : 1;

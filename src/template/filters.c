@@ -58,12 +58,7 @@ FILTER(f_tojson) {
         tpl_buf_free(&b);
         return tpl_fail(r, line, "%s", err);
     }
-    char *p = tpl_alloc(r->a, b.n + 1);
-    if (p) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 
 FILTER(f_length) {
@@ -121,12 +116,7 @@ FILTER(f_join) {
         if (i && sep) tv_str_append(&b, *sep);
         tv_str_append(&b, x);
     }
-    char *p = b.failed ? NULL : tpl_alloc(r->a, b.n + 1);
-    if (p && b.n) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 
 /* select / reject / selectattr / rejectattr: attr: the first argument is an
@@ -304,12 +294,7 @@ FILTER(f_escape) {
         else if (c == '\'') tpl_buf_put(&b, "&#39;", 5);
         else tpl_buf_putc(&b, c);
     }
-    char *p = b.failed ? NULL : tpl_alloc(r->a, b.n + 1);
-    if (p && b.n) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 
 /* indent(width=4, first=False, blank=False): indents every line but the first. */
@@ -338,12 +323,7 @@ FILTER(f_indent) {
         tpl_buf_putc(&b, v.u.s.p[i]);
         if (v.u.s.p[i] == '\n') { at_start = true; is_first = false; }
     }
-    char *p = b.failed ? NULL : tpl_alloc(r->a, b.n + 1);
-    if (p && b.n) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 
 /* ---- tests ----------------------------------------------------------------------------- */

@@ -126,6 +126,8 @@ void tpl_buf_put(tpl_buf *b, const char *s, size_t n);
 void tpl_buf_putc(tpl_buf *b, char c);
 void tpl_buf_printf(tpl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tpl_buf_free(tpl_buf *b);
+/* Moves the buffer's bytes into an arena string (frees the buffer). */
+bool tpl_buf_take(tpl_render *r, int line, tpl_buf *b, tval *out);
 
 /* str(v) as Python prints it (str of a str is itself; None -> "None";
    1.0 -> "1.0"; lists and dicts with repr() of their items). */

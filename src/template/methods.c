@@ -184,12 +184,7 @@ bool tpl_str_replace(tpl_render *r, int line, tval s, const tval *old, const tva
         }
     }
     tpl_buf_put(&b, s.u.s.p + st, s.u.s.n - st);
-    char *p = b.failed ? NULL : tpl_alloc(r->a, b.n + 1);
-    if (p && b.n) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 BUILTIN(m_replace) { return tpl_str_replace(r, line, self, ARG(0, "old"), ARG(1, "new"), ARG(2, "count"), out); }
 
@@ -207,12 +202,7 @@ bool tpl_str_case(tpl_render *r, int line, tval s, char mode, tval *out) {
                      utf8proc_category((utf8proc_int32_t)cp) != UTF8PROC_CATEGORY_LT;
         first = false;
     }
-    char *p = b.failed ? NULL : tpl_alloc(r->a, b.n + 1);
-    if (p && b.n) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 BUILTIN(m_upper) { return tpl_str_case(r, line, self, 'u', out); }
 BUILTIN(m_lower) { return tpl_str_case(r, line, self, 'l', out); }
@@ -255,12 +245,7 @@ BUILTIN(m_join) {
         if (i) tpl_buf_put(&b, self.u.s.p, self.u.s.n);
         tpl_buf_put(&b, items->v[i].u.s.p, items->v[i].u.s.n);
     }
-    char *p = b.failed ? NULL : tpl_alloc(r->a, b.n + 1);
-    if (p && b.n) memcpy(p, b.p, b.n);
-    tpl_buf_free(&b);
-    if (!p) return tpl_nomem(r, line);
-    *out = tv_str(p, b.n);
-    return true;
+    return tpl_buf_take(r, line, &b, out);
 }
 
 /* isdigit / isalpha / isspace ...: kind picks the code point class. */

@@ -190,11 +190,15 @@ bool tv_to_str(tpl_render *r, int line, tval v, tval *out) {
     if (v.k == TV_UNDEF) { *out = tv_str("", 0); return true; }
     tpl_buf b = {0};
     tv_str_append(&b, v);
-    if (b.failed) { tpl_buf_free(&b); return tpl_nomem(r, line); }
-    char *p = tpl_alloc(r->a, b.n + 1);
-    if (!p) { tpl_buf_free(&b); return tpl_nomem(r, line); }
-    if (b.n) memcpy(p, b.p, b.n);
-    *out = tv_str(p, b.n);
-    tpl_buf_free(&b);
+    return tpl_buf_take(r, line, &b, out);
+}
+
+bool tpl_buf_take(tpl_render *r, int line, tpl_buf *b, tval *out) {
+    size_t n = b->n;
+    char *p = b->failed ? NULL : tpl_alloc(r->a, n + 1);
+    if (p && n) memcpy(p, b->p, n);
+    tpl_buf_free(b);
+    if (!p) return tpl_nomem(r, line);
+    *out = tv_str(p, n);
     return true;
 }

@@ -35,10 +35,13 @@ pip_log=$tmp/pip.log
 offline() { ! "$py" -m pip download --no-deps -q -d "$tmp/probe" pytest > /dev/null 2>&1; }
 
 # The package: a normal (isolated) build first; without network, the
-# interpreter's own setuptools.
+# interpreter's own setuptools. From a copy: setuptools writes build/ and
+# *.egg-info next to pyproject.toml.
 site=$tmp/site
-if ! "$py" -m pip install -q --no-deps --target "$site" "$src/python" > "$pip_log" 2>&1 &&
-   ! "$py" -m pip install -q --no-deps --no-build-isolation --target "$site" "$src/python" >> "$pip_log" 2>&1; then
+cp -r "$src/python" "$tmp/python"
+rm -rf "$tmp/python/build" "$tmp/python"/*.egg-info
+if ! "$py" -m pip install -q --no-deps --target "$site" "$tmp/python" > "$pip_log" 2>&1 &&
+   ! "$py" -m pip install -q --no-deps --no-build-isolation --target "$site" "$tmp/python" >> "$pip_log" 2>&1; then
     if offline; then echo "SKIPPED: pip install ./python needs setuptools from the registry, which pip cannot reach"; exit 77; fi
     cat "$pip_log"; echo "pip install ./python failed"; exit 1
 fi
@@ -57,7 +60,7 @@ fi
 
 # Run from an empty folder so `import pymllm` finds the installed copy.
 cd "$tmp"
-export PYTHONPATH=$site:$deps MLLM_LIBRARY=$lib MLLM_BIN=$mllm MLLM_SHARED_DIR=$shared
+export PYTHONPATH=$site:$deps MLLM_LIBRARY=$lib MLLM_BIN=$mllm MLLM_SHARED_DIR=$shared PYTHONDONTWRITEBYTECODE=1
 where=$("$py" -c 'import pymllm; print(pymllm.__file__)')
 [[ $where == "$site"/* ]] || { echo "pymllm imported from $where, not the pip-installed $site"; exit 1; }
 "$py" -m pytest -q -p no:cacheprovider "$src/tests/python" -rs

@@ -144,7 +144,7 @@ mllm_status mllm_tokenizer_decode(const mllm_tokenizer *t, const int32_t *ids, s
             }
             after_special = false;
         }
-        if (o + n <= cap) memcpy(buf + o, p, n);
+        if (n && o + n <= cap) memcpy(buf + o, p, n); /* buf may be NULL when cap is 0 */
         o += n;
     }
     *len = o;

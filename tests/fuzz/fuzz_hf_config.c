@@ -29,6 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (st) return 0;
     FZ_CHECK(memchr(cfg.arch, '\0', sizeof cfg.arch) != NULL);
     FZ_CHECK(cfg.n_vocab > 0 && cfg.n_embd > 0 && cfg.n_layer > 0 && cfg.n_head > 0);
-    FZ_CHECK(cfg.n_head_kv > 0 && cfg.head_dim > 0 && cfg.n_ff > 0 && cfg.n_ctx_train > 0);
+    /* head_dim defaults to hidden_size / num_attention_heads, which may be
+       0: mllm_model_file_check rejects that (fuzz_hf_folder covers it). */
+    FZ_CHECK(cfg.n_head_kv > 0 && cfg.head_dim >= 0 && cfg.n_ff > 0 && cfg.n_ctx_train > 0);
     return 0;
 }

@@ -3,6 +3,7 @@
    header) and hands over to the per-format opener. */
 #include "formats/model_file_internal.h"
 #include "formats/gguf.h"
+#include "formats/mllmfile_model.h"
 #include "formats/safetensors.h"
 #include "core/alloc.h"
 #include "core/error.h"
@@ -52,6 +53,7 @@ void mllm_model_file_close(mllm_model_file *f) {
     if (p) {
         for (size_t i = 0; i < p->n_shards; i++) mllm_safetensors_close(p->shards[i]);
         mllm_free(p->shards);
+        if (p->map && f->kind == MLLM_FILE_HF) mllm_model_file_release_native(f); /* .mllm: fds, copies */
         if (p->map) munmap(p->map, p->map_size);
         mllm_free(p);
     }
@@ -82,16 +84,18 @@ mllm_status mllm_model_file_open(const char *path, mllm_model_file **out) {
         f->kind = MLLM_FILE_HF;
         st = mllm_model_file_open_hf(f);
     } else {
-        char magic[4] = {0};
+        char magic[8] = {0};
         FILE *fp = fopen(path, "rb");
         if (!fp) {
             st = mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         } else {
-            size_t got = fread(magic, 1, 4, fp);
+            size_t got = fread(magic, 1, 8, fp);
             fclose(fp);
-            if (got == 4 && memcmp(magic, "GGUF", 4) == 0) {
+            if (got >= 4 && memcmp(magic, "GGUF", 4) == 0) {
                 f->kind = MLLM_FILE_GGUF;
                 st = mllm_model_file_open_gguf(f);
+            } else if (mllm_native_sniff(magic, got)) {
+                st = mllm_model_file_open_native(f); /* .mllm v1/v2/v3; sets kind */
             } else {
                 f->kind = MLLM_FILE_LLAMA2C;
                 st = mllm_model_file_open_llama2c(f);

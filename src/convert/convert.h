@@ -1,0 +1,36 @@
+/* mllm convert: any model the engine opens (GGUF, HF folder, .mllm v1/v2/v3,
+   llama2.c) -> .mllm v3 (default) or GGUF, with a quantization pipeline.
+
+       mllm_convert_params p;  mllm_convert_default_params(&p);
+       p.in = "Qwen3-0.6B/";  p.out = "q.mllm";  p.quant = "q4_0";
+       mllm_convert(&p);
+
+   Per tensor: 1-D tensors (norms, biases) are stored f32; others take the
+   pipeline's dtype (or keep theirs). Same dtype: bytes copied unchanged;
+   else each row goes to f32 (to_float) and through the target dtype's
+   quantizer (from_float, GGUF's reference quantizers). One row block in
+   memory at a time; output written to a temp file and renamed. */
+#ifndef MLLM_CONVERT_CONVERT_H
+#define MLLM_CONVERT_CONVERT_H
+#include <mllm/mllm.h>
+#include <stdbool.h>
+
+typedef struct {
+    const char *in;            /* model path (file or HF folder) */
+    const char *out;
+    const char *pipeline_path; /* JSON rules (pipeline.h), or NULL */
+    const char *quant;         /* one dtype for all matrices, or NULL (= keep) */
+    const char *config_path;   /* config.json for MLLM v1/v2 inputs, or NULL (beside the file) */
+    bool to_gguf;              /* write GGUF instead of .mllm */
+    /* One line per tensor (may be NULL). */
+    void (*progress)(void *user, const char *line);
+    void *user;
+} mllm_convert_params;
+
+void mllm_convert_default_params(mllm_convert_params *p);
+/* Errors: MLLM_ERR_INVALID_ARG (bad options), MLLM_ERR_UNSUPPORTED (a dtype
+   without quantizer, a block size that does not divide a row, an export
+   that cannot be expressed), the source's open errors, MLLM_ERR_IO. */
+mllm_status mllm_convert(const mllm_convert_params *p);
+
+#endif

@@ -1,0 +1,37 @@
+/* Shared by the converter's parts: the per-tensor plan and row converter
+   (convert.c), the tokenizer section (convert_tokenizer.c), GGUF export
+   (convert_gguf.c). */
+#ifndef MLLM_CONVERT_INTERNAL_H
+#define MLLM_CONVERT_INTERNAL_H
+#include "convert/convert.h"
+#include "formats/gguf_writer.h"
+#include "formats/mllmfile.h"
+#include "formats/model_file.h"
+
+typedef struct {
+    const mllm_convert_params *params;
+    const mllm_weight *w;
+    int dtype;            /* target */
+    int rule;             /* pipeline rule that chose it; -1 default, -2 "1-D stays f32" */
+    size_t index, count;  /* for progress lines */
+    size_t src_row, dst_row;
+    float *tmp;           /* (ne[0]) one row in f32 */
+    uint8_t *row;         /* (dst_row) one converted row */
+    int64_t row_in_buf;   /* which row `row` holds; -1 none */
+} cv_tensor;
+
+/* Fills [offset, offset+n) of the converted tensor (any byte range, in
+   increasing order): the fill callback of both writers. */
+mllm_status cv_fill(void *user, void *buf, size_t offset, size_t n);
+
+/* The source's tokenizer as a .mllm section, and its chat template
+   (*tmpl may be NULL). tmp_base: a path prefix for a scratch file. */
+mllm_status cv_tokenizer_section(const mllm_model_file *f, const char *tmp_base, mllm_tok_kind *kind, void **data,
+                                 size_t *len, char **tmpl);
+/* Copies every key of g whose name starts with prefix (NULL: all). */
+mllm_status cv_copy_kvs(const struct mllm_gguf *g, mllm_gguf_writer *w, const char *prefix);
+/* Writes the plan as a GGUF file (arch keys from f->cfg, tokenizer keys
+   from f->gguf). */
+mllm_status cv_write_gguf(const mllm_model_file *f, cv_tensor *t, size_t n, const char *out);
+
+#endif

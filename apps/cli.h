@@ -11,6 +11,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 

@@ -34,6 +34,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(c, "template")) return cmd_template(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "quantize")) return cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(c, "perplexity")) return cmd_perplexity(argc - 1, argv + 1);
     if (!strcmp(c, "convert")) return cmd_convert(argc - 1, argv + 1);
     if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);

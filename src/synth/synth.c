@@ -12,12 +12,16 @@
 static const synth_preset k_presets[] = {
     /* arch    preset  name                 E     L   H   Hkv  D    F     V       ctx     theta  eps   qkn   tied
        llama3-rope factor low high orig_ctx  qkv_bias */
-    {"qwen3", "tiny", "qwen3-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, true, true, false, 0, 0, 0, 0, false},
-    {"qwen3", "0.6b", "qwen3-0.6b-synth", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true, true, false, 0, 0, 0, 0, false},
+    {"qwen3", "tiny", "qwen3-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, true, true,
+     false, 0, 0, 0, 0, false},
+    {"qwen3", "0.6b", "qwen3-0.6b-synth", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true, true,
+     false, 0, 0, 0, 0, false},
     /* Qwen3-1.7B's shape */
-    {"qwen3", "1b", "qwen3-1.7b-synth", 2048, 28, 16, 8, 128, 6144, 151936, 40960, 1e6f, 1e-6f, true, true, false, 0, 0, 0, 0, false},
+    {"qwen3", "1b", "qwen3-1.7b-synth", 2048, 28, 16, 8, 128, 6144, 151936, 40960, 1e6f, 1e-6f, true, true,
+     false, 0, 0, 0, 0, false},
     /* Qwen2: q/k/v biases, no q/k norm; 0.6b / 1b are Qwen2.5-0.5B / -1.5B's shapes. */
-    {"qwen2", "tiny", "qwen2-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, false, true, false, 0, 0, 0, 0, true},
+    {"qwen2", "tiny", "qwen2-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, false, true,
+     false, 0, 0, 0, 0, true},
     {"qwen2", "0.6b", "qwen2.5-0.5b-synth", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f, false, true, false,
      0, 0, 0, 0, true},
     {"qwen2", "1b", "qwen2.5-1.5b-synth", 1536, 28, 12, 2, 128, 8960, 151936, 32768, 1e6f, 1e-6f, false, true, false,
@@ -26,7 +30,8 @@ static const synth_preset k_presets[] = {
     {"llama", "tiny", "llama-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 5e5f, 1e-5f, false, true,
      true, 32.0f, 1.0f, 4.0f, 8192, false},
     /* SmolLM2-360M's shape: the Llama-architecture model nearest 0.6B */
-    {"llama", "0.6b", "llama-360m-synth", 960, 32, 15, 5, 64, 2560, 49152, 8192, 1e5f, 1e-5f, false, true, false, 0, 0, 0, 0, false},
+    {"llama", "0.6b", "llama-360m-synth", 960, 32, 15, 5, 64, 2560, 49152, 8192, 1e5f, 1e-5f, false, true,
+     false, 0, 0, 0, 0, false},
     /* Llama-3.2-1B's shape */
     {"llama", "1b", "llama-3.2-1b-synth", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 5e5f, 1e-5f, false, true,
      true, 32.0f, 1.0f, 4.0f, 8192, false},
@@ -160,7 +165,8 @@ mllm_status mllm_synth_write(const char *arch, const char *preset, const char *d
     const synth_preset *p = synth_find_preset(arch, preset);
     if (!p) {
         return mllm_err(MLLM_ERR_INVALID_ARG,
-                        "synth: unknown arch/preset '%s'/'%s' (arch qwen3|qwen2|llama, preset tiny|0.6b|1b)", arch, preset);
+                        "synth: unknown arch/preset '%s'/'%s' (arch qwen3|qwen2|llama, preset tiny|0.6b|1b)", arch,
+                        preset);
     }
     static const char *const names[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
     static const int dts[] = {MLLM_DTYPE_F32, MLLM_DTYPE_F16, MLLM_DTYPE_BF16,

@@ -77,7 +77,7 @@ static mllm_status copy_kv(const mllm_gguf *g, uint64_t i, const char *key, mllm
                     key, (int)t);
 }
 
-mllm_status quant_meta_copy_gguf(const mllm_gguf *g, mllm_gguf_writer *w) {
+mllm_status quant_meta_copy_gguf(const mllm_gguf *g, mllm_gguf_writer *w, const char *skip_prefix) {
     const uint64_t n = mllm_gguf_n_kv(g);
     for (uint64_t i = 0; i < n; i++) {
         const mllm_gguf_str k = mllm_gguf_kv_key(g, i);
@@ -88,7 +88,7 @@ mllm_status quant_meta_copy_gguf(const mllm_gguf *g, mllm_gguf_writer *w) {
         memcpy(key, k.ptr, (size_t)k.len);
         key[k.len] = 0;
         if (!strcmp(key, "general.file_type") || !strcmp(key, "general.quantization_version") ||
-            !strcmp(key, "general.alignment"))
+            !strcmp(key, "general.alignment") || (skip_prefix && !strncmp(key, skip_prefix, strlen(skip_prefix))))
             continue;
         const mllm_status st = copy_kv(g, i, key, w);
         if (st) return st;

@@ -192,7 +192,7 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
         if (!plan) st = mllm_err(MLLM_ERR_NOMEM, "quantize: out of memory");
     }
     if (!st) st = mllm_gguf_writer_new(&w);
-    if (!st) st = f->gguf ? quant_meta_copy_gguf(f->gguf, w) : quant_meta_from_config(f, w);
+    if (!st) st = f->gguf ? quant_meta_copy_gguf(f->gguf, w, NULL) : quant_meta_from_config(f, w);
     if (!st && !f->gguf) st = quant_meta_hf_tokenizer(f, w);
     if (!st) st = mllm_gguf_writer_add_u32(w, "general.quantization_version", 2);
     if (!st) st = mllm_gguf_writer_add_u32(w, "general.file_type", mix->ftype);

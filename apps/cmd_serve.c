@@ -64,7 +64,8 @@ static void drain(mllm_server *srv, const sigset_t *set, long grace) {
             return;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - t0.tv_sec >= grace) {
+        double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (waited >= (double)grace) {
             fprintf(stderr, "mllm serve: grace period over, cancelling running requests\n");
             return;
         }

@@ -243,14 +243,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->answered) { *upload_data_size = 0; return MHD_YES; } /* the rest of a refused body */
     if (*upload_data_size) {
-        if (srv_now_ms() - r->t0 > 1000.0 * S->cfg.timeout_s) {
-            *upload_data_size = 0;
-            return srv_reply_error(S, r, 408, "timeout", "the request body took longer than %d s", S->cfg.timeout_s);
-        }
-        body_append(S, r, upload_data, *upload_data_size);
+        /* libmicrohttpd cannot answer in the middle of a body: a late body
+           is discarded and answered 408 when it ends; one still trickling
+           at twice the deadline is cut off. */
+        double late = srv_now_ms() - r->t0 - 1000.0 * S->cfg.timeout_s;
+        if (late > 1000.0 * S->cfg.timeout_s) return MHD_NO;
+        if (late > 0) r->timed_out = true;
+        if (!r->timed_out) body_append(S, r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (r->timed_out)
+        return srv_reply_error(S, r, 408, "timeout", "the request body took longer than %d s", S->cfg.timeout_s);
     if (r->too_big)
         return srv_reply_error(S, r, 413, "request_too_large", "the request body is larger than %zu bytes",
                                S->cfg.max_body);

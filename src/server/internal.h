@@ -31,7 +31,7 @@ typedef struct {
     const char *url, *method;
     char *body;              /* (cap) NUL-terminated */
     size_t len, cap;
-    bool too_big, answered;
+    bool too_big, timed_out, answered;
     double t0;               /* ms: when the request line arrived */
     int fd;                  /* the client socket, to notice a hang-up */
 } srv_req;

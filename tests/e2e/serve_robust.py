@@ -1,0 +1,176 @@
+"""mllm serve robustness: a full queue answers 503; a client that hangs up
+(queued, mid-stream, or waiting for a plain answer) stops its generation and
+frees its slot; SIGTERM during streaming lets short streams finish, ends long
+ones cleanly with an error event and [DONE], and the server exits 0.
+Args: mllm binary, shared dir, build dir. Loopback only."""
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "server"))
+import srvtest  # noqa: E402
+from srvtest import check  # noqa: E402
+
+LONG = 3000  # tokens: seconds of work for the tiny model, never reached in these tests
+
+
+def long_body(stream, max_tokens=LONG):
+    return json.dumps({"model": "tiny", "prompt": "Once upon a time", "max_tokens": max_tokens,
+                       "temperature": 0, "ignore_eos": True, "stream": stream})
+
+
+def open_request(s, body):
+    """Sends a POST on a raw socket and returns the socket (reply unread)."""
+    sk = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+    b = body.encode()
+    sk.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(b), b))
+    return sk
+
+
+def read_until(sk, marker, limit=1 << 20):
+    buf = b""
+    while marker not in buf and len(buf) < limit:
+        d = sk.recv(4096)
+        if not d:
+            break
+        buf += d
+    return buf
+
+
+def ends_done(raw):
+    """The last SSE event of a raw chunked response is [DONE]."""
+    i = raw.rfind(b"data: ")
+    return i >= 0 and raw[i:].startswith(b"data: [DONE]\n\n")
+
+
+def wait_for(what, pred, timeout=10):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if pred():
+            return time.time() - t0
+        time.sleep(0.05)
+    raise srvtest.Fail("timed out waiting for " + what)
+
+
+def gauges(s):
+    st, j = s.json("GET", "/health")
+    return j
+
+
+def main(argv):
+    mllm = argv[0]
+    work = tempfile.mkdtemp(prefix="mllm-serve-robust-")
+    model = srvtest.synth_tiny(mllm, work)
+
+    # ---- 1 slot, queue of 1 ------------------------------------------------
+    s = srvtest.Server(mllm, model, "--parallel", "1", "--queue", "1", "--ctx-size", "4096", "--max-tokens", "4000")
+    try:
+        a = open_request(s, long_body(True))
+        check(b"data: " in read_until(a, b"data: "), "first stream event")
+        wait_for("slot busy", lambda: gauges(s)["slots_idle"] == 0)
+        b = open_request(s, long_body(False))
+        wait_for("one queued", lambda: gauges(s)["queue_length"] == 1)
+        st, j = s.json("POST", "/v1/completions", long_body(False, 4))
+        check(st == 503 and j["error"]["code"] == "server_busy", "full queue: %d %r" % (st, j))
+        print("ok   full queue answers 503 server_busy")
+
+        m0 = s.metrics()
+        b.close()  # hang up while queued
+        wait_for("queued request dropped", lambda: gauges(s)["queue_length"] == 0, 5)
+        print("ok   a queued request whose client hung up leaves the queue")
+        a.close()  # hang up mid-stream
+        dt = wait_for("slot freed after mid-stream hang-up", lambda: gauges(s)["slots_idle"] == 1, 5)
+        m1 = s.metrics()
+        cancelled = m1['mllm_requests_total{finish_reason="cancelled"}'] - m0['mllm_requests_total{finish_reason="cancelled"}']
+        check(cancelled == 2, "2 cancelled requests counted, got %d" % cancelled)
+        gen = m1["mllm_generated_tokens_total"]
+        check(gen < LONG, "the stream's generation stopped early (%d tokens)" % gen)
+        print("ok   mid-stream hang-up frees the slot in %.2f s (%d tokens generated, not %d)" % (dt, gen, LONG))
+
+        c = open_request(s, long_body(False))  # a plain request, client gone while it runs
+        wait_for("slot busy", lambda: gauges(s)["slots_idle"] == 0)
+        time.sleep(0.3)
+        c.close()
+        dt = wait_for("slot freed after hang-up", lambda: gauges(s)["slots_idle"] == 1, 5)
+        print("ok   hang-up during a plain request frees the slot in %.2f s" % dt)
+
+        st, j = s.json("POST", "/v1/completions", long_body(False, 8))
+        check(st == 200 and j["usage"]["completion_tokens"] == 8, "the slot serves again: %d %r" % (st, j))
+        print("ok   the freed slot serves the next request")
+        rc = s.stop()
+        check(rc == 0, "exit code %d" % rc)
+    finally:
+        s.close()
+
+    # ---- SIGTERM: running streams finish, queued ones end with an error ----
+    s = srvtest.Server(mllm, model, "--parallel", "1", "--queue", "4", "--ctx-size", "4096",
+                       "--max-tokens", "4000", "--shutdown-grace", "60")
+    try:
+        results = {}
+
+        def reader(name, sk):
+            results[name] = read_until(sk, b"data: [DONE]", 1 << 24)
+
+        run_sk = open_request(s, long_body(True, 300))
+        check(b"data: " in read_until(run_sk, b"data: "), "stream started")
+        queued_sk = open_request(s, long_body(True, 300))
+        wait_for("one queued", lambda: gauges(s)["queue_length"] == 1)
+        threads = [threading.Thread(target=reader, args=(n, sk)) for n, sk in (("run", run_sk), ("queued", queued_sk))]
+        for t in threads:
+            t.start()
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        refused = s.raw(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n") if s.proc.poll() is None else 0
+        rc = s.stop(timeout=60)
+        dt = time.time() - t0
+        for t in threads:
+            t.join(10)
+        check(rc == 0, "exit code %d after SIGTERM" % rc)
+        check(refused in (0, 503), "a new request during shutdown is refused (got %d)" % refused)
+        ran, queued = results.get("run", b""), results.get("queued", b"")
+        check(ends_done(ran) and b'"finish_reason":"length"' in ran and b'"error"' not in ran,
+              "the running stream finished normally: %r" % ran[-300:])
+        check(ends_done(queued) and b'"error"' in queued, "the queued stream ended with an error event and [DONE]: %r"
+              % queued[-300:])
+        print("ok   SIGTERM: the running stream finished, the queued one got an error event, exit 0 in %.1f s" % dt)
+        for sk in (run_sk, queued_sk):
+            sk.close()
+    finally:
+        s.close()
+
+    # ---- a second signal cancels a running stream at once ----------------
+    s = srvtest.Server(mllm, model, "--parallel", "1", "--ctx-size", "4096", "--max-tokens", "4000",
+                       "--shutdown-grace", "60")
+    try:
+        sk = open_request(s, long_body(True, 4000))
+        check(b"data: " in read_until(sk, b"data: "), "stream started")
+        results = {}
+        t = threading.Thread(target=lambda: results.setdefault("long", read_until(sk, b"data: [DONE]", 1 << 24)))
+        t.start()
+        t0 = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        rc = s.stop(signal.SIGINT, timeout=30)
+        dt = time.time() - t0
+        t.join(10)
+        long_ = results.get("long", b"")
+        check(rc == 0, "exit code %d after SIGTERM + SIGINT" % rc)
+        check(ends_done(long_) and b'"error"' in long_ and b"shutting down" in long_,
+              "the cancelled stream ended with an error event and [DONE]: %r" % long_[-300:])
+        check(dt < 10, "shutdown took %.1f s" % dt)
+        print("ok   second signal: the running stream is cancelled cleanly, exit 0 in %.1f s" % dt)
+        sk.close()
+    finally:
+        s.close()
+    print("serve_robust: all passed")
+    return 0
+
+
+srvtest.run(main)

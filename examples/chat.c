@@ -61,9 +61,10 @@ static int str_add_json(str *s, const char *b, size_t n) {
 /* Appends {"role": ROLE, "content": TEXT} to the JSON array in conv
    (which holds "[" and zero or more messages, without the closing "]"). */
 static int add_message(str *conv, const char *role, const char *text, size_t len) {
-    int err = str_add(conv, conv->n > 1 ? ",{\"role\":" : "{\"role\":", conv->n > 1 ? 10 : 9);
+    const char *open = conv->n > 1 ? ",{\"role\":" : "{\"role\":";
+    int err = str_add(conv, open, strlen(open));
     if (!err) err = str_add_json(conv, role, strlen(role));
-    if (!err) err = str_add(conv, ",\"content\":", 11);
+    if (!err) err = str_add(conv, ",\"content\":", strlen(",\"content\":"));
     if (!err) err = str_add_json(conv, text, len);
     return err ? err : str_add(conv, "}", 1);
 }

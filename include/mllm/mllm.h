@@ -23,6 +23,26 @@
  *
  * Caller buffers are (buf, cap, size_t *needed): on MLLM_ERR_BUFFER_TOO_SMALL
  * *needed says how large the buffer must be.
+ *
+ * Rules every function below follows unless its comment says otherwise:
+ *  - A NULL handle or a NULL required pointer gives MLLM_ERR_INVALID_ARG
+ *    (getters that return a value instead give 0, -1 or NULL).
+ *  - A parameter struct whose struct_size is not the library's own
+ *    sizeof gives MLLM_ERR_INVALID_ARG: always fill it with its
+ *    *_default_params() / mllm_sampling_default() first.
+ *  - Any call that allocates may return MLLM_ERR_NOMEM.
+ *  - Ownership: a handle returned through an `out` pointer belongs to the
+ *    caller, who frees it with the matching *_free(). Strings and arrays
+ *    the caller passes in are only read during the call. Pointers the
+ *    library returns stay owned by the library; each comment says how long
+ *    they stay valid. Text is UTF-8; returned bytes (pieces, tokens) are
+ *    not NUL-terminated unless the comment says so.
+ *  - On an error, outputs not named in the comment are unspecified.
+ *    Initialise handle variables to NULL: *_free(NULL) is then always safe.
+ *  - Functions without a handle (version, status, default params) are
+ *    thread-safe; functions on a model are thread-safe (the model is
+ *    read-only); functions on a session need the caller to serialise them
+ *    (mllm_session_cancel() excepted).
  */
 #ifndef MLLM_MLLM_H
 #define MLLM_MLLM_H
@@ -61,12 +81,22 @@ typedef enum {
 typedef struct mllm_model mllm_model;     /* weights, config, tokenizer */
 typedef struct mllm_session mllm_session; /* KV cache, position, sampler state */
 
-/* "0.1.0" */
+/* The library's version, "MAJOR.MINOR.PATCH" ("0.1.0"): a static string,
+   never NULL. May differ from the MLLM_VERSION_* the caller compiled with. */
 MLLM_API const char *mllm_version(void);
+/* The MLLM_ABI_VERSION the library was built with. A program or binding
+   must refuse to use the library when it differs from the one it was
+   written for (struct layouts or signatures changed). */
 MLLM_API int mllm_abi_version(void);
-/* A static string naming the status; never NULL. */
+/* A static English phrase for the status ("i/o error", "context full");
+   never NULL ("unknown status" for values that are not an mllm_status). */
 MLLM_API const char *mllm_status_str(mllm_status s);
-/* The detail of the last error on this thread; never NULL, "" if none. */
+/* The detail of the last error raised on the calling thread ("file.gguf:
+   tensor 'x' at offset 123 is past the end"); never NULL, "" if none.
+   Owned by the library (a per-thread buffer, NUL-terminated, at most 1023
+   bytes); its text may change at the next mllm_* call on the same thread:
+   copy it before calling again. Successful calls do not clear it (and may
+   overwrite it), so read it only right after a call returned an error. */
 MLLM_API const char *mllm_last_error(void);
 
 /* ---- loading ---------------------------------------------------------- */
@@ -78,20 +108,41 @@ typedef struct {
     const char *tokenizer_path; /* llama2.c checkpoints: the tokenizer .bin */
 } mllm_load_params;
 
+/* Fills every field with its default and struct_size with the library's
+   sizeof(mllm_load_params). p must not be NULL. Thread-safe. */
 MLLM_API void mllm_load_default_params(mllm_load_params *p);
 
 /* Loads a GGUF file, a Hugging Face folder (config.json + *.safetensors +
    tokenizer.json) or a llama2.c checkpoint (.bin, with p->tokenizer_path).
-   On success *out owns the model; free it with mllm_model_free().
-   Errors: MLLM_ERR_IO (cannot open/map), MLLM_ERR_FORMAT (truncated or
-   corrupt), MLLM_ERR_UNSUPPORTED (architecture or dtype), MLLM_ERR_NOMEM. */
+   p may be NULL (the defaults). On success *out owns the model; free it
+   with mllm_model_free().
+   The strings in p are only read during the call.
+   Thread-safe: any number of models may be loaded at once from different
+   threads; each model's weights stay mapped until mllm_model_free().
+   Errors (mllm_last_error() names the file and the problem):
+   MLLM_ERR_INVALID_ARG (path or out NULL, wrong p->struct_size, a llama2.c
+   checkpoint without p->tokenizer_path), MLLM_ERR_IO (cannot open, read or
+   map), MLLM_ERR_FORMAT (truncated or corrupt file, tokenizer larger than
+   the model's vocabulary), MLLM_ERR_UNSUPPORTED (architecture or tensor
+   dtype this build cannot run), MLLM_ERR_NOMEM. */
 MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p,
                                      mllm_model **out);
+/* Frees the model and unmaps its weights. Every session made from it must
+   have been freed first (sessions point into the model). NULL: no-op. */
 MLLM_API void mllm_model_free(mllm_model *m);
 
-/* The model's config as a JSON object, into (buf, cap, needed). */
+/* The model's config as one JSON object ({"arch":"llama","n_vocab":512,
+   "n_layer":5, ..., "tokenizer":"spm"}), NUL-terminated, into
+   (buf, cap, needed). buf may be NULL with cap 0 to ask for the size.
+   *needed (needed may be NULL) receives the size including the NUL.
+   Errors: MLLM_ERR_INVALID_ARG (m NULL), MLLM_ERR_BUFFER_TOO_SMALL
+   (cap < *needed; buf is left untouched). */
 MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t cap,
                                           size_t *needed);
+/* Getters; thread-safe, never fail. NULL model: 0 (n_vocab, n_ctx_train)
+   or -1 (bos, eos). n_vocab is the size of the logits vector; valid token
+   ids are [0, n_vocab). n_ctx_train is the context the model was trained
+   with (a format default when the file does not say). */
 MLLM_API int32_t mllm_model_n_vocab(const mllm_model *m);
 MLLM_API int32_t mllm_model_n_ctx_train(const mllm_model *m);
 MLLM_API int32_t mllm_model_bos(const mllm_model *m); /* -1 if none */
@@ -102,10 +153,21 @@ MLLM_API int32_t mllm_model_eos(const mllm_model *m); /* -1 if none */
 /* Tokenizes `len` bytes of UTF-8. add_special: add BOS (and the model's
    other automatic specials) as the model's tokenizer config asks.
    Special-token text such as "<|im_start|>" is parsed as the special token.
-   *n_ids receives the count; MLLM_ERR_BUFFER_TOO_SMALL when cap is short. */
+   text need not be NUL-terminated (NULL is allowed when len is 0).
+   *n_ids receives the count, also on MLLM_ERR_BUFFER_TOO_SMALL: call once
+   with ids NULL and cap 0 to size the array. Thread-safe (the model is not
+   changed). Errors: MLLM_ERR_INVALID_ARG (m or n_ids NULL, text NULL with
+   len > 0, ids NULL with cap > 0), MLLM_ERR_BUFFER_TOO_SMALL (cap < *n_ids;
+   ids is left untouched), MLLM_ERR_NOMEM. */
 MLLM_API mllm_status mllm_tokenize(const mllm_model *m, const char *text, size_t len,
                                    int add_special, int32_t *ids, size_t cap, size_t *n_ids);
-/* The bytes of one token (may be part of a UTF-8 character). */
+/* The bytes of one token (may be part of a UTF-8 character; SentencePiece
+   "\xe2\x96\x81" is a space; control tokens give their text, "<s>"), into
+   buf, not NUL-terminated. *n (n may be NULL) receives the length, also on
+   MLLM_ERR_BUFFER_TOO_SMALL. To decode several tokens, concatenate their
+   bytes and decode UTF-8 once at the end. Thread-safe.
+   Errors: MLLM_ERR_INVALID_ARG (m NULL, id outside [0, n_vocab)),
+   MLLM_ERR_BUFFER_TOO_SMALL (buf NULL or cap < length). */
 MLLM_API mllm_status mllm_token_to_piece(const mllm_model *m, int32_t id, char *buf,
                                          size_t cap, size_t *n);
 
@@ -117,11 +179,22 @@ typedef struct {
     int n_threads;  /* 0 = the model's load setting */
 } mllm_session_params;
 
+/* Fills every field with its default and struct_size with the library's
+   sizeof(mllm_session_params). p must not be NULL. Thread-safe. */
 MLLM_API void mllm_session_default_params(mllm_session_params *p);
+/* A new, empty session on model m: allocates the KV cache
+   (n_layer * 2 * n_ctx * n_head_kv * head_dim floats) and starts the
+   session's own worker threads. p may be NULL (the defaults). m is only
+   read and must outlive the session; any number of sessions may share one
+   model, each used from its own thread. Errors: MLLM_ERR_INVALID_ARG (m or out NULL, wrong p->struct_size,
+   n_ctx outside [1, 1048576]), MLLM_ERR_NOMEM (KV cache, threads, graphs). */
 MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p,
                                       mllm_session **out);
+/* Frees the session, its KV cache and its threads. No call on s may be
+   running (not even on another thread). NULL: no-op. */
 MLLM_API void mllm_session_free(mllm_session *s);
-/* Forgets all tokens (the KV cache is reused). */
+/* Forgets all tokens and zeroes the timings (the KV cache memory is
+   reused). NULL: no-op. */
 MLLM_API void mllm_session_reset(mllm_session *s);
 
 typedef struct {
@@ -137,44 +210,97 @@ typedef struct {
     int ignore_eos;       /* 1: do not stop at EOS */
 } mllm_sampling;
 
+/* Fills p with the defaults and struct_size with the library's
+   sizeof(mllm_sampling): temperature 0.8, top_p 0.95, min_p 0.05,
+   repeat_penalty 1, top_k 40, repeat_last_n 64, max_tokens 128, seed 0,
+   ignore_eos 0. p must not be NULL. Thread-safe. Values are checked when
+   generation starts: temperature >= 0, 0 < top_p <= 1, 0 <= min_p <= 1,
+   repeat_penalty > 0, top_k >= 0, repeat_last_n >= 0. */
 MLLM_API void mllm_sampling_default(mllm_sampling *p);
 
 /* Called for every generated token with its bytes (pieces are held back
-   until they form whole UTF-8 characters); return non-zero to stop. */
+   until they form whole UTF-8 characters); return non-zero to stop.
+   It runs synchronously on the thread that called mllm_generate (or
+   mllm_generate_ids, mllm_chat). `piece` is not NUL-terminated and is only
+   valid during the call; len may be 0 (control tokens such as
+   "<|im_end|>" are not text). id is -1 when the library flushes bytes it
+   held back (at the end of generation, or around an oversized piece).
+   The callback must not call mllm_* functions on the same session, except
+   mllm_session_cancel() and the getters (mllm_session_n_past ...). */
 typedef int (*mllm_on_token)(void *user, int32_t id, const char *piece, size_t len);
 
-/* Feeds tokens (prefill) without sampling. */
+/* Feeds tokens (prefill) without sampling: appends ids[0..n) after the
+   tokens the session holds; mllm_session_logits() then gives the last
+   one's logits. n == 0 does nothing. Errors: MLLM_ERR_INVALID_ARG (s NULL,
+   ids NULL with n > 0, an id outside [0, n_vocab): nothing evaluated),
+   MLLM_ERR_CONTEXT_FULL (n_past + n > n_ctx: nothing evaluated),
+   MLLM_ERR_NOMEM (tokens before the failing 512-token chunk stay). */
 MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size_t n);
 /* Makes the session hold exactly ids[0..n): the longest prefix shared with
    what the KV cache already holds is kept (not recomputed) and only the
    rest is evaluated. *n_reused (may be NULL) receives the number of tokens
-   kept. This is how multi-turn chat prefills only the new tokens. */
+   kept. This is how multi-turn chat prefills only the new tokens. The
+   last token is always evaluated again so that the logits are its own.
+   Errors: as mllm_session_eval; MLLM_ERR_CONTEXT_FULL when n > n_ctx (the
+   session then still holds what it held). After another error the
+   session holds a prefix of ids. */
 MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size_t n, size_t *n_reused);
-/* The tokens the session holds (prompt and generated), in order. */
+/* The tokens the session holds (prompt and generated), in order; *n
+   (n may be NULL) receives their count (= mllm_session_n_past()). The
+   array is owned by the session and valid, with that count, until the
+   next call that changes the session. NULL session: NULL and *n = 0. */
 MLLM_API const int32_t *mllm_session_tokens(const mllm_session *s, size_t *n);
+/* The KV cache length in tokens; 0 for a NULL session. */
 MLLM_API int mllm_session_n_ctx(const mllm_session *s);
 /* Logits of the last evaluated position (n_vocab floats, owned by the
-   session, valid until the next call on it). */
+   session, valid until the next call on it; their values mean nothing
+   before the first evaluation). NULL for a NULL session. */
 MLLM_API const float *mllm_session_logits(const mllm_session *s);
+/* The number of tokens in the KV cache; 0 for a NULL session. */
 MLLM_API int mllm_session_n_past(const mllm_session *s);
 
-/* Tokenizes `prompt` (with BOS if the model wants one), prefills it and
-   samples up to sp->max_tokens tokens, calling cb for each. */
+/* Tokenizes `prompt` (NUL-terminated UTF-8; BOS is added if the model
+   wants one and the session is empty), prefills it after the tokens the
+   session already holds and samples up to sp->max_tokens tokens, calling
+   cb (may be NULL) for each. Returns MLLM_OK when the model ends the text
+   (EOS or another end-of-generation token, which is not delivered; unless
+   sp->ignore_eos), after max_tokens tokens (max_tokens <= 0: prefill only),
+   or when cb returns non-zero. The session then holds the prompt and the
+   delivered tokens (except the one on which cb asked to stop), so a later
+   call continues the text; mllm_session_reset() starts afresh.
+   Blocking; one call per session at a time; cancel it from another thread
+   with mllm_session_cancel().
+   Errors: MLLM_ERR_INVALID_ARG (s, prompt or sp NULL, wrong sp->struct_size,
+   sampling values out of range, empty prompt on an empty session),
+   MLLM_ERR_CONTEXT_FULL (the prompt does not fit: nothing is evaluated; or
+   the cache filled up while generating: the tokens delivered so far stay),
+   MLLM_ERR_CANCELLED, MLLM_ERR_NOMEM. */
 MLLM_API mllm_status mllm_generate(mllm_session *s, const char *prompt, const mllm_sampling *sp,
                                    mllm_on_token cb, void *user);
-/* Same as mllm_generate, from token ids. */
+/* Same as mllm_generate, from token ids (added as given: no BOS is put
+   in). n == 0 continues from the tokens the session holds. Errors: as
+   mllm_generate; MLLM_ERR_INVALID_ARG also for ids NULL with n > 0 and
+   for an id outside [0, n_vocab). */
 MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size_t n,
                                        const mllm_sampling *sp, mllm_on_token cb, void *user);
-/* Asks a running generation to stop; it returns MLLM_ERR_CANCELLED. */
+/* Asks a running generation on s to stop; it returns MLLM_ERR_CANCELLED
+   before its next token. Thread-safe: the one call that may be made from
+   any thread while another thread uses s (s must stay alive meanwhile).
+   A generation clears the request when it starts, so a cancel that comes
+   before mllm_generate begins has no effect; the prompt's prefill is not
+   interrupted. NULL: no-op. */
 MLLM_API void mllm_session_cancel(mllm_session *s);
 
+/* Counters since mllm_session_new() or the last mllm_session_reset(). */
 typedef struct {
-    double load_ms;
-    int n_prompt;
+    double load_ms;   /* the model's load time */
+    int n_prompt;     /* prompt tokens evaluated */
     double prompt_ms;
-    int n_gen;
+    int n_gen;        /* tokens sampled and delivered */
     double gen_ms;
 } mllm_timings;
+/* Copies the session's counters into *out. Same thread rules as the other
+   session calls. s or out NULL: no-op. */
 MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out);
 
 #ifdef __cplusplus

@@ -10,6 +10,7 @@ static void usage(FILE *f) {
             "\n"
             "commands:\n"
             "  run       generate text from a prompt (mllm run --help)\n"
+            "  chat      interactive chat with the model's own chat template\n"
             "  info      print a model's config, tensor table and traced decode graph\n"
             "  tokenize  print the token ids (and pieces) of a text\n"
             "  synth     write a random-weight model of a real family's shape\n"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) { usage(stdout); return 0; }
     if (!strcmp(c, "--version")) { printf("mllm %s\n", mllm_version()); return 0; }
     if (!strcmp(c, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(c, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);

@@ -106,6 +106,8 @@ typedef struct {
     int n_threads;         /* worker threads for compute; 0 = all cores */
     int use_mmap;          /* 1 (default): weights are mmap'd, never copied */
     const char *tokenizer_path; /* llama2.c checkpoints: the tokenizer .bin */
+    const char *chat_template;  /* NULL: the model's own; else a built-in name
+                                   ("chatml", "llama3", ...) or a .jinja file */
 } mllm_load_params;
 
 /* Fills every field with its default and struct_size with the library's
@@ -283,6 +285,24 @@ MLLM_API mllm_status mllm_generate(mllm_session *s, const char *prompt, const ml
    for an id outside [0, n_vocab). */
 MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size_t n,
                                        const mllm_sampling *sp, mllm_on_token cb, void *user);
+/* Renders a conversation with the model's chat template. `conversation` is
+   JSON: either an array of OpenAI-style messages
+   ([{"role": "user", "content": "Hi"}]) or an object whose keys become the
+   template's variables ({"messages": [...], "tools": [...],
+   "enable_thinking": false}). add_generation_prompt is true unless the
+   object sets it; bos_token / eos_token default to the model's. The text
+   goes to (buf, cap, needed). Errors: MLLM_ERR_UNSUPPORTED (the model has
+   no template), MLLM_ERR_FORMAT (template syntax), MLLM_ERR_INVALID_ARG
+   (bad JSON, template runtime error), MLLM_ERR_BUFFER_TOO_SMALL. */
+MLLM_API mllm_status mllm_chat_render(const mllm_model *m, const char *conversation, char *buf,
+                                      size_t cap, size_t *needed);
+/* Renders the conversation, syncs the session to its tokens (only tokens
+   after the prefix already in the KV cache are computed) and generates the
+   reply like mllm_generate. n_reused (may be NULL) receives the number of
+   prompt tokens that were reused from the cache. */
+MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const mllm_sampling *sp,
+                               mllm_on_token cb, void *user, size_t *n_reused);
+
 /* Asks a running generation on s to stop; it returns MLLM_ERR_CANCELLED
    before its next token. Thread-safe: the one call that may be made from
    any thread while another thread uses s (s must stay alive meanwhile).

@@ -10,13 +10,21 @@
 #include "models/llama.h"
 #include "tokenizer/tokenizer.h"
 
+struct mllm_template;
+
 struct mllm_model {
     mllm_model_file *file;
     mllm_llama llama;
     mllm_tokenizer *tok;
     int n_threads;
     double load_ms;
+    struct mllm_template *tmpl; /* compiled at load; NULL if none or broken */
+    char *tmpl_error;           /* why tmpl is NULL, reported by chat calls */
 };
+
+/* Compiles the chat template (override name/file, else the model's own).
+   A missing or broken template is not a load error: chat calls report it. */
+void mllm_model_init_template(mllm_model *m, const char *override);
 
 struct mllm_session {
     mllm_model *m;

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "template/template.h"
 
 double mllm_now_ms(void) {
     struct timespec ts;
@@ -61,6 +62,16 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         mllm_model_free(m);
         return st;
     }
+    if (p && p->chat_template) {
+        mllm_model_init_template(m, p->chat_template);
+        if (!m->tmpl) {
+            st = mllm_err(MLLM_ERR_INVALID_ARG, "%s", m->tmpl_error ? m->tmpl_error : "bad chat template");
+            mllm_model_free(m);
+            return st;
+        }
+    } else {
+        mllm_model_init_template(m, NULL);
+    }
     m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
     m->load_ms = mllm_now_ms() - t0;
     *out = m;
@@ -69,6 +80,8 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
 
 MLLM_API void mllm_model_free(mllm_model *m) {
     if (!m) return;
+    mllm_template_free(m->tmpl);
+    mllm_free(m->tmpl_error);
     mllm_tokenizer_free(m->tok);
     mllm_llama_release(&m->llama);
     mllm_model_file_close(m->file);

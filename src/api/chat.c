@@ -1,0 +1,138 @@
+/* Chat: the model's template renders a conversation; the session is synced
+   to its tokens so each turn computes only what is new. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include "api/internal.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "template/template.h"
+
+static char *read_small_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && n < (1L << 24) && fseek(f, 0, SEEK_SET) == 0 && (buf = mllm_malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) { mllm_free(buf); buf = NULL; }
+            else buf[n] = 0;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+void mllm_model_init_template(mllm_model *m, const char *override) {
+    const char *src = NULL, *name = "chat template";
+    char *owned = NULL;
+    if (override) {
+        src = mllm_template_builtin(override);
+        name = override;
+        if (!src) src = owned = read_small_file(override);
+        if (!src) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "chat template '%s' is neither a built-in (%s) nor a readable file", override,
+                     mllm_template_builtin_names());
+            m->tmpl_error = mllm_strndup(msg, strlen(msg));
+            return;
+        }
+    } else {
+        src = mllm_tokenizer_chat_template(m->tok);
+        if (!src) {
+            const char *msg = "the model has no chat template (use --chat-template NAME|FILE)";
+            m->tmpl_error = mllm_strndup(msg, strlen(msg));
+            return;
+        }
+    }
+    if (mllm_template_compile(src, strlen(src), name, &m->tmpl) != MLLM_OK) {
+        const char *e = mllm_last_error();
+        m->tmpl_error = mllm_strndup(e, strlen(e));
+        m->tmpl = NULL;
+    }
+    mllm_free(owned);
+}
+
+/* The model's special-token texts as template defaults. */
+static char *defaults_json(const mllm_model *m) {
+    cJSON *o = cJSON_CreateObject();
+    int32_t ids[2] = {mllm_tokenizer_bos(m->tok), mllm_tokenizer_eos(m->tok)};
+    const char *keys[2] = {"bos_token", "eos_token"};
+    for (int i = 0; i < 2; i++) {
+        size_t len = 0;
+        const char *t = ids[i] >= 0 ? mllm_tokenizer_token_text(m->tok, ids[i], &len) : NULL;
+        char *z = mllm_strndup(t ? t : "", t ? len : 0);
+        if (z) cJSON_AddStringToObject(o, keys[i], z);
+        mllm_free(z);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* conversation (array or object) -> the context object as JSON text. */
+static mllm_status context_of(const char *conversation, char **out) {
+    cJSON *c = cJSON_Parse(conversation);
+    if (!c || (!cJSON_IsArray(c) && !cJSON_IsObject(c))) {
+        cJSON_Delete(c);
+        return mllm_err(MLLM_ERR_INVALID_ARG, "conversation must be a JSON array of messages or a JSON object");
+    }
+    cJSON *ctx = c;
+    if (cJSON_IsArray(c)) {
+        ctx = cJSON_CreateObject();
+        cJSON_AddItemToObject(ctx, "messages", c);
+    }
+    if (!cJSON_GetObjectItem(ctx, "add_generation_prompt")) cJSON_AddTrueToObject(ctx, "add_generation_prompt");
+    *out = cJSON_PrintUnformatted(ctx);
+    cJSON_Delete(ctx);
+    return *out ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+}
+
+static mllm_status render(const mllm_model *m, const char *conversation, char **text, size_t *len) {
+    if (!m->tmpl) return mllm_err(MLLM_ERR_UNSUPPORTED, "%s", m->tmpl_error ? m->tmpl_error : "no chat template");
+    char *ctx = NULL;
+    mllm_status st = context_of(conversation, &ctx);
+    if (st != MLLM_OK) return st;
+    char *defs = defaults_json(m);
+    st = mllm_template_render_json(m->tmpl, ctx, strlen(ctx), defs, text, len);
+    cJSON_free(ctx);
+    cJSON_free(defs);
+    return st;
+}
+
+MLLM_API mllm_status mllm_chat_render(const mllm_model *m, const char *conversation, char *buf, size_t cap,
+                                      size_t *needed) {
+    if (!m || !conversation) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat_render: NULL argument");
+    char *text = NULL;
+    size_t len = 0;
+    mllm_status st = render(m, conversation, &text, &len);
+    if (st != MLLM_OK) return st;
+    if (needed) *needed = len + 1;
+    if (!buf || cap < len + 1) st = mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", len + 1);
+    else memcpy(buf, text, len + 1);
+    mllm_free(text);
+    return st;
+}
+
+MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const mllm_sampling *sp, mllm_on_token cb,
+                               void *user, size_t *n_reused) {
+    if (!s || !conversation || !sp) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat: NULL argument");
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    mllm_status st = render(s->m, conversation, &text, &len);
+    if (st != MLLM_OK) return st;
+    /* Like apply_chat_template: the template writes BOS itself if it wants one. */
+    st = mllm_tokenizer_encode(s->m->tok, text, len, false, true, NULL, 0, &n);
+    int32_t *ids = NULL;
+    if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
+        ids = mllm_malloc((n ? n : 1) * sizeof *ids);
+        st = ids ? mllm_tokenizer_encode(s->m->tok, text, len, false, true, ids, n, &n)
+                 : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    mllm_free(text);
+    if (st == MLLM_OK && n == 0) st = mllm_err(MLLM_ERR_INVALID_ARG, "the rendered conversation is empty");
+    if (st == MLLM_OK) st = mllm_session_sync(s, ids, n, n_reused);
+    mllm_free(ids);
+    if (st == MLLM_OK) st = mllm_generate_ids(s, NULL, 0, sp, cb, user);
+    return st;
+}

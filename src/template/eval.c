@@ -127,12 +127,7 @@ static bool exec_for(tpl_render *r, tpl_scope *s, const tpl_node *n) {
     tpl_loop *lp = tpl_alloc(r->a, sizeof *lp);
     if (!lp) return tpl_nomem(r, n->line);
     lp->items = items;
-    tval outer = {.k = TV_UNDEF};
-    for (tpl_scope *p = s; p; p = p->parent) {
-        tval *v = tpl_dict_get(&p->vars, "loop", 4);
-        if (v) { outer = *v; break; }
-    }
-    if (outer.k == TV_LOOP) lp->depth0 = outer.u.loop->depth0 + 1;
+    /* depth0 stays 0: only recursive loops (not supported) go deeper. */
     tval lv = {.k = TV_LOOP};
     lv.u.loop = lp;
     for (size_t i = 0; i < items->n; i++) {

@@ -21,6 +21,7 @@ bool tpl_fail(tpl_render *r, int line, const char *fmt, ...) {
 }
 
 bool tpl_nomem(tpl_render *r, int line) {
+    if (!r->failed) r->oom = true;
     return tpl_fail(r, line, "out of memory (or over the %zu MiB limit of one render)",
                     TPL_MAX_ARENA >> 20);
 }
@@ -402,7 +403,9 @@ static bool eval_filter(tpl_render *r, tpl_scope *s, const tpl_node *e, const tv
     else if (!tpl_eval(r, s, e->a, &obj)) return false;
     evargs a;
     if (!eval_args(r, s, e, 0, &a)) return false;
-    return tpl_filter_find(e->name)(r, e->line, obj, a.args, a.n, a.kw_names, a.kw_vals, a.kw_n, out);
+    tpl_filter_fn f = tpl_filter_find(e->name);
+    if (!f) return tpl_fail(r, e->line, "unknown filter '%s'", e->name);
+    return f(r, e->line, obj, a.args, a.n, a.kw_names, a.kw_vals, a.kw_n, out);
 }
 
 bool tpl_apply_filters(tpl_render *r, tpl_scope *s, const tpl_node *chain, tval input, tval *out);
@@ -417,7 +420,9 @@ static bool eval_test(tpl_render *r, tpl_scope *s, const tpl_node *e, tval *out)
     if (!eval_args(r, s, e, 0, &a)) return false;
     if (a.kw_n) return tpl_fail(r, e->line, "test '%s' takes no keyword arguments", e->name);
     bool res;
-    if (!tpl_test_find(e->name)(r, e->line, obj, a.args, a.n, &res)) return false;
+    tpl_test_fn t = tpl_test_find(e->name);
+    if (!t) return tpl_fail(r, e->line, "unknown test '%s'", e->name);
+    if (!t(r, e->line, obj, a.args, a.n, &res)) return false;
     *out = tv_bool(res != (e->op != 0));
     return true;
 }

@@ -56,6 +56,7 @@ FILTER(f_tojson) {
     char err[200];
     if (!tpl_json_dump(&b, v, ip, sk && tv_truthy(*sk), err, sizeof err)) {
         tpl_buf_free(&b);
+        if (strstr(err, "out of memory")) return tpl_nomem(r, line);
         return tpl_fail(r, line, "%s", err);
     }
     return tpl_buf_take(r, line, &b, out);
@@ -335,7 +336,8 @@ TEST(t_undefined) { *out = v.k == TV_UNDEF; return true; }
 TEST(t_none) { *out = v.k == TV_NONE; return true; }
 TEST(t_string) { *out = v.k == TV_STR; return true; }
 TEST(t_mapping) { *out = v.k == TV_DICT; return true; }
-TEST(t_sequence) { *out = v.k == TV_STR || v.k == TV_LIST || v.k == TV_DICT; return true; }
+/* Undefined has __len__ and __getitem__, so Jinja2 calls it a sequence. */
+TEST(t_sequence) { *out = v.k == TV_STR || v.k == TV_LIST || v.k == TV_DICT || v.k == TV_UNDEF; return true; }
 /* Undefined is iterable in Jinja2 (it iterates as empty). */
 TEST(t_iterable) { *out = v.k == TV_STR || v.k == TV_LIST || v.k == TV_DICT || v.k == TV_UNDEF; return true; }
 TEST(t_number) { *out = v.k == TV_INT || v.k == TV_FLOAT || v.k == TV_BOOL; return true; }

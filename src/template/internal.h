@@ -248,6 +248,7 @@ struct tpl_render {
     int depth;
     int loop_ctl;        /* 0, or OP code of pending break (1) / continue (2) */
     bool failed;
+    bool oom;            /* the failure was an allocation */
     char err[TPL_ERR_CAP];
 };
 

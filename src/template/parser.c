@@ -163,7 +163,6 @@ static tpl_node *parse_filter(parser *P, tpl_node *obj) {
     P->i++; /* | */
     tpl_node *f = node(P, N_FILTER, line);
     if (!f || !(f->name = expect_name(P, "a filter name after '|'"))) return NULL;
-    if (!tpl_filter_find(f->name)) { pfail(P, line, "unknown filter '%s'", f->name); return NULL; }
     f->a = obj;
     if (is_op(cur(P), OP_LPAREN) && !parse_call_args(P, f)) return NULL;
     return f;
@@ -176,7 +175,6 @@ static tpl_node *parse_test(parser *P, tpl_node *obj) {
     if (!t) return NULL;
     if (is_name(cur(P), "not")) { t->op = 1; P->i++; }
     if (!(t->name = expect_name(P, "a test name after 'is'"))) return NULL;
-    if (!tpl_test_find(t->name)) { pfail(P, line, "unknown test '%s'", t->name); return NULL; }
     t->a = obj;
     const tpl_token *c = cur(P);
     if (is_op(c, OP_LPAREN)) {
@@ -720,8 +718,33 @@ done:
     return true;
 }
 
+/* Unknown filters and tests are compile errors, except inside an if or a
+   conditional expression (Jinja2's "soft" frames), where they fail only if
+   reached at render time; a for or macro body is a new, hard frame. */
+static bool check_names(parser *P, const tpl_node *n, bool soft);
+
+static bool check_list(parser *P, const tpl_nodes *l, bool soft) {
+    for (size_t i = 0; i < l->n; i++)
+        if (!check_names(P, l->v[i], soft)) return false;
+    return true;
+}
+
+static bool check_names(parser *P, const tpl_node *n, bool soft) {
+    if (!n) return true;
+    if (!soft && n->kind == N_FILTER && !tpl_filter_find(n->name))
+        return pfail(P, n->line, "unknown filter '%s'", n->name);
+    if (!soft && n->kind == N_TEST && !tpl_test_find(n->name))
+        return pfail(P, n->line, "unknown test '%s'", n->name);
+    bool inner = soft || n->kind == N_IF || n->kind == N_COND;
+    bool body_soft = (n->kind == N_FOR || n->kind == N_MACRO) ? false : inner;
+    return check_names(P, n->a, n->kind == N_FOR ? soft : inner) &&
+           check_names(P, n->b, n->kind == N_FOR ? false : inner) && check_names(P, n->c, inner) &&
+           check_list(P, &n->args, inner) && check_list(P, &n->kw, n->kind == N_MACRO ? soft : inner) &&
+           check_list(P, &n->body, body_soft) && check_list(P, &n->orelse, n->kind == N_FOR ? soft : inner);
+}
+
 bool tpl_parse(tpl_arena *a, const tpl_tokens *toks, tpl_nodes *out, char *err, size_t errcap) {
     parser P = {.a = a, .t = toks->t, .n = toks->n, .err = err, .errcap = errcap};
     err[0] = 0;
-    return parse_body(&P, out, NULL, NULL, 0);
+    return parse_body(&P, out, NULL, NULL, 0) && check_list(&P, out, false);
 }

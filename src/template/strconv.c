@@ -116,6 +116,8 @@ static bool printable(uint32_t cp) {
     }
 }
 
+static bool container_items(tpl_buf *b, tval v);
+
 static void repr_str(tpl_buf *b, const char *s, size_t n) {
     bool has_sq = memchr(s, '\'', n) != NULL, has_dq = memchr(s, '"', n) != NULL;
     char quote = has_sq && !has_dq ? '"' : '\'';
@@ -136,7 +138,22 @@ static void repr_str(tpl_buf *b, const char *s, size_t n) {
     tpl_buf_putc(b, quote);
 }
 
+/* Nesting of the value being printed: a template can build lists nested
+   deeper than the C stack allows (ns.x = [ns.x] in a loop). */
+static _Thread_local int g_print_depth;
+
 static bool container_append(tpl_buf *b, tval v) {
+    if (g_print_depth >= TPL_MAX_DEPTH) {
+        tpl_buf_put(b, "...", 3);
+        return !b->failed;
+    }
+    g_print_depth++;
+    bool ok = container_items(b, v);
+    g_print_depth--;
+    return ok;
+}
+
+static bool container_items(tpl_buf *b, tval v) {
     if (v.k == TV_LIST) {
         const tpl_list *l = v.u.l;
         tpl_buf_putc(b, l->tuple ? '(' : '[');

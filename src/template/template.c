@@ -25,7 +25,7 @@ mllm_status mllm_template_compile(const char *src, size_t len, const char *name,
     tpl_tokens toks = {0};
     if (!tpl_lex(&t->arena, src, len, &toks, err, sizeof err) ||
         !tpl_parse(&t->arena, &toks, &t->body, err, sizeof err)) {
-        mllm_status st = t->arena.failed ? MLLM_ERR_NOMEM : MLLM_ERR_FORMAT;
+        mllm_status st = t->arena.failed || strstr(err, "out of memory") ? MLLM_ERR_NOMEM : MLLM_ERR_FORMAT;
         st = mllm_err(st, "%s: %s", t->name, err[0] ? err : "out of memory");
         mllm_template_free(t);
         return st;
@@ -45,7 +45,8 @@ static mllm_status parse_object(tpl_arena *a, const char *json, size_t len, cons
     char err[256];
     tval v;
     if (!tpl_json_parse(a, json, len, &v, err, sizeof err))
-        return mllm_err(a->failed ? MLLM_ERR_NOMEM : MLLM_ERR_INVALID_ARG, "%s: %s JSON: %s", tname, what, err);
+        return mllm_err(a->failed || strstr(err, "out of memory") ? MLLM_ERR_NOMEM : MLLM_ERR_INVALID_ARG,
+                        "%s: %s JSON: %s", tname, what, err);
     if (v.k != TV_DICT)
         return mllm_err(MLLM_ERR_INVALID_ARG, "%s: %s JSON must be an object, not %s", tname, what,
                         tv_type_name(v));
@@ -84,7 +85,7 @@ mllm_status mllm_template_render_json(const mllm_template *t, const char *ctx_js
     root->parent = cs;
     if (!tpl_render_body(&r, root, &t->body) || buf.failed) {
         if (!r.failed) tpl_nomem(&r, 0);
-        st = mllm_err(a.failed || buf.failed ? MLLM_ERR_NOMEM : MLLM_ERR_INVALID_ARG, "%s: %s", t->name, r.err);
+        st = mllm_err(r.oom || a.failed || buf.failed ? MLLM_ERR_NOMEM : MLLM_ERR_INVALID_ARG, "%s: %s", t->name, r.err);
         goto done;
     }
     *out = mllm_strndup(buf.p ? buf.p : "", buf.n);

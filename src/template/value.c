@@ -179,7 +179,22 @@ static int cmp_num(bool af, int64_t ai, double ad, bool bf, int64_t bi, double b
     return x < y ? -1 : x > y;
 }
 
+static _Thread_local int g_cmp_depth; /* see tv_equal */
+
+static bool equal_items(tval a, tval b);
+
+/* Deeper than TPL_MAX_DEPTH counts as unequal: a template can build values
+   nested deeper than the C stack allows. */
 bool tv_equal(tval a, tval b) {
+    if ((a.k != TV_LIST && a.k != TV_DICT) || a.k != b.k) return equal_items(a, b);
+    if (g_cmp_depth >= TPL_MAX_DEPTH) return false;
+    g_cmp_depth++;
+    bool r = equal_items(a, b);
+    g_cmp_depth--;
+    return r;
+}
+
+static bool equal_items(tval a, tval b) {
     bool af, bf;
     int64_t ai, bi;
     double ad, bd;
@@ -226,10 +241,14 @@ bool tv_compare(tval a, tval b, int *cmp) {
         return true;
     }
     if (a.k == TV_LIST && b.k == TV_LIST && a.u.l->tuple == b.u.l->tuple) {
+        if (g_cmp_depth >= TPL_MAX_DEPTH) return false;
         size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (size_t i = 0; i < n; i++) {
             if (tv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return tv_compare(a.u.l->v[i], b.u.l->v[i], cmp);
+            g_cmp_depth++;
+            bool r = tv_compare(a.u.l->v[i], b.u.l->v[i], cmp);
+            g_cmp_depth--;
+            return r;
         }
         *cmp = a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
         return true;

@@ -39,6 +39,49 @@ DATA = os.path.join(ROOT, "tests", "data", "templates")
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 
 
+# Small templates, one feature each: rendered into expected/snippets.json
+# with their context, so the C tests need nothing else.
+D = {"d": {"b": 2, "a": 1, "items": "key"}, "xs": [3, 1, 2], "s": "héllo wörld",
+     "msgs": [{"role": "system", "content": "S"}, {"role": "user", "content": "U1"},
+              {"role": "assistant", "content": "A1"}, {"role": "user", "content": " U2 "}],
+     "x": {"name": "f", "n": 1.0, "f": 0.1, "big": 1e20, "neg": -2.5e-7, "u": "é\u2028\"\\\n\t\u0001",
+           "l": [True, False, None, [], {}], "i": 12345678901234}}
+SNIPPETS = [
+    ("numbers", "{{ 1.0 }} {{ 1e20 }} {{ 0.1 + 0.2 }} {{ 1/3 }} {{ 10/2 }} {{ 7//2 }} {{ -7//2 }} {{ -7 % 3 }} {{ 7.5 % 2 }} {{ 2**10 }} {{ 1e-5 }} {{ 1e16 }} {{ 123456789.0 }} {{ -0.0 }} {{ 3 * 1.5 }} {{ true + 1 }}", {}),
+    ("reprs", "{{ [1, 'a', none, true, 1.5, {'k': 'v'}] }} {{ ('a',) }} {{ (1, 2) }} {{ d }} {{ ['it\\'s', 'say \"hi\"', 'both \\' \"', 'nl\\n', 'é', '\\u200b', '\\x7f'] }}", D),
+    ("tojson", "{{ x|tojson }}\n{{ x|tojson(indent=2) }}\n{{ {}|tojson(indent=2) }} {{ []|tojson }} {{ x|tojson(sort_keys=true) }} {{ 'a\"b'|tojson }} {{ none|tojson }}", D),
+    ("tojson_indent_str", "{{ xs|tojson(indent='\\t') }}|{{ d|tojson(indent=0) }}", D),
+    ("ws_trim_lstrip", "a\n  {% if true %}\n  b\n  {% endif %}\n  c {% if true %}d{% endif %}\n{# comment #}\n  {# indented comment #}\ne", {}),
+    ("ws_minus", "a   {%- if true -%}   b   {%- endif -%}   c {{- ' d ' -}} e\n\n{{ 'f' }}  \n  {{- 'g' }}", {}),
+    ("ws_plus", "a\n  {%+ if true +%}\nb\n  {%- endif %}\n\t{% if true %}x{% endif %}\n", {}),
+    ("ws_var_no_trim", "{{ 'a' }}\n  {{ 'b' }}\n{% set z = 1 %}\n{{ z }}\n\n", {}),
+    ("raw", "{% raw %}{{ not rendered }} {% if %}{% endraw %}|{%- raw -%}  x  {%- endraw -%}  |", {}),
+    ("loop_vars", "{% for v in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.previtem }}{{ loop.nextitem }}{{ loop.cycle('x', 'y') }}|{% endfor %}", D),
+    ("loop_controls", "{% for v in range(10) %}{% if v == 2 %}{% continue %}{% endif %}{% if v > 5 %}{% break %}{% endif %}{{ v }}{% endfor %}", {}),
+    ("loop_filter_else", "{% for v in range(6) if v is odd %}{{ v }}/{{ loop.length }} {% else %}none{% endfor %}|{% for v in [] %}x{% else %}empty{% endfor %}", {}),
+    ("loop_nested", "{% for a in [1, 2] %}{% for b in 'xy' %}{{ a }}{{ b }}{{ loop.depth }}{% endfor %}{{ loop.depth }} {% endfor %}", {}),
+    ("loop_dict", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %}{% for k, v in d|items %}{{ v }}{% endfor %}", D),
+    ("scopes", "{% set x = 1 %}{% for i in range(2) %}{% set x = 5 %}{{ x }}{% endfor %}{{ x }}{% if true %}{% set y = 2 %}{% endif %}{{ y }}{% set ns = namespace(c=0, s='') %}{% for i in range(4) %}{% set ns.c = ns.c + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.c }} {{ ns.s }}", {}),
+    ("macros", "{% macro m(a, b='B', c=none) %}[{{ a }}{{ b }}{{ c }}]{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(1, c=3) }}{{ m(' x ')|trim }}{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}", {}),
+    ("slicing", "{{ s[::-1] }}|{{ s[1:3] }}|{{ s[-2:] }}|{{ xs[::2] }}|{{ xs[5:] }}|{{ s[1] }}|{{ xs[-1] }}|{{ msgs[1:]|length }}|{{ xs[:-1] }}|{{ s[10:0:-3] }}", D),
+    ("tests", "{% for v in [none, true, false, 0, 1.5, 'a', [1], {'a': 1}, undefined_name] %}{{ v is defined }}{{ v is undefined }}{{ v is none }}{{ v is string }}{{ v is mapping }}{{ v is sequence }}{{ v is iterable }}{{ v is number }}{{ v is true }}{{ v is false }}{{ v is boolean }}{{ v is integer }}{{ v is float }}|{% endfor %}{{ missing is iterable }}{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 'a' is in 'abc' }}{{ none is sameas none }}{{ 2 is gt 1 }}{{ 'abc' is lower }}{{ 'ABC' is upper }}{{ 'a' is equalto 'a' }}", {}),
+    ("filters", "{{ '  a b  '|trim }}|{{ 'xxaxx'|trim('x') }}|{{ s|length }}|{{ d|length }}|{{ xs|join(', ') }}|{{ msgs|selectattr('role', 'equalto', 'user')|map(attribute='content')|join(',') }}|{{ xs|reject('equalto', 1)|list }}|{{ ['a', 'b']|map('upper')|list }}|{{ 3|string ~ 'x' }}|{{ xs|first }}{{ xs|last }}{{ s|first }}|{{ missing|default('dflt') }}{{ ''|default('e', true) }}{{ 0|default('z') }}|{{ s|upper }} {{ 'ÀB'|lower }}|{{ 'a-a-a'|replace('a', 'b', 2) }}|{{ 'abc'|list }}|{{ '42'|int + 1 }} {{ '1.5'|float }} {{ 'x'|int }} {{ -3|abs }}|{{ 'hello WORLD'|capitalize }} {{ 'hello world-x'|title }}|{{ 'a\\nb\\n\\nc'|indent(2) }}|{{ xs|reverse|list }} {{ 'abc'|reverse }}|{{ range(7)|select('odd')|list }}|{{ msgs|rejectattr('role', 'equalto', 'user')|list|length }}|{{ xs|count }}|{{ '<a & \"b\">'|e }}|{{ msgs|map(attribute='role')|unique_is_absent|default('') if false else 'ok' }}", D),
+    ("str_methods", "{{ '  a  '.strip() }}|{{ 'xxaxx'.lstrip('x') }}|{{ 'xxaxx'.rstrip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|{{ 'a,b,c'.split(',', 1) }}|{{ 'a,b,c'.rsplit(',', 1) }}|{{ 'abc'.startswith(('x', 'a')) }}{{ 'abc'.endswith('bc') }}|{{ 'aaa'.replace('a', 'b', 2) }}|{{ 'héllo'.find('l') }}{{ 'abcabc'.count('bc') }}|{{ 'ab'.upper() }}{{ 'hi there'.title() }}|{{ '\\u3000x\\u2003'.strip()|length }}|{{ '-'.join(['a', 'b']) }}|{{ '12'.isdigit() }}{{ 'a1'.isalpha() }}", D),
+    ("dict_methods", "{{ d.get('a') }} {{ d.get('zz') }} {{ d.get('zz', 'dv') }} {{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }} {{ d['items'] }} {{ d.items is defined }} {{ d.update is defined }}", D),
+    ("operators", "{{ 'a' in 'cat' }}{{ 'z' not in 'cat' }}{{ 2 in xs }}{{ 'a' in d }}|{{ 'a' ~ 1 ~ none ~ 2.0 }}|{{ 1 < 2 < 3 }}{{ 3 > 2 > 2 }}|{{ 'y' if false }}|{{ 'y' if true else 'n' }}|{{ 0 or 'b' }} {{ 'a' and 'b' }} {{ none and 1 }}|{{ not xs }}|{{ 'ab' * 3 }} {{ xs + [9] }}|{{ -xs[0] }} {{ (1 + 2) * 3 - 4 / 2 }}|{{ 'b' > 'a' }}{{ [1, 2] < [1, 3] }}{{ 1 == 1.0 }}{{ none == none }}", D),
+    ("undefined", "[{{ d.missing }}|{{ d['missing'] }}|{{ xs[10] }}|{{ none.x }}|{{ missing }}|{{ missing|length }}|{% for v in missing %}x{% endfor %}|{{ missing ~ 'a' }}]", D),
+    ("string_escapes", "{{ 'a\\nb\\t\\x41\\u00e9\\U0001F600\\\\q\\'' }}|{{ \"dq\\\"\" }}|{{ 'adj' 'acent' }}", {}),
+    ("set_block_filter_block", "{% set x %}hello {{ 1 }}{% endset %}{{ x|upper }}|{% filter upper %}abc{{ 'd' }}{% endfilter %}|{% set a, b = 1, 2 %}{{ a }}{{ b }}", {}),
+    ("trailing_newlines", "a\n\n", {}),
+    ("crlf_source", "a\r\n{% if true %}\r\nb\r\n{% endif %}\r\nc", {}),
+    ("messages_loop", "{% for m in msgs %}{% if m.role == 'system' %}{% continue %}{% endif %}<{{ m['role'] }}>{{ m.content|trim }}{% if not loop.last %}\n{% endif %}{% endfor %}", D),
+    ("soft_unknown_filter", "{% if false %}{{ x|no_such_filter }}{{ x is no_such_test }}{% endif %}{{ 'a' if true else x|no_such_filter }}ok", {}),
+    ("raise", "{% if true %}{{ raise_exception('custom failure ' ~ 42) }}{% endif %}", {}),
+    ("type_error", "{{ 'a' + 1 }}", {}),
+    ("undefined_attr_error", "{{ missing.attr }}", {}),
+]
+
+
 def make_env():
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -153,6 +196,22 @@ def main():
                 if not same:
                     bad += 1
                     print(f"{name}/{c}: mllm {str(ours)[:300]!r}\n    jinja2 {str(want)[:300]!r}")
+    # The context is stored as JSON text: readers must see 1.0 as a float.
+    snippets = {name: {"template": t, "context": json.dumps(c, ensure_ascii=False), **render(env, t, c, {})}
+                for name, t, c in SNIPPETS}
+    snip_path = os.path.join(DATA, "expected", "snippets.json")
+    if args.check:
+        old = json.load(open(snip_path, encoding="utf-8"))
+        for name, r in snippets.items():
+            total += 1
+            if old.get(name) != r:
+                bad += 1
+                print(f"snippets/{name}: expected/ differs from Jinja2 {jinja2.__version__}")
+    elif not args.mllm:
+        with open(snip_path, "w", encoding="utf-8") as f:
+            json.dump(snippets, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+        print(f"snippets: {len(snippets)} -> {os.path.relpath(snip_path, ROOT)}")
     if args.check or args.mllm:
         print(f"{total - bad} passed, {bad} failed")
     return 1 if bad else 0

@@ -9,18 +9,21 @@ static void usage(FILE *f) {
             "usage: mllm <command> [options]\n"
             "\n"
             "commands:\n"
-            "  run       generate text from a prompt (mllm run --help)\n"
-            "  chat      interactive chat with the model's own chat template\n"
-            "  info      print a model's config, tensor table and traced decode graph\n"
-            "  tokenize  print the token ids (and pieces) of a text\n"
-            "  synth     write a random-weight model of a real family's shape\n"
-            "  bench     time prompt processing and generation (llama-bench style)\n"
+            "  run         generate text from a prompt\n"
+            "  chat        interactive chat with the model's own chat template\n"
+            "  serve       OpenAI-compatible HTTP server\n"
+            "  template    render a chat template with a JSON context\n"
+            "  tokenize    print the token ids (and pieces) of a text\n"
+            "  info        print a model's config, tensor table and traced decode graph\n"
+            "  bench       time prompt processing and generation (llama-bench style)\n"
             "  perplexity  chunked perplexity of a text file\n"
-            "  convert   HF folder / GGUF -> .mllm (or GGUF), with quantization rules\n"
+            "  quantize    write a GGUF with quantized weights (q4_k_m, q8_0, ...)\n"
+            "  convert     HF folder / GGUF -> .mllm (or GGUF), with quantization rules\n"
+            "  synth       write a random-weight model of a real family's shape\n"
             "\n"
-            "models: GGUF files (v2/v3), Hugging Face folders (config.json +\n"
-            "*.safetensors + tokenizer.json), llama2.c checkpoints (with --tokenizer).\n"
-            "Not yet here: chat, serve, convert, quantize (see README.md).\n",
+            "Each command has --help. Models: GGUF files (v2/v3), Hugging Face folders\n"
+            "(config.json + *.safetensors + tokenizer.json), .mllm files, and llama2.c\n"
+            "checkpoints (with --tokenizer).\n",
             mllm_version());
 }
 

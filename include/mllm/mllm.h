@@ -123,7 +123,10 @@ MLLM_API void mllm_load_default_params(mllm_load_params *p);
    threads; each model's weights stay mapped until mllm_model_free().
    Errors (mllm_last_error() names the file and the problem):
    MLLM_ERR_INVALID_ARG (path or out NULL, wrong p->struct_size, a llama2.c
-   checkpoint without p->tokenizer_path), MLLM_ERR_IO (cannot open, read or
+   checkpoint without p->tokenizer_path, a p->chat_template that is neither
+   a built-in name nor a readable file, or does not compile; a model
+   without a template of its own still loads: mllm_chat then fails with
+   MLLM_ERR_UNSUPPORTED), MLLM_ERR_IO (cannot open, read or
    map), MLLM_ERR_FORMAT (truncated or corrupt file, tokenizer larger than
    the model's vocabulary), MLLM_ERR_UNSUPPORTED (architecture or tensor
    dtype this build cannot run), MLLM_ERR_NOMEM. */

@@ -55,14 +55,23 @@ class MllmError(Exception):
         return STATUS_NAMES.get(self.status, str(self.status))
 
 
-class LoadParams(ctypes.Structure):
+class LoadParamsBase(ctypes.Structure):
+    """mllm_load_params of libraries built before chat_template was added."""
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
         ("n_threads", ctypes.c_int),
         ("use_mmap", ctypes.c_int),
         ("tokenizer_path", ctypes.c_char_p),
-        ("chat_template", ctypes.c_char_p),
     ]
+
+
+class LoadParams(LoadParamsBase):
+    """mllm_load_params with chat_template (appended, same ABI version)."""
+    _fields_ = [("chat_template", ctypes.c_char_p)]
+
+
+# The mllm_load_params layout of the loaded library (one of the two above).
+load_params_type = LoadParams
 
 
 class SessionParams(ctypes.Structure):
@@ -115,7 +124,7 @@ _FUNCTIONS = {
     "mllm_status_str": (ctypes.c_char_p, [_st]),
     "mllm_last_error": (ctypes.c_char_p, []),
     "mllm_load_default_params": (None, [_vp]),
-    "mllm_model_load": (_st, [ctypes.c_char_p, ctypes.POINTER(LoadParams), ctypes.POINTER(_vp)]),
+    "mllm_model_load": (_st, [ctypes.c_char_p, _vp, ctypes.POINTER(_vp)]),
     "mllm_model_free": (None, [_vp]),
     "mllm_model_info_json": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, _c_size_t_p]),
     "mllm_model_n_vocab": (ctypes.c_int32, [_vp]),
@@ -183,7 +192,10 @@ def _bind(lib, path):
     if abi != ABI_VERSION:
         raise MllmError(MLLM_ERR_UNSUPPORTED,
                         f"{path}: libmllm ABI version {abi}, pymllm was written for {ABI_VERSION}")
-    for fill, struct in ((lib.mllm_load_default_params, LoadParams),
+    global load_params_type
+    size = _struct_size(lib, lib.mllm_load_default_params)
+    load_params_type = LoadParamsBase if size == ctypes.sizeof(LoadParamsBase) else LoadParams
+    for fill, struct in ((lib.mllm_load_default_params, load_params_type),
                          (lib.mllm_session_default_params, SessionParams),
                          (lib.mllm_sampling_default, Sampling)):
         size = _struct_size(lib, fill)

@@ -66,13 +66,15 @@ class Model:
         self._m = None
         self._s = None
         self._lock = threading.RLock()
-        lp = L.LoadParams()
+        lp = L.load_params_type()
         self._lib.mllm_load_default_params(ctypes.byref(lp))
         if n_threads:
             lp.n_threads = int(n_threads)
         if tokenizer is not None:
             lp.tokenizer_path = os.fsencode(tokenizer)
         if chat_template is not None:
+            if not hasattr(lp, "chat_template"):
+                raise MllmError(L.MLLM_ERR_UNSUPPORTED, "this libmllm has no chat_template option")
             lp.chat_template = chat_template.encode("utf-8")
         handle = ctypes.c_void_p()
         _check(self._lib, self._lib.mllm_model_load(os.fsencode(path), ctypes.byref(lp),

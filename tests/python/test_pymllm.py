@@ -44,7 +44,7 @@ def test_library_version_and_abi():
 
 def test_struct_sizes_match_the_library():
     lib = pymllm.load_library()
-    for fill, struct in ((lib.mllm_load_default_params, _lib.LoadParams),
+    for fill, struct in ((lib.mllm_load_default_params, _lib.load_params_type),
                          (lib.mllm_session_default_params, _lib.SessionParams),
                          (lib.mllm_sampling_default, _lib.Sampling)):
         assert _lib._struct_size(lib, fill) == ctypes.sizeof(struct), struct.__name__

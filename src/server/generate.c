@@ -5,16 +5,6 @@
 #include "server/oai.h"
 #include "server/stream.h"
 
-/* True when text already starts with the BOS token's text (chat templates
-   often write it), so tokenizing must not add a second one. */
-static bool starts_with_bos(mllm_server *S, const char *text) {
-    int32_t bos = mllm_model_bos(S->model);
-    char piece[256];
-    size_t n = 0;
-    if (bos < 0 || mllm_token_to_piece(S->model, bos, piece, sizeof piece, &n) != MLLM_OK || n == 0) return false;
-    return strlen(text) >= n && !memcmp(text, piece, n);
-}
-
 /* The job's prompt ids, and max_tokens fitted to the context. */
 static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
     if (q->ids) {
@@ -22,7 +12,9 @@ static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
         j->n_ids = q->n_ids;
         q->ids = NULL;
     } else {
-        int add_special = q->chat ? !starts_with_bos(S, q->prompt) : 1;
+        /* A chat template writes BOS itself when the model wants one (as
+           mllm_chat and apply_chat_template do); a plain prompt gets it. */
+        int add_special = !q->chat;
         size_t len = strlen(q->prompt), n = 0;
         mllm_status st = mllm_tokenize(S->model, q->prompt, len, add_special, NULL, 0, &n);
         if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {

@@ -238,3 +238,22 @@ def test_chat_is_generate_on_the_rendered_prompt_and_reuses_the_cache(qwen):
     streamed = "".join(qwen.chat(msgs, stream=True, **kw))
     assert qwen.last_chat_reused > 0
     assert streamed == qwen.generate(qwen.chat_render(msgs), **kw)
+
+
+def test_chat_without_a_template_is_unsupported(story):
+    _need_chat(story)
+    with pytest.raises(pymllm.MllmError) as e:
+        story.chat([{"role": "user", "content": "Hi"}])
+    assert e.value.status == _lib.MLLM_ERR_UNSUPPORTED and "template" in e.value.message
+
+
+def test_chat_template_override(stories):
+    lib = pymllm.load_library()
+    if not _lib.has(lib, "mllm_chat") or _lib.load_params_type is not _lib.LoadParams:
+        pytest.skip("SKIPPED: this libmllm has no chat_template option")
+    with pymllm.Model(stories[0], tokenizer=stories[1], chat_template="chatml") as m:
+        assert m.chat_render([{"role": "user", "content": "Hi"}]) == \
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    with pytest.raises(pymllm.MllmError) as e:
+        pymllm.Model(stories[0], tokenizer=stories[1], chat_template="no-such-template")
+    assert e.value.status == _lib.MLLM_ERR_INVALID_ARG and "no-such-template" in e.value.message

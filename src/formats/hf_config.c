@@ -30,7 +30,9 @@ static mllm_status get_int(const cfgdoc *d, const cJSON *obj, const char *name, 
         return MLLM_OK;
     }
     double v = cJSON_IsNumber(j) ? j->valuedouble : -1;
-    if (!cJSON_IsNumber(j) || v != (double)(int64_t)v) {
+    /* Huge values skip the integer test (casting them is undefined) and
+       fail the range test below. */
+    if (!cJSON_IsNumber(j) || (v > -9e18 && v < 9e18 && v != (double)(int64_t)v)) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: field '%s' must be an integer", d->label, name);
     }
     if (v <= 0 || v > INT32_MAX) {

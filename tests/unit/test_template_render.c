@@ -1,6 +1,6 @@
 /* Chat templates rendered by our Jinja interpreter must equal, byte for byte,
    what Python's Jinja2 (configured as transformers does) rendered for the
-   same conversations: tests/data/templates/expected/*.json, written by
+   same conversations: tests/data/templates/expected/<template>.json, written by
    tools/reference/jinja_reference.py. Cases where Jinja2 raised must raise
    here too (with the same message for raise_exception). */
 #include <cjson/cJSON.h>

@@ -234,17 +234,19 @@ static void test_q4_k_m_types(void **state) {
 
 static void test_bad_args(void **state) {
     (void)state;
+    const char *out = tu_tmp("bad.gguf");
     mllm_quantize_params p;
     mllm_quantize_default_params(&p);
     p.type = "q3_x";
-    assert_int_equal(mllm_quantize_file(wide_model(), tu_tmp("bad.gguf"), &p, NULL), MLLM_ERR_INVALID_ARG);
+    assert_int_equal(mllm_quantize_file(wide_model(), out, &p, NULL), MLLM_ERR_INVALID_ARG);
     const char *bad[] = {"ffn_down"};
     p.type = "q8_0";
     p.tensor_types = bad;
     p.n_tensor_types = 1;
-    assert_int_equal(mllm_quantize_file(wide_model(), tu_tmp("bad.gguf"), &p, NULL), MLLM_ERR_INVALID_ARG);
+    assert_int_equal(mllm_quantize_file(wide_model(), out, &p, NULL), MLLM_ERR_INVALID_ARG);
     p.n_tensor_types = 0;
-    assert_int_not_equal(mllm_quantize_file("/nonexistent/model.gguf", tu_tmp("bad.gguf"), &p, NULL), MLLM_OK);
+    assert_int_not_equal(mllm_quantize_file("/nonexistent/model.gguf", out, &p, NULL), MLLM_OK);
+    free((void *)out);
 }
 
 int main(void) {

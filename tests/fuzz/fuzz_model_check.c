@@ -2,6 +2,7 @@
 #include "fuzz_model_check.h"
 #include "fuzz_util.h"
 #include "core/dtype.h"
+#include "tokenizer/tokenizer.h"
 #include <string.h>
 
 void fz_check_model_file(const mllm_model_file *f) {
@@ -35,6 +36,26 @@ void fz_check_model_file(const mllm_model_file *f) {
     (void)sink;
 }
 
+/* The tokenizer the file carries, loaded the way mllm_model_load does. */
+static void load_tokenizer(const mllm_model_file *f) {
+    mllm_tokenizer *t = NULL;
+    mllm_status st = MLLM_OK;
+    if (f->kind == MLLM_FILE_GGUF) {
+        FZ_CHECK(f->gguf != NULL);
+        st = mllm_tokenizer_from_gguf(f->gguf, &t);
+    } else if (f->kind == MLLM_FILE_HF && f->tokenizer_json) {
+        st = mllm_tokenizer_from_hf(f->tokenizer_json, f->tokenizer_config, &t);
+    }
+    fz_check_status(st);
+    if (t) {
+        static const char text[] = "Hello <|im_start|> world 12!";
+        int32_t ids[64];
+        size_t n = 0;
+        fz_check_status(mllm_tokenizer_encode(t, text, sizeof text - 1, true, true, ids, 64, &n));
+    }
+    mllm_tokenizer_free(t);
+}
+
 void fz_open_model_file(const char *path) {
     if (!path) return;
     mllm_model_file *f = NULL;
@@ -46,6 +67,7 @@ void fz_open_model_file(const char *path) {
         const mllm_weight *w = mllm_model_file_find(f, "token_embd.weight");
         FZ_CHECK(w != NULL);
         FZ_CHECK(w->ne[0] == f->cfg.n_embd && w->ne[1] == f->cfg.n_vocab);
+        load_tokenizer(f);
     } else {
         FZ_CHECK(f == NULL);
     }

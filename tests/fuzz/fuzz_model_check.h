@@ -8,7 +8,8 @@
    (a weight past the mapping faults here, inside the fuzzer). */
 void fz_check_model_file(const mllm_model_file *f);
 /* Opens path with mllm_model_file_open, checks the status and, on success,
-   the invariants above; closes it again. */
+   the invariants above and loads the tokenizer the file carries (as
+   mllm_model_load does); closes it again. */
 void fz_open_model_file(const char *path);
 
 #endif

@@ -6,6 +6,9 @@
 #include "core/dtype.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
+#include "formats/mllm_v1v2.h"
+#include "formats/mllmfile.h"
+#include "formats/mllmfile_model.h"
 #include "formats/model_file.h"
 #include "tokenizer/tokenizer.h"
 #include <errno.h>
@@ -681,6 +684,111 @@ static void llama2c_seeds(void) {
     }
 }
 
+/* ---- native .mllm (v3, and MLLM v1/v2) ------------------------------------ */
+static mllm_status fill_vals(void *user, void *dst, size_t offset, size_t n) {
+    (void)user;
+    memcpy(dst, (const uint8_t *)g_vals + offset, n);
+    return MLLM_OK;
+}
+
+/* A v3 file of the tiny llama shape (GGUF names), with a tokenizer section. */
+static void mllm_v3_seed(const char *name, mllm_tok_kind kind) {
+    mllm_llama_config c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.arch, sizeof c.arch, "llama");
+    c.n_vocab = 16, c.n_embd = 8, c.n_layer = 1, c.n_head = 2, c.n_head_kv = 1, c.head_dim = 4;
+    c.n_ff = 16, c.n_ctx_train = 64, c.n_rot = 4, c.rope_theta = 10000.0f, c.rms_eps = 1e-5f;
+    c.rope_factor = 1.0f, c.tied_embd = true;
+    char cfg[2048];
+    int cl = mllm_mllmfile_config_to_json(&c, cfg, sizeof cfg);
+    mllm_mllmfile_writer *w;
+    check(mllm_mllmfile_writer_new(&w));
+    check(mllm_mllmfile_writer_set_config(w, cfg, (size_t)cl));
+    buf tok = {0};
+    if (kind == MLLM_TOK_GGUF_KV) {
+        mllm_gguf_writer *g = new_writer();
+        add_spm_tokenizer(g);
+        size_t n;
+        uint8_t *d = gguf_bytes(g, &n);
+        put(&tok, d, n);
+        free(d);
+    } else {
+        uint64_t a = strlen(k_bpe_json), b = strlen(k_bpe_config);
+        put(&tok, &a, 8);
+        put(&tok, &b, 8);
+        put_str(&tok, k_bpe_json);
+        put_str(&tok, k_bpe_config);
+    }
+    check(mllm_mllmfile_writer_set_tokenizer(w, kind, tok.p, tok.n));
+    check(mllm_mllmfile_writer_set_chat_template(w, "{{ messages }}", 14));
+    const struct { const char *n; int64_t ne0, ne1; } t[] = {
+        {"token_embd.weight", 8, 16}, {"blk.0.attn_norm.weight", 8, 1}, {"blk.0.attn_q.weight", 8, 8},
+        {"blk.0.attn_k.weight", 8, 4}, {"blk.0.attn_v.weight", 8, 4}, {"blk.0.attn_output.weight", 8, 8},
+        {"blk.0.ffn_norm.weight", 8, 1}, {"blk.0.ffn_gate.weight", 8, 16}, {"blk.0.ffn_up.weight", 8, 16},
+        {"blk.0.ffn_down.weight", 16, 8}, {"output_norm.weight", 8, 1}};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        int64_t ne[2] = {t[i].ne0, t[i].ne1};
+        check(mllm_mllmfile_writer_add_tensor(w, t[i].n, MLLM_DTYPE_F32, t[i].ne1 > 1 ? 2 : 1, ne, fill_vals, NULL));
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/mllm-seed-%d.mllm", (int)getpid());
+    check(mllm_mllmfile_writer_write(w, path));
+    mllm_mllmfile_writer_free(w);
+    mllm_model_file *f = NULL;
+    expect_ok(name, mllm_model_file_open(path, &f));
+    mllm_model_file_close(f);
+    size_t n;
+    uint8_t *d = read_all(path, &n);
+    unlink(path);
+    buf b = {0};
+    uint8_t mode = 7;
+    put(&b, &mode, 1);
+    put_part(&b, d, n);
+    save("mllmfile", name, b.p, b.n);
+    free(b.p);
+    free(d);
+    free(tok.p);
+}
+
+/* MLLM v1 / v2 files of the tiny llama shape (HF names) + config.json. */
+static void mllm_v1v2_seed(int version) {
+    st_entry e[24];
+    size_t n = hf_entries(e, "F32", 8, 8, 4, 16, 16, false, false, false, 4);
+    mllm_v1v2_tensor t[24];
+    for (size_t i = 0; i < n; i++) {
+        t[i] = (mllm_v1v2_tensor){e[i].name, 0, e[i].nd, {1, 1, 1, 1}, g_vals, 0};
+        size_t el = 1;
+        for (int d = 0; d < e[i].nd; d++) {
+            t[i].ne[d] = e[i].shape[e[i].nd - 1 - d];
+            el *= (size_t)e[i].shape[d];
+        }
+        t[i].size = 4 * el;
+    }
+    char dir[64], path[96], cfg[96];
+    snprintf(dir, sizeof dir, "/tmp/mllm-seed-v%d-%d", version, (int)getpid());
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/model.mllm", dir);
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    check(version == 1 ? mllm_v1_write(path, t, n) : mllm_v2_write(path, "fuzz-seed", t, n));
+    write_file(dir, "config.json", k_cfg_llama, strlen(k_cfg_llama));
+    mllm_model_file *f = NULL;
+    expect_ok(version == 1 ? "v1" : "v2", mllm_model_file_open(path, &f));
+    mllm_model_file_close(f);
+    size_t len;
+    uint8_t *d = read_all(path, &len);
+    unlink(path);
+    unlink(cfg);
+    rmdir(dir);
+    buf b = {0};
+    uint8_t mode = 4;
+    put(&b, &mode, 1);
+    put_part(&b, d, len);
+    put_str(&b, k_cfg_llama);
+    save("mllmfile", version == 1 ? "v1_llama.bin" : "v2_llama.bin", b.p, b.n);
+    free(b.p);
+    free(d);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s <corpus folder>\n", argv[0]);
@@ -695,6 +803,10 @@ int main(int argc, char **argv) {
     safetensors_seeds();
     hf_seeds();
     llama2c_seeds();
+    mllm_v3_seed("v3_gguf_tokenizer.bin", MLLM_TOK_GGUF_KV);
+    mllm_v3_seed("v3_hf_tokenizer.bin", MLLM_TOK_HF_JSON);
+    mllm_v1v2_seed(1);
+    mllm_v1v2_seed(2);
     if (g_failed) fprintf(stderr, "some seeds failed their check\n");
     return g_failed;
 }

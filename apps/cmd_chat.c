@@ -97,13 +97,6 @@ static int on_piece(void *user, int32_t id, const char *piece, size_t len) {
     return 0;
 }
 
-/* The assistant text kept in history: without the thinking part. */
-static char *history_text(const char *s) {
-    const char *end = strstr(s, "</think>");
-    if (end && strstr(s, "<think>") && strstr(s, "<think>") < end) s = end + strlen("</think>");
-    while (*s == '\n') s++;
-    return strdup(s);
-}
 
 typedef struct {
     mllm_model *m;
@@ -202,12 +195,12 @@ static int user_turn(chat_state *c, const char *text) {
         return 1;
     }
     if (st == MLLM_ERR_CANCELLED) fprintf(stderr, "[stopped]\n");
-    char *keep = history_text(r.buf ? r.buf : "");
+    /* The reply as generated, thinking included: templates that show past
+       reasoning differently (Qwen3 drops it) decide that themselves. */
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "role", "assistant");
-    cJSON_AddStringToObject(a, "content", keep ? keep : "");
+    cJSON_AddStringToObject(a, "content", r.buf ? r.buf : "");
     cJSON_AddItemToArray(c->messages, a);
-    free(keep);
     free(r.buf);
     long computed = t1.n_prompt - t0.n_prompt, gen = t1.n_gen - t0.n_gen;
     c->turns++;

@@ -179,7 +179,7 @@ static int user_turn(chat_state *c, const char *text) {
     size_t reused = 0;
     int before = mllm_session_n_past(c->s);
     (void)before;
-    mllm_timings t0, t1;
+    mllm_timings t0 = {.struct_size = sizeof t0}, t1 = {.struct_size = sizeof t1};
     mllm_session_timings(c->s, &t0);
     g_generating = 1;
     mllm_status st = mllm_chat(c->s, conv, &c->smp, on_piece, &r, &reused);

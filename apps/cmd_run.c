@@ -149,7 +149,7 @@ int cmd_run(int argc, char **argv) {
     st = mllm_generate_ids(s, NULL, 0, &smp, on_token, &rctx);
     printf("\n");
     if (st != MLLM_OK) { cli_fail("generation failed", st); goto done; }
-    mllm_timings tm;
+    mllm_timings tm = {.struct_size = sizeof tm};
     mllm_session_timings(s, &tm);
     fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s\n",
             tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,

@@ -64,7 +64,7 @@ extern "C" {
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
 /* Bumped whenever a struct layout or a signature below changes. */
-#define MLLM_ABI_VERSION 1
+#define MLLM_ABI_VERSION 2
 
 typedef enum {
     MLLM_OK = 0,
@@ -173,6 +173,13 @@ MLLM_API mllm_status mllm_tokenize(const mllm_model *m, const char *text, size_t
    bytes and decode UTF-8 once at the end. Thread-safe.
    Errors: MLLM_ERR_INVALID_ARG (m NULL, id outside [0, n_vocab)),
    MLLM_ERR_BUFFER_TOO_SMALL (buf NULL or cap < length). */
+/* Decodes token ids to UTF-8 text into (buf, cap, needed): pieces joined,
+   the SentencePiece dummy-prefix space of the first token dropped, and
+   control tokens (BOS, EOS, <|im_end|> ...) skipped when skip_special is
+   non-zero. Errors: MLLM_ERR_INVALID_ARG (NULL model, an id out of range),
+   MLLM_ERR_BUFFER_TOO_SMALL. Thread-safe on a shared model. */
+MLLM_API mllm_status mllm_detokenize(const mllm_model *m, const int32_t *ids, size_t n, int skip_special,
+                                     char *buf, size_t cap, size_t *needed);
 MLLM_API mllm_status mllm_token_to_piece(const mllm_model *m, int32_t id, char *buf,
                                          size_t cap, size_t *n);
 
@@ -316,14 +323,16 @@ MLLM_API void mllm_session_cancel(mllm_session *s);
 
 /* Counters since mllm_session_new() or the last mllm_session_reset(). */
 typedef struct {
+    uint32_t struct_size; /* set by the caller: sizeof(mllm_timings) */
     double load_ms;   /* the model's load time */
     int n_prompt;     /* prompt tokens evaluated */
     double prompt_ms;
     int n_gen;        /* tokens sampled and delivered */
     double gen_ms;
 } mllm_timings;
-/* Copies the session's counters into *out. Same thread rules as the other
-   session calls. s or out NULL: no-op. */
+/* Copies the session's counters into *out, at most out->struct_size bytes
+   (so callers built against an older, shorter struct keep working). Same
+   thread rules as the other session calls. s or out NULL: no-op. */
 MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out);
 
 #ifdef __cplusplus

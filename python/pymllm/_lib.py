@@ -11,7 +11,7 @@ import os
 import threading
 
 # The MLLM_ABI_VERSION of the header this module mirrors.
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # mllm_status values.
 MLLM_OK = 0
@@ -99,6 +99,7 @@ class Sampling(ctypes.Structure):
 
 class Timings(ctypes.Structure):
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("load_ms", ctypes.c_double),
         ("n_prompt", ctypes.c_int),
         ("prompt_ms", ctypes.c_double),
@@ -151,6 +152,8 @@ _FUNCTIONS = {
                         _c_size_t_p]),
     "mllm_session_cancel": (None, [_vp]),
     "mllm_session_timings": (None, [_vp, ctypes.POINTER(Timings)]),
+    "mllm_detokenize": (ctypes.c_int, [_vp, _c_int32_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p,
+                                       ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
 }
 OPTIONAL = {"mllm_chat_render", "mllm_chat"}
 

@@ -81,8 +81,6 @@ class Model:
                                                     ctypes.byref(handle)))
         self._m = handle
         info = self.info
-        self._spm = info.get("tokenizer") == "spm"
-        self._specials = {i for i in (self.bos, self.eos) if i >= 0}
         self._n_ctx = int(n_ctx)
         self.last_chat_reused = 0
 
@@ -187,23 +185,20 @@ class Model:
         return buf.raw[:n.value]
 
     def detokenize(self, ids, skip_special=True):
-        """The text of ids. skip_special drops BOS/EOS, and (SentencePiece
-        models) the space the tokenizer puts before the text after them, so
-        detokenize(tokenize(s)) == s. Other special tokens keep their text."""
-        out, after_special = bytearray(), True
-        for token_id in ids:
-            if token_id in self._specials:
-                after_special = True
-                if skip_special:
-                    continue
-                out += self.token_to_bytes(token_id)
-                continue
-            piece = self.token_to_bytes(token_id)
-            if after_special and self._spm and piece.startswith(b" "):
-                piece = piece[1:]
-            after_special = False
-            out += piece
-        return out.decode("utf-8", "replace")
+        """The text of ids (mllm_detokenize): skip_special drops control
+        tokens (BOS, EOS, <|im_end|> ...); the SentencePiece dummy-prefix
+        space is removed, so detokenize(tokenize(s)) == s."""
+        ids = [int(i) for i in ids]
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        m, n = self._model(), ctypes.c_size_t(0)
+        buf = ctypes.create_string_buffer(max(16, 8 * len(ids)))
+        st = self._lib.mllm_detokenize(m, arr, len(ids), int(bool(skip_special)), buf, len(buf), ctypes.byref(n))
+        if st == L.MLLM_ERR_BUFFER_TOO_SMALL:
+            buf = ctypes.create_string_buffer(n.value + 1)
+            st = self._lib.mllm_detokenize(m, arr, len(ids), int(bool(skip_special)), buf, len(buf),
+                                           ctypes.byref(n))
+        _check(self._lib, st)
+        return buf.raw[:n.value].decode("utf-8", "replace")
 
     # ---- generation -------------------------------------------------------
 

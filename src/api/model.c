@@ -1,5 +1,6 @@
 /* mllm_model: open a file of any supported format, bind the decoder, build
    the tokenizer. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,10 +45,20 @@ static mllm_status load_tokenizer(mllm_model *m, const mllm_load_params *p) {
 
 MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p, mllm_model **out) {
     if (!path || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: NULL argument");
-    if (p && p->struct_size != sizeof *p)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
-                        p->struct_size, sizeof *p);
     *out = NULL;
+    /* Callers built against the ABI-1 header pass the struct without
+       chat_template: accept it, zero-extended. */
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    if (p) {
+        size_t v1 = offsetof(mllm_load_params, chat_template);
+        if (p->struct_size != sizeof *p && p->struct_size != v1)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
+                            p->struct_size, sizeof *p);
+        memcpy(&lp, p, p->struct_size);
+        lp.struct_size = sizeof lp;
+        p = &lp;
+    }
     mllm_dtype_init();
     double t0 = mllm_now_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
@@ -119,6 +130,20 @@ MLLM_API mllm_status mllm_tokenize(const mllm_model *m, const char *text, size_t
                                    int32_t *ids, size_t cap, size_t *n_ids) {
     if (!m || (!text && len)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_tokenize: NULL argument");
     return mllm_tokenizer_encode(m->tok, text ? text : "", len, add_special != 0, true, ids, cap, n_ids);
+}
+
+MLLM_API mllm_status mllm_detokenize(const mllm_model *m, const int32_t *ids, size_t n, int skip_special, char *buf,
+                                     size_t cap, size_t *needed) {
+    if (!m || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_detokenize: NULL argument");
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= mllm_tokenizer_n_vocab(m->tok))
+            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i],
+                            mllm_tokenizer_n_vocab(m->tok));
+    size_t len = 0;
+    mllm_status st = mllm_tokenizer_decode(m->tok, ids, n, skip_special != 0, buf, buf ? cap : 0, &len);
+    if (needed) *needed = len;
+    if (st == MLLM_ERR_BUFFER_TOO_SMALL) return mllm_err(st, "need %zu bytes", len);
+    return st;
 }
 
 MLLM_API mllm_status mllm_token_to_piece(const mllm_model *m, int32_t id, char *buf, size_t cap, size_t *n) {

@@ -195,9 +195,12 @@ MLLM_API const int32_t *mllm_session_tokens(const mllm_session *s, size_t *n) {
 MLLM_API int mllm_session_n_ctx(const mllm_session *s) { return s ? s->n_ctx : 0; }
 
 MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out) {
-    if (!s || !out) return;
-    *out = s->timings;
-    out->load_ms = s->m->load_ms;
+    if (!s || !out || out->struct_size < sizeof(uint32_t)) return;
+    mllm_timings t = s->timings;
+    t.load_ms = s->m->load_ms;
+    size_t n = out->struct_size < sizeof t ? out->struct_size : sizeof t;
+    t.struct_size = out->struct_size;
+    memcpy(out, &t, n);
 }
 
 /* Length of the longest prefix of b[0..n) that ends on a UTF-8 character

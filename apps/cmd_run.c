@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "cli.h"
 
@@ -29,7 +30,7 @@ static void run_usage(FILE *f) {
             "      --ids-out FILE    write prompt and generated token ids, one per line\n"
             "  -h, --help            this help\n"
             "\n"
-            "At the end, load time, prompt tokens/s and generation tokens/s go to stderr.\n");
+            "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n");
 }
 
 typedef struct { FILE *ids; } run_ctx;
@@ -151,9 +152,11 @@ int cmd_run(int argc, char **argv) {
     if (st != MLLM_OK) { cli_fail("generation failed", st); goto done; }
     mllm_timings tm = {.struct_size = sizeof tm};
     mllm_session_timings(s, &tm);
-    fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s\n",
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s | peak RSS: %.1f MiB\n",
             tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,
-            tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0);
+            tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0, ru.ru_maxrss / 1024.0);
     rc = 0;
 done:
     if (rctx.ids) fclose(rctx.ids);

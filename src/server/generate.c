@@ -93,6 +93,9 @@ static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
         srv_job_unref(j);
         return srv_reply_err(S, r, &e);
     }
+    /* Shutdown waits for this response to be sent (on_completed). */
+    r->responding = true;
+    atomic_fetch_add(&S->responding, 1);
     /* A generation may keep the connection quiet for long: no idle timeout
        until it ends (a hang-up still cancels it). */
     srv_conn_timeout(S, r->conn, false);

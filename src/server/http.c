@@ -266,9 +266,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv_req *r = *con_cls;
     if (!r) return;
     srv_conn_timeout(S, conn, true); /* the next request on this connection is timed again */
+    if (r->responding) atomic_fetch_sub(&S->responding, 1);
     mllm_free(r->body);
     mllm_free(r);
     *con_cls = NULL;
+}
+
+/* libmicrohttpd's own messages, prefixed. Our content reader ends a stream
+   "with error" exactly when the client has hung up: that one is routine. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    if (strstr(fmt, "application error generating response")) return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    fprintf(stderr, "mllm serve: http: %s\n", msg);
 }
 
 mllm_status srv_http_start(mllm_server *S) {
@@ -292,6 +304,7 @@ mllm_status srv_http_start(mllm_server *S) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --host '%s' is not an IPv4 or IPv6 address", S->host);
     }
     S->daemon = MHD_start_daemon(flags, (uint16_t)S->cfg.port, NULL, NULL, on_request, S,
+                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, /* must come first */
                                  MHD_OPTION_SOCK_ADDR, sa,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, S,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)S->cfg.max_connections,
@@ -309,7 +322,13 @@ mllm_status srv_http_start(mllm_server *S) {
 void srv_http_quiesce(mllm_server *S) {
     if (!S->daemon) return;
     MHD_socket fd = MHD_quiesce_daemon(S->daemon);
-    if (fd != MHD_INVALID_SOCKET) S->quiesced_fd = fd; /* MHD threads may still look at it until stop */
+    if (fd == MHD_INVALID_SOCKET) return;
+    /* Without accept() the kernel would still complete handshakes into the
+       backlog, leaving clients hanging; shutdown() takes the socket out of
+       LISTEN (new connections are refused) while the fd stays valid: MHD
+       threads may still look at it until stop, when it is closed. */
+    shutdown(fd, SHUT_RDWR);
+    S->quiesced_fd = fd;
 }
 
 void srv_http_stop(mllm_server *S) {

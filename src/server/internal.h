@@ -21,6 +21,7 @@ struct mllm_server {
     srv_metrics metrics;
     atomic_bool draining;
     atomic_ulong next_id;
+    atomic_int responding;   /* accepted generation requests whose response is not done */
     int port;
     long long created;       /* unix time of start: /v1/models "created" */
 };
@@ -32,6 +33,7 @@ typedef struct {
     char *body;              /* (cap) NUL-terminated */
     size_t len, cap;
     bool too_big, timed_out, answered;
+    bool responding;         /* counted in mllm_server.responding */
     double t0;               /* ms: when the request line arrived */
     int fd;                  /* the client socket, to notice a hang-up */
 } srv_req;

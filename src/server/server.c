@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "server/internal.h"
 
+/* How long stop waits for cancelled responses to reach their clients. */
+#define SRV_STOP_FLUSH_MS 3000
+
 void mllm_server_default_config(mllm_server_config *c) {
     memset(c, 0, sizeof *c);
     c->host = "127.0.0.1";
@@ -57,6 +60,7 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
     S->quiesced_fd = -1;
     S->created = (long long)time(NULL);
     atomic_init(&S->draining, false);
+    atomic_init(&S->responding, 0);
     atomic_init(&S->next_id, (unsigned long)S->created << 20);
     srv_metrics_init(&S->metrics);
     S->host = mllm_strndup(c->host, strlen(c->host));
@@ -101,8 +105,13 @@ void mllm_server_stop(mllm_server *S) {
     if (!S) return;
     atomic_store(&S->draining, true);
     /* Jobs end first, so every connection thread blocked on one finishes
-       its response; then the daemon joins those threads. */
+       its response (the end of a stream, an error); stopping the daemon
+       would cut those off, so it waits for them, a bounded while. */
     srv_sched_shutdown(S->sched);
+    for (int i = 0; i < SRV_STOP_FLUSH_MS / 10 && atomic_load(&S->responding) > 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     srv_http_stop(S);
     server_free(S);
 }

@@ -17,6 +17,11 @@ fails=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fails=$((fails + 1)); }
 expect() { if [ "$2" == "$3" ]; then ok "$1"; else bad "$1: got [$2] want [$3]"; fi; }
+# clean_log LOG: no sanitizer report in a server log.
+clean_log() {
+    if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$1"; then bad "sanitizer report in $1:"; cat "$1"
+    else ok "no sanitizer report"; fi
+}
 # jget JSON EXPR: a Python expression over `j` (the parsed JSON).
 jget() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
 
@@ -127,6 +132,7 @@ reused=$(awk '$1 == "mllm_prompt_tokens_reused_total" {print $2}' <<<"$m")
 
 kill -TERM "$PID"; wait "$PID"; rc=$?
 expect "SIGTERM exit code" "$rc" "0"
+clean_log "$WORK/a.log"
 
 # ---- API key ---------------------------------------------------------------
 start_server "$WORK/b.log" --api-key s3cret
@@ -140,6 +146,7 @@ out=$(curl -s -w ' %{http_code}' "$B/v1/completions" -d '{"model":"tiny","prompt
 expect "key: completions closed" "${out##* } $(jget "${out% *}" 'j["error"]["code"]')" "401 invalid_api_key"
 kill -INT "$PID"; wait "$PID"; rc=$?
 expect "SIGINT exit code" "$rc" "0"
+clean_log "$WORK/b.log"
 
 [ "$fails" -eq 0 ] && echo "serve_curl: all passed" || echo "serve_curl: $fails failed"
 [ "$fails" -eq 0 ]

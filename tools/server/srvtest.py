@@ -148,10 +148,20 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise Fail("server did not exit %d s after signal %d" % (timeout, sig))
+        self.check_log()
+        return rc
+
+    def check_log(self):
+        """Sanitizer reports in the server's log fail the test."""
+        log = self.text_log()
+        for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "ThreadSanitizer"):
+            if mark in log:
+                i = log.index(mark)
+                raise Fail("server log has a sanitizer report:\n" + log[max(0, i - 200):i + 3000])
 
     def kill(self):
         if self.proc.poll() is None:
@@ -160,6 +170,9 @@ class Server:
 
     def close(self):
         self.kill()
+        if os.environ.get("MLLM_SERVE_KEEP_LOGS"):
+            print("server log kept:", self.log.name)
+            return
         try:
             os.unlink(self.log.name)
         except OSError:

@@ -47,7 +47,8 @@ static mllm_status get_i32(const doc *d, const char *name, int32_t *out) {
     mllm_status st = item(d, name, &j);
     if (st) return st;
     double v = cJSON_IsNumber(j) ? j->valuedouble : 0.5;
-    if (v != (double)(int64_t)v || v < INT32_MIN || v > INT32_MAX) {
+    /* Range first: casting a huge double to int64 is undefined. */
+    if (!(v >= INT32_MIN && v <= INT32_MAX) || v != (double)(int64_t)v) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: config section: field '%s' must be a 32-bit integer", d->label, name);
     }
     *out = (int32_t)v;

@@ -180,7 +180,7 @@ static const char *const k_bpe_tokens[] = {
     "a", "b", "c", "\xc4\xa0", "\xc4\x8a", "ab", "\xc4\xa0" "a", "\xc4\xa0" "ab", "bc", "abc",
     "1", "2", "!", "<|endoftext|>", "<|im_start|>", "<|im_end|>"};
 static const int32_t k_bpe_types[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3};
-static const char *const k_bpe_merges[] = {"a b", "\xc4\xa0 a", "\xc4\xa0" "a b", "b c", "ab c"};
+static const char *const k_bpe_merges[] = {"a b", "\xc4\xa0 a", ("\xc4\xa0" "a b"), "b c", "ab c"};
 
 static void add_spm_tokenizer(mllm_gguf_writer *w) {
     check(mllm_gguf_writer_add_str(w, "tokenizer.ggml.model", "llama"));

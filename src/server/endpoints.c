@@ -122,37 +122,39 @@ enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r) {
     if (!root) return srv_reply_err(S, r, &e);
     const cJSON *toks = cJSON_GetObjectItemCaseSensitive(root, "tokens"), *t;
     int32_t n_vocab = mllm_model_n_vocab(S->model);
-    char *text = NULL;
-    size_t len = 0, cap = 0;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    bool skip = false;
     if (!cJSON_IsArray(toks)) srv_fail(&e, 400, NULL, "tokens", "'tokens' must be an array of token ids");
     else if (cJSON_GetArraySize(toks) > SRV_MAX_TOKENIZE_IDS)
         srv_fail(&e, 400, NULL, "tokens", "at most %d tokens", SRV_MAX_TOKENIZE_IDS);
-    cJSON_ArrayForEach(t, toks) {
-        if (e.status) break;
+    else if (opt_bool(root, "skip_special", false, &skip, &e) == 0 &&
+             !(ids = mllm_malloc(((size_t)cJSON_GetArraySize(toks) + 1) * sizeof *ids)))
+        srv_fail(&e, 500, NULL, NULL, "out of memory");
+    const cJSON *list = e.status ? NULL : toks;
+    cJSON_ArrayForEach(t, list) {
         double d = cJSON_IsNumber(t) ? t->valuedouble : -1;
-        if (!cJSON_IsNumber(t) || d < 0 || d >= n_vocab || d != (double)(int32_t)d) { /* range before the cast */
+        if (!cJSON_IsNumber(t) || d != (double)(int32_t)d || d < 0 || d >= n_vocab) {
             srv_fail(&e, 400, NULL, "tokens", "every token must be an integer id in [0, %d)", n_vocab);
             break;
         }
-        char buf[512];
-        size_t pn = 0;
-        if (mllm_token_to_piece(S->model, (int32_t)d, buf, sizeof buf, &pn) != MLLM_OK) continue;
-        if (len + pn + 1 > cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            while (nc < len + pn + 1) nc *= 2;
-            char *nt = mllm_realloc(text, nc);
-            if (!nt) { srv_fail(&e, 500, NULL, NULL, "out of memory"); break; }
-            text = nt;
-            cap = nc;
-        }
-        memcpy(text + len, buf, pn);
-        len += pn;
+        ids[n++] = (int32_t)d;
     }
     cJSON_Delete(root);
-    char *clean = e.status ? NULL : srv_utf8_sanitize(text ? text : "", len);
+    char *text = NULL, *clean = NULL;
+    size_t len = 0;
+    if (!e.status) {
+        mllm_status st = mllm_detokenize(S->model, ids, n, skip, NULL, 0, &len);
+        if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
+            text = mllm_malloc(len + 1);
+            st = text ? mllm_detokenize(S->model, ids, n, skip, text, len + 1, &len) : MLLM_ERR_NOMEM;
+        }
+        if (st != MLLM_OK) srv_fail(&e, 500, NULL, NULL, "detokenize failed: %s", mllm_last_error());
+        else if (!(clean = srv_utf8_sanitize(text, len))) srv_fail(&e, 500, NULL, NULL, "out of memory");
+    }
+    mllm_free(ids);
     mllm_free(text);
     if (e.status) return srv_reply_err(S, r, &e);
-    if (!clean) return srv_reply_error(S, r, 500, NULL, "out of memory");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "content", clean);
     mllm_free(clean);

@@ -9,9 +9,6 @@
 #include "server/oai.h"
 #include "server/utf8.h"
 
-/* Until the chat template engine is linked in, chat answers 501. */
-#pragma weak mllm_chat_render
-
 static const cJSON *field(const cJSON *root, const char *name) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
     return v && !cJSON_IsNull(v) ? v : NULL; /* null means "not given", as in OpenAI's API */
@@ -212,10 +209,6 @@ static cJSON *conversation(mllm_server *S, const cJSON *root, srv_err *e) {
 static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_err *e) {
     cJSON *conv = conversation(S, root, e);
     if (!conv) return -1;
-    if (!mllm_chat_render) {
-        cJSON_Delete(conv);
-        return srv_fail(e, 501, "not_implemented", NULL, "chat templates are not built into this server yet; use /v1/completions");
-    }
     char *json = cJSON_PrintUnformatted(conv);
     cJSON_Delete(conv);
     if (!json) return srv_fail(e, 500, NULL, NULL, "out of memory");

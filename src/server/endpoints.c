@@ -134,7 +134,7 @@ enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r) {
     const cJSON *list = e.status ? NULL : toks;
     cJSON_ArrayForEach(t, list) {
         double d = cJSON_IsNumber(t) ? t->valuedouble : -1;
-        if (!cJSON_IsNumber(t) || d != (double)(int32_t)d || d < 0 || d >= n_vocab) {
+        if (!cJSON_IsNumber(t) || d < 0 || d >= n_vocab || d != (double)(int32_t)d) { /* range before the cast */
             srv_fail(&e, 400, NULL, "tokens", "every token must be an integer id in [0, %d)", n_vocab);
             break;
         }

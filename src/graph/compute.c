@@ -55,17 +55,25 @@ static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
         if (!t->ip[1]) mllm_pool_barrier(g->pool);
         X = g->work;
     }
-    /* Row ranges rounded to 16 so each thread streams whole cache lines. */
-    int64_t per = ((N + nth - 1) / nth + 15) & ~(int64_t)15;
-    int64_t r0 = per * ith < N ? per * ith : N, r1 = r0 + per < N ? r0 + per : N;
-    if (r0 >= r1) return;
-    mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N,
-                     r0, r1);
-    if (b) {
-        const float *bias = b->data;
-        for (int64_t m = 0; m < M; m++) {
-            float *y = (float *)t->data + m * N;
-            for (int64_t r = r0; r < r1; r++) y[r] += bias[r];
+    /* Rows are handed out in chunks (multiples of 16 rows, about 8 per
+       thread) from a shared counter: a thread that is slowed down (another
+       process on its core) takes fewer chunks instead of making the others
+       wait at the barrier. Each row's result does not depend on the split. */
+    int64_t target = (int64_t)nth * 8;
+    int64_t chunk = ((N + target - 1) / target + 15) & ~(int64_t)15;
+    if (nth == 1) chunk = N;
+    for (;;) {
+        int64_t c = __atomic_fetch_add(&t->next_chunk, 1, __ATOMIC_RELAXED);
+        int64_t r0 = c * chunk;
+        if (r0 >= N) break;
+        int64_t r1 = r0 + chunk < N ? r0 + chunk : N;
+        mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
+        if (b) {
+            const float *bias = b->data;
+            for (int64_t m = 0; m < M; m++) {
+                float *y = (float *)t->data + m * N;
+                for (int64_t r = r0; r < r1; r++) y[r] += bias[r];
+            }
         }
     }
 }

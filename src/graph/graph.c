@@ -109,6 +109,7 @@ static void run_nodes(mllm_graph *g, mllm_tensor **nodes, int n) {
         if (w > need) need = w;
     }
     if (!ensure_work(g, need)) { g->failed = true; return; }
+    for (int i = 0; i < n; i++) nodes[i]->next_chunk = 0;
     exec_job j = {g, nodes, n};
     if (g->pool) mllm_pool_run(g->pool, exec_fn, &j);
     else exec_fn(&j, 0, 1);

@@ -38,6 +38,7 @@ struct mllm_tensor {
     mllm_tensor *view_src; /* views: the tensor whose memory this is */
     size_t view_offs;      /* views: byte offset into view_src */
     int last_use;          /* planner: index of the last node reading it */
+    int64_t next_chunk;    /* executor: next row chunk to hand out (atomic) */
     char name[48];
 };
 

@@ -13,7 +13,7 @@ secs=${1:-60}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build/fuzz
-all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile tokenizer_json tokenizer_bin)
+all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 
@@ -22,7 +22,7 @@ max_len() {
     case $1 in
         gguf) echo 32768 ;;
         hf_folder | llama2c | mllmfile) echo 16384 ;;
-        tokenizer_json | tokenizer_bin) echo 8192 ;;
+        tokenizer_json | tokenizer_bin | template) echo 8192 ;;
         *) echo 4096 ;;
     esac
 }

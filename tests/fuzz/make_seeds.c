@@ -3,6 +3,7 @@
    load with the library (so the fuzzers start deep inside the readers).
    Usage: fuzz_make_seeds <corpus folder>. Rerun after a format change and
    commit the result (each seed < 64 KB). */
+#include "core/alloc.h"
 #include "core/dtype.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
@@ -10,6 +11,7 @@
 #include "formats/mllmfile.h"
 #include "formats/mllmfile_model.h"
 #include "formats/model_file.h"
+#include "template/template.h"
 #include "tokenizer/tokenizer.h"
 #include <errno.h>
 #include <math.h>
@@ -789,6 +791,64 @@ static void mllm_v1v2_seed(int version) {
     free(d);
 }
 
+/* ---- chat templates ------------------------------------------------------- */
+static const char k_conversation[] =
+    "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+    "{\"role\":\"user\",\"content\":\"Hi \\u00e9 \\\"q\\\"\"},"
+    "{\"role\":\"assistant\",\"content\":\"Hello!\",\"tool_calls\":[{\"type\":\"function\","
+    "\"function\":{\"name\":\"f\",\"arguments\":{\"x\":1}}}]},"
+    "{\"role\":\"tool\",\"content\":\"42\"},{\"role\":\"user\",\"content\":\"Bye\"}],"
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{}}}],"
+    "\"add_generation_prompt\":true,\"enable_thinking\":false}";
+
+/* Constructs the built-in templates may not use. */
+static const char k_features[] =
+    "{%- set ns = namespace(n=0) -%}{% macro m(a, b=2) %}[{{ a }}{{ b }}]{% endmacro %}"
+    "{% for x in messages if x.role != 'tool' %}{{ loop.index }}{{ m(x.role|upper) }}"
+    "{% set ns.n = ns.n + 1 %}{% if loop.last %}{% break %}{% endif %}{% endfor %}"
+    "{{ ns.n }} {{ (messages|length) is divisibleby 2 }} {{ 'a,b'.split(',')|join('-') }}"
+    "{{ messages[0].content[1:3]|trim|replace('e','E') }} {{ tools|tojson }} {{ range(3)|list }}"
+    "{{ 7 // 2 }}{{ 2 ** 3 }}{{ 7 % 3 }} {{ bos_token ~ eos_token }}"
+    "{% filter upper %}f{% endfilter %}{{ 'x' if enable_thinking else 'y' }}"
+    "{%- if not add_generation_prompt %}{{ raise_exception('no') }}{% endif %}";
+
+static void template_seeds(void) {
+    const char *names = mllm_template_builtin_names();
+    char list[1024];
+    snprintf(list, sizeof list, "%s", names);
+    int k = 0;
+    for (char *pos = NULL, *nm = strtok_r(list, ",", &pos); nm; nm = strtok_r(NULL, ",", &pos)) {
+        while (*nm == ' ') nm++;
+        const char *src = mllm_template_builtin(nm);
+        if (!src) continue;
+        char *out = NULL;
+        char err[256];
+        if (mllm_template_render(src, k_conversation, &out, err, sizeof err) != MLLM_OK) {
+            /* Some templates refuse tool messages: keep the seed anyway. */
+            printf("  (builtin %s: %s)\n", nm, err);
+        }
+        mllm_free(out);
+        buf b = {0};
+        put_part(&b, src, strlen(src));
+        put_str(&b, k_conversation);
+        char name[96];
+        snprintf(name, sizeof name, "builtin_%s.bin", nm);
+        save("template", name, b.p, b.n);
+        free(b.p);
+        k++;
+    }
+    char *out = NULL;
+    char err[256];
+    expect_ok("template features", mllm_template_render(k_features, k_conversation, &out, err, sizeof err));
+    if (out == NULL) fprintf(stderr, "  %s\n", err);
+    mllm_free(out);
+    buf b = {0};
+    put_part(&b, k_features, strlen(k_features));
+    put_str(&b, k_conversation);
+    save("template", "features.bin", b.p, b.n);
+    free(b.p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s <corpus folder>\n", argv[0]);
@@ -807,6 +867,7 @@ int main(int argc, char **argv) {
     mllm_v3_seed("v3_hf_tokenizer.bin", MLLM_TOK_HF_JSON);
     mllm_v1v2_seed(1);
     mllm_v1v2_seed(2);
+    template_seeds();
     if (g_failed) fprintf(stderr, "some seeds failed their check\n");
     return g_failed;
 }

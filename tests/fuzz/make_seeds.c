@@ -3,6 +3,7 @@
    load with the library (so the fuzzers start deep inside the readers).
    Usage: fuzz_make_seeds <corpus folder>. Rerun after a format change and
    commit the result (each seed < 64 KB). */
+#include "make_seeds.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "formats/gguf.h"
@@ -11,7 +12,6 @@
 #include "formats/mllmfile.h"
 #include "formats/mllmfile_model.h"
 #include "formats/model_file.h"
-#include "template/template.h"
 #include "tokenizer/tokenizer.h"
 #include <errno.h>
 #include <math.h>
@@ -25,12 +25,7 @@ static const char *g_root;
 static int g_failed;
 
 /* ---- byte buffer -------------------------------------------------------- */
-typedef struct {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *d, size_t n) {
+void put(buf *b, const void *d, size_t n) {
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
@@ -39,23 +34,23 @@ static void put(buf *b, const void *d, size_t n) {
     memcpy(b->p + b->n, d, n);
     b->n += n;
 }
-static void put_u32(buf *b, uint32_t v) {
+void put_u32(buf *b, uint32_t v) {
     uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
     put(b, x, 4);
 }
-static void put_f32(buf *b, float f) {
+void put_f32(buf *b, float f) {
     uint32_t v;
     memcpy(&v, &f, 4);
     put_u32(b, v);
 }
-static void put_str(buf *b, const char *s) { put(b, s, strlen(s)); }
+void put_str(buf *b, const char *s) { put(b, s, strlen(s)); }
 /* A part as fz_take_part reads it: u32 length, then the bytes. */
-static void put_part(buf *b, const void *d, size_t n) {
+void put_part(buf *b, const void *d, size_t n) {
     put_u32(b, (uint32_t)n);
     put(b, d, n);
 }
 
-static uint8_t *read_all(const char *path, size_t *n) {
+uint8_t *read_all(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -67,7 +62,7 @@ static uint8_t *read_all(const char *path, size_t *n) {
     return p;
 }
 
-static void save(const char *target, const char *name, const void *d, size_t n) {
+void save(const char *target, const char *name, const void *d, size_t n) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", g_root, target);
     mkdir(path, 0755);
@@ -84,13 +79,13 @@ static void save(const char *target, const char *name, const void *d, size_t n) 
     }
 }
 
-static void expect_ok(const char *what, mllm_status st) {
+void expect_ok(const char *what, mllm_status st) {
     if (st == MLLM_OK) return;
     fprintf(stderr, "seed %s does not load: %s\n", what, mllm_last_error());
     g_failed = 1;
 }
 
-static void check(mllm_status st) {
+void check(mllm_status st) {
     if (st) {
         fprintf(stderr, "writer: %s\n", mllm_last_error());
         exit(1);
@@ -106,6 +101,9 @@ typedef struct {
 } shape;
 
 static float g_vals[1 << 14];
+/* Converted tensor data of the writer being filled (freed once written). */
+static void *g_owned[64];
+static size_t g_n_owned;
 
 static void add_t(mllm_gguf_writer *w, const char *name, int dtype, int64_t ne0, int64_t ne1) {
     int64_t ne[2] = {ne0, ne1};
@@ -114,10 +112,12 @@ static void add_t(mllm_gguf_writer *w, const char *name, int dtype, int64_t ne0,
         check(mllm_gguf_writer_add_tensor(w, name, dtype, nd, ne, g_vals));
         return;
     }
-    /* Quantized / f16: converted once into a buffer that lives until exit. */
+    /* Quantized / f16: converted into a buffer kept until the file is written. */
     const mllm_dtype_traits *tr = mllm_dtype_get(dtype);
     size_t row = mllm_dtype_row_size((mllm_dtype)dtype, ne0);
     uint8_t *q = malloc(row * (size_t)ne1);
+    if (!q || g_n_owned == sizeof g_owned / sizeof *g_owned) abort();
+    g_owned[g_n_owned++] = q;
     for (int64_t r = 0; r < ne1; r++) tr->from_float(g_vals, q + r * row, ne0);
     check(mllm_gguf_writer_add_tensor(w, name, dtype, nd, ne, q));
 }
@@ -252,6 +252,7 @@ static uint8_t *gguf_bytes(mllm_gguf_writer *w, size_t *n) {
     snprintf(path, sizeof path, "/tmp/mllm-seed-%d.gguf", (int)getpid());
     check(mllm_gguf_writer_write(w, path));
     mllm_gguf_writer_free(w);
+    while (g_n_owned) free(g_owned[--g_n_owned]);
     uint8_t *d = read_all(path, n);
     unlink(path);
     return d;
@@ -288,7 +289,7 @@ static void check_gguf_tokenizer(const char *what, const uint8_t *d, size_t n) {
 static const char k_text[] = "abc ab\nA <|im_start|>b c! 12 \xc3\xa9\xe2\x82\xac \xff end";
 
 /* Text part of a tokenizer seed: a flag byte (add_special | parse_special). */
-static void put_text(buf *b, uint8_t flags) {
+void put_text(buf *b, uint8_t flags) {
     put(b, &flags, 1);
     put_str(b, k_text);
 }
@@ -340,128 +341,6 @@ static void gguf_seeds(void) {
         free(b.p);
         free(d);
     }
-}
-
-/* ---- tokenizer.json -------------------------------------------------------- */
-static const char k_bpe_json[] =
-    "{\"version\":\"1.0\",\"added_tokens\":["
-    "{\"id\":16,\"content\":\"<|endoftext|>\",\"special\":true,\"lstrip\":false,\"rstrip\":false},"
-    "{\"id\":17,\"content\":\"<|im_start|>\",\"special\":true},"
-    "{\"id\":18,\"content\":\"<|im_end|>\",\"special\":true,\"rstrip\":true},"
-    "{\"id\":19,\"content\":\"<tool>\",\"special\":false,\"lstrip\":true}],"
-    "\"normalizer\":{\"type\":\"NFC\"},"
-    "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":["
-    "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(?i:'s|'t)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s+(?!\\\\S)|\\\\s+\"},"
-    "\"behavior\":\"Isolated\",\"invert\":false},"
-    "{\"type\":\"Digits\",\"individual_digits\":true},"
-    "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}]},"
-    "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<|endoftext|>\",\"type_id\":0}},"
-    "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"special_tokens\":{\"<|endoftext|>\":{\"id\":\"<|endoftext|>\",\"ids\":[16]}}},"
-    "\"decoder\":{\"type\":\"ByteLevel\"},"
-    "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\"ignore_merges\":false,"
-    "\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"\\u0120\":3,\"\\u010a\":4,\"ab\":5,\"\\u0120a\":6,\"\\u0120ab\":7,"
-    "\"bc\":8,\"abc\":9,\"1\":10,\"2\":11,\"!\":12,\"\\u00c3\":13,\"\\u00a9\":14,\"\\u00c3\\u00a9\":15},"
-    "\"merges\":[\"a b\",\"\\u0120 a\",[\"\\u0120a\",\"b\"],\"b c\",\"ab c\",\"\\u00c3 \\u00a9\"]}}";
-
-static const char k_bpe_config[] =
-    "{\"add_bos_token\":false,\"add_eos_token\":false,\"bos_token\":null,"
-    "\"eos_token\":{\"content\":\"<|im_end|>\",\"lstrip\":false},\"pad_token\":\"<|endoftext|>\","
-    "\"chat_template\":[{\"name\":\"default\",\"template\":\"{{ messages }}\"},{\"name\":\"tool_use\",\"template\":\"x\"}]}";
-
-/* Llama-2 style: SentencePiece as BPE with byte fallback. */
-static const char k_spm_json[] =
-    "{\"added_tokens\":[{\"id\":0,\"content\":\"<unk>\",\"special\":true},"
-    "{\"id\":1,\"content\":\"<s>\",\"special\":true},{\"id\":2,\"content\":\"</s>\",\"special\":true}],"
-    "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\\u2581\"},"
-    "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]},"
-    "\"pre_tokenizer\":null,"
-    "\"post_processor\":{\"type\":\"Sequence\",\"processors\":[{\"type\":\"TemplateProcessing\","
-    "\"single\":[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},"
-    "{\"SpecialToken\":{\"id\":\"</s>\",\"type_id\":0}}],\"special_tokens\":{\"<s>\":{\"id\":\"<s>\",\"ids\":[1]}}}]},"
-    "\"decoder\":{\"type\":\"Sequence\"},"
-    "\"model\":{\"type\":\"BPE\",\"unk_token\":\"<unk>\",\"byte_fallback\":true,"
-    "\"vocab\":{\"<unk>\":0,\"<s>\":1,\"</s>\":2,\"<0x0A>\":3,\"<0xC3>\":4,\"<0xA9>\":5,\"\\u2581\":6,"
-    "\"a\":7,\"b\":8,\"c\":9,\"\\u2581a\":10,\"ab\":11,\"\\u2581ab\":12,\"bc\":13},"
-    "\"merges\":[\"a b\",\"\\u2581 a\",\"\\u2581a b\",\"b c\"]}}";
-
-static void tokenizer_json_seeds(void) {
-    struct { const char *name, *json, *cfg; uint8_t flags; } seeds[] = {
-        {"bytelevel_cfg.bin", k_bpe_json, k_bpe_config, 3},
-        {"bytelevel_nocfg.bin", k_bpe_json, NULL, 1},
-        {"spm_bpe.bin", k_spm_json, NULL, 3},
-        {"spm_bpe_cfg.bin", k_spm_json, "{\"add_bos_token\":true,\"bos_token\":\"<s>\",\"chat_template\":\"t\"}", 0},
-    };
-    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
-        mllm_tokenizer *t = NULL;
-        const char *cfg = seeds[i].cfg;
-        expect_ok(seeds[i].name, mllm_tokenizer_from_hf_memory(seeds[i].json, strlen(seeds[i].json), cfg,
-                                                                cfg ? strlen(cfg) : 0, seeds[i].name, &t));
-        mllm_tokenizer_free(t);
-        buf b = {0};
-        put_part(&b, seeds[i].json, strlen(seeds[i].json));
-        if (cfg) put_part(&b, cfg, strlen(cfg));
-        else put_u32(&b, 0xffffffffu);
-        put_text(&b, seeds[i].flags);
-        save("tokenizer_json", seeds[i].name, b.p, b.n);
-        free(b.p);
-    }
-}
-
-/* ---- llama2.c tokenizer.bin ---------------------------------------------- */
-static void tokenizer_bin_seeds(void) {
-    buf tok = {0};
-    put_u32(&tok, 8);
-    const char *fixed[] = {"<unk>", "\n<s>\n", "\n</s>\n"};
-    for (int i = 0; i < 3; i++) {
-        put_f32(&tok, 0.0f);
-        put_u32(&tok, (uint32_t)strlen(fixed[i]));
-        put_str(&tok, fixed[i]);
-    }
-    for (int byte = 0; byte < 256; byte++) {
-        char s[8];
-        snprintf(s, sizeof s, "<0x%02X>", byte);
-        put_f32(&tok, 0.0f);
-        put_u32(&tok, 6);
-        put(&tok, s, 6);
-    }
-    const char *words[] = {" ", "a", "b", "c", " a", "ab", " ab", "bc", "abc", " abc", "\xc3\xa9"};
-    for (int i = 0; i < 11; i++) {
-        put_f32(&tok, -(float)i);
-        put_u32(&tok, (uint32_t)strlen(words[i]));
-        put_str(&tok, words[i]);
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/mllm-seed-tok-%d.bin", (int)getpid());
-    FILE *f = fopen(path, "wb");
-    fwrite(tok.p, 1, tok.n, f);
-    fclose(f);
-    mllm_tokenizer *t = NULL;
-    expect_ok("tokenizer.bin", mllm_tokenizer_from_llama2c(path, &t));
-    mllm_tokenizer_free(t);
-    unlink(path);
-    for (int v = 0; v < 2; v++) {
-        buf b = {0};
-        put_part(&b, tok.p, tok.n);
-        put_text(&b, (uint8_t)(v ? 1 : 2));
-        save("tokenizer_bin", v ? "bytes_words_bos.bin" : "bytes_words.bin", b.p, b.n);
-        free(b.p);
-    }
-    /* A minimal one: the three fixed tokens and two letters. */
-    buf small = {0};
-    put_u32(&small, 3);
-    const char *few[] = {"<unk>", "<s>", "</s>", "h", "i", "hi"};
-    for (int i = 0; i < 6; i++) {
-        put_f32(&small, (float)i);
-        put_u32(&small, (uint32_t)strlen(few[i]));
-        put_str(&small, few[i]);
-    }
-    buf b = {0};
-    put_part(&b, small.p, small.n);
-    put_text(&b, 0);
-    save("tokenizer_bin", "minimal.bin", b.p, b.n);
-    free(b.p);
-    free(small.p);
-    free(tok.p);
 }
 
 /* ---- safetensors and HF folders ------------------------------------------- */
@@ -789,64 +668,6 @@ static void mllm_v1v2_seed(int version) {
     save("mllmfile", version == 1 ? "v1_llama.bin" : "v2_llama.bin", b.p, b.n);
     free(b.p);
     free(d);
-}
-
-/* ---- chat templates ------------------------------------------------------- */
-static const char k_conversation[] =
-    "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
-    "{\"role\":\"user\",\"content\":\"Hi \\u00e9 \\\"q\\\"\"},"
-    "{\"role\":\"assistant\",\"content\":\"Hello!\",\"tool_calls\":[{\"type\":\"function\","
-    "\"function\":{\"name\":\"f\",\"arguments\":{\"x\":1}}}]},"
-    "{\"role\":\"tool\",\"content\":\"42\"},{\"role\":\"user\",\"content\":\"Bye\"}],"
-    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{}}}],"
-    "\"add_generation_prompt\":true,\"enable_thinking\":false}";
-
-/* Constructs the built-in templates may not use. */
-static const char k_features[] =
-    "{%- set ns = namespace(n=0) -%}{% macro m(a, b=2) %}[{{ a }}{{ b }}]{% endmacro %}"
-    "{% for x in messages if x.role != 'tool' %}{{ loop.index }}{{ m(x.role|upper) }}"
-    "{% set ns.n = ns.n + 1 %}{% if loop.last %}{% break %}{% endif %}{% endfor %}"
-    "{{ ns.n }} {{ (messages|length) is divisibleby 2 }} {{ 'a,b'.split(',')|join('-') }}"
-    "{{ messages[0].content[1:3]|trim|replace('e','E') }} {{ tools|tojson }} {{ range(3)|list }}"
-    "{{ 7 // 2 }}{{ 2 ** 3 }}{{ 7 % 3 }} {{ bos_token ~ eos_token }}"
-    "{% filter upper %}f{% endfilter %}{{ 'x' if enable_thinking else 'y' }}"
-    "{%- if not add_generation_prompt %}{{ raise_exception('no') }}{% endif %}";
-
-static void template_seeds(void) {
-    const char *names = mllm_template_builtin_names();
-    char list[1024];
-    snprintf(list, sizeof list, "%s", names);
-    int k = 0;
-    for (char *pos = NULL, *nm = strtok_r(list, ",", &pos); nm; nm = strtok_r(NULL, ",", &pos)) {
-        while (*nm == ' ') nm++;
-        const char *src = mllm_template_builtin(nm);
-        if (!src) continue;
-        char *out = NULL;
-        char err[256];
-        if (mllm_template_render(src, k_conversation, &out, err, sizeof err) != MLLM_OK) {
-            /* Some templates refuse tool messages: keep the seed anyway. */
-            printf("  (builtin %s: %s)\n", nm, err);
-        }
-        mllm_free(out);
-        buf b = {0};
-        put_part(&b, src, strlen(src));
-        put_str(&b, k_conversation);
-        char name[96];
-        snprintf(name, sizeof name, "builtin_%s.bin", nm);
-        save("template", name, b.p, b.n);
-        free(b.p);
-        k++;
-    }
-    char *out = NULL;
-    char err[256];
-    expect_ok("template features", mllm_template_render(k_features, k_conversation, &out, err, sizeof err));
-    if (out == NULL) fprintf(stderr, "  %s\n", err);
-    mllm_free(out);
-    buf b = {0};
-    put_part(&b, k_features, strlen(k_features));
-    put_str(&b, k_conversation);
-    save("template", "features.bin", b.p, b.n);
-    free(b.p);
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `mllm chat` with stdin not a terminal: every line is a user turn (a
+# trailing backslash joins lines), commands work, and when the conversation
+# outgrows the context the oldest turns are dropped (stderr says so), the
+# system prompt is kept and every turn still gets its reply.
+set -euo pipefail
+mllm=$1 shared=$2 build=$3
+tmp=$(mktemp -d "$build/e2e-chatp.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+"$mllm" synth --arch qwen3 --preset tiny --format gguf -o "$tmp/m.gguf" 2>/dev/null
+{
+    for i in 1 2 3 4 5 6; do echo "This is turn number $i of a long conversation about cats and dogs"; done
+    printf 'two lines \\\njoined\n'
+    echo "/stats"
+    echo "/save $tmp/h.json"
+    echo "/nope"
+} | "$mllm" chat -m "$tmp/m.gguf" --system "Be brief." --temp 0 -n 8 -c 96 -t 2 --verbose > "$tmp/out" 2> "$tmp/err"
+cat "$tmp/err"
+grep -q "context full: dropped the oldest turn" "$tmp/err"
+[ "$(grep -c '^\[turn ' "$tmp/err")" -eq 7 ]
+grep -q "^turns 7 " "$tmp/out"
+grep -q "unknown command '/nope'" "$tmp/out"
+python3 - "$tmp/h.json" <<'PY'
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h[0] == {"role": "system", "content": "Be brief."}, h[0]
+assert h[-2] == {"role": "user", "content": "two lines \njoined"}, h[-2]
+assert h[-1]["role"] == "assistant"
+assert len(h) < 1 + 2 * 7, len(h)  # old turns were dropped
+print("history after dropping: %d messages, system prompt kept" % len(h))
+PY

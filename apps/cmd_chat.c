@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "runtime/think_filter.h"
 
 static void chat_usage(FILE *f) {
     fprintf(f,
@@ -45,8 +46,7 @@ static void on_sigint(int sig) {
 typedef struct {
     char *buf;
     size_t len, cap;
-    int in_think, show_think;
-    size_t shown;
+    mllm_think_filter think;
 } reply;
 
 static void append(reply *r, const char *p, size_t n) {
@@ -62,30 +62,14 @@ static void append(reply *r, const char *p, size_t n) {
     r->buf[r->len] = 0;
 }
 
-/* Prints what is new in the reply, hiding <think>...</think> unless asked.
-   Text that might be the start of a tag is held back until it is known. */
+static void to_stdout(void *user, const char *text, size_t len) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
+}
+
+/* Prints what is new in the reply, hiding <think>...</think> unless asked. */
 static void flush_visible(reply *r, int final) {
-    while (r->shown < r->len) {
-        const char *rest = r->buf + r->shown;
-        const char *tag = r->in_think ? "</think>" : "<think>";
-        const char *hit = strstr(rest, tag);
-        size_t upto;
-        if (hit) upto = (size_t)(hit - rest);
-        else {
-            upto = r->len - r->shown;
-            if (!final) { /* keep a possible partial tag */
-                size_t tl = strlen(tag);
-                for (size_t k = tl - 1; k > 0; k--)
-                    if (upto >= k && !strncmp(rest + upto - k, tag, k)) { upto -= k; break; }
-            }
-        }
-        if (!r->in_think || r->show_think) fwrite(rest, 1, upto, stdout);
-        r->shown += upto;
-        if (!hit) break;
-        if (r->show_think) fputs(tag, stdout);
-        r->shown += strlen(tag);
-        r->in_think = !r->in_think;
-    }
+    mllm_think_filter_feed(&r->think, r->buf, r->len, final, to_stdout, NULL);
     fflush(stdout);
 }
 
@@ -175,7 +159,7 @@ static int user_turn(chat_state *c, const char *text) {
     cJSON_AddItemToArray(c->messages, msg);
     fit_context(c);
     char *conv = conversation_json(c);
-    reply r = {.show_think = c->show_think};
+    reply r = {.think = {.show = c->show_think}};
     size_t reused = 0;
     int before = mllm_session_n_past(c->s);
     (void)before;

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_map.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -371,36 +372,21 @@ mllm_status mllm_gguf_open_memory(const void *buf, size_t len, const char *label
 mllm_status mllm_gguf_open(const char *path, mllm_gguf **out) {
     if (!out || !path) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_gguf_open: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return mllm_err(MLLM_ERR_IO, "%s: not a regular file", path);
-    }
-    if (sb.st_size == 0) {
-        close(fd);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: file is empty (offset 0)", path);
-    }
-    if ((uint64_t)sb.st_size > SIZE_MAX) {
-        close(fd);
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: file too large to map", path);
-    }
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int saved = errno;
-    close(fd);
-    if (p == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", path, strerror(saved));
+    void *p = NULL;
+    size_t map_size = 0;
+    mllm_status mst = mllm_file_map(path, 1, "file is empty (offset 0)", &p, &map_size);
+    if (mst != MLLM_OK) return mst;
     mllm_gguf *g = mllm_calloc(1, sizeof *g);
     char *name = mllm_strndup(path, strlen(path));
     if (!g || !name) {
         mllm_free(g);
         mllm_free(name);
-        munmap(p, (size_t)sb.st_size);
+        mllm_file_unmap(p, map_size);
         return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", path);
     }
     g->path = name;
     g->base = p;
-    g->size = (size_t)sb.st_size;
+    g->size = map_size;
     g->mapped = true;
     return open_common(g, out);
 }

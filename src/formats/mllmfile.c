@@ -4,6 +4,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_map.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -258,24 +259,18 @@ mllm_status mllm_mllmfile_open_memory(const void *buf, size_t len, const char *l
 mllm_status mllm_mllmfile_open(const char *path, mllm_mllmfile **out) {
     if (!path || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_mllmfile_open: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_size < MLLM_FILE_HEADER_BYTES) {
-        close(fd);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: shorter than the %d-byte .mllm header", path, MLLM_FILE_HEADER_BYTES);
-    }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+    void *map = NULL;
+    size_t map_size = 0;
+    mllm_status st = mllm_file_map(path, MLLM_FILE_HEADER_BYTES, "shorter than the .mllm header", &map, &map_size);
+    if (st != MLLM_OK) return st;
     mllm_mllmfile *m = NULL;
-    mllm_status st = new_handle(path, &m);
+    st = new_handle(path, &m);
     if (st) {
-        munmap(map, (size_t)sb.st_size);
+        mllm_file_unmap(map, map_size);
         return st;
     }
     m->base = map;
-    m->size = (size_t)sb.st_size;
+    m->size = map_size;
     m->mapped = true;
     if ((st = parse(m))) {
         mllm_mllmfile_close(m);

@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_map.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -193,25 +194,19 @@ mllm_status mllm_safetensors_open_memory(const void *buf, size_t len, const char
 mllm_status mllm_safetensors_open(const char *path, mllm_safetensors **out) {
     if (!out || !path) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_safetensors_open: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 8) {
-        close(fd);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: not a safetensors file (too short or not a regular file)", path);
-    }
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int saved = errno;
-    close(fd);
-    if (p == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", path, strerror(saved));
+    void *p = NULL;
+    size_t map_size = 0;
+    mllm_status mst = mllm_file_map(path, 8, "not a safetensors file (shorter than its 8-byte header length)", &p,
+                                    &map_size);
+    if (mst != MLLM_OK) return mst;
     mllm_safetensors *s = mllm_calloc(1, sizeof *s);
     if (!s || !(s->path = mllm_strndup(path, strlen(path)))) {
         mllm_free(s);
-        munmap(p, (size_t)sb.st_size);
+        mllm_file_unmap(p, map_size);
         return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", path);
     }
     s->base = p;
-    s->size = (size_t)sb.st_size;
+    s->size = map_size;
     s->mapped = true;
     return finish(s, out);
 }

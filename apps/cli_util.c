@@ -40,3 +40,30 @@ int cli_fail(const char *what, mllm_status st) {
     fprintf(stderr, "mllm: %s: %s\n", what, d && *d ? d : mllm_status_str(st));
     return 1;
 }
+
+char *cli_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "mllm: cannot open '%s'\n", path);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, r;
+    char *b = malloc(cap);
+    while (b && (r = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) free(b);
+            b = nb;
+        }
+    }
+    if (b && ferror(f)) { free(b); b = NULL; }
+    fclose(f);
+    if (!b) {
+        fprintf(stderr, "mllm: cannot read '%s'\n", path);
+        return NULL;
+    }
+    b[n] = 0;
+    if (len) *len = n;
+    return b;
+}

@@ -23,19 +23,6 @@ static void ppl_usage(FILE *f) {
             "(err from the spread of the per-token negative log-likelihoods).\n");
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    if (b) { b[n] = 0; *len = (size_t)n; }
-    return b;
-}
-
 /* -log softmax(logits)[target], in double. */
 static double nll(const float *l, int n, int target) {
     float mx = l[0];
@@ -63,8 +50,8 @@ int cmd_perplexity(int argc, char **argv) {
     }
     if (!model || !file) { ppl_usage(stderr); return 2; }
     size_t len = 0;
-    char *text = slurp(file, &len);
-    if (!text) { fprintf(stderr, "mllm perplexity: cannot read '%s'\n", file); return 1; }
+    char *text = cli_read_file(file, &len);
+    if (!text) return 1;
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = (int)threads;

@@ -43,21 +43,6 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
     return 0;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "mllm: cannot open prompt file '%s'\n", path); return NULL; }
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    size_t r;
-    while (b && (r = fread(b + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (n + 1 == cap) { char *nb = realloc(b, cap *= 2); if (!nb) { free(b); b = NULL; } else b = nb; }
-    }
-    fclose(f);
-    if (b) b[n] = 0;
-    return b;
-}
-
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = 0;
@@ -90,7 +75,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (!model) { fprintf(stderr, "mllm run: -m MODEL is required (try mllm run --help)\n"); return 2; }
     if (!prompt && !pfile) { fprintf(stderr, "mllm run: -p PROMPT or -f FILE is required\n"); return 2; }
-    char *ptext = pfile ? read_text(pfile) : NULL;
+    char *ptext = pfile ? cli_read_file(pfile, NULL) : NULL;
     if (pfile && !ptext) return 1;
     if (!ptext) ptext = strdup(prompt);
 

@@ -91,15 +91,23 @@ MLLM_API void mllm_session_cancel(mllm_session *s) {
 MLLM_API const float *mllm_session_logits(const mllm_session *s) { return s ? s->logits : NULL; }
 MLLM_API int mllm_session_n_past(const mllm_session *s) { return s ? s->n_past : 0; }
 
-mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n) {
-    const mllm_llama_config *c = &s->m->llama.cfg;
-    if (n == 0) return MLLM_OK;
+/* Room in the cache and every id in range: checked before any compute. */
+static mllm_status check_tokens(const mllm_session *s, const int32_t *ids, size_t n) {
+    int n_vocab = s->m->llama.cfg.n_vocab;
     if ((size_t)s->n_past + n > (size_t)s->n_ctx)
         return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %zu new tokens > n_ctx %d",
                         s->n_past, n, s->n_ctx);
     for (size_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= c->n_vocab)
-            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], c->n_vocab);
+        if (ids[i] < 0 || ids[i] >= n_vocab)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], n_vocab);
+    return MLLM_OK;
+}
+
+mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n) {
+    const mllm_llama_config *c = &s->m->llama.cfg;
+    if (n == 0) return MLLM_OK;
+    mllm_status st = check_tokens(s, ids, n);
+    if (st != MLLM_OK) return st;
     size_t done = 0;
     while (done < n) {
         int T = (int)(n - done > MLLM_PREFILL_CHUNK ? MLLM_PREFILL_CHUNK : n - done);
@@ -137,19 +145,14 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     if (n < 1 || n > MLLM_PREFILL_CHUNK || first_out < 0 || first_out >= n)
         return mllm_err(MLLM_ERR_INVALID_ARG, "eval_logits: %d tokens (max %d), first_out %d", n,
                         MLLM_PREFILL_CHUNK, first_out);
-    if (s->n_past + n > s->n_ctx)
-        return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %d new tokens > n_ctx %d", s->n_past, n,
-                        s->n_ctx);
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= c->n_vocab)
-            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], c->n_vocab);
+    mllm_status st = check_tokens(s, ids, (size_t)n);
+    if (st != MLLM_OK) return st;
     /* A graph of its own: traced for this shape, run once, freed. */
     mllm_graph g;
     mllm_graph_init(&g, MLLM_MODE_TRACE, s->pool, 256 * 1024);
     mllm_tensor *logits = NULL;
     s->rt.pos = s->n_past;
     s->rt.tokens = ids;
-    mllm_status st = MLLM_OK;
     if (!trace_graph(s, &g, n, first_out, &logits)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
     if (st == MLLM_OK) {
         mllm_graph_execute(&g);

@@ -13,6 +13,7 @@
 #include "backends/cpu/fp4.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/quant5.h"
+#include "backends/cpu/repack.h"
 
 /* A plain type: one value per "block". */
 #define PLAIN(nm, bytes) { .name = nm, .block_size = 1, .type_size = bytes }
@@ -101,6 +102,19 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
                                .type_size = sizeof(mllm_block_w4a32_g64), .quantized = true, .supported = true,
                                .to_float = mllm_dequantize_row_w4a32_g64,
                                .from_float = mllm_quantize_row_w4a32_g64, .vec_dot_type = MLLM_DTYPE_F32 },
+    /* Kernel layouts: computed by mllm_cpu_mul_mat, read by row with
+       mllm_packed_get_row; no row conversion (rows are interleaved). */
+    [MLLM_DTYPE_Q4_0_X8] = { .name = "q4_0x8", .block_size = 32, .type_size = sizeof(mllm_block_q4_0),
+                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_0S,
+                             .packed_rows = MLLM_PACK_ROWS },
+    [MLLM_DTYPE_Q8_0_X8] = { .name = "q8_0x8", .block_size = 32, .type_size = sizeof(mllm_block_q8_0),
+                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_0,
+                             .packed_rows = MLLM_PACK_ROWS },
+    /* Activation-only: not a weight type (supported = false keeps it out of
+       files and of `mllm quantize`). */
+    [MLLM_DTYPE_Q8_0S] = { .name = "q8_0s", .block_size = 32, .type_size = sizeof(mllm_block_q8_0s),
+                           .quantized = true, .to_float = mllm_dequantize_row_q8_0s,
+                           .from_float = mllm_quantize_row_q8_0s_generic, .vec_dot_type = MLLM_DTYPE_Q8_0S },
 };
 
 static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;

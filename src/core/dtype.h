@@ -38,7 +38,15 @@ typedef enum {
        element j + group/2 in its high nibble. */
     MLLM_DTYPE_W4A32_G32 = 200,
     MLLM_DTYPE_W4A32_G64 = 201,
-    MLLM_DTYPE_COUNT = 202 /* table size; not a type */
+    /* Kernel layouts (backends/cpu/repack.h), made at load or stored in .mllm
+       files, never in GGUF: 8 rows interleaved block by block, so one SIMD
+       load feeds 8 output rows. Same bytes per row as the plain type. */
+    MLLM_DTYPE_Q4_0_X8 = 202,
+    MLLM_DTYPE_Q8_0_X8 = 203,
+    /* Activation side of q4_0x8 (never stored): q8_0 values with d as float
+       and 8 * sum(qs) precomputed, which the kernel subtracts per block. */
+    MLLM_DTYPE_Q8_0S = 204,
+    MLLM_DTYPE_COUNT = 205 /* table size; not a type */
 } mllm_dtype;
 
 typedef uint16_t mllm_f16;  /* IEEE half, raw bits */
@@ -75,6 +83,7 @@ typedef struct {
     mllm_to_float_fn to_float;
     mllm_from_float_fn from_float;
     mllm_dtype vec_dot_type; /* what activations are converted to */
+    int packed_rows;         /* rows interleaved per group (kernel layouts), else 0 */
     mllm_vec_dot_fn vec_dot; /* chosen for this CPU at mllm_dtype_init() */
 } mllm_dtype_traits;
 

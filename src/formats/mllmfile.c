@@ -136,7 +136,7 @@ static mllm_status parse_entry(mllm_mllmfile *m, uint64_t i, const uint8_t *p, u
     *used = padded <= left ? padded : left;
     uint32_t dtype = rd32(p + 4), n_dims = rd32(p + 8);
     const mllm_dtype_traits *tr = dtype < MLLM_DTYPE_COUNT ? mllm_dtype_get((int)dtype) : NULL;
-    if (!tr) return entry_err(m, i, t, "unknown dtype");
+    if (!tr || dtype == MLLM_DTYPE_Q8_0S) return entry_err(m, i, t, "unknown dtype");
     t->dtype = (int)dtype;
     if (n_dims < 1 || n_dims > MLLM_FILE_MAX_DIMS || rd32(p + 12) != 0 || rd64(p + 72) != 0) {
         return entry_err(m, i, t, "dimension count not in 1..4, or reserved fields not zero");
@@ -155,6 +155,8 @@ static mllm_status parse_entry(mllm_mllmfile *m, uint64_t i, const uint8_t *p, u
     }
     size_t row = mllm_dtype_row_size((mllm_dtype)t->dtype, t->ne[0]);
     if (row == 0) return entry_err(m, i, t, "first dimension is not a multiple of the dtype's block size");
+    if (tr->packed_rows && (t->n_dims != 2 || n_rows % (uint64_t)tr->packed_rows != 0))
+        return entry_err(m, i, t, "packed layout needs a matrix whose row count is a multiple of 8");
     t->offset = rd64(p + 48);
     t->size = rd64(p + 56);
     t->checksum = rd64(p + 64);

@@ -106,6 +106,7 @@ static mllm_status open_v3(mllm_model_file *f) {
         memcpy(name, t->name, t->name_len);
         name[t->name_len] = 0;
         st = mllm_model_file_add_weight(f, name, t->dtype, t->n_dims, t->ne, t->data, (size_t)t->size);
+        if (!st) f->weights[f->n_weights - 1].mapped = true;
     }
     if (!st) st = open_tokenizer(f, m);
     mllm_mllmfile_close(m); /* the weights point into p->map, not into m */

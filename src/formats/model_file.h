@@ -5,6 +5,7 @@
 #ifndef MLLM_FORMATS_MODEL_FILE_H
 #define MLLM_FORMATS_MODEL_FILE_H
 #include <mllm/mllm.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "models/llama_config.h"
@@ -25,6 +26,7 @@ typedef struct {
     int64_t ne[4];     /* ne[0] fastest (= in_features for a matrix), like GGUF */
     const void *data;  /* into the mapping (or owned conversion buffer) */
     size_t size;       /* bytes */
+    bool mapped;       /* data lies in a read-only file mapping (its pages may be dropped) */
 } mllm_weight;
 
 typedef struct mllm_model_file {

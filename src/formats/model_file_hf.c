@@ -46,6 +46,7 @@ static mllm_status add_shard(mllm_model_file *f, const char *file) {
             return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s' appears in two shards", f->path, t->name);
         }
         if ((st = mllm_model_file_add_weight(f, use, t->dtype, t->n_dims, t->ne, t->data, t->size))) return st;
+        f->weights[f->n_weights - 1].mapped = true;
     }
     return MLLM_OK;
 }

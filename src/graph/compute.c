@@ -16,13 +16,10 @@ static int64_t n_rows(const mllm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne
 
 static void compute_get_rows(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_tensor *tab = t->src[0];
-    const mllm_dtype_traits *tr = mllm_dtype_get(tab->dtype);
     for (int64_t i = ith; i < t->ne[1]; i += nth) {
         int32_t id = g->rt->tokens[i];
-        const char *row = (const char *)tab->data + (size_t)id * tab->nb[1];
         float *dst = (float *)((char *)t->data + (size_t)i * t->nb[1]);
-        if (tab->dtype == MLLM_DTYPE_F32) memcpy(dst, row, (size_t)t->ne[0] * sizeof(float));
-        else tr->to_float(row, dst, t->ne[0]);
+        mllm_cpu_get_row((mllm_dtype)tab->dtype, tab->data, tab->nb[1], t->ne[0], id, dst);
     }
 }
 

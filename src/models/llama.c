@@ -124,7 +124,7 @@ mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f) {
         if (!m->freq_factors) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
         m->rope.freq_factors = m->freq_factors;
     }
-    return MLLM_OK;
+    return mllm_llama_pack(m, f);
 }
 
 void mllm_llama_release(mllm_llama *m) {
@@ -132,6 +132,7 @@ void mllm_llama_release(mllm_llama *m) {
     mllm_graph_free(&m->wg);
     mllm_free(m->layers);
     mllm_free(m->freq_factors);
+    mllm_free_aligned(m->packed);
     memset(m, 0, sizeof *m);
 }
 

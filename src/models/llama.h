@@ -22,11 +22,16 @@ typedef struct {
     mllm_rope_params rope;
     float *freq_factors;           /* (n_rot/2) llama3 scaling, or NULL */
     size_t n_params;
+    void *packed;                  /* load-time x8 copies of matmul weights, or NULL */
+    size_t packed_size;
 } mllm_llama;
 
 /* Checks every tensor's presence, shape and dtype; errors name the tensor. */
 mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f);
 void mllm_llama_release(mllm_llama *m);
+/* Repacks the q4_0 / q8_0 matmul weights into the x8 kernel layouts
+   (llama_pack.c); called by mllm_llama_bind. MLLM_REPACK=0 turns it off. */
+mllm_status mllm_llama_pack(mllm_llama *m, const mllm_model_file *f);
 
 /* Builds (eager: runs) the forward pass of n_tokens tokens bound in g->rt,
    writing K/V into kv[layer]; returns the logits of tokens [first_out,

@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/quant5.h"
+#include "backends/cpu/repack.h"
 #include "core/cpu_features.h"
 
 /* AVX-512 kernels are not written yet: the path exists in the contract only. */
@@ -83,6 +84,9 @@ void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n) {
     switch (t) {
     case MLLM_DTYPE_Q8_0:
         (avx2 ? mllm_quantize_row_q8_0_act_avx2 : mllm_quantize_row_q8_0_act_generic)(x, y, n);
+        return;
+    case MLLM_DTYPE_Q8_0S:
+        (avx2 ? mllm_quantize_row_q8_0s_avx2 : mllm_quantize_row_q8_0s_generic)(x, y, n);
         return;
     case MLLM_DTYPE_Q8_1:
         (avx2 ? mllm_quantize_row_q8_1_act_avx2 : mllm_quantize_row_q8_1_act_generic)(x, y, n);

@@ -55,4 +55,10 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                       const void *X, size_t x_stride, int64_t M,
                       float *Y, size_t y_stride, int64_t r0, int64_t r1);
 
+/* Row `row` of a (K x n) matrix of dtype t with the given row stride, as K
+   floats: plain rows through the dtype's to_float, packed layouts
+   (repack.h) through their lane. */
+void mllm_cpu_get_row(mllm_dtype t, const void *data, size_t row_stride, int64_t K, int64_t row,
+                      float *dst);
+
 #endif

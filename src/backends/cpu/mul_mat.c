@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/repack.h"
 
 /* The obvious loop over the dtype's vec_dot: the reference for the blocked
    SIMD versions, and the path for dtypes without one. */
@@ -35,8 +36,15 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
                       size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0,
                       int64_t r1) {
     const mllm_dtype_traits *tr = mllm_dtype_get(wt);
-    if (!tr || !tr->vec_dot || r1 <= r0 || M <= 0) return;
-    if (strcmp(mllm_cpu_path(), "generic") != 0 &&
+    if (!tr || r1 <= r0 || M <= 0) return;
+    const bool simd = strcmp(mllm_cpu_path(), "generic") != 0;
+    if (tr->packed_rows) {
+        if (!simd || !mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+            mllm_mul_mat_packed_generic(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+        return;
+    }
+    if (!tr->vec_dot) return;
+    if (simd &&
         mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
     mul_mat_row_blocked(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);

@@ -1,0 +1,143 @@
+/* Load-time repacking of matmul weights into the x8 kernel layouts
+   (backends/cpu/repack.h). The packed copy replaces the mapped original: as
+   each piece is packed, the file pages it came from are dropped from this
+   process (madvise DONTNEED on a read-only file mapping just unmaps them), so
+   resident memory stays about one copy of the weights, not two. A .mllm file
+   that already stores packed weights skips all of this (pure mmap). */
+#include "models/llama.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "backends/cpu/repack.h"
+#include "core/alloc.h"
+#include "core/error.h"
+
+#define ITEM_BYTES (1u << 20) /* one unit of work: about 1 MiB of weights */
+#define MAX_THREADS 8
+
+typedef struct {
+    mllm_tensor *t;
+    int packed;        /* target dtype */
+    const void *src;   /* original rows */
+    void *dst;         /* in the packed buffer */
+    bool drop_source;  /* src is a file mapping whose pages may be dropped */
+    int64_t groups, groups_per_item, first_item;
+} pack_job;
+
+typedef struct {
+    pack_job *jobs;
+    int n_jobs;
+    int64_t n_items;
+    int64_t next; /* atomic */
+} pack_plan;
+
+/* Drops the whole pages inside [p, p + n) from this process. */
+static void drop_pages(const void *p, size_t n) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+static void *pack_worker(void *arg) {
+    pack_plan *pl = arg;
+    for (;;) {
+        int64_t it = __atomic_fetch_add(&pl->next, 1, __ATOMIC_RELAXED);
+        if (it >= pl->n_items) break;
+        int j = 0;
+        while (j + 1 < pl->n_jobs && pl->jobs[j + 1].first_item <= it) j++;
+        pack_job *jb = &pl->jobs[j];
+        const int64_t g0 = (it - jb->first_item) * jb->groups_per_item;
+        const int64_t g1 = g0 + jb->groups_per_item < jb->groups ? g0 + jb->groups_per_item : jb->groups;
+        const int64_t K = jb->t->ne[0];
+        mllm_repack_groups((mllm_dtype)jb->packed, jb->src, jb->dst, K, g0, g1);
+        if (jb->drop_source) {
+            const size_t gb = 8 * jb->t->nb[1];
+            drop_pages((const char *)jb->src + (size_t)g0 * gb, (size_t)(g1 - g0) * gb);
+        }
+    }
+    return NULL;
+}
+
+static bool repack_enabled(void) {
+    const char *e = getenv("MLLM_REPACK");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* The matmul weights of the model; the embedding table only when it is also
+   the output matrix (get_rows reads packed rows too). */
+static int list_matrices(mllm_llama *m, mllm_tensor **out) {
+    int n = 0;
+    out[n++] = m->output;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        mllm_llama_layer *L = &m->layers[l];
+        mllm_tensor *ts[7] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        for (int i = 0; i < 7; i++) out[n++] = ts[i];
+    }
+    return n;
+}
+
+mllm_status mllm_llama_pack(mllm_llama *m, const mllm_model_file *f) {
+    if (!repack_enabled()) return MLLM_OK;
+    const int n_max = 1 + 7 * m->cfg.n_layer;
+    mllm_tensor **ts = mllm_malloc((size_t)n_max * sizeof *ts);
+    pack_job *jobs = mllm_calloc((size_t)n_max, sizeof *jobs);
+    if (!ts || !jobs) {
+        mllm_free(ts);
+        mllm_free(jobs);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    const int n = list_matrices(m, ts);
+    int n_jobs = 0;
+    size_t total = 0;
+    int64_t n_items = 0;
+    for (int i = 0; i < n; i++) {
+        mllm_tensor *t = ts[i];
+        const int packed = mllm_repack_type_for((mllm_dtype)t->dtype, t->ne[0], t->ne[1]);
+        if (packed < 0 || t->ne[2] != 1 || t->ne[3] != 1) continue;
+        const mllm_weight *w = mllm_model_file_find(f, t->name);
+        pack_job *jb = &jobs[n_jobs++];
+        jb->t = t;
+        jb->packed = packed;
+        jb->src = t->data;
+        jb->drop_source = w && w->data == t->data && w->mapped;
+        jb->groups = t->ne[1] / 8;
+        const size_t gb = 8 * t->nb[1];
+        jb->groups_per_item = (int64_t)(ITEM_BYTES / gb) > 0 ? (int64_t)(ITEM_BYTES / gb) : 1;
+        jb->first_item = n_items;
+        n_items += (jb->groups + jb->groups_per_item - 1) / jb->groups_per_item;
+        jb->dst = (void *)total; /* offset for now */
+        total += ((size_t)jb->groups * gb + 63) & ~(size_t)63;
+    }
+    mllm_free(ts);
+    if (n_jobs == 0) {
+        mllm_free(jobs);
+        return MLLM_OK;
+    }
+    m->packed = mllm_malloc_aligned(total);
+    if (!m->packed) {
+        mllm_free(jobs);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory repacking %zu bytes of weights", total);
+    }
+    m->packed_size = total;
+    for (int i = 0; i < n_jobs; i++) jobs[i].dst = (char *)m->packed + (size_t)jobs[i].dst;
+    pack_plan pl = {jobs, n_jobs, n_items, 0};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = ncpu < 1 ? 1 : ncpu > MAX_THREADS ? MAX_THREADS : (int)ncpu;
+    pthread_t th[MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < nth; i++)
+        if (pthread_create(&th[started], NULL, pack_worker, &pl) == 0) started++;
+    pack_worker(&pl);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n_jobs; i++) {
+        jobs[i].t->data = jobs[i].dst;
+        jobs[i].t->dtype = jobs[i].packed;
+    }
+    /* The embedding table is the output matrix when tied: same tensor. */
+    mllm_free(jobs);
+    return MLLM_OK;
+}

@@ -1,0 +1,172 @@
+/* The x8 packed layouts (backends/cpu/repack.h): packing is a byte-exact
+   inverse of unpacking, packed rows read back as the plain rows, and the
+   packed matmuls (generic and AVX2) give what the plain generic matmul
+   gives, on odd K, odd activation counts and sub-ranges of rows.
+
+   Tolerances (normalised MSE): every path computes the same exact integer
+   dot per 32-value block; they differ only in how the per-block float terms
+   are summed (lanes vs one sum, fused multiply-add or not), so 1e-10. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/repack.h"
+#include "testutil.h"
+
+#define TOL 1e-10
+
+static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
+    const size_t rs = mllm_dtype_row_size(t, K);
+    char *W = malloc((size_t)N * rs);
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t r = 0; r < N; r++) {
+        tu_fill_random(src, (size_t)K, seed + (uint64_t)r);
+        /* a few rows with a large value, so scales differ across lanes */
+        if (r % 3 == 0) src[(r * 7) % K] = 9.0f;
+        mllm_dtype_get(t)->from_float(src, W + (size_t)r * rs, K);
+    }
+    free(src);
+    return W;
+}
+
+static void test_pack_round_trip(void **state) {
+    (void)state;
+    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q8_0};
+    static const int64_t Ks[] = {32, 96, 4064};
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t ki = 0; ki < 3; ki++) {
+            const mllm_dtype t = types[ti];
+            const int64_t K = Ks[ki], N = 24;
+            const int packed = mllm_repack_type_for(t, K, N);
+            assert_true(packed > 0);
+            assert_int_equal(mllm_repack_plain_type((mllm_dtype)packed), t);
+            assert_int_equal(mllm_dtype_row_size((mllm_dtype)packed, K), mllm_dtype_row_size(t, K));
+            const size_t bytes = (size_t)N * mllm_dtype_row_size(t, K);
+            char *W = make_matrix(t, N, K, 11), *P = malloc(bytes), *U = malloc(bytes);
+            mllm_repack_groups((mllm_dtype)packed, W, P, K, 0, N / 8);
+            assert_true(memcmp(W, P, bytes) != 0); /* it did move bytes */
+            mllm_unpack_groups((mllm_dtype)packed, P, U, K, 0, N / 8);
+            assert_memory_equal(W, U, bytes);
+            /* every row reads back as the plain row */
+            float *a = malloc((size_t)K * sizeof(float)), *b = malloc((size_t)K * sizeof(float));
+            for (int64_t r = 0; r < N; r++) {
+                mllm_dtype_get(t)->to_float(W + (size_t)r * mllm_dtype_row_size(t, K), a, K);
+                mllm_cpu_get_row((mllm_dtype)packed, P, mllm_dtype_row_size(t, K), K, r, b);
+                assert_memory_equal(a, b, (size_t)K * sizeof(float));
+            }
+            free(a), free(b), free(W), free(P), free(U);
+        }
+    /* shapes that cannot be packed */
+    assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_0, 64, 12), -1);
+    assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_1, 64, 16), -1);
+    assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_F16, 64, 16), -1);
+}
+
+/* q8_0s = the q8_0 activation bytes regrouped, with 8 * sum and d as float;
+   generic and AVX2 converters agree byte for byte. */
+static void test_q8_0s_activation(void **state) {
+    (void)state;
+    const int64_t K = 4064, nb = K / 32;
+    float *x = malloc((size_t)K * sizeof(float));
+    tu_fill_random(x, (size_t)K, 5);
+    x[100] = 40.0f;
+    mllm_block_q8_0 *q = malloc((size_t)nb * sizeof *q);
+    mllm_block_q8_0s *s = malloc((size_t)nb * sizeof *s), *s2 = malloc((size_t)nb * sizeof *s2);
+    mllm_quantize_row_q8_0_act_generic(x, q, K);
+    mllm_quantize_row_q8_0s_generic(x, s, K);
+    for (int64_t b = 0; b < nb; b++) {
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += q[b].qs[j];
+        assert_int_equal(s[b].s8, 8 * sum);
+        assert_true(s[b].d == mllm_f16_to_f32(q[b].d));
+        assert_memory_equal(s[b].qs, q[b].qs, 32);
+    }
+    if (mllm_cpu_has_avx2()) {
+        mllm_quantize_row_q8_0s_avx2(x, s2, K);
+        assert_memory_equal(s, s2, (size_t)nb * sizeof *s);
+    } else {
+        printf("SKIPPED avx2 q8_0s: this CPU has no AVX2\n");
+    }
+    free(x), free(q), free(s), free(s2);
+}
+
+static void check_packed_mul_mat(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r0, int64_t r1) {
+    const int packed = mllm_repack_type_for(t, K, N);
+    assert_true(packed > 0);
+    const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type;
+    const mllm_dtype pvt = mllm_dtype_get(packed)->vec_dot_type;
+    const size_t rs = mllm_dtype_row_size(t, K);
+    char *W = make_matrix(t, N, K, 300), *P = malloc((size_t)N * rs);
+    mllm_repack_groups((mllm_dtype)packed, W, P, K, 0, N / 8);
+    const size_t xs = mllm_dtype_row_size(vt, K) + 32, pxs = mllm_dtype_row_size(pvt, K) + 8;
+    char *X = malloc((size_t)M * xs), *PX = malloc((size_t)M * pxs);
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t m = 0; m < M; m++) {
+        tu_fill_random(src, (size_t)K, 900 + (uint64_t)m);
+        mllm_quantize_row_q8_0_act_generic(src, X + (size_t)m * xs, K);
+        if (pvt == MLLM_DTYPE_Q8_0S) mllm_quantize_row_q8_0s_generic(src, PX + (size_t)m * pxs, K);
+        else mllm_quantize_row_q8_0_act_generic(src, PX + (size_t)m * pxs, K);
+    }
+    const size_t ys = (size_t)N + 3, ny = (size_t)M * ys;
+    float *ref = malloc(ny * sizeof(float)), *gen = malloc(ny * sizeof(float)), *simd = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) ref[i] = gen[i] = simd[i] = -777.0f;
+    mllm_mul_mat_generic(mllm_cpu_vec_dot_for(t, "generic"), W, rs, K, X, xs, M, ref, ys, r0, r1);
+    mllm_mul_mat_packed_generic((mllm_dtype)packed, P, rs, K, PX, pxs, M, gen, ys, r0, r1);
+    const bool aligned = r0 % 8 == 0 && r1 % 8 == 0;
+    bool ran_simd = false;
+    if (mllm_cpu_has_avx2()) {
+        ran_simd = mllm_mul_mat_packed_avx2((mllm_dtype)packed, P, rs, K, PX, pxs, M, simd, ys, r0, r1);
+        assert_true(ran_simd == aligned);
+    }
+    const double e_gen = tu_nmse(gen, ref, ny);
+    const double e_simd = ran_simd ? tu_nmse(simd, gen, ny) : 0.0;
+    if (e_gen > TOL || e_simd > TOL)
+        printf("%s N=%lld K=%lld M=%lld [%lld,%lld): packed generic vs plain %.3g, avx2 vs generic %.3g\n",
+               mllm_dtype_name(packed), (long long)N, (long long)K, (long long)M, (long long)r0,
+               (long long)r1, e_gen, e_simd);
+    assert_true(e_gen <= TOL);
+    assert_true(e_simd <= TOL);
+    /* rows outside [r0, r1) untouched */
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t r = 0; r < (int64_t)ys; r++)
+            if (r < r0 || r >= r1) {
+                assert_true(gen[(size_t)m * ys + r] == -777.0f);
+                if (ran_simd) assert_true(simd[(size_t)m * ys + r] == -777.0f);
+            }
+    free(W), free(P), free(X), free(PX), free(src), free(ref), free(gen), free(simd);
+}
+
+static void test_packed_mul_mat(void **state) {
+    (void)state;
+    if (!mllm_cpu_has_avx2()) printf("SKIPPED avx2 packed kernels: this CPU has no AVX2 (generic checked)\n");
+    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q8_0};
+    static const int64_t Ks[] = {32, 224, 4064};
+    static const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 9};
+    static const struct { int64_t n, r0, r1; } ranges[] = {{8, 0, 8}, {40, 8, 32}, {40, 3, 37}, {64, 0, 64}};
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t ki = 0; ki < 3; ki++)
+            for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+                for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++)
+                    check_packed_mul_mat(types[ti], ranges[ri].n, Ks[ki], Ms[mi], ranges[ri].r0, ranges[ri].r1);
+}
+
+/* Prefill-sized: more groups than one chunk holds, through mllm_cpu_mul_mat. */
+static void test_packed_mul_mat_large(void **state) {
+    (void)state;
+    check_packed_mul_mat(MLLM_DTYPE_Q4_0, 1024, 2048, 13, 0, 1024);
+    check_packed_mul_mat(MLLM_DTYPE_Q8_0, 512, 2048, 6, 128, 512);
+}
+
+int main(void) {
+    mllm_dtype_init();
+    printf("cpu path: %s\n", mllm_cpu_path());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pack_round_trip),
+        cmocka_unit_test(test_q8_0s_activation),
+        cmocka_unit_test(test_packed_mul_mat),
+        cmocka_unit_test(test_packed_mul_mat_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

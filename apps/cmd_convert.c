@@ -8,7 +8,7 @@
 static void convert_usage(FILE *f) {
     fprintf(f,
             "usage: mllm convert --in MODEL --out FILE [--pipeline RULES.json | --quant DTYPE]\n"
-            "                    [--to mllm|gguf] [--config config.json] [--quiet]\n"
+            "                    [--to mllm|gguf] [--pack x8|none] [--config config.json] [--quiet]\n"
             "\n"
             "Converts a model (HF folder, GGUF, .mllm v1/v2/v3) to a .mllm v3 file (default)\n"
             "or to GGUF (--to gguf). Matrices keep their dtype unless --quant (one dtype:\n"
@@ -16,6 +16,23 @@ static void convert_usage(FILE *f) {
             "(JSON rules \"tensor-name regex -> dtype\", first match wins; see pipelines/\n"
             "and docs/format.md) says otherwise. 1-D tensors (norms, biases) are f32.\n"
             "--config: the config.json of an MLLM v1/v2 file (default: beside the file).\n"
+            "\n"
+            "--pack x8 (default for .mllm): the matrices the CPU matmul kernels run\n"
+            "(blk.N.attn_q/attn_k/attn_v/attn_output/ffn_gate/ffn_up/ffn_down.weight and\n"
+            "output.weight, or token_embd.weight when tied), when q4_0 or q8_0 with a\n"
+            "multiple of 8 rows and of 32 columns, are stored in the kernels' 8-row\n"
+            "interleaved layouts, so loading maps them as they are (no repack, no copy):\n"
+            "  q4_0x8 (dtype 202): per 32 columns of 8 rows, 144 bytes: the 8 rows' f16\n"
+            "    scales d[0..7], then 128 bytes; byte 32t+4r+j (t, j in 0..3; r in 0..7)\n"
+            "    holds row r's 4-bit value 8t+j (low nibble) and 8t+4+j (high nibble);\n"
+            "    value = d[r] * (nibble - 8), as in q4_0.\n"
+            "  q8_0x8 (dtype 203): per 32 columns of 8 rows, 272 bytes: d[0..7], then\n"
+            "    256 bytes; byte 32g+4r+j (g in 0..7, j in 0..3) is row r's int8 value\n"
+            "    4g+j; value = d[r] * q.\n"
+            "  Same bytes per row as q4_0 / q8_0; rows 8g..8g+7 start where row 8g would.\n"
+            "--pack none: plain GGUF block layouts (the loader then repacks a copy).\n"
+            "GGUF output is never packed; a packed .mllm input is unpacked wherever the\n"
+            "output is not packed (--to gguf, --pack none, another dtype).\n"
             "Prints one line per tensor on stderr.\n");
 }
 
@@ -37,6 +54,13 @@ int cmd_convert(int argc, char **argv) {
         else if (!strcmp(a, "--quant")) { if (!(p.quant = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(a, "--config")) { if (!(p.config_path = cli_value(argc, argv, &i))) return 2; }
         else if (!strcmp(a, "--quiet")) p.progress = NULL;
+        else if (!strcmp(a, "--pack")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!v) return 2;
+            if (!strcmp(v, "x8")) p.pack = MLLM_CONVERT_PACK_X8;
+            else if (!strcmp(v, "none")) p.pack = MLLM_CONVERT_PACK_NONE;
+            else { fprintf(stderr, "mllm convert: --pack must be x8 or none\n"); return 2; }
+        }
         else if (!strcmp(a, "--to")) {
             const char *v = cli_value(argc, argv, &i);
             if (!v) return 2;

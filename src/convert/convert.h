@@ -9,11 +9,23 @@
    pipeline's dtype (or keep theirs). Same dtype: bytes copied unchanged;
    else each row goes to f32 (to_float) and through the target dtype's
    quantizer (from_float, GGUF's reference quantizers). One row block in
-   memory at a time; output written to a temp file and renamed. */
+   memory at a time; output written to a temp file and renamed.
+
+   Kernel packing (.mllm output only): the matmul weights the CPU kernels
+   run in an 8-row interleaved layout (q4_0 -> q4_0x8, q8_0 -> q8_0x8;
+   backends/cpu/repack.h, docs/format.md) are stored in that layout, so
+   loading the .mllm maps them as they are instead of repacking a copy.
+   A packed source (.mllm) is unpacked wherever the target is not packed
+   (GGUF export, --pack none, another dtype). */
 #ifndef MLLM_CONVERT_CONVERT_H
 #define MLLM_CONVERT_CONVERT_H
 #include <mllm/mllm.h>
 #include <stdbool.h>
+
+typedef enum {
+    MLLM_CONVERT_PACK_NONE = 0, /* plain GGUF block layouts */
+    MLLM_CONVERT_PACK_X8 = 1,   /* q4_0x8 / q8_0x8 where the kernels use them (default) */
+} mllm_convert_pack;
 
 typedef struct {
     const char *in;            /* model path (file or HF folder) */
@@ -21,12 +33,14 @@ typedef struct {
     const char *pipeline_path; /* JSON rules (pipeline.h), or NULL */
     const char *quant;         /* one dtype for all matrices, or NULL (= keep) */
     const char *config_path;   /* config.json for MLLM v1/v2 inputs, or NULL (beside the file) */
-    bool to_gguf;              /* write GGUF instead of .mllm */
+    bool to_gguf;              /* write GGUF instead of .mllm (never packed) */
+    mllm_convert_pack pack;    /* .mllm only; default MLLM_CONVERT_PACK_X8 */
     /* One line per tensor (may be NULL). */
     void (*progress)(void *user, const char *line);
     void *user;
 } mllm_convert_params;
 
+/* Zeroes p, then pack = MLLM_CONVERT_PACK_X8. */
 void mllm_convert_default_params(mllm_convert_params *p);
 /* Errors: MLLM_ERR_INVALID_ARG (bad options), MLLM_ERR_UNSUPPORTED (a dtype
    without quantizer, a block size that does not divide a row, an export

@@ -3,6 +3,7 @@
    keys, and the tensors under their GGUF names, through gguf_writer. */
 #include "convert/convert_internal.h"
 #include "formats/gguf.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +77,11 @@ mllm_status cv_write_gguf(const mllm_model_file *f, cv_tensor *t, size_t n, cons
     st = arch_keys(f, w);
     if (!st) st = cv_copy_kvs(f->gguf, w, "tokenizer.");
     for (size_t i = 0; i < n && !st; i++) {
+        if (t[i].dtype >= MLLM_DTYPE_Q4_0_X8) { /* our kernel layouts: no GGUF reader knows them */
+            st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s cannot be stored in GGUF", out,
+                          t[i].w->name, mllm_dtype_name(t[i].dtype));
+            break;
+        }
         st = mllm_gguf_writer_add_tensor_fn(w, t[i].w->name, t[i].dtype, t[i].w->n_dims, t[i].w->ne, cv_fill, &t[i]);
     }
     if (!st) st = mllm_gguf_writer_write(w, out);

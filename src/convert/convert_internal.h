@@ -1,6 +1,6 @@
 /* Shared by the converter's parts: the per-tensor plan and row converter
-   (convert.c), the tokenizer section (convert_tokenizer.c), GGUF export
-   (convert_gguf.c). */
+   (convert.c), kernel packing choices (convert_pack.c), the tokenizer
+   section (convert_tokenizer.c), GGUF export (convert_gguf.c). */
 #ifndef MLLM_CONVERT_INTERNAL_H
 #define MLLM_CONVERT_INTERNAL_H
 #include "convert/convert.h"
@@ -11,14 +11,28 @@
 typedef struct {
     const mllm_convert_params *params;
     const mllm_weight *w;
-    int dtype;            /* target */
+    int dtype;            /* stored dtype (packed or plain) */
+    int plain;            /* dtype of the values: dtype unpacked (= dtype when not packed) */
+    int src_plain;        /* w->dtype unpacked */
     int rule;             /* pipeline rule that chose it; -1 default, -2 "1-D stays f32" */
     size_t index, count;  /* for progress lines */
-    size_t src_row, dst_row;
+    size_t src_row, dst_row; /* bytes per row (a packed type's equal its plain type's) */
+    int64_t unit_rows;    /* rows converted together: 8 when either side is packed, else 1 */
     float *tmp;           /* (ne[0]) one row in f32 */
-    uint8_t *row;         /* (dst_row) one converted row */
-    int64_t row_in_buf;   /* which row `row` holds; -1 none */
+    uint8_t *row;         /* (unit_rows, dst_row) the converted unit, as stored */
+    uint8_t *src_unpacked;   /* (unit_rows, src_row) the source unit unpacked, if w is packed */
+    uint8_t *plain_rows;     /* (unit_rows, dst_row) the unit in `plain`, before packing, if packed */
+    int64_t row_in_buf;   /* which unit `row` holds; -1 none */
 } cv_tensor;
+
+/* The packed dtype to store w as when its values are in dtype plain, or -1:
+   only for .mllm output with MLLM_CONVERT_PACK_X8, only for the matrices the
+   llama kernels multiply (every layer's attn_q/k/v/output and
+   ffn_gate/up/down, and output.weight or, when there is none, the tied
+   token_embd.weight) and only where mllm_repack_type_for allows the shape. */
+int cv_pack_type(const mllm_convert_params *p, const mllm_model_file *f, const mllm_weight *w, int plain);
+/* Frees a tensor's buffers. */
+void cv_tensor_release(cv_tensor *t);
 
 /* Fills [offset, offset+n) of the converted tensor (any byte range, in
    increasing order): the fill callback of both writers. */

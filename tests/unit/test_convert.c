@@ -52,11 +52,17 @@ static void expect_same_logits(const char *a, const char *b) {
     free(lb);
 }
 
-static mllm_status convert(const char *in, const char *out, const char *quant, const char *pipeline, bool gguf) {
+static mllm_status convert_pack(const char *in, const char *out, const char *quant, const char *pipeline, bool gguf,
+                                mllm_convert_pack pack) {
     mllm_convert_params p;
     mllm_convert_default_params(&p);
-    p.in = in, p.out = out, p.quant = quant, p.pipeline_path = pipeline, p.to_gguf = gguf;
+    p.in = in, p.out = out, p.quant = quant, p.pipeline_path = pipeline, p.to_gguf = gguf, p.pack = pack;
     return mllm_convert(&p);
+}
+
+/* With the default layout (x8 kernel packing for .mllm output). */
+static mllm_status convert(const char *in, const char *out, const char *quant, const char *pipeline, bool gguf) {
+    return convert_pack(in, out, quant, pipeline, gguf, MLLM_CONVERT_PACK_X8);
 }
 
 static void test_hf_to_mllm_bit_exact(void **state) {
@@ -104,7 +110,8 @@ static void test_gguf_mllm_gguf(void **state) {
 
 /* synth's q8_0 / q4_0 GGUFs are the f32 file quantized row by row with the
    reference quantizers (token_embd q8_0 in q4 files): converting the f32
-   file must give the same bytes. */
+   file must give the same bytes (in the plain layouts: --pack none; the
+   packed layouts are test_convert_pack.c's). */
 static void test_quant_matches_synth(void **state) {
     (void)state;
     const char *f32 = tu_tmp("s32.gguf"), *q8 = tu_tmp("s8.gguf"), *q4 = tu_tmp("s4.gguf");
@@ -112,12 +119,12 @@ static void test_quant_matches_synth(void **state) {
     assert_int_equal(mllm_synth_write("qwen3", "tiny", "f32", "gguf", f32, NULL, NULL), MLLM_OK);
     assert_int_equal(mllm_synth_write("qwen3", "tiny", "q8_0", "gguf", q8, NULL, NULL), MLLM_OK);
     assert_int_equal(mllm_synth_write("qwen3", "tiny", "q4_0", "gguf", q4, NULL, NULL), MLLM_OK);
-    if (convert(f32, c8, "q8_0", NULL, false)) fail_msg("%s", mllm_last_error());
+    if (convert_pack(f32, c8, "q8_0", NULL, false, MLLM_CONVERT_PACK_NONE)) fail_msg("%s", mllm_last_error());
     FILE *fp = fopen(pl, "w");
     fputs("{\"default\": \"q4_0\", \"rules\": [{\"pattern\": \"^token_embd\", \"dtype\": \"q8_0\"},"
           "{\"pattern\": \"^output\\\\.weight$\", \"dtype\": \"Q8_0\"}]}", fp);
     fclose(fp);
-    if (convert(f32, c4, NULL, pl, false)) fail_msg("%s", mllm_last_error());
+    if (convert_pack(f32, c4, NULL, pl, false, MLLM_CONVERT_PACK_NONE)) fail_msg("%s", mllm_last_error());
     const char *pairs[2][2] = {{q8, c8}, {q4, c4}};
     for (int k = 0; k < 2; k++) {
         mllm_model_file *a, *b;

@@ -17,6 +17,15 @@
 
 #define TOL 1e-10
 
+static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q6_K};
+#define N_TYPES (sizeof k_types / sizeof k_types[0])
+
+/* Odd row lengths: 1 block, a few, many (block sizes 32 and 256). */
+static const int64_t *ks_for(mllm_dtype t) {
+    static const int64_t k32[] = {32, 224, 4064}, k256[] = {256, 768, 4352};
+    return mllm_dtype_get(t)->block_size == 256 ? k256 : k32;
+}
+
 static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
     const size_t rs = mllm_dtype_row_size(t, K);
     char *W = malloc((size_t)N * rs);
@@ -33,12 +42,10 @@ static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
 
 static void test_pack_round_trip(void **state) {
     (void)state;
-    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q8_0};
-    static const int64_t Ks[] = {32, 96, 4064};
-    for (size_t ti = 0; ti < 2; ti++)
+    for (size_t ti = 0; ti < N_TYPES; ti++)
         for (size_t ki = 0; ki < 3; ki++) {
-            const mllm_dtype t = types[ti];
-            const int64_t K = Ks[ki], N = 24;
+            const mllm_dtype t = k_types[ti];
+            const int64_t K = ks_for(t)[ki], N = 24;
             const int packed = mllm_repack_type_for(t, K, N);
             assert_true(packed > 0);
             assert_int_equal(mllm_repack_plain_type((mllm_dtype)packed), t);
@@ -62,6 +69,7 @@ static void test_pack_round_trip(void **state) {
     assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_0, 64, 12), -1);
     assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_1, 64, 16), -1);
     assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_F16, 64, 16), -1);
+    assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_K, 224, 16), -1);
 }
 
 /* q8_0s = the q8_0 activation bytes regrouped, with 8 * sum and d as float;
@@ -105,9 +113,8 @@ static void check_packed_mul_mat(mllm_dtype t, int64_t N, int64_t K, int64_t M, 
     float *src = malloc((size_t)K * sizeof(float));
     for (int64_t m = 0; m < M; m++) {
         tu_fill_random(src, (size_t)K, 900 + (uint64_t)m);
-        mllm_quantize_row_q8_0_act_generic(src, X + (size_t)m * xs, K);
-        if (pvt == MLLM_DTYPE_Q8_0S) mllm_quantize_row_q8_0s_generic(src, PX + (size_t)m * pxs, K);
-        else mllm_quantize_row_q8_0_act_generic(src, PX + (size_t)m * pxs, K);
+        mllm_cpu_quantize_row(vt, src, X + (size_t)m * xs, K);
+        mllm_cpu_quantize_row(pvt, src, PX + (size_t)m * pxs, K);
     }
     const size_t ys = (size_t)N + 3, ny = (size_t)M * ys;
     float *ref = malloc(ny * sizeof(float)), *gen = malloc(ny * sizeof(float)), *simd = malloc(ny * sizeof(float));
@@ -141,15 +148,14 @@ static void check_packed_mul_mat(mllm_dtype t, int64_t N, int64_t K, int64_t M, 
 static void test_packed_mul_mat(void **state) {
     (void)state;
     if (!mllm_cpu_has_avx2()) printf("SKIPPED avx2 packed kernels: this CPU has no AVX2 (generic checked)\n");
-    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q8_0};
-    static const int64_t Ks[] = {32, 224, 4064};
     static const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 9};
     static const struct { int64_t n, r0, r1; } ranges[] = {{8, 0, 8}, {40, 8, 32}, {40, 3, 37}, {64, 0, 64}};
-    for (size_t ti = 0; ti < 2; ti++)
+    for (size_t ti = 0; ti < N_TYPES; ti++)
         for (size_t ki = 0; ki < 3; ki++)
             for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
                 for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++)
-                    check_packed_mul_mat(types[ti], ranges[ri].n, Ks[ki], Ms[mi], ranges[ri].r0, ranges[ri].r1);
+                    check_packed_mul_mat(k_types[ti], ranges[ri].n, ks_for(k_types[ti])[ki], Ms[mi],
+                                         ranges[ri].r0, ranges[ri].r1);
 }
 
 /* Prefill-sized: more groups than one chunk holds, through mllm_cpu_mul_mat. */
@@ -157,6 +163,8 @@ static void test_packed_mul_mat_large(void **state) {
     (void)state;
     check_packed_mul_mat(MLLM_DTYPE_Q4_0, 1024, 2048, 13, 0, 1024);
     check_packed_mul_mat(MLLM_DTYPE_Q8_0, 512, 2048, 6, 128, 512);
+    check_packed_mul_mat(MLLM_DTYPE_Q4_K, 256, 2048, 11, 0, 256);
+    check_packed_mul_mat(MLLM_DTYPE_Q6_K, 256, 2048, 5, 64, 256);
 }
 
 int main(void) {

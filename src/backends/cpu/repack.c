@@ -5,23 +5,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels_internal.h"
-
-int mllm_repack_type_for(mllm_dtype t, int64_t K, int64_t N) {
-    if (K <= 0 || N <= 0 || K % 32 != 0 || N % MLLM_PACK_ROWS != 0) return -1;
-    switch (t) {
-    case MLLM_DTYPE_Q4_0: return MLLM_DTYPE_Q4_0_X8;
-    case MLLM_DTYPE_Q8_0: return MLLM_DTYPE_Q8_0_X8;
-    default: return -1;
-    }
-}
-
-mllm_dtype mllm_repack_plain_type(mllm_dtype t) {
-    switch (t) {
-    case MLLM_DTYPE_Q4_0_X8: return MLLM_DTYPE_Q4_0;
-    case MLLM_DTYPE_Q8_0_X8: return MLLM_DTYPE_Q8_0;
-    default: return t;
-    }
-}
+#include "backends/cpu/kquants.h"
 
 /* Value i (0..31) of a q4_0 block as its stored nibble 0..15. */
 static inline int q4_nibble(const mllm_block_q4_0 *b, int i) {
@@ -35,131 +19,177 @@ static inline int q4x8_nibble(const mllm_block_q4_0x8 *b, int r, int i) {
     return w < 4 ? byte & 15 : byte >> 4;
 }
 
-static void pack_q4_0(const mllm_block_q4_0 *rows[8], mllm_block_q4_0x8 *out) {
+static void pack_q4_0(const void *const rows[8], void *vout) {
+    mllm_block_q4_0x8 *out = vout;
     for (int r = 0; r < 8; r++) {
-        out->d[r] = rows[r]->d;
+        const mllm_block_q4_0 *b = rows[r];
+        out->d[r] = b->d;
         for (int t = 0; t < 4; t++)
             for (int j = 0; j < 4; j++)
-                out->qs[32 * t + 4 * r + j] =
-                    (uint8_t)(q4_nibble(rows[r], 8 * t + j) | q4_nibble(rows[r], 8 * t + 4 + j) << 4);
+                out->qs[32 * t + 4 * r + j] = (uint8_t)(q4_nibble(b, 8 * t + j) | q4_nibble(b, 8 * t + 4 + j) << 4);
     }
 }
 
-static void unpack_q4_0(const mllm_block_q4_0x8 *in, mllm_block_q4_0 *rows[8]) {
+static void unpack_q4_0(const void *vin, void *const rows[8]) {
+    const mllm_block_q4_0x8 *in = vin;
     for (int r = 0; r < 8; r++) {
-        rows[r]->d = in->d[r];
-        for (int i = 0; i < 16; i++)
-            rows[r]->qs[i] = (uint8_t)(q4x8_nibble(in, r, i) | q4x8_nibble(in, r, i + 16) << 4);
+        mllm_block_q4_0 *b = rows[r];
+        b->d = in->d[r];
+        for (int i = 0; i < 16; i++) b->qs[i] = (uint8_t)(q4x8_nibble(in, r, i) | q4x8_nibble(in, r, i + 16) << 4);
     }
 }
 
-static void pack_q8_0(const mllm_block_q8_0 *rows[8], mllm_block_q8_0x8 *out) {
+static void get_q4_0(const void *vb, int r, float *dst) {
+    const mllm_block_q4_0x8 *b = vb;
+    const float d = mllm_f16_to_f32(b->d[r]);
+    for (int j = 0; j < 32; j++) dst[j] = (float)(q4x8_nibble(b, r, j) - 8) * d;
+}
+
+/* Per block the integer dot is exact; the float accumulation runs block by
+   block, as in the SIMD kernels (which fuse the multiply-add). */
+static float dot_q4_0(const void *vb, int r, const void *vy) {
+    const mllm_block_q4_0x8 *b = vb;
+    const mllm_block_q8_0s *y = vy;
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += q4x8_nibble(b, r, j) * y->qs[j];
+    return mllm_f16_to_f32(b->d[r]) * y->d * (float)(s - y->s8);
+}
+
+static void pack_q8_0(const void *const rows[8], void *vout) {
+    mllm_block_q8_0x8 *out = vout;
     for (int r = 0; r < 8; r++) {
-        out->d[r] = rows[r]->d;
-        for (int g = 0; g < 8; g++) memcpy(out->qs + 32 * g + 4 * r, rows[r]->qs + 4 * g, 4);
+        const mllm_block_q8_0 *b = rows[r];
+        out->d[r] = b->d;
+        for (int g = 0; g < 8; g++) memcpy(out->qs + 32 * g + 4 * r, b->qs + 4 * g, 4);
     }
 }
 
-static void unpack_q8_0(const mllm_block_q8_0x8 *in, mllm_block_q8_0 *rows[8]) {
+static void unpack_q8_0(const void *vin, void *const rows[8]) {
+    const mllm_block_q8_0x8 *in = vin;
     for (int r = 0; r < 8; r++) {
-        rows[r]->d = in->d[r];
-        for (int g = 0; g < 8; g++) memcpy(rows[r]->qs + 4 * g, in->qs + 32 * g + 4 * r, 4);
+        mllm_block_q8_0 *b = rows[r];
+        b->d = in->d[r];
+        for (int g = 0; g < 8; g++) memcpy(b->qs + 4 * g, in->qs + 32 * g + 4 * r, 4);
     }
 }
 
-/* Walks blocks b of groups [g0, g1): plain row pointers of the group's 8
-   rows at block b, and the packed block. */
-#define FOR_GROUP_BLOCKS(PLAIN_T, PACKED_T, plain_base, packed_base, BODY)                       \
-    do {                                                                                         \
-        const int64_t nb = K / 32;                                                               \
-        const size_t rs = (size_t)nb * sizeof(PLAIN_T);                                          \
-        for (int64_t g = g0; g < g1; g++) {                                                      \
-            char *pl = (char *)(plain_base) + (size_t)g * 8 * rs;                                \
-            PACKED_T *pk = (PACKED_T *)((char *)(packed_base) + (size_t)g * 8 * rs);             \
-            for (int64_t b = 0; b < nb; b++, pk++) {                                             \
-                PLAIN_T *rows[8];                                                                \
-                for (int r = 0; r < 8; r++) rows[r] = (PLAIN_T *)(pl + (size_t)r * rs) + b;      \
-                BODY;                                                                            \
-            }                                                                                    \
-        }                                                                                        \
-    } while (0)
+static void get_q8_0(const void *vb, int r, float *dst) {
+    const mllm_block_q8_0x8 *b = vb;
+    const float d = mllm_f16_to_f32(b->d[r]);
+    for (int j = 0; j < 32; j++) dst[j] = (float)b->qs[32 * (j / 4) + 4 * r + j % 4] * d;
+}
+
+static float dot_q8_0(const void *vb, int r, const void *vy) {
+    const mllm_block_q8_0x8 *b = vb;
+    const mllm_block_q8_0 *y = vy;
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += b->qs[32 * (j / 4) + 4 * r + j % 4] * y->qs[j];
+    return mllm_f16_to_f32(b->d[r]) * mllm_f16_to_f32(y->d) * (float)s;
+}
+
+static void pack_q4_k(const void *const rows[8], void *out) { mllm_pack_q4_k(rows, out); }
+static void unpack_q4_k(const void *in, void *const rows[8]) { mllm_unpack_q4_k(in, rows); }
+static void get_q4_k(const void *b, int r, float *dst) { mllm_q4_kx8_get(b, r, dst); }
+static float dot_q4_k(const void *b, int r, const void *y) { return mllm_q4_kx8_dot(b, r, y); }
+static void pack_q6_k(const void *const rows[8], void *out) { mllm_pack_q6_k(rows, out); }
+static void unpack_q6_k(const void *in, void *const rows[8]) { mllm_unpack_q6_k(in, rows); }
+static void get_q6_k(const void *b, int r, float *dst) { mllm_q6_kx8_get(b, r, dst); }
+static float dot_q6_k(const void *b, int r, const void *y) { return mllm_q6_kx8_dot(b, r, y); }
+
+/* One row per packed type: its plain type, values per block, the plain
+   block's bytes (the packed block is 8 of them) and the per-block functions. */
+typedef struct {
+    mllm_dtype packed, plain;
+    int qk;
+    size_t plain_bytes, y_bytes;
+    void (*pack)(const void *const rows[8], void *out);
+    void (*unpack)(const void *in, void *const rows[8]);
+    void (*get)(const void *blk, int r, float *dst);
+    float (*dot)(const void *blk, int r, const void *y);
+} pack_desc;
+
+static const pack_desc k_packs[] = {
+    {MLLM_DTYPE_Q4_0_X8, MLLM_DTYPE_Q4_0, 32, sizeof(mllm_block_q4_0), sizeof(mllm_block_q8_0s), pack_q4_0, unpack_q4_0, get_q4_0, dot_q4_0},
+    {MLLM_DTYPE_Q8_0_X8, MLLM_DTYPE_Q8_0, 32, sizeof(mllm_block_q8_0), sizeof(mllm_block_q8_0), pack_q8_0, unpack_q8_0, get_q8_0, dot_q8_0},
+    {MLLM_DTYPE_Q4_K_X8, MLLM_DTYPE_Q4_K, 256, sizeof(mllm_block_q4_k), sizeof(mllm_block_q8_k), pack_q4_k, unpack_q4_k, get_q4_k, dot_q4_k},
+    {MLLM_DTYPE_Q6_K_X8, MLLM_DTYPE_Q6_K, 256, sizeof(mllm_block_q6_k), sizeof(mllm_block_q8_k), pack_q6_k, unpack_q6_k, get_q6_k, dot_q6_k},
+};
+
+static const pack_desc *desc_of(mllm_dtype t, bool by_plain) {
+    for (size_t i = 0; i < sizeof k_packs / sizeof k_packs[0]; i++)
+        if ((by_plain ? k_packs[i].plain : k_packs[i].packed) == t) return &k_packs[i];
+    return NULL;
+}
+
+int mllm_repack_type_for(mllm_dtype t, int64_t K, int64_t N) {
+    const pack_desc *d = desc_of(t, true);
+    if (!d || K <= 0 || N <= 0 || K % d->qk != 0 || N % MLLM_PACK_ROWS != 0) return -1;
+    return d->packed;
+}
+
+mllm_dtype mllm_repack_plain_type(mllm_dtype t) {
+    const pack_desc *d = desc_of(t, false);
+    return d ? d->plain : t;
+}
+
+/* Runs fn over blocks b of groups [g0, g1): the 8 plain row blocks of the
+   group at block b, and the packed block. */
+static void walk_groups(const pack_desc *d, const void *plain, const void *packed, int64_t K,
+                        int64_t g0, int64_t g1, bool to_packed) {
+    const int64_t nb = K / d->qk;
+    const size_t rs = (size_t)nb * d->plain_bytes, pb = 8 * d->plain_bytes;
+    for (int64_t g = g0; g < g1; g++) {
+        char *pl = (char *)plain + (size_t)g * 8 * rs;
+        char *pk = (char *)packed + (size_t)g * 8 * rs;
+        for (int64_t b = 0; b < nb; b++, pk += pb) {
+            void *rows[8];
+            for (int r = 0; r < 8; r++) rows[r] = pl + (size_t)r * rs + (size_t)b * d->plain_bytes;
+            if (to_packed) d->pack((const void *const *)rows, pk);
+            else d->unpack(pk, rows);
+        }
+    }
+}
 
 void mllm_repack_groups(mllm_dtype packed, const void *src, void *dst, int64_t K, int64_t g0,
                         int64_t g1) {
-    if (packed == MLLM_DTYPE_Q4_0_X8)
-        FOR_GROUP_BLOCKS(mllm_block_q4_0, mllm_block_q4_0x8, src, dst,
-                         pack_q4_0((const mllm_block_q4_0 **)rows, pk));
-    else if (packed == MLLM_DTYPE_Q8_0_X8)
-        FOR_GROUP_BLOCKS(mllm_block_q8_0, mllm_block_q8_0x8, src, dst,
-                         pack_q8_0((const mllm_block_q8_0 **)rows, pk));
+    const pack_desc *d = desc_of(packed, false);
+    if (d) walk_groups(d, src, dst, K, g0, g1, true);
 }
 
 void mllm_unpack_groups(mllm_dtype packed, const void *src, void *dst, int64_t K, int64_t g0,
                         int64_t g1) {
-    if (packed == MLLM_DTYPE_Q4_0_X8)
-        FOR_GROUP_BLOCKS(mllm_block_q4_0, mllm_block_q4_0x8, dst, src, unpack_q4_0(pk, rows));
-    else if (packed == MLLM_DTYPE_Q8_0_X8)
-        FOR_GROUP_BLOCKS(mllm_block_q8_0, mllm_block_q8_0x8, dst, src, unpack_q8_0(pk, rows));
+    const pack_desc *d = desc_of(packed, false);
+    if (d) walk_groups(d, dst, src, K, g0, g1, false);
 }
 
 /* First packed block of the group holding `row`. */
-static const void *group_of(mllm_dtype packed, const void *data, int64_t K, int64_t row) {
-    const size_t rs = mllm_dtype_row_size(packed, K);
-    return (const char *)data + (size_t)(row / 8) * 8 * rs;
+static const char *group_of(const pack_desc *d, const void *data, int64_t K, int64_t row) {
+    return (const char *)data + (size_t)(row / 8) * 8 * (size_t)(K / d->qk) * d->plain_bytes;
 }
 
 void mllm_packed_get_row(mllm_dtype packed, const void *data, int64_t K, int64_t row, float *dst) {
-    const int r = (int)(row % 8);
-    const int64_t nb = K / 32;
-    if (packed == MLLM_DTYPE_Q4_0_X8) {
-        const mllm_block_q4_0x8 *b = group_of(packed, data, K, row);
-        for (int64_t i = 0; i < nb; i++, b++) {
-            const float d = mllm_f16_to_f32(b->d[r]);
-            for (int j = 0; j < 32; j++) dst[32 * i + j] = (float)(q4x8_nibble(b, r, j) - 8) * d;
-        }
-    } else if (packed == MLLM_DTYPE_Q8_0_X8) {
-        const mllm_block_q8_0x8 *b = group_of(packed, data, K, row);
-        for (int64_t i = 0; i < nb; i++, b++) {
-            const float d = mllm_f16_to_f32(b->d[r]);
-            for (int j = 0; j < 32; j++) dst[32 * i + j] = (float)b->qs[32 * (j / 4) + 4 * r + j % 4] * d;
-        }
-    }
-}
-
-/* One output: row `row` of the packed matrix against one activation row.
-   Per block the integer dot is exact; the float accumulation runs block by
-   block, as in the SIMD kernels (which fuse the multiply-add). */
-static float packed_row_dot(mllm_dtype wt, const void *W, int64_t K, int64_t row, const void *x) {
-    const int r = (int)(row % 8);
-    const int64_t nb = K / 32;
-    float acc = 0.0f;
-    if (wt == MLLM_DTYPE_Q4_0_X8) {
-        const mllm_block_q4_0x8 *b = group_of(wt, W, K, row);
-        const mllm_block_q8_0s *y = x;
-        for (int64_t i = 0; i < nb; i++, b++, y++) {
-            int32_t s = 0;
-            for (int j = 0; j < 32; j++) s += q4x8_nibble(b, r, j) * y->qs[j];
-            acc += mllm_f16_to_f32(b->d[r]) * y->d * (float)(s - y->s8);
-        }
-    } else if (wt == MLLM_DTYPE_Q8_0_X8) {
-        const mllm_block_q8_0x8 *b = group_of(wt, W, K, row);
-        const mllm_block_q8_0 *y = x;
-        for (int64_t i = 0; i < nb; i++, b++, y++) {
-            int32_t s = 0;
-            for (int j = 0; j < 32; j++) s += b->qs[32 * (j / 4) + 4 * r + j % 4] * y->qs[j];
-            acc += mllm_f16_to_f32(b->d[r]) * mllm_f16_to_f32(y->d) * (float)s;
-        }
-    }
-    return acc;
+    const pack_desc *d = desc_of(packed, false);
+    if (!d) return;
+    const char *b = group_of(d, data, K, row);
+    for (int64_t i = 0; i < K / d->qk; i++, b += 8 * d->plain_bytes) d->get(b, (int)(row % 8), dst + i * d->qk);
 }
 
 void mllm_mul_mat_packed_generic(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                                  const void *X, size_t x_stride, int64_t M, float *Y,
                                  size_t y_stride, int64_t r0, int64_t r1) {
     (void)w_stride; /* = row_size(wt, K): groups are found from K */
+    const pack_desc *d = desc_of(wt, false);
+    if (!d) return;
+    const int64_t nb = K / d->qk;
     for (int64_t m = 0; m < M; m++) {
         const char *x = (const char *)X + (size_t)m * x_stride;
-        for (int64_t r = r0; r < r1; r++) Y[(size_t)m * y_stride + r] = packed_row_dot(wt, W, K, r, x);
+        for (int64_t r = r0; r < r1; r++) {
+            const char *b = group_of(d, W, K, r);
+            float acc = 0.0f;
+            for (int64_t i = 0; i < nb; i++, b += 8 * d->plain_bytes)
+                acc += d->dot(b, (int)(r % 8), x + (size_t)i * d->y_bytes);
+            Y[(size_t)m * y_stride + r] = acc;
+        }
     }
 }
 

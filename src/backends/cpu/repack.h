@@ -12,7 +12,7 @@
    8t+j in its low nibble and value 8t+4+j in its high nibble (values 0..15,
    real value = d * (v - 8), as in q4_0).
    q8_0x8 block (8 rows x 32 values, 272 bytes): qs[32g + 4r + j] = row r's
-   value 4g+j. */
+   value 4g+j. The k-quant layouts are described with their structs below. */
 #ifndef MLLM_BACKENDS_CPU_REPACK_H
 #define MLLM_BACKENDS_CPU_REPACK_H
 #include <stdbool.h>
@@ -25,6 +25,20 @@
 
 typedef struct { mllm_f16 d[8]; uint8_t qs[128]; } mllm_block_q4_0x8;
 typedef struct { mllm_f16 d[8]; int8_t qs[256]; } mllm_block_q8_0x8;
+/* q4_Kx8 (8 rows x 256 values, 1152 bytes = 8 q4_K blocks): d, dmin per
+   row; scales[8k + r] = byte k of row r's 12 packed 6-bit scale bytes; for
+   c, t in 0..3 x 0..7, qs[256c + 32t + 4r + j] = row r's q4_K byte
+   qs[32c + 4t + j] (low nibble: value 64c + 4t + j, high: 64c + 32 + 4t + j).
+   q6_Kx8 (8 rows x 256 values, 1680 bytes = 8 q6_K blocks), v = q + 32 in
+   0..63: scales[16p + 2r + e] = row r's scale of sub-block 2p + e; for
+   u in 0..7, i in 0..3: ql[32(4u + i) + 4r + j] = v(32u + 4i + j) & 15 |
+   (v(32u + 16 + 4i + j) & 15) << 4; for h in 0..1: qh[32(2u + h) + 4r + j]
+   holds v(32u + 16h + 4k + j) >> 4 in bits 2k..2k+1, k in 0..3. */
+typedef struct { mllm_f16 d[8]; mllm_f16 dmin[8]; uint8_t scales[96]; uint8_t qs[1024]; } mllm_block_q4_kx8;
+typedef struct { mllm_f16 d[8]; int8_t scales[128]; uint8_t ql[1024]; uint8_t qh[512]; } mllm_block_q6_kx8;
+_Static_assert(sizeof(mllm_block_q4_kx8) == 8 * 144, "q4_Kx8 = 8 q4_K blocks");
+_Static_assert(sizeof(mllm_block_q6_kx8) == 8 * 210, "q6_Kx8 = 8 q6_K blocks");
+
 /* q8_0s: the q8_0 activation block plus what the q4_0x8 kernel needs per
    block: d as float (the exact value of q8_0's f16 d) and s8 = 8 * sum(qs),
    the offset term of q4_0's (v - 8). */
@@ -53,12 +67,30 @@ void mllm_packed_get_row(mllm_dtype packed, const void *data, int64_t K, int64_t
 /* mllm_cpu_mul_mat for packed weights (X in the packed type's vec_dot_type).
    The generic one is the reference and takes any [r0, r1); the AVX2 one
    returns false unless r0 and r1 are multiples of 8. */
+/* The k-quant halves of the above (repack_kquant.c): one block of 8 rows. */
+void mllm_pack_q4_k(const void *const rows[8], mllm_block_q4_kx8 *out);
+void mllm_unpack_q4_k(const mllm_block_q4_kx8 *in, void *const rows[8]);
+void mllm_pack_q6_k(const void *const rows[8], mllm_block_q6_kx8 *out);
+void mllm_unpack_q6_k(const mllm_block_q6_kx8 *in, void *const rows[8]);
+/* Row r (0..7) of one packed block as 256 floats / its dot with a q8_K block. */
+void mllm_q4_kx8_get(const mllm_block_q4_kx8 *b, int r, float *dst);
+void mllm_q6_kx8_get(const mllm_block_q6_kx8 *b, int r, float *dst);
+float mllm_q4_kx8_dot(const mllm_block_q4_kx8 *b, int r, const void *q8k);
+float mllm_q6_kx8_dot(const mllm_block_q6_kx8 *b, int r, const void *q8k);
+
 void mllm_mul_mat_packed_generic(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                                  const void *X, size_t x_stride, int64_t M, float *Y,
                                  size_t y_stride, int64_t r0, int64_t r1);
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,
                               size_t y_stride, int64_t r0, int64_t r1);
+
+/* One AVX2 tile: an 8-row group (nb packed blocks from w) x RN activation
+   rows, writing Y[m * ys + 0..7]. mllm_kquant_x8_tiles_avx2 gives the k-quant
+   tiles for RN = 1..4 (repack_kquant_avx2.c), NULL for other types. */
+typedef void (*mllm_packed_group_fn)(const void *w, int64_t nb, const char *X, size_t xs, float *Y,
+                                     size_t ys);
+const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t);
 
 /* Activation rows for q4_0x8: the q8_0 activation quantizer's bytes (same
    rounding), regrouped as q8_0s. Generic and AVX2 give equal bytes. */

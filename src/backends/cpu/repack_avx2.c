@@ -33,6 +33,7 @@ ALWAYS_INLINE void tile_q4_0x8(int RN, const mllm_block_q4_0x8 *w, int64_t nb, c
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++, w++) {
+        prefetch_ahead(w, sizeof *w);
         const mllm_block_q8_0s *y[TILE_N];
         __m256i s16[TILE_N];
 #pragma GCC unroll 4
@@ -71,6 +72,7 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, c
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++, w++) {
+        prefetch_ahead(w, sizeof *w);
         const mllm_block_q8_0 *y[TILE_N];
         __m256i isum[TILE_N];
 #pragma GCC unroll 4
@@ -97,7 +99,6 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, c
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
-typedef void (*group_fn)(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys);
 
 #define GROUP_SET(T, BT)                                                                        \
     static void T##_1(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
@@ -112,7 +113,7 @@ typedef void (*group_fn)(const void *w, int64_t nb, const char *X, size_t xs, fl
     static void T##_4(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
         T(4, (const BT *)w, nb, X, xs, Y, ys);                                                  \
     }                                                                                           \
-    static const group_fn T##_set[TILE_N] = {T##_1, T##_2, T##_3, T##_4};
+    static const mllm_packed_group_fn T##_set[TILE_N] = {T##_1, T##_2, T##_3, T##_4};
 
 GROUP_SET(tile_q4_0x8, mllm_block_q4_0x8)
 GROUP_SET(tile_q8_0x8, mllm_block_q8_0x8)
@@ -120,12 +121,13 @@ GROUP_SET(tile_q8_0x8, mllm_block_q8_0x8)
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,
                               size_t y_stride, int64_t r0, int64_t r1) {
-    const group_fn *set = wt == MLLM_DTYPE_Q4_0_X8   ? tile_q4_0x8_set
-                          : wt == MLLM_DTYPE_Q8_0_X8 ? tile_q8_0x8_set
-                                                     : NULL;
-    if (!set || r0 % 8 != 0 || r1 % 8 != 0 || K % 32 != 0) return false;
+    const mllm_packed_group_fn *set = wt == MLLM_DTYPE_Q4_0_X8   ? tile_q4_0x8_set
+                                      : wt == MLLM_DTYPE_Q8_0_X8 ? tile_q8_0x8_set
+                                                                 : mllm_kquant_x8_tiles_avx2(wt);
+    const int qk = mllm_dtype_get(wt) ? mllm_dtype_get(wt)->block_size : 0;
+    if (!set || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;
     const size_t group_bytes = 8 * w_stride;
-    const int64_t nb = K / 32, g0 = r0 / 8, g1 = r1 / 8;
+    const int64_t nb = K / qk, g0 = r0 / 8, g1 = r1 / 8;
     int64_t chunk = (int64_t)(CHUNK_BYTES / group_bytes);
     if (chunk < 1 || M <= TILE_N) chunk = g1 - g0; /* decode: one pass, nothing to reuse */
     const char *w = W, *x = X;

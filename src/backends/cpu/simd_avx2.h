@@ -3,6 +3,7 @@
 #ifndef MLLM_BACKENDS_CPU_SIMD_AVX2_H
 #define MLLM_BACKENDS_CPU_SIMD_AVX2_H
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/dtype.h"
@@ -50,6 +51,18 @@ static inline __m256 load_bf16x8(const mllm_bf16 *p) {
 
 static inline __m256 load_f16x8(const mllm_f16 *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* Software prefetch of a weight stream, MLLM_PF_AHEAD bytes ahead of p:
+   decode is one long sequential read that the hardware prefetcher alone
+   leaves stalling on the first load of each block (measured on the q6_Kx8
+   tile: ~45% of its samples on that load, and 2.2x the tokens/s with this).
+   The address goes through uintptr_t: computed as a pointer past the end of
+   the weights, GCC 12 drops the prefetch as if it were undefined behaviour. */
+#define MLLM_PF_AHEAD 2048
+static inline void prefetch_ahead(const void *p, size_t bytes) {
+    const uintptr_t a = (uintptr_t)p + MLLM_PF_AHEAD;
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
 }
 
 #endif

@@ -1,0 +1,151 @@
+/* The q4_Kx8 / q6_Kx8 packed layouts (repack.h): packing one block of 8
+   rows, unpacking it byte for byte, and the plain-C row read and dot that
+   specify what the AVX2 kernels compute. */
+#include <string.h>
+
+#include "backends/cpu/kquants.h"
+#include "backends/cpu/repack.h"
+
+void mllm_pack_q4_k(const void *const rows[8], mllm_block_q4_kx8 *out) {
+    for (int r = 0; r < 8; r++) {
+        const mllm_block_q4_k *b = rows[r];
+        out->d[r] = b->d;
+        out->dmin[r] = b->dmin;
+        for (int k = 0; k < 12; k++) out->scales[8 * k + r] = b->scales[k];
+        for (int c = 0; c < 4; c++)
+            for (int t = 0; t < 8; t++) memcpy(out->qs + 256 * c + 32 * t + 4 * r, b->qs + 32 * c + 4 * t, 4);
+    }
+}
+
+void mllm_unpack_q4_k(const mllm_block_q4_kx8 *in, void *const rows[8]) {
+    for (int r = 0; r < 8; r++) {
+        mllm_block_q4_k *b = rows[r];
+        b->d = in->d[r];
+        b->dmin = in->dmin[r];
+        for (int k = 0; k < 12; k++) b->scales[k] = in->scales[8 * k + r];
+        for (int c = 0; c < 4; c++)
+            for (int t = 0; t < 8; t++) memcpy(b->qs + 32 * c + 4 * t, in->qs + 256 * c + 32 * t + 4 * r, 4);
+    }
+}
+
+/* Row r's 6-bit scale and min of sub-block j, from the packed scale bytes. */
+static void q4kx8_scale_min(const mllm_block_q4_kx8 *b, int r, int j, uint8_t *sc, uint8_t *m) {
+    uint8_t s[12];
+    for (int k = 0; k < 12; k++) s[k] = b->scales[8 * k + r];
+    kq_scale_min(j, s, sc, m);
+}
+
+/* Row r's value e (0..255) as its nibble 0..15. */
+static int q4kx8_q(const mllm_block_q4_kx8 *b, int r, int e) {
+    const int c = e / 64, l = e % 64, hi = l >= 32, i = l % 32;
+    const uint8_t byte = b->qs[256 * c + 32 * (i / 4) + 4 * r + i % 4];
+    return hi ? byte >> 4 : byte & 15;
+}
+
+void mllm_q4_kx8_get(const mllm_block_q4_kx8 *b, int r, float *dst) {
+    const float d = mllm_f16_to_f32(b->d[r]), dmin = mllm_f16_to_f32(b->dmin[r]);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        q4kx8_scale_min(b, r, j, &sc, &m);
+        for (int l = 0; l < 32; l++) dst[32 * j + l] = d * sc * (float)q4kx8_q(b, r, 32 * j + l) - dmin * m;
+    }
+}
+
+float mllm_q4_kx8_dot(const mllm_block_q4_kx8 *b, int r, const void *q8k) {
+    const mllm_block_q8_k *y = q8k;
+    int32_t sumi = 0, summ = 0;
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        q4kx8_scale_min(b, r, j, &sc, &m);
+        int32_t dot = 0;
+        for (int l = 0; l < 32; l++) dot += q4kx8_q(b, r, 32 * j + l) * y->qs[32 * j + l];
+        sumi += sc * dot;
+        summ += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    }
+    const float dy = y->d;
+    return mllm_f16_to_f32(b->d[r]) * dy * (float)sumi - mllm_f16_to_f32(b->dmin[r]) * dy * (float)summ;
+}
+
+/* q6_K values 0..63 (q + 32) of one plain block, and back. */
+static void q6_values(const mllm_block_q6_k *b, uint8_t v[256]) {
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t lo = b->ql[64 * h + 32 * (k & 1) + l];
+                v[128 * h + 32 * k + l] =
+                    (uint8_t)((k < 2 ? lo & 15 : lo >> 4) | ((b->qh[32 * h + l] >> (2 * k)) & 3) << 4);
+            }
+}
+
+static void q6_from_values(const uint8_t v[256], mllm_block_q6_k *b) {
+    memset(b->ql, 0, sizeof b->ql);
+    memset(b->qh, 0, sizeof b->qh);
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t x = v[128 * h + 32 * k + l];
+                b->ql[64 * h + 32 * (k & 1) + l] |= (uint8_t)((x & 15) << (k < 2 ? 0 : 4));
+                b->qh[32 * h + l] |= (uint8_t)((x >> 4) << (2 * k));
+            }
+}
+
+void mllm_pack_q6_k(const void *const rows[8], mllm_block_q6_kx8 *out) {
+    memset(out->qh, 0, sizeof out->qh);
+    for (int r = 0; r < 8; r++) {
+        const mllm_block_q6_k *b = rows[r];
+        uint8_t v[256];
+        q6_values(b, v);
+        out->d[r] = b->d;
+        for (int p = 0; p < 8; p++)
+            for (int e = 0; e < 2; e++) out->scales[16 * p + 2 * r + e] = b->scales[2 * p + e];
+        for (int u = 0; u < 8; u++)
+            for (int j = 0; j < 4; j++) {
+                for (int i = 0; i < 4; i++)
+                    out->ql[32 * (4 * u + i) + 4 * r + j] =
+                        (uint8_t)((v[32 * u + 4 * i + j] & 15) | (v[32 * u + 16 + 4 * i + j] & 15) << 4);
+                for (int h = 0; h < 2; h++)
+                    for (int k = 0; k < 4; k++)
+                        out->qh[32 * (2 * u + h) + 4 * r + j] |= (uint8_t)((v[32 * u + 16 * h + 4 * k + j] >> 4) << (2 * k));
+            }
+    }
+}
+
+/* Row r's value e (0..255) of a q6_Kx8 block, 0..63. */
+static int q6kx8_v(const mllm_block_q6_kx8 *b, int r, int e) {
+    const int u = e / 32, w = e % 32, h = w / 16, k = (w % 16) / 4, j = w % 4;
+    const uint8_t lo = b->ql[32 * (4 * u + k) + 4 * r + j];
+    const int low4 = h ? lo >> 4 : lo & 15;
+    return low4 | ((b->qh[32 * (2 * u + h) + 4 * r + j] >> (2 * k)) & 3) << 4;
+}
+
+void mllm_unpack_q6_k(const mllm_block_q6_kx8 *in, void *const rows[8]) {
+    for (int r = 0; r < 8; r++) {
+        mllm_block_q6_k *b = rows[r];
+        uint8_t v[256];
+        for (int e = 0; e < 256; e++) v[e] = (uint8_t)q6kx8_v(in, r, e);
+        q6_from_values(v, b);
+        b->d = in->d[r];
+        for (int p = 0; p < 8; p++)
+            for (int e = 0; e < 2; e++) b->scales[2 * p + e] = in->scales[16 * p + 2 * r + e];
+    }
+}
+
+static int q6kx8_scale(const mllm_block_q6_kx8 *b, int r, int s) {
+    return b->scales[16 * (s / 2) + 2 * r + s % 2];
+}
+
+void mllm_q6_kx8_get(const mllm_block_q6_kx8 *b, int r, float *dst) {
+    const float d = mllm_f16_to_f32(b->d[r]);
+    for (int e = 0; e < 256; e++) dst[e] = d * (float)q6kx8_scale(b, r, e / 16) * (float)(q6kx8_v(b, r, e) - 32);
+}
+
+float mllm_q6_kx8_dot(const mllm_block_q6_kx8 *b, int r, const void *q8k) {
+    const mllm_block_q8_k *y = q8k;
+    int32_t sumi = 0;
+    for (int s = 0; s < 16; s++) {
+        int32_t dot = 0;
+        for (int l = 0; l < 16; l++) dot += (q6kx8_v(b, r, 16 * s + l) - 32) * y->qs[16 * s + l];
+        sumi += q6kx8_scale(b, r, s) * dot;
+    }
+    return mllm_f16_to_f32(b->d[r]) * y->d * (float)sumi;
+}

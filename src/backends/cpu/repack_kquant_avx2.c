@@ -1,0 +1,204 @@
+/* AVX2 tiles for the q4_Kx8 / q6_Kx8 packed layouts (repack.h) against q8_K
+   activations: one ymm lane per output row, one tile = one 8-row group x up
+   to 4 activation rows. Per-sub-block scales reach the lanes as int16 pairs
+   (s, s), so one madd both widens the int16 products and applies the scale.
+
+   Integer ranges: q4_K nibble x int8 pairs <= 3810, 8 of them per int16
+   lane (one 32-value sub-block) <= 30480; q6_K 6-bit x int8 pairs <= 16002,
+   2 per int16 lane <= 32004. Block sums stay far inside int32. */
+#include "backends/cpu/repack.h"
+#include "backends/cpu/kquants.h"
+#include "backends/cpu/simd_avx2.h"
+
+#include <string.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define TILE_N 4
+
+static inline __m256i bcast4(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* pshufb masks, per 128-bit half (rows 0..3 low, 4..7 high), Z = zero byte.
+   DUP(o): lane of row r gets the int16 pair (b[o + r], b[o + r]) from a
+   16-byte chunk b of [sub-block][row] bytes; PAIR: (b[r], b[8 + r]). */
+#define Z -128
+#define DUP(o)                                                                                   \
+    _mm256_setr_epi8(o, Z, o, Z, o + 1, Z, o + 1, Z, o + 2, Z, o + 2, Z, o + 3, Z, o + 3, Z,     \
+                     o + 4, Z, o + 4, Z, o + 5, Z, o + 5, Z, o + 6, Z, o + 6, Z, o + 7, Z, o + 7, Z)
+
+ALWAYS_INLINE void tile_q4_kx8(int RN, const mllm_block_q4_kx8 *w, int64_t nb, const char *X,
+                               size_t xs, float *Y, size_t ys) {
+    __m256 acc[TILE_N];
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m6 = _mm256_set1_epi8(63), m30 = _mm256_set1_epi8(0x30);
+    const __m256i dup_even = DUP(0), dup_odd = DUP(8);
+    const __m256i pair = _mm256_setr_epi8(0, Z, 8, Z, 1, Z, 9, Z, 2, Z, 10, Z, 3, Z, 11, Z,
+                                          4, Z, 12, Z, 5, Z, 13, Z, 6, Z, 14, Z, 7, Z, 15, Z);
+    for (int64_t b = 0; b < nb; b++, w++) {
+        prefetch_ahead(w, sizeof *w);
+        /* The 12 scale bytes of 8 rows, [byte][row], to 6-bit scales and
+           mins as [sub-block][row] bytes (kq_scale_min, 8 rows at once). */
+        const __m256i v0 = _mm256_loadu_si256((const __m256i *)w->scales);
+        const __m256i v1 = _mm256_loadu_si256((const __m256i *)(w->scales + 32));
+        const __m256i v2 = _mm256_loadu_si256((const __m256i *)(w->scales + 64));
+        const __m256i sc03 = _mm256_and_si256(v0, m6), mn03 = _mm256_and_si256(v1, m6);
+        const __m256i sc47 = _mm256_or_si256(_mm256_and_si256(v2, m4), _mm256_and_si256(_mm256_srli_epi16(v0, 2), m30));
+        const __m256i mn47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v2, 4), m4),
+                                             _mm256_and_si256(_mm256_srli_epi16(v1, 2), m30));
+        /* chunk c: sub-blocks 2c and 2c + 1 for all 8 rows, in both halves */
+        const __m256i scb[4] = {_mm256_permute2x128_si256(sc03, sc03, 0x00), _mm256_permute2x128_si256(sc03, sc03, 0x11),
+                                _mm256_permute2x128_si256(sc47, sc47, 0x00), _mm256_permute2x128_si256(sc47, sc47, 0x11)};
+        const __m256i mnb[4] = {_mm256_permute2x128_si256(mn03, mn03, 0x00), _mm256_permute2x128_si256(mn03, mn03, 0x11),
+                                _mm256_permute2x128_si256(mn47, mn47, 0x00), _mm256_permute2x128_si256(mn47, mn47, 0x11)};
+        const mllm_block_q8_k *y[TILE_N];
+        __m256i isum[TILE_N], imin[TILE_N];
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            y[m] = (const mllm_block_q8_k *)(X + (size_t)m * xs) + b;
+            /* ysum[j] = sum of sub-block j's 32 activations */
+            const __m128i ysum = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[m]->bsums),
+                                                _mm_loadu_si128((const __m128i *)(y[m]->bsums + 8)));
+            imin[m] = _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[0], pair), _mm256_broadcastd_epi32(ysum));
+            imin[m] = _mm256_add_epi32(imin[m], _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[1], pair),
+                                                                  _mm256_broadcastd_epi32(_mm_shuffle_epi32(ysum, 0x55))));
+            imin[m] = _mm256_add_epi32(imin[m], _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[2], pair),
+                                                                  _mm256_broadcastd_epi32(_mm_shuffle_epi32(ysum, 0xaa))));
+            imin[m] = _mm256_add_epi32(imin[m], _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[3], pair),
+                                                                  _mm256_broadcastd_epi32(_mm_shuffle_epi32(ysum, 0xff))));
+            isum[m] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 1
+        for (int c = 0; c < 4; c++) {
+            __m256i slo[TILE_N], shi[TILE_N];
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) slo[m] = shi[m] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w->qs + 256 * c + 32 * t));
+                const __m256i lo = _mm256_and_si256(raw, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 4
+                for (int m = 0; m < RN; m++) {
+                    const int8_t *yq = y[m]->qs + 64 * c + 4 * t;
+                    slo[m] = _mm256_add_epi16(slo[m], _mm256_maddubs_epi16(lo, bcast4(yq)));
+                    shi[m] = _mm256_add_epi16(shi[m], _mm256_maddubs_epi16(hi, bcast4(yq + 32)));
+                }
+            }
+            const __m256i sce = _mm256_shuffle_epi8(scb[c], dup_even), sco = _mm256_shuffle_epi8(scb[c], dup_odd);
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++)
+                isum[m] = _mm256_add_epi32(isum[m], _mm256_add_epi32(_mm256_madd_epi16(slo[m], sce),
+                                                                     _mm256_madd_epi16(shi[m], sco)));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->dmin));
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            const __m256 dy = _mm256_set1_ps(y[m]->d);
+            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(d, dy), acc[m]);
+            acc[m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[m]), _mm256_mul_ps(dmin, dy), acc[m]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+}
+
+/* q6_K's high 2 bits of the 4-value group i (0..3) of a qh vector, at bits
+   4..5 of each byte. */
+ALWAYS_INLINE __m256i q6_high(__m256i qh, int i, __m256i m30) {
+    switch (i) {
+    case 0: return _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30);
+    case 1: return _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30);
+    case 2: return _mm256_and_si256(qh, m30);
+    default: return _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30);
+    }
+}
+
+ALWAYS_INLINE void tile_q6_kx8(int RN, const mllm_block_q6_kx8 *w, int64_t nb, const char *X,
+                               size_t xs, float *Y, size_t ys) {
+    __m256 acc[TILE_N];
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    /* (s0, s0) and (s1, s1) from the int16 pair (s0, s1) of each lane */
+    const __m256i first = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                           0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i second = _mm256_add_epi8(first, _mm256_set1_epi8(2));
+    for (int64_t b = 0; b < nb; b++, w++) {
+        prefetch_ahead(w, sizeof *w);
+        const mllm_block_q8_k *y[TILE_N];
+        __m256i isum[TILE_N];
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            y[m] = (const mllm_block_q8_k *)(X + (size_t)m * xs) + b;
+            isum[m] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 1
+        for (int u = 0; u < 8; u++) {
+            /* scales of sub-blocks 2u, 2u + 1 as an int16 pair per row */
+            const __m256i scp = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w->scales + 16 * u)));
+            const __m256i sce = _mm256_shuffle_epi8(scp, first), sco = _mm256_shuffle_epi8(scp, second);
+            const __m256i qh0 = _mm256_loadu_si256((const __m256i *)(w->qh + 64 * u));
+            const __m256i qh1 = _mm256_loadu_si256((const __m256i *)(w->qh + 64 * u + 32));
+            __m256i pe[TILE_N] = {0}, po[TILE_N] = {0};
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                const __m256i l = _mm256_loadu_si256((const __m256i *)(w->ql + 32 * (4 * u + i)));
+                const __m256i qa = _mm256_or_si256(_mm256_and_si256(l, m4), q6_high(qh0, i, m30));
+                const __m256i qb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 4), m4), q6_high(qh1, i, m30));
+#pragma GCC unroll 4
+                for (int m = 0; m < RN; m++) {
+                    const int8_t *yq = y[m]->qs + 32 * u + 4 * i;
+                    const __m256i e = _mm256_maddubs_epi16(qa, bcast4(yq));
+                    const __m256i o = _mm256_maddubs_epi16(qb, bcast4(yq + 16));
+                    if (i % 2 == 0) {
+                        pe[m] = e, po[m] = o;
+                    } else {
+                        isum[m] = _mm256_add_epi32(isum[m], _mm256_madd_epi16(_mm256_add_epi16(pe[m], e), sce));
+                        isum[m] = _mm256_add_epi32(isum[m], _mm256_madd_epi16(_mm256_add_epi16(po[m], o), sco));
+                    }
+                }
+            }
+            /* the -32 offset: 32 * (s0 * bsum0 + s1 * bsum1) off each row */
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++)
+                isum[m] = _mm256_sub_epi32(isum[m], _mm256_slli_epi32(_mm256_madd_epi16(scp, bcast4(y[m]->bsums + 2 * u)), 5));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++)
+            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(d, _mm256_set1_ps(y[m]->d)), acc[m]);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+}
+
+#define GROUP_SET(T, BT)                                                                        \
+    static void T##_1(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
+        T(1, (const BT *)w, nb, X, xs, Y, ys);                                                  \
+    }                                                                                           \
+    static void T##_2(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
+        T(2, (const BT *)w, nb, X, xs, Y, ys);                                                  \
+    }                                                                                           \
+    static void T##_3(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
+        T(3, (const BT *)w, nb, X, xs, Y, ys);                                                  \
+    }                                                                                           \
+    static void T##_4(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
+        T(4, (const BT *)w, nb, X, xs, Y, ys);                                                  \
+    }                                                                                           \
+    static const mllm_packed_group_fn T##_set[TILE_N] = {T##_1, T##_2, T##_3, T##_4};
+
+GROUP_SET(tile_q4_kx8, mllm_block_q4_kx8)
+GROUP_SET(tile_q6_kx8, mllm_block_q6_kx8)
+
+const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t) {
+    switch (t) {
+    case MLLM_DTYPE_Q4_K_X8: return tile_q4_kx8_set;
+    case MLLM_DTYPE_Q6_K_X8: return tile_q6_kx8_set;
+    default: return NULL;
+    }
+}

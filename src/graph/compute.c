@@ -128,13 +128,10 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
         int64_t tt = job / H, h = job % H, kvh = h / group;
         int n_kv = g->rt->pos + (int)tt + 1; /* causal: keys up to this token */
         const float *qv = (const float *)q->data + (tt * H + h) * D;
-        for (int j = 0; j < n_kv; j++)
-            scores[j] = k->dot_f32(qv, kv->k + (size_t)j * kv->kv_dim + kvh * D, (int)D);
+        k->attn_scores(scores, qv, kv->k + kvh * D, (size_t)kv->kv_dim, n_kv, (int)D);
         k->softmax(scores, n_kv, scale);
         float *out = (float *)t->data + tt * t->ne[0] + h * D;
-        memset(out, 0, (size_t)D * sizeof(float));
-        for (int j = 0; j < n_kv; j++)
-            k->axpy_f32(out, scores[j], kv->v + (size_t)j * kv->kv_dim + kvh * D, (int)D);
+        k->attn_mix(out, scores, kv->v + kvh * D, (size_t)kv->kv_dim, n_kv, (int)D);
     }
 }
 

@@ -169,7 +169,7 @@ static void summary(const mllm_convert_params *p, const cv_tensor *t, size_t n) 
     char line[256];
     if (p->to_gguf) snprintf(line, sizeof line, "kernel layouts: none in GGUF (%zu packed tensors unpacked)", unpacked);
     else if (p->pack == MLLM_CONVERT_PACK_NONE) snprintf(line, sizeof line, "kernel layouts: none (--pack none)");
-    else snprintf(line, sizeof line, "kernel layouts: %zu of %zu tensors stored packed (x8: q4_0x8, q8_0x8)", packed, n);
+    else snprintf(line, sizeof line, "kernel layouts: %zu of %zu tensors stored packed (x8)", packed, n);
     p->progress(p->user, line);
 }
 

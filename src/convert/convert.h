@@ -12,7 +12,8 @@
    memory at a time; output written to a temp file and renamed.
 
    Kernel packing (.mllm output only): the matmul weights the CPU kernels
-   run in an 8-row interleaved layout (q4_0 -> q4_0x8, q8_0 -> q8_0x8;
+   run in an 8-row interleaved layout (q4_0 -> q4_0x8, q8_0 -> q8_0x8, q4_K
+   -> q4_Kx8, q6_K -> q6_Kx8: whatever mllm_repack_type_for offers;
    backends/cpu/repack.h, docs/format.md) are stored in that layout, so
    loading the .mllm maps them as they are instead of repacking a copy.
    A packed source (.mllm) is unpacked wherever the target is not packed
@@ -24,7 +25,7 @@
 
 typedef enum {
     MLLM_CONVERT_PACK_NONE = 0, /* plain GGUF block layouts */
-    MLLM_CONVERT_PACK_X8 = 1,   /* q4_0x8 / q8_0x8 where the kernels use them (default) */
+    MLLM_CONVERT_PACK_X8 = 1,   /* the x8 layouts where the kernels use them (default) */
 } mllm_convert_pack;
 
 typedef struct {

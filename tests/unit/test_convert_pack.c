@@ -6,7 +6,8 @@
    the GGUF (which repacks at load into the same layouts); packed -> GGUF
    gives back the original tensor bytes; --pack none and GGUF output store
    plain dtypes; a packed source converts to other dtypes exactly as its
-   plain original does. */
+   plain original does. The same for q4_K / q6_K matrices and their x8
+   layouts. */
 #include "testutil.h"
 #include "convert/convert.h"
 #include "convert/convert_internal.h"
@@ -14,6 +15,7 @@
 #include "core/dtype.h"
 #include "formats/model_file.h"
 #include "synth/synth.h"
+#include "synth/synth_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,21 +73,61 @@ static int q4_value(const uint8_t *blk, int i) {
     return i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4;
 }
 
-/* The packed bytes of one group of 8 rows (plain blocks of `bpb` bytes,
-   rows `rs` bytes apart) at block b into out. */
+/* q6_K block (ql[128], qh[64], int8 scales[16], f16 d): value i as its
+   stored 6-bit number 0..63 (ggml's dequantize_row_q6_K order). */
+static int q6_value(const uint8_t *blk, int i) {
+    const uint8_t *ql = blk + 64 * (i / 128), *qh = blk + 128 + 32 * (i / 128);
+    const int l = i % 32, quarter = (i % 128) / 32;
+    const int lo = quarter & 1 ? ql[l + 32] : ql[l];
+    return ((quarter < 2 ? lo & 15 : lo >> 4) | ((qh[l] >> (2 * quarter)) & 3) << 4);
+}
+
+static size_t plain_block_bytes(int plain) {
+    switch (plain) {
+    case MLLM_DTYPE_Q4_0: return 18;
+    case MLLM_DTYPE_Q8_0: return 34;
+    case MLLM_DTYPE_Q4_K: return 144;
+    default: return 210; /* q6_K */
+    }
+}
+
+/* The packed block b of one group of 8 rows (rows `rs` bytes apart), as
+   docs/format.md lays it out. */
 static void ref_pack_block(int plain, const uint8_t *rows, size_t rs, int64_t b, uint8_t *out) {
-    const size_t bpb = plain == MLLM_DTYPE_Q4_0 ? 18 : 34;
+    const size_t bpb = plain_block_bytes(plain);
     for (int r = 0; r < 8; r++) {
         const uint8_t *blk = rows + (size_t)r * rs + (size_t)b * bpb;
-        memcpy(out + 2 * r, blk, 2); /* d[r] */
-        for (int t = 0; t < 8; t++) {
-            for (int j = 0; j < 4; j++) {
-                if (plain == MLLM_DTYPE_Q4_0 && t < 4) {
-                    /* byte 32t + 4r + j: value 8t+j low, value 8t+4+j high */
-                    out[16 + 32 * t + 4 * r + j] = (uint8_t)(q4_value(blk, 8 * t + j) | q4_value(blk, 8 * t + 4 + j) << 4);
-                } else if (plain == MLLM_DTYPE_Q8_0) {
-                    /* byte 32g + 4r + j: value 4g + j */
-                    out[16 + 32 * t + 4 * r + j] = blk[2 + 4 * t + j];
+        if (plain == MLLM_DTYPE_Q4_0 || plain == MLLM_DTYPE_Q8_0) {
+            memcpy(out + 2 * r, blk, 2); /* d[r] */
+            for (int t = 0; t < 8; t++) {
+                for (int j = 0; j < 4; j++) {
+                    if (plain == MLLM_DTYPE_Q4_0 && t < 4) /* 32t+4r+j: value 8t+j low, 8t+4+j high */
+                        out[16 + 32 * t + 4 * r + j] = (uint8_t)(q4_value(blk, 8 * t + j) | q4_value(blk, 8 * t + 4 + j) << 4);
+                    else if (plain == MLLM_DTYPE_Q8_0) /* 32g+4r+j: value 4g+j */
+                        out[16 + 32 * t + 4 * r + j] = blk[2 + 4 * t + j];
+                }
+            }
+        } else if (plain == MLLM_DTYPE_Q4_K) { /* d, dmin, scales[12], qs[128] */
+            memcpy(out + 2 * r, blk, 2);
+            memcpy(out + 16 + 2 * r, blk + 2, 2);
+            for (int k = 0; k < 12; k++) out[32 + 8 * k + r] = blk[4 + k];
+            for (int c = 0; c < 4; c++)
+                for (int t = 0; t < 8; t++)
+                    for (int j = 0; j < 4; j++) out[128 + 256 * c + 32 * t + 4 * r + j] = blk[16 + 32 * c + 4 * t + j];
+        } else { /* q6_K */
+            memcpy(out + 2 * r, blk + 208, 2);
+            for (int p = 0; p < 8; p++)
+                for (int e = 0; e < 2; e++) out[16 + 16 * p + 2 * r + e] = blk[192 + 2 * p + e];
+            for (int u = 0; u < 8; u++) {
+                for (int j = 0; j < 4; j++) {
+                    for (int i = 0; i < 4; i++)
+                        out[144 + 32 * (4 * u + i) + 4 * r + j] =
+                            (uint8_t)((q6_value(blk, 32 * u + 4 * i + j) & 15) | (q6_value(blk, 32 * u + 16 + 4 * i + j) & 15) << 4);
+                    for (int h = 0; h < 2; h++) {
+                        int v = 0;
+                        for (int k = 0; k < 4; k++) v |= (q6_value(blk, 32 * u + 16 * h + 4 * k + j) >> 4) << (2 * k);
+                        out[1168 + 32 * (2 * u + h) + 4 * r + j] = (uint8_t)v;
+                    }
                 }
             }
         }
@@ -94,11 +136,12 @@ static void ref_pack_block(int plain, const uint8_t *rows, size_t rs, int64_t b,
 
 /* A whole (K x N) matrix: group g of 8 rows starts where row 8g started. */
 static uint8_t *ref_pack(int plain, const uint8_t *src, int64_t K, int64_t N, size_t size) {
-    const size_t bpb = plain == MLLM_DTYPE_Q4_0 ? 18 : 34, rs = (size_t)(K / 32) * bpb;
+    const int64_t qk = plain == MLLM_DTYPE_Q4_0 || plain == MLLM_DTYPE_Q8_0 ? 32 : 256;
+    const size_t bpb = plain_block_bytes(plain), rs = (size_t)(K / qk) * bpb;
     assert_int_equal(rs * (size_t)N, size);
-    uint8_t *out = malloc(size);
+    uint8_t *out = calloc(1, size);
     for (int64_t g = 0; g < N / 8; g++) {
-        for (int64_t b = 0; b < K / 32; b++) {
+        for (int64_t b = 0; b < K / qk; b++) {
             ref_pack_block(plain, src + (size_t)g * 8 * rs, rs, b, out + (size_t)g * 8 * rs + (size_t)b * 8 * bpb);
         }
     }
@@ -106,8 +149,8 @@ static uint8_t *ref_pack(int plain, const uint8_t *src, int64_t K, int64_t N, si
 }
 
 /* The tensors the converter must pack: the matmul weights of the layers
-   and the output projection (the embedding when tied), q4_0 or q8_0,
-   K % 32 == 0, N % 8 == 0. */
+   and the output projection (the embedding when tied), q4_0 / q8_0 (K % 32
+   == 0) or q4_K / q6_K (K % 256 == 0), N % 8 == 0. */
 static int expected_pack(const mllm_model_file *f, const mllm_weight *w) {
     static const char *mats[] = {".attn_q.weight", ".attn_k.weight", ".attn_v.weight", ".attn_output.weight",
                                  ".ffn_gate.weight", ".ffn_up.weight", ".ffn_down.weight"};
@@ -117,9 +160,11 @@ static int expected_pack(const mllm_model_file *f, const mllm_weight *w) {
         size_t n = strlen(w->name), m = strlen(mats[i]);
         want = !strncmp(w->name, "blk.", 4) && n > m && !strcmp(w->name + n - m, mats[i]);
     }
-    if (!want || w->n_dims != 2 || w->ne[0] % 32 || w->ne[1] % 8) return -1;
-    if (w->dtype == MLLM_DTYPE_Q4_0) return MLLM_DTYPE_Q4_0_X8;
-    if (w->dtype == MLLM_DTYPE_Q8_0) return MLLM_DTYPE_Q8_0_X8;
+    if (!want || w->n_dims != 2 || w->ne[1] % 8) return -1;
+    if (w->dtype == MLLM_DTYPE_Q4_0 && w->ne[0] % 32 == 0) return MLLM_DTYPE_Q4_0_X8;
+    if (w->dtype == MLLM_DTYPE_Q8_0 && w->ne[0] % 32 == 0) return MLLM_DTYPE_Q8_0_X8;
+    if (w->dtype == MLLM_DTYPE_Q4_K && w->ne[0] % 256 == 0) return MLLM_DTYPE_Q4_K_X8;
+    if (w->dtype == MLLM_DTYPE_Q6_K && w->ne[0] % 256 == 0) return MLLM_DTYPE_Q6_K_X8;
     return -1;
 }
 
@@ -297,6 +342,48 @@ static void test_packed_source_requantized(void **state) {
     for (int i = 0; i < 6; i++) free((void *)paths[i]);
 }
 
+/* A qwen3 shape whose rows hold 256 values, so k-quants fit (tiny's 64 do
+   not): one layer, E = F = 256, tied embedding. */
+static const synth_preset k_k256 = {"qwen3", "k256", "qwen3-k256-synth", 256, 1, 4, 2, 64, 256, 512, 4096,
+                                    1e6f, 1e-6f, true, true, false, 0, 0, 0, 0, false};
+
+static void test_kquants_packed(void **state) {
+    (void)state;
+    const char *f32 = tu_tmp("k.f32.gguf"), *g = tu_tmp("k.gguf"), *m = tu_tmp("k.mllm"), *g2 = tu_tmp("k2.gguf");
+    const char *pl = tu_tmp("k.json"), *fg = tu_tmp("k-f-g.gguf"), *fm = tu_tmp("k-f-m.gguf");
+    assert_int_equal(synth_write_gguf(&k_k256, MLLM_DTYPE_F32, f32, NULL, NULL), MLLM_OK);
+    FILE *fp = fopen(pl, "w");
+    fputs("{\"default\": \"q4_k\", \"rules\": [{\"pattern\": \"ffn_down|attn_v|token_embd\", \"dtype\": \"q6_k\"}]}", fp);
+    fclose(fp);
+    if (convert(f32, g, NULL, pl, true, MLLM_CONVERT_PACK_X8)) fail_msg("%s", mllm_last_error());
+    if (convert(g, m, NULL, NULL, false, MLLM_CONVERT_PACK_X8)) fail_msg("%s", mllm_last_error());
+    mllm_model_file *f;
+    assert_int_equal(mllm_model_file_open(m, &f), MLLM_OK);
+    static const struct { const char *name; int dtype; } want[] = {
+        {"token_embd.weight", MLLM_DTYPE_Q6_K_X8},     {"blk.0.attn_q.weight", MLLM_DTYPE_Q4_K_X8},
+        {"blk.0.attn_k.weight", MLLM_DTYPE_Q4_K_X8},   {"blk.0.attn_v.weight", MLLM_DTYPE_Q6_K_X8},
+        {"blk.0.attn_output.weight", MLLM_DTYPE_Q4_K_X8}, {"blk.0.ffn_gate.weight", MLLM_DTYPE_Q4_K_X8},
+        {"blk.0.ffn_up.weight", MLLM_DTYPE_Q4_K_X8},   {"blk.0.ffn_down.weight", MLLM_DTYPE_Q6_K_X8},
+        {"blk.0.attn_norm.weight", MLLM_DTYPE_F32},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const mllm_weight *w = mllm_model_file_find(f, want[i].name);
+        assert_non_null(w);
+        if (w->dtype != want[i].dtype) fail_msg("%s: %s", want[i].name, mllm_dtype_name(w->dtype));
+    }
+    mllm_model_file_close(f);
+    assert_int_equal(expect_tensors(g, m, true), 8); /* the documented bytes */
+    expect_same_logits(g, m);
+    if (convert(m, g2, NULL, NULL, true, MLLM_CONVERT_PACK_X8)) fail_msg("%s", mllm_last_error());
+    assert_int_equal(expect_tensors(g, g2, false), 0);
+    /* unpacked, then dequantized: the same f32 as from the plain file */
+    if (convert(g, fg, "f32", NULL, true, MLLM_CONVERT_PACK_X8)) fail_msg("%s", mllm_last_error());
+    if (convert(m, fm, "f32", NULL, true, MLLM_CONVERT_PACK_X8)) fail_msg("%s", mllm_last_error());
+    assert_int_equal(expect_tensors(fg, fm, false), 0);
+    const char *paths[] = {f32, g, m, g2, pl, fg, fm};
+    for (int i = 0; i < 7; i++) free((void *)paths[i]);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     const char *g = tu_tmp("x.gguf"), *m = tu_tmp("x.mllm");
@@ -319,6 +406,7 @@ int main(void) {
         cmocka_unit_test(test_packed_mllm_back_to_plain),
         cmocka_unit_test(test_pack_none),
         cmocka_unit_test(test_packed_source_requantized),
+        cmocka_unit_test(test_kquants_packed),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

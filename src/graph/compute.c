@@ -109,29 +109,60 @@ static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_kv_layer *kv = t->pp;
     const mllm_tensor *k = t->src[0], *v = t->src[1];
     int64_t T = mllm_tensor_nelements(k) / kv->kv_dim;
-    for (int64_t tt = ith; tt < T; tt += nth) {
-        size_t row = (size_t)(g->rt->pos + tt) * (size_t)kv->kv_dim;
-        memcpy(kv->k + row, (const float *)k->data + tt * kv->kv_dim, (size_t)kv->kv_dim * sizeof(float));
-        memcpy(kv->v + row, (const float *)v->data + tt * kv->kv_dim, (size_t)kv->kv_dim * sizeof(float));
+    const size_t pos0 = (size_t)g->rt->pos;
+    for (int64_t tt = ith; tt < T; tt += nth)
+        memcpy(kv->k + (pos0 + (size_t)tt) * (size_t)kv->kv_dim, (const float *)k->data + tt * kv->kv_dim,
+               (size_t)kv->kv_dim * sizeof(float));
+    /* V goes in transposed: each thread fills whole rows (value dimensions),
+       so its writes run along positions. */
+    int64_t d0, d1;
+    split(kv->kv_dim, ith, nth, &d0, &d1);
+    const float *vd = v->data;
+    for (int64_t d = d0; d < d1; d++) {
+        float *row = kv->v + (size_t)d * (size_t)kv->n_ctx + pos0;
+        for (int64_t tt = 0; tt < T; tt++) row[tt] = vd[tt * kv->kv_dim + d];
     }
 }
 
+/* Query tokens per attention job: every key and value row a job reads
+   serves this many tokens of each query head of the group (GQA), instead of
+   one, which keeps prefill attention from streaming the cache per token. */
+#define ATTN_TB 16
+
+/* Causal attention, one job per (KV head, block of ATTN_TB tokens), as two
+   matmuls with the f32 matmul kernel (the structure of llama.cpp's attention
+   without flash attention): scores = K x Q, dots along the head dimension,
+   computed up to the block's last key; each row then masks the keys after
+   its own token to probability 0, and out = V^T x P, dots along positions
+   (the cache keeps V transposed for this), serves the whole block. */
 static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const mllm_kv_layer *kv = t->pp;
     const mllm_tensor *q = t->src[0];
-    int64_t D = q->ne[0], H = q->ne[1], T = q->ne[2];
-    int64_t group = H / t->ip[0];
-    float scale = 1.0f / sqrtf((float)D);
-    float *scores = (float *)g->work + (size_t)ith * (size_t)kv->n_ctx;
-    for (int64_t job = ith; job < H * T; job += nth) {
-        int64_t tt = job / H, h = job % H, kvh = h / group;
-        int n_kv = g->rt->pos + (int)tt + 1; /* causal: keys up to this token */
-        const float *qv = (const float *)q->data + (tt * H + h) * D;
-        k->attn_scores(scores, qv, kv->k + kvh * D, (size_t)kv->kv_dim, n_kv, (int)D);
-        k->softmax(scores, n_kv, scale);
-        float *out = (float *)t->data + tt * t->ne[0] + h * D;
-        k->attn_mix(out, scores, kv->v + kvh * D, (size_t)kv->kv_dim, n_kv, (int)D);
+    const int64_t D = q->ne[0], H = q->ne[1], T = q->ne[2], Hkv = t->ip[0];
+    const int64_t group = H / Hkv, n_blocks = (T + ATTN_TB - 1) / ATTN_TB;
+    const float scale = 1.0f / sqrtf((float)D);
+    const size_t row_bytes = (size_t)H * (size_t)D * sizeof(float);
+    float *P = (float *)g->work + (size_t)ith * ATTN_TB * (size_t)kv->n_ctx;
+    for (int64_t job = ith; job < Hkv * n_blocks; job += nth) {
+        const int64_t kvh = job % Hkv, t0 = (job / Hkv) * ATTN_TB;
+        const int tb = (int)(T - t0 < ATTN_TB ? T - t0 : ATTN_TB);
+        const int n_max = g->rt->pos + (int)t0 + tb; /* keys the block's last token sees */
+        for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
+            const float *qh = (const float *)q->data + (t0 * H + h) * D;
+            mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->k + kvh * D, (size_t)kv->kv_dim * sizeof(float), D, qh,
+                             row_bytes, tb, P, (size_t)kv->n_ctx, 0, n_max);
+            for (int r = 0; r < tb; r++) {
+                float *pr = P + (size_t)r * (size_t)kv->n_ctx;
+                const int n_kv = g->rt->pos + (int)t0 + r + 1;
+                k->softmax(pr, n_kv, scale);
+                memset(pr + n_kv, 0, (size_t)(n_max - n_kv) * sizeof(float));
+            }
+            float *out = (float *)t->data + t0 * t->ne[0] + h * D;
+            /* out[r][d] = dot(V^T row d, P row r), d over this head's D rows */
+            mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->v + kvh * D * kv->n_ctx, (size_t)kv->n_ctx * sizeof(float),
+                             n_max, P, (size_t)kv->n_ctx * sizeof(float), tb, out, (size_t)t->ne[0], 0, D);
+        }
     }
 }
 
@@ -156,7 +187,7 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
     }
     case MLLM_OP_ROPE: return (size_t)nth * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
     case MLLM_OP_ATTENTION:
-        return (size_t)nth * (size_t)((const mllm_kv_layer *)t->pp)->n_ctx * sizeof(float);
+        return (size_t)nth * ATTN_TB * (size_t)((const mllm_kv_layer *)t->pp)->n_ctx * sizeof(float);
     default: return 0;
     }
 }

@@ -50,8 +50,9 @@ typedef struct {
 
 /* One layer of the KV cache, read and written by KV_STORE / ATTENTION. */
 typedef struct {
-    float *k;    /* (n_ctx, kv_dim) */
-    float *v;    /* (n_ctx, kv_dim) */
+    float *k;    /* (n_ctx, kv_dim): one row of keys per position */
+    float *v;    /* (kv_dim, n_ctx): transposed, one row per value dimension,
+                    so P x V is a matmul whose dots run along positions */
     int n_ctx;
     int kv_dim;  /* Hkv * D */
 } mllm_kv_layer;

@@ -3,8 +3,6 @@
      generic ops vs a double-precision reference: < 1e-12;
      AVX2 ops vs generic: rmsnorm, add, axpy, dot, rope < 1e-12 (order or FMA
        rounding only); silu_mul, softmax < 1e-12 (expf approximation, ~2 ulp);
-     attention rows (scores, mix): generic vs double < 1e-12, AVX2 vs
-       generic < 1e-12 (summation order and FMA only);
      AVX2 expf vs libm expf: max relative error < 5e-7 on [-87, 88];
      activation quantizers: AVX2 bytes == generic bytes, exactly. */
 #include <math.h>
@@ -167,49 +165,6 @@ static void test_avx2_vs_generic(void **state) {
     }
 }
 
-/* Attention rows against a double loop, then AVX2 against generic: head
-   sizes with and without a multiple of 8, key counts around the 4-key
-   blocking, a stride wider than the head (GQA cache layout). */
-static void test_attention_rows(void **state) {
-    (void)state;
-    static const int Ds[] = {8, 12, 64, 80, 128, 136};
-    static const int ns[] = {1, 3, 4, 5, 17, 130};
-    const mllm_cpu_ops *g = mllm_cpu_ops_generic(), *v = mllm_cpu_ops_avx2();
-    if (!v) printf("SKIPPED avx2 attention rows: this CPU has no AVX2 (generic checked)\n");
-    for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++)
-        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
-            const int D = Ds[di], n = ns[ni];
-            const size_t stride = (size_t)D * 3 + 5;
-            float *q = rnd(D, 1 + di, 1.0f), *kv = rnd((int)(stride * (size_t)n), 50 + ni, 1.0f);
-            float *s = rnd(n, 90 + ni, 0.3f);
-            float *sg = malloc((size_t)n * sizeof(float)), *sv = malloc((size_t)n * sizeof(float));
-            float *sr = malloc((size_t)n * sizeof(float));
-            float *og = malloc((size_t)D * sizeof(float)), *ov = malloc((size_t)D * sizeof(float));
-            float *orf = malloc((size_t)D * sizeof(float));
-            for (int j = 0; j < n; j++) {
-                double a = 0;
-                for (int i = 0; i < D; i++) a += (double)q[i] * kv[(size_t)j * stride + i];
-                sr[j] = (float)a;
-            }
-            for (int i = 0; i < D; i++) {
-                double a = 0;
-                for (int j = 0; j < n; j++) a += (double)s[j] * kv[(size_t)j * stride + i];
-                orf[i] = (float)a;
-            }
-            g->attn_scores(sg, q, kv, stride, n, D);
-            g->attn_mix(og, s, kv, stride, n, D);
-            expect_close(sg, sr, n, 1e-12, "generic attn_scores");
-            expect_close(og, orf, D, 1e-12, "generic attn_mix");
-            if (v) {
-                v->attn_scores(sv, q, kv, stride, n, D);
-                v->attn_mix(ov, s, kv, stride, n, D);
-                expect_close(sv, sg, n, 1e-12, "avx2 attn_scores");
-                expect_close(ov, og, D, 1e-12, "avx2 attn_mix");
-            }
-            free(q), free(kv), free(s), free(sg), free(sv), free(sr), free(og), free(ov), free(orf);
-        }
-}
-
 static void test_expf_accuracy(void **state) {
     (void)state;
     if (!mllm_cpu_has_avx2()) {
@@ -310,7 +265,6 @@ int main(void) {
         cmocka_unit_test(test_dispatch_override),
         cmocka_unit_test(test_generic_vs_double),     cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_rope),                  cmocka_unit_test(test_avx2_vs_generic),
-        cmocka_unit_test(test_attention_rows),
         cmocka_unit_test(test_expf_accuracy),         cmocka_unit_test(test_activation_quantizers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

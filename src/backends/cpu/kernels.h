@@ -25,11 +25,6 @@ typedef struct {
     void (*axpy_f32)(float *y, float a, const float *x, int n);
     /* y = a + b */
     void (*add_f32)(float *y, const float *a, const float *b, int n);
-    /* Attention of one query row: s[j] = dot(q, k + j * k_stride) for j < n
-       (k_stride in floats), over D values. */
-    void (*attn_scores)(float *s, const float *q, const float *k, size_t k_stride, int n, int D);
-    /* out[0..D) = sum over j < n of s[j] * (v + j * v_stride)[0..D). */
-    void (*attn_mix)(float *out, const float *s, const float *v, size_t v_stride, int n, int D);
 } mllm_cpu_ops;
 
 /* The ops for this CPU (or forced by MLLM_CPU). Never NULL. */

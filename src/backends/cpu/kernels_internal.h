@@ -58,10 +58,6 @@ void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, i
                           const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
                           int64_t r0, int64_t r1);
 
-/* Attention row kernels (attention_avx2.c), contracts in mllm_cpu_ops. */
-void mllm_attn_scores_avx2(float *s, const float *q, const float *k, size_t k_stride, int n, int D);
-void mllm_attn_mix_avx2(float *out, const float *s, const float *v, size_t v_stride, int n, int D);
-
 /* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
 void mllm_expf_avx2(const float *x, float *y, int n);
 

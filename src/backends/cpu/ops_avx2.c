@@ -176,8 +176,6 @@ static const mllm_cpu_ops g_avx2 = {
     .dot_f32 = dot_f32_avx2,
     .axpy_f32 = axpy_f32_avx2,
     .add_f32 = add_f32_avx2,
-    .attn_scores = mllm_attn_scores_avx2,
-    .attn_mix = mllm_attn_mix_avx2,
 };
 
 const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return mllm_cpu_features_avx2_path() ? &g_avx2 : NULL; }

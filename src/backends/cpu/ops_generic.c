@@ -65,17 +65,6 @@ static void mllm_add_f32_generic(float *y, const float *a, const float *b, int n
     for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-static void mllm_attn_scores_generic(float *s, const float *q, const float *k, size_t k_stride, int n,
-                                     int D) {
-    for (int j = 0; j < n; j++) s[j] = mllm_dot_f32_generic(q, k + (size_t)j * k_stride, D);
-}
-
-static void mllm_attn_mix_generic(float *out, const float *s, const float *v, size_t v_stride, int n,
-                                  int D) {
-    for (int i = 0; i < D; i++) out[i] = 0.0f;
-    for (int j = 0; j < n; j++) mllm_axpy_f32_generic(out, s[j], v + (size_t)j * v_stride, D);
-}
-
 static const mllm_cpu_ops g_generic = {
     .name = "generic",
     .rmsnorm = mllm_rmsnorm_generic,
@@ -85,8 +74,6 @@ static const mllm_cpu_ops g_generic = {
     .dot_f32 = mllm_dot_f32_generic,
     .axpy_f32 = mllm_axpy_f32_generic,
     .add_f32 = mllm_add_f32_generic,
-    .attn_scores = mllm_attn_scores_generic,
-    .attn_mix = mllm_attn_mix_generic,
 };
 
 const mllm_cpu_ops *mllm_cpu_ops_generic(void) { return &g_generic; }

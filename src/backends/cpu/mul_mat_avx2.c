@@ -5,7 +5,11 @@
    Decode (M = 1) runs the 4x1 tile: one pass over the weights, 4 rows sharing
    each activation load. The per-block math (and so the result) is the same as
    the AVX2 vec_dots: exact int32 block sums, float accumulation in 8 lanes. */
+#include <pthread.h>
+#include <stdlib.h>
+
 #include "backends/cpu/kernels_internal.h"
+#include "core/alloc.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/simd_avx2.h"
 
@@ -324,10 +328,92 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
     }
 }
 
+/* Prefill with f16 / bf16 weights: the f16 and bf16 tiles spend as many
+   conversion uops as multiply-adds (every weight and activation vector is
+   widened where it is used, for only 3 or 4 uses). With many activation
+   rows, both sides are widened to f32 once (activations per call, weights
+   per L2-sized chunk of rows) and the f32 tile runs on them. Widening is
+   exact, and the f32 tile does the same multiply-adds in the same order, so
+   the result is bit for bit the one of the f16 / bf16 tiles. The buffers
+   are per thread and only grow (freed when the thread exits). */
+#define WIDEN_MIN_M 16
+
+static pthread_key_t g_widen_key;
+static pthread_once_t g_widen_once = PTHREAD_ONCE_INIT;
+typedef struct { float *p; size_t cap; } widen_buf;
+
+static void widen_buf_free(void *v) {
+    widen_buf *b = v;
+    mllm_free_aligned(b->p);
+    free(b);
+}
+static void widen_key_init(void) { (void)pthread_key_create(&g_widen_key, widen_buf_free); }
+
+static float *widen_scratch(size_t n_floats) {
+    pthread_once(&g_widen_once, widen_key_init);
+    widen_buf *b = pthread_getspecific(g_widen_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(g_widen_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap < n_floats) {
+        float *p = mllm_malloc_aligned(n_floats * sizeof(float));
+        if (!p) return NULL;
+        mllm_free_aligned(b->p);
+        b->p = p;
+        b->cap = n_floats;
+    }
+    return b->p;
+}
+
+static void widen_row(mllm_dtype t, const void *src, float *dst, int64_t K) {
+    int64_t k = 0;
+    if (t == MLLM_DTYPE_F16) {
+        for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, load_f16x8((const mllm_f16 *)src + k));
+        for (; k < K; k++) dst[k] = f16_to_f32_hw(((const mllm_f16 *)src)[k]);
+    } else {
+        for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, load_bf16x8((const mllm_bf16 *)src + k));
+        for (; k < K; k++) dst[k] = mllm_bf16_to_f32(((const mllm_bf16 *)src)[k]);
+    }
+}
+
+static bool mul_mat_widened(mllm_dtype wt, const char *w, size_t w_stride, int64_t K, const char *x,
+                            size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+    const size_t row = (size_t)K * sizeof(float);
+    int64_t chunk = (int64_t)(CHUNK_BYTES / row) & ~(int64_t)(TILE_M - 1);
+    if (chunk < TILE_M) chunk = TILE_M;
+    if (chunk > r1 - r0) chunk = r1 - r0;
+    float *xf = widen_scratch((size_t)(M + chunk) * (size_t)K);
+    if (!xf) return false; /* out of memory: the f16 / bf16 tiles need no buffer */
+    float *wf = xf + (size_t)M * (size_t)K;
+    for (int64_t m = 0; m < M; m++) widen_row(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
+    for (int64_t rc = r0; rc < r1; rc += chunk) {
+        const int64_t re = rc + chunk < r1 ? rc + chunk : r1;
+        for (int64_t r = rc; r < re; r++) widen_row(wt, w + (size_t)r * w_stride, wf + (size_t)(r - rc) * K, K);
+        for (int64_t m = 0; m < M; m += TILE_N) {
+            const int rn = (int)(M - m < TILE_N ? M - m : TILE_N);
+            const char *xm = (const char *)(xf + (size_t)m * K);
+            float *ym = Y + (size_t)m * y_stride;
+            int64_t r = rc;
+            for (; r + TILE_M <= re; r += TILE_M)
+                tile_f32_set[1][rn - 1]((const char *)(wf + (size_t)(r - rc) * K), row, xm, row, K, ym + r, y_stride);
+            for (; r < re; r++)
+                tile_f32_set[0][rn - 1]((const char *)(wf + (size_t)(r - rc) * K), row, xm, row, K, ym + r, y_stride);
+        }
+    }
+    return true;
+}
+
 bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     const tile_fn(*set)[3] = tiles_for(wt);
     if (!set) return false;
+    if ((wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
+        mul_mat_widened(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        return true;
     const char *w = W, *x = X;
     int64_t chunk = (int64_t)(CHUNK_BYTES / (w_stride ? w_stride : 1)) & ~(int64_t)(TILE_M - 1);
     if (chunk < TILE_M || M == 1) chunk = r1 - r0; /* decode: one pass, no reuse to gain */

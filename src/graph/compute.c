@@ -56,7 +56,9 @@ static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
        thread) from a shared counter: a thread that is slowed down (another
        process on its core) takes fewer chunks instead of making the others
        wait at the barrier. Each row's result does not depend on the split. */
-    int64_t target = (int64_t)nth * 8;
+    /* Prefill takes fewer, larger chunks: each call widens or converts its
+       activation rows again (the float GEMM), which pays off over more rows. */
+    int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
     int64_t chunk = ((N + target - 1) / target + 15) & ~(int64_t)15;
     if (nth == 1) chunk = N;
     for (;;) {

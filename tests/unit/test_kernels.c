@@ -193,6 +193,11 @@ static void test_mul_mat_large(void **state) {
     (void)state;
     check_mul_mat(MLLM_DTYPE_Q4_0, 203, 4096, 10, 0, 203);
     check_mul_mat(MLLM_DTYPE_F16, 101, 4096, 5, 3, 100);
+    /* 16+ activation rows: the float GEMM (packed panels, K in blocks of
+       1024) with ragged panels, odd K and row counts off its 6 x 16 tile */
+    check_mul_mat(MLLM_DTYPE_F16, 101, 2085, 23, 3, 100);
+    check_mul_mat(MLLM_DTYPE_BF16, 37, 1030, 16, 0, 37);
+    check_mul_mat(MLLM_DTYPE_F32, 50, 777, 31, 5, 50);
 }
 
 int main(void) {

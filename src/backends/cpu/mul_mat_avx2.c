@@ -328,15 +328,14 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
     }
 }
 
-/* Prefill with f16 / bf16 weights: the f16 and bf16 tiles spend as many
-   conversion uops as multiply-adds (every weight and activation vector is
-   widened where it is used, for only 3 or 4 uses). With many activation
-   rows, both sides are widened to f32 once (activations per call, weights
-   per L2-sized chunk of rows) and the f32 tile runs on them. Widening is
-   exact, and the f32 tile does the same multiply-adds in the same order, so
-   the result is bit for bit the one of the f16 / bf16 tiles. The buffers
-   are per thread and only grow (freed when the thread exits). */
+/* Prefill with float weights (f32 / f16 / bf16): with many activation
+   rows, the outer-product GEMM on packed f32 panels (gemm_f32_avx2.c) beats
+   the dot-product tiles, which spend 7 loads (and for f16 / bf16 as many
+   conversions) per 12 multiply-adds and read whole rows from L2. f16 / bf16
+   activations are widened to f32 once per call (exact). The buffers are per
+   thread and only grow (freed when the thread exits). */
 #define WIDEN_MIN_M 16
+#define PANEL_FLOATS (1024 * 16)
 
 static pthread_key_t g_widen_key;
 static pthread_once_t g_widen_once = PTHREAD_ONCE_INIT;
@@ -382,28 +381,18 @@ static void widen_row(mllm_dtype t, const void *src, float *dst, int64_t K) {
 
 static bool mul_mat_widened(mllm_dtype wt, const char *w, size_t w_stride, int64_t K, const char *x,
                             size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
-    const size_t row = (size_t)K * sizeof(float);
-    int64_t chunk = (int64_t)(CHUNK_BYTES / row) & ~(int64_t)(TILE_M - 1);
-    if (chunk < TILE_M) chunk = TILE_M;
-    if (chunk > r1 - r0) chunk = r1 - r0;
-    float *xf = widen_scratch((size_t)(M + chunk) * (size_t)K);
-    if (!xf) return false; /* out of memory: the f16 / bf16 tiles need no buffer */
-    float *wf = xf + (size_t)M * (size_t)K;
-    for (int64_t m = 0; m < M; m++) widen_row(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
-    for (int64_t rc = r0; rc < r1; rc += chunk) {
-        const int64_t re = rc + chunk < r1 ? rc + chunk : r1;
-        for (int64_t r = rc; r < re; r++) widen_row(wt, w + (size_t)r * w_stride, wf + (size_t)(r - rc) * K, K);
-        for (int64_t m = 0; m < M; m += TILE_N) {
-            const int rn = (int)(M - m < TILE_N ? M - m : TILE_N);
-            const char *xm = (const char *)(xf + (size_t)m * K);
-            float *ym = Y + (size_t)m * y_stride;
-            int64_t r = rc;
-            for (; r + TILE_M <= re; r += TILE_M)
-                tile_f32_set[1][rn - 1]((const char *)(wf + (size_t)(r - rc) * K), row, xm, row, K, ym + r, y_stride);
-            for (; r < re; r++)
-                tile_f32_set[0][rn - 1]((const char *)(wf + (size_t)(r - rc) * K), row, xm, row, K, ym + r, y_stride);
-        }
+    const bool f32 = wt == MLLM_DTYPE_F32 && x_stride % sizeof(float) == 0;
+    float *buf = widen_scratch(PANEL_FLOATS + (f32 ? 0 : (size_t)M * (size_t)K));
+    if (!buf) return false; /* out of memory: the tiles need no buffer */
+    const float *A = (const float *)x;
+    size_t lda = x_stride / sizeof(float);
+    if (!f32) {
+        float *xf = buf + PANEL_FLOATS;
+        for (int64_t m = 0; m < M; m++) widen_row(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
+        A = xf;
+        lda = (size_t)K;
     }
+    mllm_gemm_float_avx2(wt, w, w_stride, K, A, lda, M, Y, y_stride, r0, r1, buf);
     return true;
 }
 
@@ -411,7 +400,7 @@ bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     const tile_fn(*set)[3] = tiles_for(wt);
     if (!set) return false;
-    if ((wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
+    if ((wt == MLLM_DTYPE_F32 || wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
         mul_mat_widened(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return true;
     const char *w = W, *x = X;

@@ -328,12 +328,18 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
     }
 }
 
-/* Prefill with float weights (f32 / f16 / bf16): with many activation
-   rows, the outer-product GEMM on packed f32 panels (gemm_f32_avx2.c) beats
-   the dot-product tiles, which spend 7 loads (and for f16 / bf16 as many
-   conversions) per 12 multiply-adds and read whole rows from L2. f16 / bf16
-   activations are widened to f32 once per call (exact). The buffers are per
-   thread and only grow (freed when the thread exits). */
+/* Prefill with f16 / bf16 weights: with many activation rows, the
+   outer-product GEMM on packed f32 panels (gemm_float_avx2.c) beats the
+   dot-product tiles, which spend 7 loads and as many conversions per 12
+   multiply-adds and read whole rows from L2. Activations are widened to f32
+   once per call (exact). The buffers are per thread and only grow (freed
+   when the thread exits).
+   The GEMM sums along K in another order than the tiles, so a row's result
+   differs (in the last bits) between 16+ rows and fewer: f16 / bf16 models
+   are not batch-invariant, like llama.cpp. f32 weights, which include
+   attention's two products, stay on the tiles, whose result does not depend
+   on the batch: a prompt gives the same logits whatever part of it came
+   from a cached prefix. */
 #define WIDEN_MIN_M 16
 #define PANEL_FLOATS (1024 * 16)
 
@@ -381,18 +387,11 @@ static void widen_row(mllm_dtype t, const void *src, float *dst, int64_t K) {
 
 static bool mul_mat_widened(mllm_dtype wt, const char *w, size_t w_stride, int64_t K, const char *x,
                             size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
-    const bool f32 = wt == MLLM_DTYPE_F32 && x_stride % sizeof(float) == 0;
-    float *buf = widen_scratch(PANEL_FLOATS + (f32 ? 0 : (size_t)M * (size_t)K));
+    float *buf = widen_scratch(PANEL_FLOATS + (size_t)M * (size_t)K);
     if (!buf) return false; /* out of memory: the tiles need no buffer */
-    const float *A = (const float *)x;
-    size_t lda = x_stride / sizeof(float);
-    if (!f32) {
-        float *xf = buf + PANEL_FLOATS;
-        for (int64_t m = 0; m < M; m++) widen_row(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
-        A = xf;
-        lda = (size_t)K;
-    }
-    mllm_gemm_float_avx2(wt, w, w_stride, K, A, lda, M, Y, y_stride, r0, r1, buf);
+    float *xf = buf + PANEL_FLOATS;
+    for (int64_t m = 0; m < M; m++) widen_row(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
+    mllm_gemm_float_avx2(wt, w, w_stride, K, xf, (size_t)K, M, Y, y_stride, r0, r1, buf);
     return true;
 }
 
@@ -400,7 +399,7 @@ bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     const tile_fn(*set)[3] = tiles_for(wt);
     if (!set) return false;
-    if ((wt == MLLM_DTYPE_F32 || wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
+    if ((wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
         mul_mat_widened(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return true;
     const char *w = W, *x = X;

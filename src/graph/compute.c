@@ -120,9 +120,14 @@ static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     int64_t d0, d1;
     split(kv->kv_dim, ith, nth, &d0, &d1);
     const float *vd = v->data;
+    /* Past the last position written, up to the next multiple of 8: zeros,
+       as attention's P x V reads that far (times probability 0, which must
+       not meet a NaN in uninitialised memory). */
+    const int64_t end = (int64_t)pos0 + T, pad = (end + 7) / 8 * 8 <= kv->n_ctx ? (end + 7) / 8 * 8 : end;
     for (int64_t d = d0; d < d1; d++) {
         float *row = kv->v + (size_t)d * (size_t)kv->n_ctx + pos0;
         for (int64_t tt = 0; tt < T; tt++) row[tt] = vd[tt * kv->kv_dim + d];
+        for (int64_t j = end; j < pad; j++) row[j - (int64_t)pos0] = 0.0f;
     }
 }
 
@@ -154,16 +159,21 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
             const float *qh = (const float *)q->data + (t0 * H + h) * D;
             mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->k + kvh * D, (size_t)kv->kv_dim * sizeof(float), D, qh,
                              row_bytes, tb, P, (size_t)kv->n_ctx, 0, n_max);
+            /* The P x V dots run over a multiple of 8 positions (zeros past
+               each row's own), so the f32 tile keeps every term in its 8
+               lanes and a token's output does not depend on which block it
+               came in: same logits with or without a cached prefix. */
+            const int n_pv = (n_max + 7) / 8 * 8 <= kv->n_ctx ? (n_max + 7) / 8 * 8 : n_max;
             for (int r = 0; r < tb; r++) {
                 float *pr = P + (size_t)r * (size_t)kv->n_ctx;
                 const int n_kv = g->rt->pos + (int)t0 + r + 1;
                 k->softmax(pr, n_kv, scale);
-                memset(pr + n_kv, 0, (size_t)(n_max - n_kv) * sizeof(float));
+                memset(pr + n_kv, 0, (size_t)(n_pv - n_kv) * sizeof(float));
             }
             float *out = (float *)t->data + t0 * t->ne[0] + h * D;
             /* out[r][d] = dot(V^T row d, P row r), d over this head's D rows */
             mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->v + kvh * D * kv->n_ctx, (size_t)kv->n_ctx * sizeof(float),
-                             n_max, P, (size_t)kv->n_ctx * sizeof(float), tb, out, (size_t)t->ne[0], 0, D);
+                             n_pv, P, (size_t)kv->n_ctx * sizeof(float), tb, out, (size_t)t->ne[0], 0, D);
         }
     }
 }

@@ -395,10 +395,43 @@ static bool mul_mat_widened(mllm_dtype wt, const char *w, size_t w_stride, int64
     return true;
 }
 
+/* Decode with f16 / bf16 weights: one row at a time, 4 accumulators over
+   32 values per step. One weight stream instead of the 4x1 tile's four
+   interleaved ones: measured on the 0.6B f16 model, 1 thread 11.6 -> 14.8
+   tokens/s, 2 threads 22.2 -> 25.6 (the rows here are 2-6 KiB long). */
+#define ROW_GEMV(NAME, T, LOAD8, TO_F32)                                                         \
+    static void NAME(const char *W, size_t ws, const T *x, int64_t K, float *Y, int64_t r0, int64_t r1) { \
+        for (int64_t r = r0; r < r1; r++) {                                                      \
+            const T *w = (const T *)(W + (size_t)r * ws);                                        \
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                          \
+            int64_t k = 0;                                                                       \
+            for (; k + 32 <= K; k += 32) {                                                       \
+                a0 = _mm256_fmadd_ps(LOAD8(w + k), LOAD8(x + k), a0);                            \
+                a1 = _mm256_fmadd_ps(LOAD8(w + k + 8), LOAD8(x + k + 8), a1);                    \
+                a2 = _mm256_fmadd_ps(LOAD8(w + k + 16), LOAD8(x + k + 16), a2);                  \
+                a3 = _mm256_fmadd_ps(LOAD8(w + k + 24), LOAD8(x + k + 24), a3);                  \
+            }                                                                                    \
+            for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(LOAD8(w + k), LOAD8(x + k), a0);     \
+            double s = mm256_hsum_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))); \
+            for (; k < K; k++) s += (double)(TO_F32(w[k]) * TO_F32(x[k]));                       \
+            Y[r] = (float)s;                                                                     \
+        }                                                                                        \
+    }
+ROW_GEMV(gemv_f16, mllm_f16, load_f16x8, f16_to_f32_hw)
+ROW_GEMV(gemv_bf16, mllm_bf16, load_bf16x8, mllm_bf16_to_f32)
+
 bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     const tile_fn(*set)[3] = tiles_for(wt);
     if (!set) return false;
+    if (M == 1 && wt == MLLM_DTYPE_F16) {
+        gemv_f16(W, w_stride, X, K, Y, r0, r1);
+        return true;
+    }
+    if (M == 1 && wt == MLLM_DTYPE_BF16) {
+        gemv_bf16(W, w_stride, X, K, Y, r0, r1);
+        return true;
+    }
     if ((wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
         mul_mat_widened(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return true;

@@ -16,41 +16,7 @@
 static const int32_t k_ids[] = {1, 5, 9, 42, 7, 3, 100, 11};
 #define N_IDS (sizeof k_ids / sizeof *k_ids)
 
-/* Logits of every model's last position after k_ids (ids clamped to the
-   vocab); caller frees. */
-static float *logits_of(const char *path, int *n_vocab) {
-    mllm_model *m = NULL;
-    mllm_load_params lp;
-    mllm_load_default_params(&lp);
-    lp.n_threads = 1;
-    if (mllm_model_load(path, &lp, &m) != MLLM_OK) fail_msg("load %s: %s", path, mllm_last_error());
-    mllm_session_params sp;
-    mllm_session_default_params(&sp);
-    sp.n_ctx = 32;
-    mllm_session *s = NULL;
-    assert_int_equal(mllm_session_new(m, &sp, &s), MLLM_OK);
-    int nv = mllm_model_n_vocab(m);
-    int32_t ids[N_IDS];
-    for (size_t i = 0; i < N_IDS; i++) ids[i] = k_ids[i] % nv;
-    assert_int_equal(mllm_session_eval(s, ids, N_IDS), MLLM_OK);
-    float *out = malloc((size_t)nv * sizeof *out);
-    memcpy(out, mllm_session_logits(s), (size_t)nv * sizeof *out);
-    mllm_session_free(s);
-    mllm_model_free(m);
-    *n_vocab = nv;
-    return out;
-}
-
-static void expect_same_logits(const char *a, const char *b) {
-    int na, nb;
-    float *la = logits_of(a, &na), *lb = logits_of(b, &nb);
-    assert_int_equal(na, nb);
-    if (memcmp(la, lb, (size_t)na * sizeof *la) != 0) {
-        fail_msg("%s and %s give different logits (nmse %g)", a, b, tu_nmse(lb, la, (size_t)na));
-    }
-    free(la);
-    free(lb);
-}
+static void expect_same_logits(const char *a, const char *b) { tu_expect_same_logits(a, b, k_ids, N_IDS); }
 
 static mllm_status convert_pack(const char *in, const char *out, const char *quant, const char *pipeline, bool gguf,
                                 mllm_convert_pack pack) {

@@ -1,4 +1,5 @@
 #include "testutil.h"
+#include <mllm/mllm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,4 +64,38 @@ const char *tu_tmp(const char *name) {
         mkdir(dir, 0755);
     }
     return join(dir, name);
+}
+
+float *tu_logits_after(const char *path, const int32_t *ids, size_t n, int *n_vocab) {
+    mllm_model *m = NULL;
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.n_threads = 1;
+    if (mllm_model_load(path, &lp, &m) != MLLM_OK) fail_msg("load %s: %s", path, mllm_last_error());
+    mllm_session_params sp;
+    mllm_session_default_params(&sp);
+    sp.n_ctx = 32;
+    mllm_session *s = NULL;
+    assert_int_equal(mllm_session_new(m, &sp, &s), MLLM_OK);
+    const int nv = mllm_model_n_vocab(m);
+    int32_t *v = malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = ids[i] % nv;
+    assert_int_equal(mllm_session_eval(s, v, n), MLLM_OK);
+    float *out = malloc((size_t)nv * sizeof *out);
+    memcpy(out, mllm_session_logits(s), (size_t)nv * sizeof *out);
+    free(v);
+    mllm_session_free(s);
+    mllm_model_free(m);
+    *n_vocab = nv;
+    return out;
+}
+
+void tu_expect_same_logits(const char *a, const char *b, const int32_t *ids, size_t n) {
+    int na, nb;
+    float *la = tu_logits_after(a, ids, n, &na), *lb = tu_logits_after(b, ids, n, &nb);
+    assert_int_equal(na, nb);
+    if (memcmp(la, lb, (size_t)na * sizeof *la) != 0)
+        fail_msg("%s and %s give different logits (nmse %g)", a, b, tu_nmse(lb, la, (size_t)na));
+    free(la);
+    free(lb);
 }

@@ -22,4 +22,11 @@ void tu_fill_random(float *x, size_t n, uint64_t seed);
 /* A fresh path in a temporary folder for this test process. */
 const char *tu_tmp(const char *name);
 
+/* Loads the model at path (1 thread, n_ctx 32), evaluates ids (each taken
+   modulo the vocabulary) and returns the last position's logits (caller
+   frees); *n_vocab gets their count. Fails the test on any error. */
+float *tu_logits_after(const char *path, const int32_t *ids, size_t n, int *n_vocab);
+/* Fails unless the models at a and b give bit-identical logits for ids. */
+void tu_expect_same_logits(const char *a, const char *b, const int32_t *ids, size_t n);
+
 #endif

@@ -8,23 +8,14 @@
    int16 products per lane pair sum to at most 8 * 2 * 15 * 127 = 30480, so
    they add up in int16 and one madd gives the block's int32 dot per row;
    the q4_0 offset comes off as q8_0s's precomputed 8 * sum(y). */
-#include "backends/cpu/repack.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/repack_avx2.h"
 
-#include <string.h>
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define TILE_N 4 /* activation rows per tile */
+#define TILE_N PACKED_TILE_N
 /* Groups per chunk: the chunk's weights stay in L2 while every activation
    tile passes over them (prefill). */
 #define CHUNK_BYTES (160 * 1024)
 
-/* 4 bytes at p to all 8 lanes (one vpbroadcastd from memory). */
-static inline __m256i bcast4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 ALWAYS_INLINE void tile_q4_0x8(int RN, const mllm_block_q4_0x8 *w, int64_t nb, const char *X,
                                size_t xs, float *Y, size_t ys) {
@@ -100,23 +91,9 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, c
 }
 
 
-#define GROUP_SET(T, BT)                                                                        \
-    static void T##_1(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(1, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_2(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(2, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_3(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(3, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_4(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(4, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static const mllm_packed_group_fn T##_set[TILE_N] = {T##_1, T##_2, T##_3, T##_4};
 
-GROUP_SET(tile_q4_0x8, mllm_block_q4_0x8)
-GROUP_SET(tile_q8_0x8, mllm_block_q8_0x8)
+PACKED_GROUP_SET(tile_q4_0x8, mllm_block_q4_0x8)
+PACKED_GROUP_SET(tile_q8_0x8, mllm_block_q8_0x8)
 
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,

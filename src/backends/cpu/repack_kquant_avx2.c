@@ -6,20 +6,12 @@
    Integer ranges: q4_K nibble x int8 pairs <= 3810, 8 of them per int16
    lane (one 32-value sub-block) <= 30480; q6_K 6-bit x int8 pairs <= 16002,
    2 per int16 lane <= 32004. Block sums stay far inside int32. */
-#include "backends/cpu/repack.h"
+#include "backends/cpu/repack_avx2.h"
 #include "backends/cpu/kquants.h"
-#include "backends/cpu/simd_avx2.h"
 
-#include <string.h>
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define TILE_N 4
+#define TILE_N PACKED_TILE_N
 
-static inline __m256i bcast4(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 /* pshufb masks, per 128-bit half (rows 0..3 low, 4..7 high), Z = zero byte.
    DUP(o): lane of row r gets the int16 pair (b[o + r], b[o + r]) from a
@@ -177,23 +169,9 @@ ALWAYS_INLINE void tile_q6_kx8(int RN, const mllm_block_q6_kx8 *w, int64_t nb, c
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
-#define GROUP_SET(T, BT)                                                                        \
-    static void T##_1(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(1, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_2(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(2, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_3(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(3, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_4(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(4, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static const mllm_packed_group_fn T##_set[TILE_N] = {T##_1, T##_2, T##_3, T##_4};
 
-GROUP_SET(tile_q4_kx8, mllm_block_q4_kx8)
-GROUP_SET(tile_q6_kx8, mllm_block_q6_kx8)
+PACKED_GROUP_SET(tile_q4_kx8, mllm_block_q4_kx8)
+PACKED_GROUP_SET(tile_q6_kx8, mllm_block_q6_kx8)
 
 const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t) {
     switch (t) {

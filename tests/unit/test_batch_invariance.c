@@ -20,11 +20,12 @@
 static mllm_model *load_synth(const char *dtype) {
     char name[64];
     snprintf(name, sizeof name, "inv-%s.gguf", dtype);
-    const char *path = tu_tmp(name);
+    char *path = (char *)tu_tmp(name);
     if (access(path, F_OK) != 0 && mllm_synth_write("qwen3", "tiny", dtype, "gguf", path, NULL, NULL))
         fail_msg("synth %s: %s", dtype, mllm_last_error());
     mllm_model *m = NULL;
     if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
+    free(path);
     return m;
 }
 

@@ -55,6 +55,51 @@ static float dot_q4_0(const void *vb, int r, const void *vy) {
     return mllm_f16_to_f32(b->d[r]) * y->d * (float)(s - y->s8);
 }
 
+/* q4_1x8: the nibbles in q4_0x8's order, plus a min per row. */
+static int q41x8_nibble(const mllm_block_q4_1x8 *b, int r, int i) {
+    const int t = i / 8, w = i % 8;
+    const uint8_t byte = b->qs[32 * t + 4 * r + (w & 3)];
+    return w < 4 ? byte & 15 : byte >> 4;
+}
+
+static int q4_1_nibble(const mllm_block_q4_1 *b, int i) { return i < 16 ? b->qs[i] & 15 : b->qs[i - 16] >> 4; }
+
+static void pack_q4_1(const void *const rows[8], void *vout) {
+    mllm_block_q4_1x8 *out = vout;
+    for (int r = 0; r < 8; r++) {
+        const mllm_block_q4_1 *b = rows[r];
+        out->d[r] = b->d;
+        out->m[r] = b->m;
+        for (int t = 0; t < 4; t++)
+            for (int j = 0; j < 4; j++)
+                out->qs[32 * t + 4 * r + j] = (uint8_t)(q4_1_nibble(b, 8 * t + j) | q4_1_nibble(b, 8 * t + 4 + j) << 4);
+    }
+}
+
+static void unpack_q4_1(const void *vin, void *const rows[8]) {
+    const mllm_block_q4_1x8 *in = vin;
+    for (int r = 0; r < 8; r++) {
+        mllm_block_q4_1 *b = rows[r];
+        b->d = in->d[r];
+        b->m = in->m[r];
+        for (int i = 0; i < 16; i++) b->qs[i] = (uint8_t)(q41x8_nibble(in, r, i) | q41x8_nibble(in, r, i + 16) << 4);
+    }
+}
+
+static void get_q4_1(const void *vb, int r, float *dst) {
+    const mllm_block_q4_1x8 *b = vb;
+    const float d = mllm_f16_to_f32(b->d[r]), m = mllm_f16_to_f32(b->m[r]);
+    for (int j = 0; j < 32; j++) dst[j] = (float)q41x8_nibble(b, r, j) * d + m;
+}
+
+static float dot_q4_1(const void *vb, int r, const void *vy) {
+    const mllm_block_q4_1x8 *b = vb;
+    const mllm_block_q8_1 *y = vy;
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += q41x8_nibble(b, r, j) * y->qs[j];
+    return mllm_f16_to_f32(b->d[r]) * mllm_f16_to_f32(y->d) * (float)s + mllm_f16_to_f32(b->m[r]) * mllm_f16_to_f32(y->s);
+}
+
 static void pack_q8_0(const void *const rows[8], void *vout) {
     mllm_block_q8_0x8 *out = vout;
     for (int r = 0; r < 8; r++) {
@@ -110,6 +155,7 @@ typedef struct {
 
 static const pack_desc k_packs[] = {
     {MLLM_DTYPE_Q4_0_X8, MLLM_DTYPE_Q4_0, 32, sizeof(mllm_block_q4_0), sizeof(mllm_block_q8_0s), pack_q4_0, unpack_q4_0, get_q4_0, dot_q4_0},
+    {MLLM_DTYPE_Q4_1_X8, MLLM_DTYPE_Q4_1, 32, sizeof(mllm_block_q4_1), sizeof(mllm_block_q8_1), pack_q4_1, unpack_q4_1, get_q4_1, dot_q4_1},
     {MLLM_DTYPE_Q8_0_X8, MLLM_DTYPE_Q8_0, 32, sizeof(mllm_block_q8_0), sizeof(mllm_block_q8_0), pack_q8_0, unpack_q8_0, get_q8_0, dot_q8_0},
     {MLLM_DTYPE_Q4_K_X8, MLLM_DTYPE_Q4_K, 256, sizeof(mllm_block_q4_k), sizeof(mllm_block_q8_k), pack_q4_k, unpack_q4_k, get_q4_k, dot_q4_k},
     {MLLM_DTYPE_Q6_K_X8, MLLM_DTYPE_Q6_K, 256, sizeof(mllm_block_q6_k), sizeof(mllm_block_q8_k), pack_q6_k, unpack_q6_k, get_q6_k, dot_q6_k},

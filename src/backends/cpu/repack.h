@@ -25,6 +25,9 @@
 
 typedef struct { mllm_f16 d[8]; uint8_t qs[128]; } mllm_block_q4_0x8;
 typedef struct { mllm_f16 d[8]; int8_t qs[256]; } mllm_block_q8_0x8;
+/* q4_1x8 (8 rows x 32 values, 160 bytes): d[r], m[r] per row, qs as q4_0x8
+   (real value = d * v + m). */
+typedef struct { mllm_f16 d[8]; mllm_f16 m[8]; uint8_t qs[128]; } mllm_block_q4_1x8;
 /* q4_Kx8 (8 rows x 256 values, 1152 bytes = 8 q4_K blocks): d, dmin per
    row; scales[8k + r] = byte k of row r's 12 packed 6-bit scale bytes; for
    c, t in 0..3 x 0..7, qs[256c + 32t + 4r + j] = row r's q4_K byte
@@ -45,6 +48,7 @@ _Static_assert(sizeof(mllm_block_q6_kx8) == 8 * 210, "q6_Kx8 = 8 q6_K blocks");
 typedef struct { int32_t s8; float d; int8_t qs[32]; } mllm_block_q8_0s;
 _Static_assert(sizeof(mllm_block_q4_0x8) == 8 * 18, "q4_0x8 = 8 q4_0 blocks");
 _Static_assert(sizeof(mllm_block_q8_0x8) == 8 * 34, "q8_0x8 = 8 q8_0 blocks");
+_Static_assert(sizeof(mllm_block_q4_1x8) == 8 * 20, "q4_1x8 = 8 q4_1 blocks");
 _Static_assert(sizeof(mllm_block_q8_0s) == 40, "q8_0s block is 40 bytes");
 
 /* The packed type for a (K x N) matrix of dtype t, or -1 when t has none or

@@ -54,6 +54,47 @@ ALWAYS_INLINE void tile_q4_0x8(int RN, const mllm_block_q4_0x8 *w, int64_t nb, c
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
+/* q4_1x8 x q8_1: q4_0x8's integer part without the offset; the min term
+   m * s_y is one more multiply-add per block. */
+ALWAYS_INLINE void tile_q4_1x8(int RN, const mllm_block_q4_1x8 *w, int64_t nb, const char *X,
+                               size_t xs, float *Y, size_t ys) {
+    __m256 acc[TILE_N];
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; b++, w++) {
+        prefetch_ahead(w, sizeof *w);
+        const mllm_block_q8_1 *y[TILE_N];
+        __m256i s16[TILE_N];
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            y[m] = (const mllm_block_q8_1 *)(X + (size_t)m * xs) + b;
+            s16[m] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * t));
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(y[m]->qs + 8 * t)));
+                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(y[m]->qs + 8 * t + 4)));
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
+        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->m));
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            const __m256i isum = _mm256_madd_epi16(s16[m], ones);
+            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, broadcast_f16(&y[m]->d)), acc[m]);
+            acc[m] = _mm256_fmadd_ps(mx, broadcast_f16(&y[m]->s), acc[m]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+}
+
 /* q8_0x8: signed x signed, so maddubs gets |w| and y with w's sign; a pair
    sum reaches 2 * 127 * 127, so each product vector is widened at once. */
 ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, const char *X,
@@ -94,12 +135,14 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, c
 
 PACKED_GROUP_SET(tile_q4_0x8, mllm_block_q4_0x8)
 PACKED_GROUP_SET(tile_q8_0x8, mllm_block_q8_0x8)
+PACKED_GROUP_SET(tile_q4_1x8, mllm_block_q4_1x8)
 
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,
                               size_t y_stride, int64_t r0, int64_t r1) {
     const mllm_packed_group_fn *set = wt == MLLM_DTYPE_Q4_0_X8   ? tile_q4_0x8_set
                                       : wt == MLLM_DTYPE_Q8_0_X8 ? tile_q8_0x8_set
+                                      : wt == MLLM_DTYPE_Q4_1_X8 ? tile_q4_1x8_set
                                                                  : mllm_kquant_x8_tiles_avx2(wt);
     const int qk = mllm_dtype_get(wt) ? mllm_dtype_get(wt)->block_size : 0;
     if (!set || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;

@@ -30,7 +30,8 @@ typedef struct {
 mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f);
 void mllm_llama_release(mllm_llama *m);
 /* Repacks the q4_0 / q4_1 / q8_0 / q4_K / q6_K matmul weights into the x8 layouts
-   (llama_pack.c); called by mllm_llama_bind. MLLM_REPACK=0 turns it off. */
+   (llama_pack.c); called by mllm_llama_bind. By default only where the CPU
+   path has packed kernels (AVX2); MLLM_REPACK=0 never, MLLM_REPACK=1 always. */
 mllm_status mllm_llama_pack(mllm_llama *m, const mllm_model_file *f);
 
 /* Builds (eager: runs) the forward pass of n_tokens tokens bound in g->rt,

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "core/alloc.h"
 #include "core/error.h"
@@ -62,9 +63,15 @@ static void *pack_worker(void *arg) {
     return NULL;
 }
 
+/* MLLM_REPACK=0: never; =1: always; unset: when this CPU path has kernels
+   for the packed layouts (AVX2). The generic path computes packed layouts
+   too, but as a reference, slower than its plain loops, so a CPU without
+   SIMD kernels (e.g. Arm for now) keeps the file's layout. */
 static bool repack_enabled(void) {
     const char *e = getenv("MLLM_REPACK");
-    return !(e && strcmp(e, "0") == 0);
+    if (e && strcmp(e, "0") == 0) return false;
+    if (e && strcmp(e, "1") == 0) return true;
+    return strcmp(mllm_cpu_path(), "generic") != 0;
 }
 
 /* The matmul weights of the model; the embedding table only when it is also

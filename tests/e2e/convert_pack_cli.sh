@@ -5,6 +5,9 @@
 # holds plain q4_0/q8_0 and gives the same logits; --pack none stores no
 # kernel layout; a bad --pack value is refused.
 set -euo pipefail
+# Packed and plain sources give the same bits only when the loader repacks the
+# plain ones too: force it whatever the CPU path.
+export MLLM_REPACK=1
 mllm=$1 build=$3
 tmp=$(mktemp -d "$build/e2e-convert-pack.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

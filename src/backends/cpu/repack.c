@@ -7,10 +7,6 @@
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
 
-/* Value i (0..31) of a q4_0 block as its stored nibble 0..15. */
-static inline int q4_nibble(const mllm_block_q4_0 *b, int i) {
-    return i < 16 ? b->qs[i] & 15 : b->qs[i - 16] >> 4;
-}
 
 /* Value i of lane r of a q4_0x8 block (inverse of the packing below). */
 static inline int q4x8_nibble(const mllm_block_q4_0x8 *b, int r, int i) {
@@ -19,14 +15,25 @@ static inline int q4x8_nibble(const mllm_block_q4_0x8 *b, int r, int i) {
     return w < 4 ? byte & 15 : byte >> 4;
 }
 
+/* The 16 packed bytes of one q4_0/q4_1 row, 4 values per 32-bit word
+   (little-endian, as GGUF): word w of qs holds values 4w..4w+3 in its low
+   nibbles and 16+4w.. in its high ones; packed word t is values 8t..8t+3
+   with 8t+4..8t+7 above them. This runs once per weight at load. */
+static void pack_q4_nibbles(const uint8_t qs[16], uint8_t *out, int r) {
+    uint32_t a[4];
+    memcpy(a, qs, 16);
+    const uint32_t m = 0x0F0F0F0Fu;
+    const uint32_t w[4] = {(a[0] & m) | (a[1] & m) << 4, (a[2] & m) | (a[3] & m) << 4,
+                           (a[0] >> 4 & m) | (a[1] >> 4 & m) << 4, (a[2] >> 4 & m) | (a[3] >> 4 & m) << 4};
+    for (int t = 0; t < 4; t++) memcpy(out + 32 * t + 4 * r, &w[t], 4);
+}
+
 static void pack_q4_0(const void *const rows[8], void *vout) {
     mllm_block_q4_0x8 *out = vout;
     for (int r = 0; r < 8; r++) {
         const mllm_block_q4_0 *b = rows[r];
         out->d[r] = b->d;
-        for (int t = 0; t < 4; t++)
-            for (int j = 0; j < 4; j++)
-                out->qs[32 * t + 4 * r + j] = (uint8_t)(q4_nibble(b, 8 * t + j) | q4_nibble(b, 8 * t + 4 + j) << 4);
+        pack_q4_nibbles(b->qs, out->qs, r);
     }
 }
 
@@ -62,17 +69,13 @@ static int q41x8_nibble(const mllm_block_q4_1x8 *b, int r, int i) {
     return w < 4 ? byte & 15 : byte >> 4;
 }
 
-static int q4_1_nibble(const mllm_block_q4_1 *b, int i) { return i < 16 ? b->qs[i] & 15 : b->qs[i - 16] >> 4; }
-
 static void pack_q4_1(const void *const rows[8], void *vout) {
     mllm_block_q4_1x8 *out = vout;
     for (int r = 0; r < 8; r++) {
         const mllm_block_q4_1 *b = rows[r];
         out->d[r] = b->d;
         out->m[r] = b->m;
-        for (int t = 0; t < 4; t++)
-            for (int j = 0; j < 4; j++)
-                out->qs[32 * t + 4 * r + j] = (uint8_t)(q4_1_nibble(b, 8 * t + j) | q4_1_nibble(b, 8 * t + 4 + j) << 4);
+        pack_q4_nibbles(b->qs, out->qs, r);
     }
 }
 

@@ -40,7 +40,7 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
     s->n_ctx = n_ctx;
     int nt = p && p->n_threads > 0 ? p->n_threads : m->n_threads;
     int kv_dim = c->n_head_kv * c->head_dim;
-    size_t per = (size_t)n_ctx * (size_t)kv_dim;
+    size_t per = (size_t)MLLM_KV_CAP(n_ctx) * (size_t)kv_dim;
     s->pool = mllm_pool_new(nt);
     s->kv_mem = mllm_malloc_aligned((size_t)c->n_layer * 2 * per * sizeof(float));
     s->kv = mllm_calloc((size_t)c->n_layer, sizeof *s->kv);

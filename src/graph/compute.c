@@ -115,20 +115,19 @@ static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     for (int64_t tt = ith; tt < T; tt += nth)
         memcpy(kv->k + (pos0 + (size_t)tt) * (size_t)kv->kv_dim, (const float *)k->data + tt * kv->kv_dim,
                (size_t)kv->kv_dim * sizeof(float));
-    /* V goes in transposed: each thread fills whole rows (value dimensions),
-       so its writes run along positions. */
+    /* V goes in transposed (graph.h): each thread fills whole value rows,
+       so its writes run along positions. Past the last position written, up
+       to the next multiple of 8: zeros, as attention's P x V reads that far
+       (times probability 0, which must not meet a NaN in uninitialised
+       memory); MLLM_KV_CAP leaves room for it. */
     int64_t d0, d1;
     split(kv->kv_dim, ith, nth, &d0, &d1);
     const float *vd = v->data;
-    /* Past the last position written, up to the next multiple of 8: zeros,
-       as attention's P x V reads that far (times probability 0, which must
-       not meet a NaN in uninitialised memory). */
-    const int64_t end = (int64_t)pos0 + T, pad = (end + 7) / 8 * 8 <= kv->n_ctx ? (end + 7) / 8 * 8 : end;
-    for (int64_t d = d0; d < d1; d++) {
-        float *row = kv->v + (size_t)d * (size_t)kv->n_ctx + pos0;
-        for (int64_t tt = 0; tt < T; tt++) row[tt] = vd[tt * kv->kv_dim + d];
-        for (int64_t j = end; j < pad; j++) row[j - (int64_t)pos0] = 0.0f;
-    }
+    const int64_t end = (int64_t)pos0 + T, pad = (end + 7) / 8 * 8;
+    for (int64_t d = d0; d < d1; d++)
+        for (int64_t p = (int64_t)pos0; p < pad; p++)
+            kv->v[((size_t)(p / MLLM_KV_VBLOCK) * (size_t)kv->kv_dim + (size_t)d) * MLLM_KV_VBLOCK +
+                  (size_t)(p % MLLM_KV_VBLOCK)] = p < end ? vd[(p - (int64_t)pos0) * kv->kv_dim + d] : 0.0f;
 }
 
 /* Query tokens per attention job: every key and value row a job reads
@@ -150,7 +149,10 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const int64_t group = H / Hkv, n_blocks = (T + ATTN_TB - 1) / ATTN_TB;
     const float scale = 1.0f / sqrtf((float)D);
     const size_t row_bytes = (size_t)H * (size_t)D * sizeof(float);
-    float *P = (float *)g->work + (size_t)ith * ATTN_TB * (size_t)kv->n_ctx;
+    const size_t cap = (size_t)MLLM_KV_CAP(kv->n_ctx);
+    /* per thread: P (ATTN_TB rows of cap) and one block's P x V (ATTN_TB x D) */
+    float *P = (float *)g->work + (size_t)ith * ATTN_TB * (cap + (size_t)D);
+    float *part = P + ATTN_TB * cap;
     for (int64_t job = ith; job < Hkv * n_blocks; job += nth) {
         const int64_t kvh = job % Hkv, t0 = (job / Hkv) * ATTN_TB;
         const int tb = (int)(T - t0 < ATTN_TB ? T - t0 : ATTN_TB);
@@ -158,22 +160,33 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
         for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
             const float *qh = (const float *)q->data + (t0 * H + h) * D;
             mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->k + kvh * D, (size_t)kv->kv_dim * sizeof(float), D, qh,
-                             row_bytes, tb, P, (size_t)kv->n_ctx, 0, n_max);
+                             row_bytes, tb, P, cap, 0, n_max);
             /* The P x V dots run over a multiple of 8 positions (zeros past
-               each row's own), so the f32 tile keeps every term in its 8
-               lanes and a token's output does not depend on which block it
-               came in: same logits with or without a cached prefix. */
-            const int n_pv = (n_max + 7) / 8 * 8 <= kv->n_ctx ? (n_max + 7) / 8 * 8 : n_max;
+               each row's own) and block by block in position order, so the
+               f32 tile keeps every term in its 8 lanes and a token's output
+               does not depend on which batch it came in: same logits with or
+               without a cached prefix. */
+            const int n_pv = (n_max + 7) / 8 * 8;
             for (int r = 0; r < tb; r++) {
-                float *pr = P + (size_t)r * (size_t)kv->n_ctx;
+                float *pr = P + (size_t)r * cap;
                 const int n_kv = g->rt->pos + (int)t0 + r + 1;
                 k->softmax(pr, n_kv, scale);
                 memset(pr + n_kv, 0, (size_t)(n_pv - n_kv) * sizeof(float));
             }
             float *out = (float *)t->data + t0 * t->ne[0] + h * D;
-            /* out[r][d] = dot(V^T row d, P row r), d over this head's D rows */
-            mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->v + kvh * D * kv->n_ctx, (size_t)kv->n_ctx * sizeof(float),
-                             n_pv, P, (size_t)kv->n_ctx * sizeof(float), tb, out, (size_t)t->ne[0], 0, D);
+            /* out[r][d] = sum over blocks of dot(V^T block row d, P row r) */
+            for (int b0 = 0; b0 < n_pv; b0 += MLLM_KV_VBLOCK) {
+                const int kb = n_pv - b0 < MLLM_KV_VBLOCK ? n_pv - b0 : MLLM_KV_VBLOCK;
+                const float *vb = kv->v + ((size_t)(b0 / MLLM_KV_VBLOCK) * (size_t)kv->kv_dim + (size_t)(kvh * D)) * MLLM_KV_VBLOCK;
+                float *dst = b0 == 0 ? out : part;
+                const size_t ds = b0 == 0 ? (size_t)t->ne[0] : (size_t)D;
+                mllm_cpu_mul_mat(MLLM_DTYPE_F32, vb, MLLM_KV_VBLOCK * sizeof(float), kb, P + b0, cap * sizeof(float),
+                                 tb, dst, ds, 0, D);
+                if (b0 > 0)
+                    for (int r = 0; r < tb; r++)
+                        k->add_f32(out + (size_t)r * (size_t)t->ne[0], out + (size_t)r * (size_t)t->ne[0],
+                                   part + (size_t)r * (size_t)D, (int)D);
+            }
         }
     }
 }
@@ -199,7 +212,8 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
     }
     case MLLM_OP_ROPE: return (size_t)nth * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
     case MLLM_OP_ATTENTION:
-        return (size_t)nth * ATTN_TB * (size_t)((const mllm_kv_layer *)t->pp)->n_ctx * sizeof(float);
+        return (size_t)nth * ATTN_TB *
+               ((size_t)MLLM_KV_CAP(((const mllm_kv_layer *)t->pp)->n_ctx) + (size_t)t->src[0]->ne[0]) * sizeof(float);
     default: return 0;
     }
 }

@@ -17,32 +17,43 @@
 #define CHUNK_BYTES (160 * 1024)
 
 
+/* The 8 rows' nibbles (q4_0x8 / q4_1x8 order) of one block against RN
+   activation blocks' 32 int8 values: s16[m] gets the int16 pair sums, one
+   lane per row (unsigned nibble x signed byte). */
+ALWAYS_INLINE void nibble_dots(int RN, const uint8_t *qs, const int8_t *const yq[], __m256i s16[]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) s16[m] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * t));
+        const __m256i lo = _mm256_and_si256(raw, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(yq[m] + 8 * t)));
+            s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(yq[m] + 8 * t + 4)));
+        }
+    }
+}
+
 ALWAYS_INLINE void tile_q4_0x8(int RN, const mllm_block_q4_0x8 *w, int64_t nb, const char *X,
                                size_t xs, float *Y, size_t ys) {
     __m256 acc[TILE_N];
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++, w++) {
         prefetch_ahead(w, sizeof *w);
         const mllm_block_q8_0s *y[TILE_N];
+        const int8_t *yq[TILE_N];
         __m256i s16[TILE_N];
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_0s *)(X + (size_t)m * xs) + b;
-            s16[m] = _mm256_setzero_si256();
+            yq[m] = y[m]->qs;
         }
-#pragma GCC unroll 4
-        for (int t = 0; t < 4; t++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * t));
-            const __m256i lo = _mm256_and_si256(raw, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-#pragma GCC unroll 4
-            for (int m = 0; m < RN; m++) {
-                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(y[m]->qs + 8 * t)));
-                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(y[m]->qs + 8 * t + 4)));
-            }
-        }
+        nibble_dots(RN, w->qs, yq, s16);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
@@ -61,27 +72,18 @@ ALWAYS_INLINE void tile_q4_1x8(int RN, const mllm_block_q4_1x8 *w, int64_t nb, c
     __m256 acc[TILE_N];
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++, w++) {
         prefetch_ahead(w, sizeof *w);
         const mllm_block_q8_1 *y[TILE_N];
+        const int8_t *yq[TILE_N];
         __m256i s16[TILE_N];
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_1 *)(X + (size_t)m * xs) + b;
-            s16[m] = _mm256_setzero_si256();
+            yq[m] = y[m]->qs;
         }
-#pragma GCC unroll 4
-        for (int t = 0; t < 4; t++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * t));
-            const __m256i lo = _mm256_and_si256(raw, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-#pragma GCC unroll 4
-            for (int m = 0; m < RN; m++) {
-                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(y[m]->qs + 8 * t)));
-                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(y[m]->qs + 8 * t + 4)));
-            }
-        }
+        nibble_dots(RN, w->qs, yq, s16);
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
         const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->m));
 #pragma GCC unroll 4

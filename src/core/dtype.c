@@ -119,6 +119,9 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_Q4_1_X8] = { .name = "q4_1x8", .block_size = 32, .type_size = sizeof(mllm_block_q4_1),
                              .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_1,
                              .packed_rows = MLLM_PACK_ROWS },
+    [MLLM_DTYPE_Q5_K_X8] = { .name = "q5_kx8", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q5_k),
+                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K,
+                             .packed_rows = MLLM_PACK_ROWS },
     /* Activation-only: not a weight type (supported = false keeps it out of
        files and of `mllm quantize`). */
     [MLLM_DTYPE_Q8_0S] = { .name = "q8_0s", .block_size = 32, .type_size = sizeof(mllm_block_q8_0s),

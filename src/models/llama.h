@@ -29,7 +29,7 @@ typedef struct {
 /* Checks every tensor's presence, shape and dtype; errors name the tensor. */
 mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f);
 void mllm_llama_release(mllm_llama *m);
-/* Repacks the q4_0 / q4_1 / q8_0 / q4_K / q6_K matmul weights into the x8 layouts
+/* Repacks the q4_0 / q4_1 / q8_0 / q4_K / q5_K / q6_K matmul weights into the x8 layouts
    (llama_pack.c); called by mllm_llama_bind. By default only where the CPU
    path has packed kernels (AVX2); MLLM_REPACK=0 never, MLLM_REPACK=1 always. */
 mllm_status mllm_llama_pack(mllm_llama *m, const mllm_model_file *f);

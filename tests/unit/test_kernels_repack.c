@@ -18,7 +18,7 @@
 #define TOL 1e-10
 
 static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K,
-                                     MLLM_DTYPE_Q6_K};
+                                     MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 
 /* Odd row lengths: 1 block, a few, many (block sizes 32 and 256). */
@@ -166,6 +166,7 @@ static void test_packed_mul_mat_large(void **state) {
     check_packed_mul_mat(MLLM_DTYPE_Q8_0, 512, 2048, 6, 128, 512);
     check_packed_mul_mat(MLLM_DTYPE_Q4_K, 256, 2048, 11, 0, 256);
     check_packed_mul_mat(MLLM_DTYPE_Q6_K, 256, 2048, 5, 64, 256);
+    check_packed_mul_mat(MLLM_DTYPE_Q5_K, 256, 2048, 9, 0, 256);
 }
 
 int main(void) {

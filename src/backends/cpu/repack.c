@@ -139,6 +139,10 @@ static void pack_q4_k(const void *const rows[8], void *out) { mllm_pack_q4_k(row
 static void unpack_q4_k(const void *in, void *const rows[8]) { mllm_unpack_q4_k(in, rows); }
 static void get_q4_k(const void *b, int r, float *dst) { mllm_q4_kx8_get(b, r, dst); }
 static float dot_q4_k(const void *b, int r, const void *y) { return mllm_q4_kx8_dot(b, r, y); }
+static void pack_q5_k(const void *const rows[8], void *out) { mllm_pack_q5_k(rows, out); }
+static void unpack_q5_k(const void *in, void *const rows[8]) { mllm_unpack_q5_k(in, rows); }
+static void get_q5_k(const void *b, int r, float *dst) { mllm_q5_kx8_get(b, r, dst); }
+static float dot_q5_k(const void *b, int r, const void *y) { return mllm_q5_kx8_dot(b, r, y); }
 static void pack_q6_k(const void *const rows[8], void *out) { mllm_pack_q6_k(rows, out); }
 static void unpack_q6_k(const void *in, void *const rows[8]) { mllm_unpack_q6_k(in, rows); }
 static void get_q6_k(const void *b, int r, float *dst) { mllm_q6_kx8_get(b, r, dst); }
@@ -161,6 +165,7 @@ static const pack_desc k_packs[] = {
     {MLLM_DTYPE_Q4_1_X8, MLLM_DTYPE_Q4_1, 32, sizeof(mllm_block_q4_1), sizeof(mllm_block_q8_1), pack_q4_1, unpack_q4_1, get_q4_1, dot_q4_1},
     {MLLM_DTYPE_Q8_0_X8, MLLM_DTYPE_Q8_0, 32, sizeof(mllm_block_q8_0), sizeof(mllm_block_q8_0), pack_q8_0, unpack_q8_0, get_q8_0, dot_q8_0},
     {MLLM_DTYPE_Q4_K_X8, MLLM_DTYPE_Q4_K, 256, sizeof(mllm_block_q4_k), sizeof(mllm_block_q8_k), pack_q4_k, unpack_q4_k, get_q4_k, dot_q4_k},
+    {MLLM_DTYPE_Q5_K_X8, MLLM_DTYPE_Q5_K, 256, sizeof(mllm_block_q5_k), sizeof(mllm_block_q8_k), pack_q5_k, unpack_q5_k, get_q5_k, dot_q5_k},
     {MLLM_DTYPE_Q6_K_X8, MLLM_DTYPE_Q6_K, 256, sizeof(mllm_block_q6_k), sizeof(mllm_block_q8_k), pack_q6_k, unpack_q6_k, get_q6_k, dot_q6_k},
 };
 

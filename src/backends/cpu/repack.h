@@ -39,8 +39,20 @@ typedef struct { mllm_f16 d[8]; mllm_f16 m[8]; uint8_t qs[128]; } mllm_block_q4_
    holds v(32u + 16h + 4k + j) >> 4 in bits 2k..2k+1, k in 0..3. */
 typedef struct { mllm_f16 d[8]; mllm_f16 dmin[8]; uint8_t scales[96]; uint8_t qs[1024]; } mllm_block_q4_kx8;
 typedef struct { mllm_f16 d[8]; int8_t scales[128]; uint8_t ql[1024]; uint8_t qh[512]; } mllm_block_q6_kx8;
+/* q5_Kx8 (1408 bytes = 8 q5_K blocks): q4_Kx8's d, dmin, scales and qs
+   (the low 4 bits), with qh between: qh[32t + 4r + j] = row r's q5_K byte
+   qh[4t + j] (t in 0..7; bit 2c: fifth bit of value 64c + 4t + j, bit
+   2c + 1: of value 64c + 32 + 4t + j). */
+typedef struct {
+    mllm_f16 d[8];
+    mllm_f16 dmin[8];
+    uint8_t scales[96];
+    uint8_t qh[256];
+    uint8_t qs[1024];
+} mllm_block_q5_kx8;
 _Static_assert(sizeof(mllm_block_q4_kx8) == 8 * 144, "q4_Kx8 = 8 q4_K blocks");
 _Static_assert(sizeof(mllm_block_q6_kx8) == 8 * 210, "q6_Kx8 = 8 q6_K blocks");
+_Static_assert(sizeof(mllm_block_q5_kx8) == 8 * 176, "q5_Kx8 = 8 q5_K blocks");
 
 /* q8_0s: the q8_0 activation block plus what the q4_0x8 kernel needs per
    block: d as float (the exact value of q8_0's f16 d) and s8 = 8 * sum(qs),
@@ -74,6 +86,10 @@ void mllm_packed_get_row(mllm_dtype packed, const void *data, int64_t K, int64_t
 /* The k-quant halves of the above (repack_kquant.c): one block of 8 rows. */
 void mllm_pack_q4_k(const void *const rows[8], mllm_block_q4_kx8 *out);
 void mllm_unpack_q4_k(const mllm_block_q4_kx8 *in, void *const rows[8]);
+void mllm_pack_q5_k(const void *const rows[8], mllm_block_q5_kx8 *out);
+void mllm_unpack_q5_k(const mllm_block_q5_kx8 *in, void *const rows[8]);
+void mllm_q5_kx8_get(const mllm_block_q5_kx8 *b, int r, float *dst);
+float mllm_q5_kx8_dot(const mllm_block_q5_kx8 *b, int r, const void *q8k);
 void mllm_pack_q6_k(const void *const rows[8], mllm_block_q6_kx8 *out);
 void mllm_unpack_q6_k(const mllm_block_q6_kx8 *in, void *const rows[8]);
 /* Row r (0..7) of one packed block as 256 floats / its dot with a q8_K block. */

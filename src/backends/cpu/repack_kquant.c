@@ -66,6 +66,68 @@ float mllm_q4_kx8_dot(const mllm_block_q4_kx8 *b, int r, const void *q8k) {
     return mllm_f16_to_f32(b->d[r]) * dy * (float)sumi - mllm_f16_to_f32(b->dmin[r]) * dy * (float)summ;
 }
 
+void mllm_pack_q5_k(const void *const rows[8], mllm_block_q5_kx8 *out) {
+    for (int r = 0; r < 8; r++) {
+        const mllm_block_q5_k *b = rows[r];
+        out->d[r] = b->d;
+        out->dmin[r] = b->dmin;
+        for (int k = 0; k < 12; k++) out->scales[8 * k + r] = b->scales[k];
+        for (int t = 0; t < 8; t++) memcpy(out->qh + 32 * t + 4 * r, b->qh + 4 * t, 4);
+        for (int c = 0; c < 4; c++)
+            for (int t = 0; t < 8; t++) memcpy(out->qs + 256 * c + 32 * t + 4 * r, b->qs + 32 * c + 4 * t, 4);
+    }
+}
+
+void mllm_unpack_q5_k(const mllm_block_q5_kx8 *in, void *const rows[8]) {
+    for (int r = 0; r < 8; r++) {
+        mllm_block_q5_k *b = rows[r];
+        b->d = in->d[r];
+        b->dmin = in->dmin[r];
+        for (int k = 0; k < 12; k++) b->scales[k] = in->scales[8 * k + r];
+        for (int t = 0; t < 8; t++) memcpy(b->qh + 4 * t, in->qh + 32 * t + 4 * r, 4);
+        for (int c = 0; c < 4; c++)
+            for (int t = 0; t < 8; t++) memcpy(b->qs + 32 * c + 4 * t, in->qs + 256 * c + 32 * t + 4 * r, 4);
+    }
+}
+
+/* Row r's value e (0..255) of a q5_Kx8 block, 0..31. */
+static int q5kx8_q(const mllm_block_q5_kx8 *b, int r, int e) {
+    const int c = e / 64, l = e % 64, hi = l >= 32, i = l % 32;
+    const uint8_t byte = b->qs[256 * c + 32 * (i / 4) + 4 * r + i % 4];
+    const int bit = (b->qh[32 * (i / 4) + 4 * r + i % 4] >> (2 * c + hi)) & 1;
+    return (hi ? byte >> 4 : byte & 15) | bit << 4;
+}
+
+static void q5kx8_scale_min(const mllm_block_q5_kx8 *b, int r, int j, uint8_t *sc, uint8_t *m) {
+    uint8_t s[12];
+    for (int k = 0; k < 12; k++) s[k] = b->scales[8 * k + r];
+    kq_scale_min(j, s, sc, m);
+}
+
+void mllm_q5_kx8_get(const mllm_block_q5_kx8 *b, int r, float *dst) {
+    const float d = mllm_f16_to_f32(b->d[r]), dmin = mllm_f16_to_f32(b->dmin[r]);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        q5kx8_scale_min(b, r, j, &sc, &m);
+        for (int l = 0; l < 32; l++) dst[32 * j + l] = d * sc * (float)q5kx8_q(b, r, 32 * j + l) - dmin * m;
+    }
+}
+
+float mllm_q5_kx8_dot(const mllm_block_q5_kx8 *b, int r, const void *q8k) {
+    const mllm_block_q8_k *y = q8k;
+    int32_t sumi = 0, summ = 0;
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        q5kx8_scale_min(b, r, j, &sc, &m);
+        int32_t dot = 0;
+        for (int l = 0; l < 32; l++) dot += q5kx8_q(b, r, 32 * j + l) * y->qs[32 * j + l];
+        sumi += sc * dot;
+        summ += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    }
+    const float dy = y->d;
+    return mllm_f16_to_f32(b->d[r]) * dy * (float)sumi - mllm_f16_to_f32(b->dmin[r]) * dy * (float)summ;
+}
+
 /* q6_K values 0..63 (q + 32) back into a plain block. */
 static void q6_from_values(const uint8_t v[256], mllm_block_q6_k *b) {
     memset(b->ql, 0, sizeof b->ql);

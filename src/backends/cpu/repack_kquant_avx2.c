@@ -9,6 +9,8 @@
 #include "backends/cpu/repack_avx2.h"
 #include "backends/cpu/kquants.h"
 
+#include <stdbool.h>
+
 
 #define TILE_N PACKED_TILE_N
 
@@ -21,8 +23,11 @@
     _mm256_setr_epi8(o, Z, o, Z, o + 1, Z, o + 1, Z, o + 2, Z, o + 2, Z, o + 3, Z, o + 3, Z,     \
                      o + 4, Z, o + 4, Z, o + 5, Z, o + 5, Z, o + 6, Z, o + 6, Z, o + 7, Z, o + 7, Z)
 
-ALWAYS_INLINE void tile_q4_kx8(int RN, const mllm_block_q4_kx8 *w, int64_t nb, const char *X,
-                               size_t xs, float *Y, size_t ys) {
+/* q4_Kx8 and q5_Kx8 share everything but the fifth bit: Q5 is a constant
+   at each call, so each tile compiles to its own straight code. */
+ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wb, int64_t nb, const char *X, size_t xs,
+                            float *Y, size_t ys) {
+    const size_t bsize = Q5 ? sizeof(mllm_block_q5_kx8) : sizeof(mllm_block_q4_kx8);
     __m256 acc[TILE_N];
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
@@ -30,8 +35,13 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const mllm_block_q4_kx8 *w, int64_t nb, c
     const __m256i dup_even = DUP(0), dup_odd = DUP(8);
     const __m256i pair = _mm256_setr_epi8(0, Z, 8, Z, 1, Z, 9, Z, 2, Z, 10, Z, 3, Z, 11, Z,
                                           4, Z, 12, Z, 5, Z, 13, Z, 6, Z, 14, Z, 7, Z, 15, Z);
-    for (int64_t b = 0; b < nb; b++, w++) {
-        prefetch_ahead(w, sizeof *w);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    for (int64_t b = 0; b < nb; b++, wb += bsize) {
+        prefetch_ahead(wb, bsize);
+        /* same offsets in both structs up to the quants */
+        const mllm_block_q4_kx8 *w = (const mllm_block_q4_kx8 *)wb;
+        const uint8_t *qs = Q5 ? ((const mllm_block_q5_kx8 *)wb)->qs : w->qs;
+        const uint8_t *qh = Q5 ? ((const mllm_block_q5_kx8 *)wb)->qh : NULL;
         /* The 12 scale bytes of 8 rows, [byte][row], to 6-bit scales and
            mins as [sub-block][row] bytes (kq_scale_min, 8 rows at once). */
         const __m256i v0 = _mm256_loadu_si256((const __m256i *)w->scales);
@@ -65,26 +75,39 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const mllm_block_q4_kx8 *w, int64_t nb, c
         }
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
-            __m256i slo[TILE_N], shi[TILE_N];
-#pragma GCC unroll 4
-            for (int m = 0; m < RN; m++) slo[m] = shi[m] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-            for (int t = 0; t < 8; t++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(w->qs + 256 * c + 32 * t));
-                const __m256i lo = _mm256_and_si256(raw, m4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-#pragma GCC unroll 4
-                for (int m = 0; m < RN; m++) {
-                    const int8_t *yq = y[m]->qs + 64 * c + 4 * t;
-                    slo[m] = _mm256_add_epi16(slo[m], _mm256_maddubs_epi16(lo, bcast4(yq)));
-                    shi[m] = _mm256_add_epi16(shi[m], _mm256_maddubs_epi16(hi, bcast4(yq + 32)));
-                }
-            }
             const __m256i sce = _mm256_shuffle_epi8(scb[c], dup_even), sco = _mm256_shuffle_epi8(scb[c], dup_odd);
+            /* q4_K: 8 products of <= 3810 per int16 lane; q5_K (values to
+               31, <= 7874): 4, so the sums are taken every 4 steps */
+            const int n_half = Q5 ? 2 : 1, tn = Q5 ? 4 : 8;
+            for (int half = 0; half < n_half; half++) {
+                __m256i slo[TILE_N], shi[TILE_N];
 #pragma GCC unroll 4
-            for (int m = 0; m < RN; m++)
-                isum[m] = _mm256_add_epi32(isum[m], _mm256_add_epi32(_mm256_madd_epi16(slo[m], sce),
-                                                                     _mm256_madd_epi16(shi[m], sco)));
+                for (int m = 0; m < RN; m++) slo[m] = shi[m] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int tt = 0; tt < tn; tt++) {
+                    const int t = tn * half + tt;
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 256 * c + 32 * t));
+                    __m256i lo = _mm256_and_si256(raw, m4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                    if (Q5) { /* bits 2c and 2c + 1 of the qh bytes, to bit 4 */
+                        const __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * t));
+                        const __m256i hl = 2 * c <= 4 ? _mm256_slli_epi16(h, 4 - 2 * c) : _mm256_srli_epi16(h, 2 * c - 4);
+                        const __m256i hh = 2 * c + 1 <= 4 ? _mm256_slli_epi16(h, 3 - 2 * c) : _mm256_srli_epi16(h, 2 * c - 3);
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(hl, bit4));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(hh, bit4));
+                    }
+#pragma GCC unroll 4
+                    for (int m = 0; m < RN; m++) {
+                        const int8_t *yq = y[m]->qs + 64 * c + 4 * t;
+                        slo[m] = _mm256_add_epi16(slo[m], _mm256_maddubs_epi16(lo, bcast4(yq)));
+                        shi[m] = _mm256_add_epi16(shi[m], _mm256_maddubs_epi16(hi, bcast4(yq + 32)));
+                    }
+                }
+#pragma GCC unroll 4
+                for (int m = 0; m < RN; m++)
+                    isum[m] = _mm256_add_epi32(isum[m], _mm256_add_epi32(_mm256_madd_epi16(slo[m], sce),
+                                                                         _mm256_madd_epi16(shi[m], sco)));
+            }
         }
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->dmin));
@@ -97,6 +120,16 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const mllm_block_q4_kx8 *w, int64_t nb, c
     }
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+}
+
+ALWAYS_INLINE void tile_q4_kx8(int RN, const mllm_block_q4_kx8 *w, int64_t nb, const char *X,
+                               size_t xs, float *Y, size_t ys) {
+    tile_k45(RN, false, (const uint8_t *)w, nb, X, xs, Y, ys);
+}
+
+ALWAYS_INLINE void tile_q5_kx8(int RN, const mllm_block_q5_kx8 *w, int64_t nb, const char *X,
+                               size_t xs, float *Y, size_t ys) {
+    tile_k45(RN, true, (const uint8_t *)w, nb, X, xs, Y, ys);
 }
 
 /* q6_K's high 2 bits of the 4-value group i (0..3) of a qh vector, at bits
@@ -172,11 +205,13 @@ ALWAYS_INLINE void tile_q6_kx8(int RN, const mllm_block_q6_kx8 *w, int64_t nb, c
 
 PACKED_GROUP_SET(tile_q4_kx8, mllm_block_q4_kx8)
 PACKED_GROUP_SET(tile_q6_kx8, mllm_block_q6_kx8)
+PACKED_GROUP_SET(tile_q5_kx8, mllm_block_q5_kx8)
 
 const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t) {
     switch (t) {
     case MLLM_DTYPE_Q4_K_X8: return tile_q4_kx8_set;
     case MLLM_DTYPE_Q6_K_X8: return tile_q6_kx8_set;
+    case MLLM_DTYPE_Q5_K_X8: return tile_q5_kx8_set;
     default: return NULL;
     }
 }

@@ -28,44 +28,6 @@ void mllm_unpack_q4_k(const mllm_block_q4_kx8 *in, void *const rows[8]) {
     }
 }
 
-/* Row r's 6-bit scale and min of sub-block j, from the packed scale bytes. */
-static void q4kx8_scale_min(const mllm_block_q4_kx8 *b, int r, int j, uint8_t *sc, uint8_t *m) {
-    uint8_t s[12];
-    for (int k = 0; k < 12; k++) s[k] = b->scales[8 * k + r];
-    kq_scale_min(j, s, sc, m);
-}
-
-/* Row r's value e (0..255) as its nibble 0..15. */
-static int q4kx8_q(const mllm_block_q4_kx8 *b, int r, int e) {
-    const int c = e / 64, l = e % 64, hi = l >= 32, i = l % 32;
-    const uint8_t byte = b->qs[256 * c + 32 * (i / 4) + 4 * r + i % 4];
-    return hi ? byte >> 4 : byte & 15;
-}
-
-void mllm_q4_kx8_get(const mllm_block_q4_kx8 *b, int r, float *dst) {
-    const float d = mllm_f16_to_f32(b->d[r]), dmin = mllm_f16_to_f32(b->dmin[r]);
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        q4kx8_scale_min(b, r, j, &sc, &m);
-        for (int l = 0; l < 32; l++) dst[32 * j + l] = d * sc * (float)q4kx8_q(b, r, 32 * j + l) - dmin * m;
-    }
-}
-
-float mllm_q4_kx8_dot(const mllm_block_q4_kx8 *b, int r, const void *q8k) {
-    const mllm_block_q8_k *y = q8k;
-    int32_t sumi = 0, summ = 0;
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        q4kx8_scale_min(b, r, j, &sc, &m);
-        int32_t dot = 0;
-        for (int l = 0; l < 32; l++) dot += q4kx8_q(b, r, 32 * j + l) * y->qs[32 * j + l];
-        sumi += sc * dot;
-        summ += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
-    }
-    const float dy = y->d;
-    return mllm_f16_to_f32(b->d[r]) * dy * (float)sumi - mllm_f16_to_f32(b->dmin[r]) * dy * (float)summ;
-}
-
 void mllm_pack_q5_k(const void *const rows[8], mllm_block_q5_kx8 *out) {
     for (int r = 0; r < 8; r++) {
         const mllm_block_q5_k *b = rows[r];
@@ -90,43 +52,64 @@ void mllm_unpack_q5_k(const mllm_block_q5_kx8 *in, void *const rows[8]) {
     }
 }
 
-/* Row r's value e (0..255) of a q5_Kx8 block, 0..31. */
-static int q5kx8_q(const mllm_block_q5_kx8 *b, int r, int e) {
+/* q4_Kx8 and q5_Kx8 share d, dmin and the scale bytes (same offsets) and
+   differ only in how a value is stored: one row read and one dot serve
+   both, given the value reader. */
+typedef int (*k45_value_fn)(const void *b, int r, int e);
+
+/* Row r's value e (0..255): its nibble, plus the fifth bit for q5_K. */
+static int q4kx8_q(const void *vb, int r, int e) {
+    const mllm_block_q4_kx8 *b = vb;
+    const int c = e / 64, l = e % 64, hi = l >= 32, i = l % 32;
+    const uint8_t byte = b->qs[256 * c + 32 * (i / 4) + 4 * r + i % 4];
+    return hi ? byte >> 4 : byte & 15;
+}
+
+static int q5kx8_q(const void *vb, int r, int e) {
+    const mllm_block_q5_kx8 *b = vb;
     const int c = e / 64, l = e % 64, hi = l >= 32, i = l % 32;
     const uint8_t byte = b->qs[256 * c + 32 * (i / 4) + 4 * r + i % 4];
     const int bit = (b->qh[32 * (i / 4) + 4 * r + i % 4] >> (2 * c + hi)) & 1;
     return (hi ? byte >> 4 : byte & 15) | bit << 4;
 }
 
-static void q5kx8_scale_min(const mllm_block_q5_kx8 *b, int r, int j, uint8_t *sc, uint8_t *m) {
+/* Row r's 6-bit scale and min of sub-block j, from the packed scale bytes. */
+static void k45_scale_min(const mllm_block_q4_kx8 *b, int r, int j, uint8_t *sc, uint8_t *m) {
     uint8_t s[12];
     for (int k = 0; k < 12; k++) s[k] = b->scales[8 * k + r];
     kq_scale_min(j, s, sc, m);
 }
 
-void mllm_q5_kx8_get(const mllm_block_q5_kx8 *b, int r, float *dst) {
+static void k45_get(const void *vb, k45_value_fn q, int r, float *dst) {
+    const mllm_block_q4_kx8 *b = vb;
     const float d = mllm_f16_to_f32(b->d[r]), dmin = mllm_f16_to_f32(b->dmin[r]);
     for (int j = 0; j < 8; j++) {
         uint8_t sc, m;
-        q5kx8_scale_min(b, r, j, &sc, &m);
-        for (int l = 0; l < 32; l++) dst[32 * j + l] = d * sc * (float)q5kx8_q(b, r, 32 * j + l) - dmin * m;
+        k45_scale_min(b, r, j, &sc, &m);
+        for (int l = 0; l < 32; l++) dst[32 * j + l] = d * sc * (float)q(vb, r, 32 * j + l) - dmin * m;
     }
 }
 
-float mllm_q5_kx8_dot(const mllm_block_q5_kx8 *b, int r, const void *q8k) {
+static float k45_dot(const void *vb, k45_value_fn q, int r, const void *q8k) {
+    const mllm_block_q4_kx8 *b = vb;
     const mllm_block_q8_k *y = q8k;
     int32_t sumi = 0, summ = 0;
     for (int j = 0; j < 8; j++) {
         uint8_t sc, m;
-        q5kx8_scale_min(b, r, j, &sc, &m);
+        k45_scale_min(b, r, j, &sc, &m);
         int32_t dot = 0;
-        for (int l = 0; l < 32; l++) dot += q5kx8_q(b, r, 32 * j + l) * y->qs[32 * j + l];
+        for (int l = 0; l < 32; l++) dot += q(vb, r, 32 * j + l) * y->qs[32 * j + l];
         sumi += sc * dot;
         summ += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
     }
     const float dy = y->d;
     return mllm_f16_to_f32(b->d[r]) * dy * (float)sumi - mllm_f16_to_f32(b->dmin[r]) * dy * (float)summ;
 }
+
+void mllm_q4_kx8_get(const mllm_block_q4_kx8 *b, int r, float *dst) { k45_get(b, q4kx8_q, r, dst); }
+float mllm_q4_kx8_dot(const mllm_block_q4_kx8 *b, int r, const void *q8k) { return k45_dot(b, q4kx8_q, r, q8k); }
+void mllm_q5_kx8_get(const mllm_block_q5_kx8 *b, int r, float *dst) { k45_get(b, q5kx8_q, r, dst); }
+float mllm_q5_kx8_dot(const mllm_block_q5_kx8 *b, int r, const void *q8k) { return k45_dot(b, q5kx8_q, r, q8k); }
 
 /* q6_K values 0..63 (q + 32) back into a plain block. */
 static void q6_from_values(const uint8_t v[256], mllm_block_q6_k *b) {

@@ -77,7 +77,7 @@ mllm_status cv_write_gguf(const mllm_model_file *f, cv_tensor *t, size_t n, cons
     st = arch_keys(f, w);
     if (!st) st = cv_copy_kvs(f->gguf, w, "tokenizer.");
     for (size_t i = 0; i < n && !st; i++) {
-        if (t[i].dtype >= MLLM_DTYPE_Q4_0_X8) { /* our kernel layouts: no GGUF reader knows them */
+        if (!mllm_dtype_in_gguf(t[i].dtype)) { /* our kernel layouts: no GGUF reader knows them */
             st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s cannot be stored in GGUF", out,
                           t[i].w->name, mllm_dtype_name(t[i].dtype));
             break;

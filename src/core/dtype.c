@@ -160,6 +160,8 @@ size_t mllm_dtype_row_size(mllm_dtype t, int64_t n) {
     return (size_t)blocks * tr->type_size;
 }
 
+bool mllm_dtype_in_gguf(int t) { return mllm_dtype_get(t) != NULL && t < MLLM_DTYPE_Q4_0_X8; }
+
 int mllm_dtype_from_name(const char *name) {
     if (!name) return -1;
     for (int t = 0; t < MLLM_DTYPE_COUNT; t++) {

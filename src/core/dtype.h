@@ -99,6 +99,10 @@ const mllm_dtype_traits *mllm_dtype_get(int t);
 const char *mllm_dtype_name(int t);
 /* Bytes of a row of n values; 0 if n is not a multiple of the block size. */
 size_t mllm_dtype_row_size(mllm_dtype t, int64_t n);
+/* Whether GGUF may carry t: ggml's types and our w4a32 (200, 201), never the
+   kernel layouts or activation types (202 and up). The one rule for the
+   GGUF reader and writer. */
+bool mllm_dtype_in_gguf(int t);
 /* Parses "f16", "q8_0", ... ; -1 if unknown. */
 int mllm_dtype_from_name(const char *name);
 

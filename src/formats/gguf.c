@@ -240,7 +240,7 @@ static mllm_status parse_tensor_info(mllm_gguf *g, cursor *c, uint64_t i) {
     const mllm_dtype_traits *tr = mllm_dtype_get((int)type);
     /* Our kernel layouts and activation types (202+) are never written to
        GGUF: a file that has them is not one we or anyone else made. */
-    if (!tr || tr->block_size <= 0 || tr->type_size == 0 || type >= MLLM_DTYPE_Q4_0_X8) {
+    if (!tr || tr->block_size <= 0 || tr->type_size == 0 || !mllm_dtype_in_gguf((int)type)) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%.*s' has unknown dtype %u (offset %zu)", c->path,
                         (int)(t->name.len > 200 ? 200 : t->name.len), t->name.ptr, type, tat);
     }

@@ -348,12 +348,14 @@ static tpl_node *parse_not(parser *P) {
     return parse_compare(P);
 }
 
-static tpl_node *parse_and(parser *P) {
-    tpl_node *n = parse_not(P);
-    while (n && is_name(cur(P), "and")) {
+/* `a and b` (below `or`) and `a or b`: left-associative chains of one
+   keyword over the next tighter level. */
+static tpl_node *parse_bool_chain(parser *P, const char *kw, int kind, tpl_node *(*next)(parser *)) {
+    tpl_node *n = next(P);
+    while (n && is_name(cur(P), kw)) {
         int line = cur(P)->line;
         P->i++;
-        tpl_node *b = parse_not(P), *x = node(P, N_AND, line);
+        tpl_node *b = next(P), *x = node(P, kind, line);
         if (!b || !x) return NULL;
         x->a = n;
         x->b = b;
@@ -362,19 +364,8 @@ static tpl_node *parse_and(parser *P) {
     return n;
 }
 
-static tpl_node *parse_or(parser *P) {
-    tpl_node *n = parse_and(P);
-    while (n && is_name(cur(P), "or")) {
-        int line = cur(P)->line;
-        P->i++;
-        tpl_node *b = parse_and(P), *x = node(P, N_OR, line);
-        if (!b || !x) return NULL;
-        x->a = n;
-        x->b = b;
-        n = x;
-    }
-    return n;
-}
+static tpl_node *parse_and(parser *P) { return parse_bool_chain(P, "and", N_AND, parse_not); }
+static tpl_node *parse_or(parser *P) { return parse_bool_chain(P, "or", N_OR, parse_and); }
 
 /* condexpr: `a if c else b` (false inside a for's iterable, where `if`
    starts the loop filter). */

@@ -10,6 +10,8 @@
    the q4_0 offset comes off as q8_0s's precomputed 8 * sum(y). */
 #include "backends/cpu/repack_avx2.h"
 
+#include <stdbool.h>
+
 
 #define TILE_N PACKED_TILE_N
 /* Groups per chunk: the chunk's weights stay in L2 while every activation
@@ -17,84 +19,70 @@
 #define CHUNK_BYTES (160 * 1024)
 
 
-/* The 8 rows' nibbles (q4_0x8 / q4_1x8 order) of one block against RN
-   activation blocks' 32 int8 values: s16[m] gets the int16 pair sums, one
-   lane per row (unsigned nibble x signed byte). */
-ALWAYS_INLINE void nibble_dots(int RN, const uint8_t *qs, const int8_t *const yq[], __m256i s16[]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
+/* q4_0x8 x q8_0s and q4_1x8 x q8_1 share the integer part: the 8 rows'
+   nibbles against each activation block's 32 int8 values, int16 pair sums
+   one lane per row (unsigned nibble x signed byte). They differ after it:
+   q4_0 takes q8_0s's precomputed 8 * sum(y) off (its offset), q4_1 adds its
+   min term m * s_y. Q41 is a constant at each call. */
+ALWAYS_INLINE void tile_q4x8(int RN, bool Q41, const uint8_t *wb, int64_t nb, const char *X, size_t xs,
+                             float *Y, size_t ys) {
+    const size_t bsize = Q41 ? sizeof(mllm_block_q4_1x8) : sizeof(mllm_block_q4_0x8);
+    const size_t ysize = Q41 ? sizeof(mllm_block_q8_1) : sizeof(mllm_block_q8_0s);
+    __m256 acc[TILE_N];
 #pragma GCC unroll 4
-    for (int m = 0; m < RN; m++) s16[m] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; t++) {
-        const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * t));
-        const __m256i lo = _mm256_and_si256(raw, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++, wb += bsize) {
+        prefetch_ahead(wb, bsize);
+        const uint8_t *qs = Q41 ? ((const mllm_block_q4_1x8 *)wb)->qs : ((const mllm_block_q4_0x8 *)wb)->qs;
+        const char *yb[TILE_N];
+        __m256i s16[TILE_N];
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
-            s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(yq[m] + 8 * t)));
-            s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(yq[m] + 8 * t + 4)));
+            yb[m] = X + (size_t)m * xs + (size_t)b * ysize;
+            s16[m] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * t));
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                const int8_t *yq = Q41 ? ((const mllm_block_q8_1 *)yb[m])->qs : ((const mllm_block_q8_0s *)yb[m])->qs;
+                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(yq + 8 * t)));
+                s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(yq + 8 * t + 4)));
+            }
+        }
+        /* d[8] leads both blocks */
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)wb));
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            __m256i isum = _mm256_madd_epi16(s16[m], ones);
+            if (Q41) {
+                const mllm_block_q8_1 *y = (const mllm_block_q8_1 *)yb[m];
+                const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const mllm_block_q4_1x8 *)wb)->m));
+                acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, broadcast_f16(&y->d)), acc[m]);
+                acc[m] = _mm256_fmadd_ps(mx, broadcast_f16(&y->s), acc[m]);
+            } else {
+                const mllm_block_q8_0s *y = (const mllm_block_q8_0s *)yb[m];
+                isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(y->s8));
+                acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, _mm256_set1_ps(y->d)), acc[m]);
+            }
         }
     }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
 ALWAYS_INLINE void tile_q4_0x8(int RN, const mllm_block_q4_0x8 *w, int64_t nb, const char *X,
                                size_t xs, float *Y, size_t ys) {
-    __m256 acc[TILE_N];
-#pragma GCC unroll 4
-    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; b++, w++) {
-        prefetch_ahead(w, sizeof *w);
-        const mllm_block_q8_0s *y[TILE_N];
-        const int8_t *yq[TILE_N];
-        __m256i s16[TILE_N];
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            y[m] = (const mllm_block_q8_0s *)(X + (size_t)m * xs) + b;
-            yq[m] = y[m]->qs;
-        }
-        nibble_dots(RN, w->qs, yq, s16);
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s16[m], ones), _mm256_set1_epi32(y[m]->s8));
-            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, _mm256_set1_ps(y[m]->d)), acc[m]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+    tile_q4x8(RN, false, (const uint8_t *)w, nb, X, xs, Y, ys);
 }
 
-/* q4_1x8 x q8_1: q4_0x8's integer part without the offset; the min term
-   m * s_y is one more multiply-add per block. */
 ALWAYS_INLINE void tile_q4_1x8(int RN, const mllm_block_q4_1x8 *w, int64_t nb, const char *X,
                                size_t xs, float *Y, size_t ys) {
-    __m256 acc[TILE_N];
-#pragma GCC unroll 4
-    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; b++, w++) {
-        prefetch_ahead(w, sizeof *w);
-        const mllm_block_q8_1 *y[TILE_N];
-        const int8_t *yq[TILE_N];
-        __m256i s16[TILE_N];
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            y[m] = (const mllm_block_q8_1 *)(X + (size_t)m * xs) + b;
-            yq[m] = y[m]->qs;
-        }
-        nibble_dots(RN, w->qs, yq, s16);
-        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
-        const __m256 mx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->m));
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            const __m256i isum = _mm256_madd_epi16(s16[m], ones);
-            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, broadcast_f16(&y[m]->d)), acc[m]);
-            acc[m] = _mm256_fmadd_ps(mx, broadcast_f16(&y[m]->s), acc[m]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+    tile_q4x8(RN, true, (const uint8_t *)w, nb, X, xs, Y, ys);
 }
 
 /* q8_0x8: signed x signed, so maddubs gets |w| and y with w's sign; a pair

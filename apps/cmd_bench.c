@@ -8,6 +8,7 @@
 #include "api/internal.h"
 #include "cli.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/repack.h"
 #include "core/dtype.h"
 #include "runtime/rng.h"
 
@@ -47,12 +48,15 @@ static double now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* Most common dtype among the 2-D weights: the model's "type" column. */
+/* Most common dtype among the 2-D weights: the model's "type" column. A
+   .mllm's kernel layouts count as the type they hold (q4_1x8 is q4_1), so
+   the same weights read the same from GGUF and .mllm. */
 static const char *model_type_name(const mllm_model *m, char *buf, size_t cap) {
     size_t bytes[MLLM_DTYPE_COUNT] = {0};
     for (size_t i = 0; i < m->file->n_weights; i++) {
         const mllm_weight *w = &m->file->weights[i];
-        if (w->n_dims == 2 && w->dtype >= 0 && w->dtype < MLLM_DTYPE_COUNT) bytes[w->dtype] += w->size;
+        if (w->n_dims == 2 && w->dtype >= 0 && w->dtype < MLLM_DTYPE_COUNT)
+            bytes[mllm_repack_plain_type((mllm_dtype)w->dtype)] += w->size;
     }
     int best = 0;
     for (int t = 1; t < MLLM_DTYPE_COUNT; t++)

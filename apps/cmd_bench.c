@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "runtime/rng.h"
 
@@ -130,6 +131,8 @@ int cmd_bench(int argc, char **argv) {
     if (!model) { fprintf(stderr, "mllm bench: -m MODEL is required\n"); return 2; }
     bool json = !strcmp(fmt, "json");
     if (!json && strcmp(fmt, "md")) { fprintf(stderr, "mllm bench: -o expects md or json\n"); return 2; }
+    int64_t now64;
+    if (json && mllm_clock_now(&now64, NULL) != MLLM_OK) { fprintf(stderr, "mllm bench: %s\n", mllm_last_error()); return 2; }
     if (th[0] == 0) th[0] = mllm_cpu_count();
 
     mllm_load_params lp;
@@ -183,9 +186,11 @@ int cmd_bench(int argc, char **argv) {
                 fflush(stdout);
                 continue;
             }
-            time_t now = time(NULL);
+            if (mllm_clock_now(&now64, NULL) != MLLM_OK) now64 = (int64_t)time(NULL); /* checked above */
+            time_t now = (time_t)now64; /* SOURCE_DATE_EPOCH pins test_time */
             char when[32];
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+            struct tm tm;
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
             printf("%s  {\n    \"build_commit\": \"%s\",\n    \"cpu_info\": \"%s\",\n    \"backends\": \"CPU\",\n"
                    "    \"model_filename\": \"%s\",\n    \"model_type\": \"%s\",\n    \"model_size\": %zu,\n"
                    "    \"model_n_params\": %.0f,\n    \"n_batch\": 512,\n    \"n_ubatch\": 512,\n    \"n_threads\": %d,\n"

@@ -21,7 +21,13 @@ static void tpl_usage(FILE *f) {
             "                         with -m it replaces the model's template\n"
             "  --context CTX.json     a JSON object whose keys are the template's variables\n"
             "                         (messages, add_generation_prompt, tools, enable_thinking,\n"
-            "                         bos_token, eos_token, ...); '-' reads stdin\n",
+            "                         bos_token, eos_token, ...); '-' reads stdin\n"
+            "\n"
+            "Environment:\n"
+            "  SOURCE_DATE_EPOCH      strftime_now() (the date Llama 3.x templates print)\n"
+            "                         renders this instant, seconds since 1970-01-01 UTC,\n"
+            "                         in UTC, instead of the clock in local time; e.g.\n"
+            "                         SOURCE_DATE_EPOCH=1893456000 prints '01 Jan 2030'\n",
             mllm_template_builtin_names());
 }
 

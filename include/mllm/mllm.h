@@ -300,7 +300,11 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
    ([{"role": "user", "content": "Hi"}]) or an object whose keys become the
    template's variables ({"messages": [...], "tools": [...],
    "enable_thinking": false}). add_generation_prompt is true unless the
-   object sets it; bos_token / eos_token default to the model's. The text
+   object sets it; bos_token / eos_token default to the model's. A template
+   that calls strftime_now() (Llama 3.x prints today's date) reads the clock,
+   or SOURCE_DATE_EPOCH when it is set (seconds since 1970, dated in UTC;
+   a malformed value is MLLM_ERR_INVALID_ARG), so a render is reproducible
+   on any day. mllm_chat and the server render the same way. The text
    goes to (buf, cap, needed). Errors: MLLM_ERR_UNSUPPORTED (the model has
    no template), MLLM_ERR_FORMAT (template syntax), MLLM_ERR_INVALID_ARG
    (bad JSON, template runtime error), MLLM_ERR_BUFFER_TOO_SMALL. */

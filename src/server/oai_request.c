@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "server/oai.h"
 #include "server/utf8.h"
 
@@ -260,7 +261,10 @@ static int parse_prompt(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_e
 int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, srv_job *j, srv_err *e) {
     memset(q, 0, sizeof *q);
     q->chat = chat;
-    q->created = (long long)time(NULL);
+    int64_t now;
+    /* Checked when the server started; if the embedding program has set a
+       malformed one since, the wall clock. */
+    q->created = mllm_clock_now(&now, NULL) == MLLM_OK ? (long long)now : (long long)time(NULL);
     snprintf(q->id, sizeof q->id, "%s-%016lx", chat ? "chatcmpl" : "cmpl",
              (unsigned long)atomic_fetch_add(&S->next_id, 1));
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");

@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "server/internal.h"
 
@@ -53,12 +54,15 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
     *out = NULL;
     mllm_status st = check_config(c);
     if (st != MLLM_OK) return st;
+    int64_t now;
+    st = mllm_clock_now(&now, NULL); /* SOURCE_DATE_EPOCH pins `created` */
+    if (st != MLLM_OK) return st;
     mllm_server *S = mllm_calloc(1, sizeof *S);
     if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     S->model = model;
     S->cfg = *c;
     S->quiesced_fd = -1;
-    S->created = (long long)time(NULL);
+    S->created = (long long)now;
     atomic_init(&S->draining, false);
     atomic_init(&S->responding, 0);
     atomic_init(&S->next_id, (unsigned long)S->created << 20);

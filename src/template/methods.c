@@ -4,8 +4,10 @@
    undefined, as in Jinja2's ImmutableSandboxedEnvironment. */
 #include <stdio.h>
 #include <string.h>
+#include <locale.h>
 #include <time.h>
 #include <utf8proc.h>
+#include "core/clock.h"
 #include "template/internal.h"
 
 const tval *tpl_arg(const tval *args, size_t n, size_t i, const tval *kw_names,
@@ -423,18 +425,45 @@ BUILTIN(g_raise_exception) {
     return false;
 }
 
-/* datetime.now().strftime(fmt) with the C locale, as Python formats. */
+/* datetime.now().strftime(fmt) as transformers calls it, at the instant
+   core/clock.h gives (SOURCE_DATE_EPOCH, broken down in UTC, when set). The
+   C locale's names whatever locale the embedding program chose (Python never
+   sets LC_TIME), and Python's own directives on a naive datetime: %z and %Z
+   print nothing, %f the microseconds (0: the clock is read in whole
+   seconds). Everything else is the C library's strftime, as in CPython. */
 BUILTIN(g_strftime_now) {
     const tval *f = ARG(0, "format");
     if (!want_str(r, line, f, "strftime_now() format")) return false;
-    char fmt[256], buf[512];
-    if (f->u.s.n >= sizeof fmt) return tpl_fail(r, line, "strftime_now() format too long");
-    memcpy(fmt, f->u.s.p, f->u.s.n);
-    fmt[f->u.s.n] = 0;
-    time_t now = time(NULL);
+    /* Every directive prints at most ~40 bytes, so 8 KiB holds any result of
+       a 255-byte format, and strftime's 0 can only mean an empty one. */
+    char fmt[256], buf[8192];
+    size_t k = 0;
+    for (size_t i = 0; i < f->u.s.n; i++) {
+        char c = f->u.s.p[i];
+        if (c == '\0') return tpl_fail(r, line, "strftime_now() format holds a NUL byte");
+        if (c == '%' && i + 1 < f->u.s.n) {
+            char d = f->u.s.p[i + 1];
+            const char *rep = d == 'z' || d == 'Z' ? "" : d == 'f' ? "000000" : NULL;
+            if (rep || d == '%') {
+                if (!rep) rep = "%%";
+                size_t rn = strlen(rep);
+                if (k + rn >= sizeof fmt) return tpl_fail(r, line, "strftime_now() format too long");
+                memcpy(fmt + k, rep, rn);
+                k += rn;
+                i++;
+                continue;
+            }
+        }
+        if (k + 1 >= sizeof fmt) return tpl_fail(r, line, "strftime_now() format too long");
+        fmt[k++] = c;
+    }
+    fmt[k] = 0;
     struct tm tm;
-    localtime_r(&now, &tm);
-    size_t len = strftime(buf, sizeof buf, fmt, &tm);
+    if (mllm_clock_now_tm(&tm) != MLLM_OK) return tpl_fail(r, line, "strftime_now(): %s", mllm_last_error());
+    locale_t c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (!c_loc) return tpl_nomem(r, line);
+    size_t len = k ? strftime_l(buf, sizeof buf, fmt, &tm, c_loc) : 0;
+    freelocale(c_loc);
     char *p = tpl_alloc(r->a, len + 1);
     if (!p) return tpl_nomem(r, line);
     memcpy(p, buf, len);

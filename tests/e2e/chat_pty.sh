@@ -29,8 +29,8 @@ if pid == 0:
 out = b""
 def read_until(pat, timeout=60):
     global out
-    end = time.time() + timeout
-    while time.time() < end:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
         if re.search(pat, out):
             return
         try:

@@ -2,9 +2,9 @@
 # pymllm as a user gets it: `pip install ./python` (into a private --target
 # folder, no compiler involved), then the pytest suite tests/python against
 # this build's libmllm.so (MLLM_LIBRARY), a synthetic model made by this
-# build's CLI and stories260K. pytest is pip-installed next to it if the
-# interpreter lacks it. Prints SKIPPED (exit 77) only when pip cannot reach
-# the package registry for what is missing.
+# build's CLI and stories260K. pytest, setuptools and wheel are pip-installed
+# into the build folder once. Prints SKIPPED (exit 77) only when pip cannot
+# reach the package registry for what is missing.
 set -euo pipefail
 mllm=$(realpath "$1") shared=$(realpath "$2") build=$(realpath "$3")
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,29 +34,29 @@ fi
 pip_log=$tmp/pip.log
 offline() { ! "$py" -m pip download --no-deps -q -d "$tmp/probe" pytest > /dev/null 2>&1; }
 
-# The package: a normal (isolated) build first; without network, the
-# interpreter's own setuptools. From a copy: setuptools writes build/ and
-# *.egg-info next to pyproject.toml.
+# What the test needs besides the package: pytest, and setuptools + wheel to
+# build ./python without build isolation. pip-installed into the build folder
+# once and kept between runs, so later runs (the faketime guard of
+# scripts/test.sh among them) need no registry at all.
+deps=$build/python-test-deps
+if ! PYTHONPATH=$deps "$py" -c 'import pytest, setuptools, wheel' 2>/dev/null; then
+    if ! "$py" -m pip install -q --disable-pip-version-check --target "$deps" pytest setuptools wheel > "$pip_log" 2>&1; then
+        if offline; then echo "SKIPPED: pytest/setuptools/wheel are not installed and pip cannot reach the registry"; exit 77; fi
+        cat "$pip_log"; echo "pip install pytest setuptools wheel failed"; exit 1
+    fi
+fi
+
+# The package, from a copy (setuptools writes build/ and *.egg-info next to
+# pyproject.toml), built with the setuptools above.
 site=$tmp/site
 cp -r "$src/python" "$tmp/python"
 rm -rf "$tmp/python/build" "$tmp/python"/*.egg-info
-if ! "$py" -m pip install -q --no-deps --target "$site" "$tmp/python" > "$pip_log" 2>&1 &&
-   ! "$py" -m pip install -q --no-deps --no-build-isolation --target "$site" "$tmp/python" >> "$pip_log" 2>&1; then
-    if offline; then echo "SKIPPED: pip install ./python needs setuptools from the registry, which pip cannot reach"; exit 77; fi
+if ! PYTHONPATH=$deps "$py" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
+        --target "$site" "$tmp/python" > "$pip_log" 2>&1; then
     cat "$pip_log"; echo "pip install ./python failed"; exit 1
 fi
 [ -f "$site/pymllm/__init__.py" ] && [ -f "$site/pymllm/model.py" ] ||
     { echo "pip install ./python did not install the package files"; find "$site"; exit 1; }
-
-# pytest: the interpreter's, else one pip-installed into the build folder
-# once (kept between runs).
-deps=$build/python-test-deps
-if ! "$py" -c 'import pytest' 2>/dev/null && ! PYTHONPATH=$deps "$py" -c 'import pytest' 2>/dev/null; then
-    if ! "$py" -m pip install -q --target "$deps" pytest > "$pip_log" 2>&1; then
-        if offline; then echo "SKIPPED: pytest is not installed and pip cannot reach the registry"; exit 77; fi
-        cat "$pip_log"; echo "pip install pytest failed"; exit 1
-    fi
-fi
 
 # Run from an empty folder so `import pymllm` finds the installed copy.
 cd "$tmp"

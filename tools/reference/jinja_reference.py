@@ -15,6 +15,15 @@ in tests/data/templates/contexts/. The variables are the context's keys, with
 the model's bos_token / eos_token added when the context has none (what
 `mllm template -m MODEL` does).
 
+Templates that print today's date (Llama 3.x: strftime_now("%d %b %Y")) are
+rendered at one pinned instant: tests/data/templates/SOURCE_DATE_EPOCH,
+seconds since 1970 UTC, which the C tests and `mllm template` read through
+the SOURCE_DATE_EPOCH environment variable too (ctest sets it). "now" is then
+datetime.now() as transformers calls it (naive, so %z/%Z print nothing) on a
+machine whose clock shows that instant in UTC. Every mode of this script
+sets the variable for itself and the mllm it runs, so the expected files
+never depend on the day they were written.
+
     python3 tools/reference/jinja_reference.py            # write expected/
     python3 tools/reference/jinja_reference.py --check    # compare, write nothing
     python3 tools/reference/jinja_reference.py --mllm build/jinja/mllm
@@ -28,7 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from datetime import datetime
+from datetime import datetime, timezone
 
 import jinja2
 import jinja2.ext
@@ -37,6 +46,25 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "data", "templates")
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+EPOCH_FILE = os.path.join(DATA, "SOURCE_DATE_EPOCH")
+
+
+def pinned_epoch():
+    """The instant every rendering is made at (one line, decimal seconds)."""
+    with open(EPOCH_FILE, encoding="ascii") as f:
+        v = f.read().strip()
+    if not v.isdigit():
+        sys.exit(f"{EPOCH_FILE}: {v!r} is not a whole number of seconds")
+    return v
+
+
+def now():
+    """datetime.now() as transformers' strftime_now calls it, or, when
+    SOURCE_DATE_EPOCH is set, that instant in UTC (naive, like now())."""
+    e = os.environ.get("SOURCE_DATE_EPOCH")
+    if e is None:
+        return datetime.now()
+    return datetime.fromtimestamp(int(e), timezone.utc).replace(tzinfo=None)
 
 
 # Small templates, one feature each: rendered into expected/snippets.json
@@ -91,7 +119,7 @@ def make_env():
                           sort_keys=sort_keys)
 
     def strftime_now(fmt):
-        return datetime.now().strftime(fmt)
+        return now().strftime(fmt)
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[jinja2.ext.loopcontrols])
@@ -163,6 +191,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare with expected/, write nothing")
     ap.add_argument("--mllm", help="an mllm binary to compare with Jinja2")
     args = ap.parse_args()
+    os.environ["SOURCE_DATE_EPOCH"] = pinned_epoch()  # for Jinja2 here and the mllm we run
     env = make_env()
     templates = json.load(open(os.path.join(DATA, "templates.json")))
     ctxs = contexts()

@@ -43,8 +43,8 @@ class Server:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
         self.alias = alias
         self.port = None
-        deadline = time.time() + wait_s
-        while time.time() < deadline:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.text_log())
             if m:
                 self.port = int(m.group(1))

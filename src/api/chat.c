@@ -7,9 +7,10 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "template/template.h"
+#include "core/file_open.h"
 
 static char *read_small_file(const char *path) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = mllm_file_fopen(path);
     if (!f) return NULL;
     char *buf = NULL;
     if (fseek(f, 0, SEEK_END) == 0) {

@@ -69,6 +69,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     if (st == MLLM_OK && mllm_tokenizer_n_vocab(m->tok) > m->llama.cfg.n_vocab)
         st = mllm_err(MLLM_ERR_FORMAT, "%s: tokenizer has %d tokens but the model only %d", path,
                       mllm_tokenizer_n_vocab(m->tok), m->llama.cfg.n_vocab);
+    if (st == MLLM_OK) st = mllm_model_file_check_intact(m->file); /* shrank while we read it? */
     if (st != MLLM_OK) {
         mllm_model_free(m);
         return st;

@@ -132,6 +132,8 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
         }
         mllm_graph_execute(g);
         if (g->failed) return mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
+        st = mllm_model_file_check_intact(s->m->file); /* weights read past a shrunk file's end */
+        if (st != MLLM_OK) return st;
         memcpy(s->tokens + s->n_past, ids + done, (size_t)T * sizeof(int32_t));
         s->n_past += T;
         done += (size_t)T;
@@ -157,6 +159,7 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     if (st == MLLM_OK) {
         mllm_graph_execute(&g);
         if (g.failed) st = mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
+        if (st == MLLM_OK) st = mllm_model_file_check_intact(s->m->file);
     }
     if (st == MLLM_OK) {
         memcpy(s->tokens + s->n_past, ids, (size_t)n * sizeof(int32_t));

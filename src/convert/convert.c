@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_open.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -176,7 +177,7 @@ static void summary(const mllm_convert_params *p, const cv_tensor *t, size_t n) 
 static mllm_status open_source(const mllm_convert_params *p, mllm_model_file **f) {
     if (p->config_path) {
         uint8_t head[8] = {0};
-        FILE *fp = fopen(p->in, "rb");
+        FILE *fp = mllm_file_fopen(p->in);
         size_t got = fp ? fread(head, 1, sizeof head, fp) : 0;
         if (fp) fclose(fp);
         if (!mllm_v1v2_sniff(head, got)) {

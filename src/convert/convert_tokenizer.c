@@ -6,6 +6,7 @@
 #include "formats/gguf_internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file_open.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,8 +17,8 @@
 static mllm_status read_all(const char *path, char **out, size_t *len) {
     *out = NULL;
     *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return mllm_err(MLLM_ERR_IO, "%s: cannot open", path);
+    FILE *fp = mllm_file_fopen(path);
+    if (!fp) return MLLM_ERR_IO; /* the message names the file and why */
     size_t cap = 1 << 16, n = 0;
     char *buf = mllm_malloc(cap);
     mllm_status st = buf ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", path);

@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_open.h"
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <pcre2.h>
@@ -152,8 +153,8 @@ mllm_status mllm_pipeline_parse(const char *json, size_t len, const char *label,
 
 mllm_status mllm_pipeline_load(const char *path, mllm_pipeline **out) {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return mllm_err(MLLM_ERR_IO, "%s: cannot open", path);
+    FILE *fp = mllm_file_fopen(path);
+    if (!fp) return MLLM_ERR_IO; /* the message names the file and why */
     char *buf = mllm_malloc(PL_MAX_FILE + 1);
     size_t n = buf ? fread(buf, 1, PL_MAX_FILE + 1, fp) : 0;
     fclose(fp);

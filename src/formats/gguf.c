@@ -371,6 +371,8 @@ mllm_status mllm_gguf_open_memory(const void *buf, size_t len, const char *label
     return open_common(g, out);
 }
 
+bool mllm_gguf_damaged(const mllm_gguf *g) { return g && g->mapped && mllm_file_map_damaged(g->base); }
+
 mllm_status mllm_gguf_open(const char *path, mllm_gguf **out) {
     if (!out || !path) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_gguf_open: NULL argument");
     *out = NULL;
@@ -402,7 +404,7 @@ void mllm_gguf_close(mllm_gguf *g) {
     mllm_free(g->tensors);
     mllm_free(g->kv_index.slots);
     mllm_free(g->tensor_index.slots);
-    if (g->mapped) munmap((void *)g->base, g->size);
+    if (g->mapped) mllm_file_unmap((void *)g->base, g->size);
     mllm_free(g->path);
     mllm_free(g);
 }

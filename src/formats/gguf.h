@@ -33,6 +33,9 @@ mllm_status mllm_gguf_open(const char *path, mllm_gguf **out);
    the fuzzer and the truncation tests. */
 mllm_status mllm_gguf_open_memory(const void *buf, size_t len, const char *label, mllm_gguf **out);
 void mllm_gguf_close(mllm_gguf *g);
+/* Whether the file shrank under the mapping (core/file_map.h); false for
+   files opened from memory. */
+bool mllm_gguf_damaged(const mllm_gguf *g);
 
 uint32_t mllm_gguf_version(const mllm_gguf *g);
 uint64_t mllm_gguf_n_kv(const mllm_gguf *g);

@@ -34,12 +34,22 @@ struct mllm_gguf_writer {
     size_t keys_cap;
     wtensor *tensors;
     size_t n_tensors, tensors_cap;
+    uint32_t align;       /* tensor data alignment; 0 = GGUF_WRITE_ALIGNMENT */
 };
 
 mllm_status mllm_gguf_writer_new(mllm_gguf_writer **out) {
     if (!out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_gguf_writer_new: out is NULL");
     *out = mllm_calloc(1, sizeof **out);
     return *out ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "gguf writer: out of memory");
+}
+
+mllm_status mllm_gguf_writer_set_alignment(mllm_gguf_writer *w, uint32_t align) {
+    if (!w || !align || (align & (align - 1)) || align > 4096)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "gguf writer: alignment %u is not a power of two up to 4096", align);
+    if (w->align) return mllm_err(MLLM_ERR_INVALID_ARG, "gguf writer: alignment already set");
+    mllm_status st = mllm_gguf_writer_add_u32(w, "general.alignment", align);
+    if (!st) w->align = align;
+    return st;
 }
 
 void mllm_gguf_writer_free(mllm_gguf_writer *w) {
@@ -215,9 +225,9 @@ static mllm_status fwrite_all(FILE *f, const void *p, size_t n, const char *path
     return MLLM_OK;
 }
 
-static mllm_status write_pad(FILE *f, uint64_t *pos, const char *path) {
-    static const uint8_t zeros[GGUF_WRITE_ALIGNMENT];
-    size_t pad = (size_t)((GGUF_WRITE_ALIGNMENT - *pos % GGUF_WRITE_ALIGNMENT) % GGUF_WRITE_ALIGNMENT);
+static mllm_status write_pad(FILE *f, uint64_t *pos, uint32_t align, const char *path) {
+    static const uint8_t zeros[4096];
+    size_t pad = (size_t)((align - *pos % align) % align);
     *pos += pad;
     return fwrite_all(f, zeros, pad, path);
 }
@@ -239,6 +249,7 @@ static mllm_status write_tensor_data(FILE *f, const wtensor *t, uint8_t **chunk,
 
 static mllm_status write_body(mllm_gguf_writer *w, FILE *f, const char *path) {
     uint64_t pos = 0, data_off = 0;
+    const uint32_t A = w->align ? w->align : GGUF_WRITE_ALIGNMENT;
     mllm_status st = fwrite_all(f, "GGUF", 4, path);
     uint32_t version = 3;
     uint64_t nt = w->n_tensors;
@@ -252,7 +263,7 @@ static mllm_status write_body(mllm_gguf_writer *w, FILE *f, const char *path) {
         uint64_t len = strlen(t->name);
         uint32_t nd = (uint32_t)t->n_dims, type = (uint32_t)t->dtype;
         t->offset = data_off;
-        data_off += (t->size + GGUF_WRITE_ALIGNMENT - 1) / GGUF_WRITE_ALIGNMENT * GGUF_WRITE_ALIGNMENT;
+        data_off += (t->size + A - 1) / A * A;
         st = fwrite_all(f, &len, 8, path);
         if (!st) st = fwrite_all(f, t->name, (size_t)len, path);
         if (!st) st = fwrite_all(f, &nd, 4, path);
@@ -264,12 +275,12 @@ static mllm_status write_body(mllm_gguf_writer *w, FILE *f, const char *path) {
         if (!st) st = fwrite_all(f, &t->offset, 8, path);
         pos += 8 + len + 4 + 8 * (uint64_t)t->n_dims + 4 + 8;
     }
-    if (!st) st = write_pad(f, &pos, path);
+    if (!st) st = write_pad(f, &pos, A, path);
     uint8_t *chunk = NULL;
     for (size_t i = 0; i < w->n_tensors && !st; i++) {
         st = write_tensor_data(f, &w->tensors[i], &chunk, path);
         pos += w->tensors[i].size;
-        if (!st) st = write_pad(f, &pos, path);
+        if (!st) st = write_pad(f, &pos, A, path);
     }
     mllm_free(chunk);
     return st;

@@ -9,7 +9,8 @@
    Metadata values are copied when added. Tensor data is NOT copied: the
    pointer must stay valid until mllm_gguf_writer_write returns, or the data
    is produced on demand by a fill callback (streaming, for models larger
-   than memory). Tensor data is aligned to 32 bytes (GGUF's default). */
+   than memory). Tensor data is aligned to 32 bytes (GGUF's default) unless
+   mllm_gguf_writer_set_alignment says otherwise. */
 #ifndef MLLM_FORMATS_GGUF_WRITER_H
 #define MLLM_FORMATS_GGUF_WRITER_H
 #include "formats/gguf.h"
@@ -22,6 +23,9 @@ typedef mllm_status (*mllm_gguf_fill_fn)(void *user, void *buf, size_t offset, s
 
 mllm_status mllm_gguf_writer_new(mllm_gguf_writer **out);
 void mllm_gguf_writer_free(mllm_gguf_writer *w);
+/* Aligns tensor data to `align` (a power of two, 1..4096) and writes it as
+   general.alignment; at most once. Tests use 1 to make odd files. */
+mllm_status mllm_gguf_writer_set_alignment(mllm_gguf_writer *w, uint32_t align);
 
 /* Each returns MLLM_ERR_INVALID_ARG for a duplicate key. */
 mllm_status mllm_gguf_writer_add_u8(mllm_gguf_writer *w, const char *key, uint8_t v);

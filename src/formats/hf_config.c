@@ -3,6 +3,7 @@
 #include "formats/hf_config.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file_open.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -160,8 +161,8 @@ mllm_status mllm_hf_config_parse(const char *json, size_t len, const char *label
 }
 
 mllm_status mllm_hf_config_load(const char *path, mllm_llama_config *cfg) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = mllm_file_fopen(path);
+    if (!f) return MLLM_ERR_IO; /* the message names the file and why */
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     if (size < 0 || size > (long)HF_MAX_CONFIG || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);

@@ -9,6 +9,7 @@
 #include "formats/model_file_internal.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_map.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -151,32 +152,22 @@ static void fill_config(mllm_llama_config *c, const mllm_llama2c_header *h, cons
 
 mllm_status mllm_model_file_open_llama2c(mllm_model_file *f) {
     mllm_model_file_priv *p = f->priv;
-    int fd = open(f->path, O_RDONLY);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", f->path, strerror(errno));
-    struct stat sb;
+    void *m = NULL;
+    size_t size = 0;
+    mllm_status st = mllm_file_map(f->path, MLLM_LLAMA2C_HEADER_BYTES,
+                                   "not a GGUF file, HF folder or llama2.c checkpoint (too short)", &m, &size);
+    if (st) return st;
+    /* Kept from here on, so model_file_close unmaps it on any error below. */
+    p->map = m;
+    p->map_size = size;
     mllm_llama2c_header h;
-    if (fstat(fd, &sb) != 0 || sb.st_size < MLLM_LLAMA2C_HEADER_BYTES ||
-        pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-        close(fd);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: not a GGUF file, HF folder or llama2.c checkpoint (too short)", f->path);
-    }
-    if (memcmp(&h, "ak42", 4) == 0) {
-        close(fd);
+    memcpy(&h, m, sizeof h);
+    if (memcmp(&h, "ak42", 4) == 0)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: llama2.c version 1/2 exports are not supported (legacy v0 only)",
                         f->path);
-    }
     bool shared;
-    mllm_status st = mllm_llama2c_check(&h, (uint64_t)sb.st_size, f->path, &shared);
-    if (st) {
-        close(fd);
-        return st;
-    }
-    void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int saved = errno;
-    close(fd);
-    if (m == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", f->path, strerror(saved));
-    p->map = m;
-    p->map_size = (size_t)sb.st_size;
+    st = mllm_llama2c_check(&h, (uint64_t)size, f->path, &shared);
+    if (st) return st;
     dims d = {0};
     get_dims(&h, f->path, &d);
     fill_config(&f->cfg, &h, &d, shared);

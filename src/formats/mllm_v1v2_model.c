@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_map.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,18 +32,12 @@ static char *beside(const char *path, const char *name) {
 
 static mllm_status map_file(mllm_model_file *f) {
     mllm_model_file_priv *p = f->priv;
-    int fd = open(f->path, O_RDONLY);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", f->path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_size == 0) {
-        close(fd);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: empty or unreadable", f->path);
-    }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", f->path, strerror(errno));
+    void *map = NULL;
+    size_t size = 0;
+    mllm_status st = mllm_file_map(f->path, 1, "empty", &map, &size);
+    if (st) return st;
     p->map = map;
-    p->map_size = (size_t)sb.st_size;
+    p->map_size = size;
     return MLLM_OK;
 }
 

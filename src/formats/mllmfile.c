@@ -69,8 +69,8 @@ static mllm_status parse_header(mllm_mllmfile *m, uint64_t *index_off, uint64_t 
                         MLLM_FILE_HEADER_BYTES);
     }
     if (!mllm_mllmfile_sniff(h, 8)) {
-        return mllm_err(MLLM_ERR_FORMAT, "%s: not a .mllm v3 file (magic %d, version %d)", m->label, (int)rd32(h),
-                        (int)rd32(h + 4));
+        /* Nothing of the file is printed: it is not ours to show. */
+        return mllm_err(MLLM_ERR_FORMAT, "%s: not a .mllm v3 file (no MLLM v3 magic and version)", m->label);
     }
     if (rd32(h + 8) != MLLM_FILE_HEADER_BYTES || rd32(h + 12) != 0 || rd32(h + 84) != 0) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: header size %u / flags %u / reserved %u not as version 3 defines",
@@ -284,7 +284,7 @@ mllm_status mllm_mllmfile_open(const char *path, mllm_mllmfile **out) {
 
 void mllm_mllmfile_close(mllm_mllmfile *m) {
     if (!m) return;
-    if (m->mapped) munmap((void *)m->base, m->size);
+    if (m->mapped) mllm_file_unmap((void *)m->base, m->size);
     mllm_free(m->tensors);
     mllm_free(m->label);
     mllm_free(m);

@@ -6,6 +6,8 @@
 #include "formats/gguf.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file_open.h"
+#include "core/file_map.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -83,18 +85,12 @@ static mllm_status open_tokenizer(mllm_model_file *f, const mllm_mllmfile *m) {
 
 static mllm_status open_v3(mllm_model_file *f) {
     mllm_model_file_priv *p = f->priv;
-    int fd = open(f->path, O_RDONLY);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", f->path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_size < MLLM_FILE_HEADER_BYTES) {
-        close(fd);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: shorter than the %d-byte .mllm header", f->path, MLLM_FILE_HEADER_BYTES);
-    }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return mllm_err(MLLM_ERR_IO, "%s: mmap failed: %s", f->path, strerror(errno));
+    void *map = NULL;
+    size_t size = 0;
+    mllm_status st0 = mllm_file_map(f->path, MLLM_FILE_HEADER_BYTES, "shorter than the .mllm header", &map, &size);
+    if (st0) return st0;
     p->map = map;
-    p->map_size = (size_t)sb.st_size;
+    p->map_size = size;
     mllm_mllmfile *m = NULL;
     mllm_status st = mllm_mllmfile_open_memory(map, p->map_size, f->path, &m);
     size_t cl = 0;
@@ -106,7 +102,7 @@ static mllm_status open_v3(mllm_model_file *f) {
         memcpy(name, t->name, t->name_len);
         name[t->name_len] = 0;
         st = mllm_model_file_add_weight(f, name, t->dtype, t->n_dims, t->ne, t->data, (size_t)t->size);
-        if (!st) f->weights[f->n_weights - 1].mapped = true;
+        if (!st) mllm_model_file_mark_mapped(f);
     }
     if (!st) st = open_tokenizer(f, m);
     mllm_mllmfile_close(m); /* the weights point into p->map, not into m */
@@ -115,7 +111,7 @@ static mllm_status open_v3(mllm_model_file *f) {
 
 mllm_status mllm_model_file_open_native(mllm_model_file *f) {
     uint8_t head[8] = {0};
-    FILE *fp = fopen(f->path, "rb");
+    FILE *fp = mllm_file_fopen(f->path);
     size_t got = fp ? fread(head, 1, sizeof head, fp) : 0;
     if (fp) fclose(fp);
     if (mllm_mllmfile_sniff(head, got)) return open_v3(f);

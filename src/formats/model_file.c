@@ -6,12 +6,22 @@
 #include "formats/mllmfile_model.h"
 #include "formats/safetensors.h"
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_open.h"
+#include "core/file_map.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+
+size_t mllm_weight_align(int dtype) {
+    const mllm_dtype_traits *t = mllm_dtype_get(dtype);
+    size_t a = 4;
+    while (t && a > 1 && t->type_size % a) a /= 2;
+    return a;
+}
 
 mllm_status mllm_model_file_add_weight(mllm_model_file *f, const char *name, int dtype, int n_dims,
                                        const int64_t *ne, const void *data, size_t size) {
@@ -32,8 +42,26 @@ mllm_status mllm_model_file_add_weight(mllm_model_file *f, const char *name, int
     for (int d = 0; d < 4; d++) w->ne[d] = d < n_dims ? ne[d] : 1;
     w->data = data;
     w->size = size;
+    if (size && ((uintptr_t)data & (mllm_weight_align(dtype) - 1))) {
+        void **nc = mllm_realloc(p->copies, (p->n_copies + 1) * sizeof *nc);
+        void *copy = nc ? mllm_malloc_aligned(size) : NULL;
+        if (nc) p->copies = nc;
+        if (!copy) {
+            mllm_free(w->name);
+            return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory copying misaligned tensor '%s'", f->path, name);
+        }
+        memcpy(copy, data, size);
+        p->copies[p->n_copies++] = copy;
+        w->data = copy;
+    }
     f->n_weights++;
     return MLLM_OK;
+}
+
+void mllm_model_file_mark_mapped(mllm_model_file *f) {
+    mllm_model_file_priv *p = f->priv;
+    mllm_weight *w = &f->weights[f->n_weights - 1];
+    w->mapped = !(p->n_copies && w->data == p->copies[p->n_copies - 1]);
 }
 
 const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *name) {
@@ -42,6 +70,18 @@ const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *na
         if (strcmp(f->weights[i].name, name) == 0) return &f->weights[i];
     }
     return NULL;
+}
+
+mllm_status mllm_model_file_check_intact(const mllm_model_file *f) {
+    if (!f) return MLLM_OK;
+    bool bad = mllm_gguf_damaged(f->gguf);
+    const mllm_model_file_priv *p = f->priv;
+    for (size_t i = 0; p && !bad && i < p->n_shards; i++) bad = mllm_safetensors_damaged(p->shards[i]);
+    if (!bad && p && p->map) bad = mllm_file_map_damaged(p->map);
+    if (!bad) return MLLM_OK;
+    return mllm_err(MLLM_ERR_IO, "%s: the model file shrank while in use (truncated or rewritten in place); "
+                                 "what was read past its new end is zeros, so this result is void: reload the model",
+                    f->path);
 }
 
 void mllm_model_file_close(mllm_model_file *f) {
@@ -53,8 +93,10 @@ void mllm_model_file_close(mllm_model_file *f) {
     if (p) {
         for (size_t i = 0; i < p->n_shards; i++) mllm_safetensors_close(p->shards[i]);
         mllm_free(p->shards);
+        for (size_t i = 0; i < p->n_copies; i++) mllm_free_aligned(p->copies[i]);
+        mllm_free(p->copies);
         if (p->map && f->kind == MLLM_FILE_HF) mllm_model_file_release_native(f); /* .mllm: fds, copies */
-        if (p->map) munmap(p->map, p->map_size);
+        if (p->map) mllm_file_unmap(p->map, p->map_size);
         mllm_free(p);
     }
     mllm_free(f->tokenizer_json);
@@ -85,9 +127,9 @@ mllm_status mllm_model_file_open(const char *path, mllm_model_file **out) {
         st = mllm_model_file_open_hf(f);
     } else {
         char magic[8] = {0};
-        FILE *fp = fopen(path, "rb");
+        FILE *fp = mllm_file_fopen(path);
         if (!fp) {
-            st = mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+            st = MLLM_ERR_IO; /* the message names the file and why */
         } else {
             size_t got = fread(magic, 1, 8, fp);
             fclose(fp);

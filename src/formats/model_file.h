@@ -46,6 +46,11 @@ typedef struct mllm_model_file {
    Errors name the file and the problem (mllm_last_error). */
 mllm_status mllm_model_file_open(const char *path, mllm_model_file **out);
 void mllm_model_file_close(mllm_model_file *f);
+/* MLLM_OK, or MLLM_ERR_IO naming the file when a mapping of it hit a page
+   past the file's end (it was truncated or rewritten in place while in use;
+   the reads returned zeros, core/file_map.h): loads and forward passes call
+   it so such a run ends in an error instead of SIGBUS or silent garbage. */
+mllm_status mllm_model_file_check_intact(const mllm_model_file *f);
 /* NULL if absent. */
 const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *name);
 

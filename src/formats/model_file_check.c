@@ -3,6 +3,7 @@
 #include "formats/model_file_internal.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,20 @@ static mllm_status check_range(const mllm_model_file *f, const char *what, int64
         return mllm_err(MLLM_ERR_FORMAT, "%s: %s = %lld is out of range (1..%lld)", f->path, what, (long long)v,
                         (long long)max);
     }
+    return MLLM_OK;
+}
+
+/* Real-valued hyper-parameters: finite, positive and below a bound far past
+   any trained model's (an eps of +inf or 1e308 loads and then generates
+   garbage; refused like NaN, 0 and negatives). */
+#define MF_MAX_ROPE_THETA 1e12f   /* real models: 1e4 .. 1e8 */
+#define MF_MAX_RMS_EPS 0.1f       /* real models: 1e-12 .. 1e-5 */
+#define MF_MAX_ROPE_FACTOR 1e6f   /* real models: 1 .. 64 */
+
+static mllm_status check_real(const mllm_model_file *f, const char *what, float v, float max) {
+    if (!(v > 0) || !isfinite(v) || v > max)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: %s = %g is out of range (a finite value in (0, %g])", f->path, what,
+                        (double)v, (double)max);
     return MLLM_OK;
 }
 
@@ -37,11 +52,14 @@ static mllm_status check_cfg(const mllm_model_file *f) {
                         c->n_head_kv);
     }
     if (c->n_rot % 2 != 0) return mllm_err(MLLM_ERR_FORMAT, "%s: n_rot %d is odd", f->path, c->n_rot);
-    if (!(c->rope_theta > 0)) return mllm_err(MLLM_ERR_FORMAT, "%s: rope_theta must be positive", f->path);
-    if (!(c->rms_eps > 0)) return mllm_err(MLLM_ERR_FORMAT, "%s: rms_eps must be positive", f->path);
-    if (c->rope_scaling != MLLM_ROPE_SCALING_NONE && !(c->rope_factor > 0)) {
-        return mllm_err(MLLM_ERR_FORMAT, "%s: rope scaling factor must be positive", f->path);
-    }
+    if ((st = check_real(f, "rope_theta", c->rope_theta, MF_MAX_ROPE_THETA))) return st;
+    if ((st = check_real(f, "rms_eps", c->rms_eps, MF_MAX_RMS_EPS))) return st;
+    if (c->rope_scaling != MLLM_ROPE_SCALING_NONE && (st = check_real(f, "rope scaling factor", c->rope_factor, MF_MAX_ROPE_FACTOR)))
+        return st;
+    if (c->rope_scaling == MLLM_ROPE_SCALING_LLAMA3 &&
+        ((st = check_real(f, "rope low_freq_factor", c->rope_low_freq_factor, MF_MAX_ROPE_FACTOR)) ||
+         (st = check_real(f, "rope high_freq_factor", c->rope_high_freq_factor, MF_MAX_ROPE_FACTOR))))
+        return st;
     return MLLM_OK;
 }
 

@@ -133,7 +133,7 @@ mllm_status mllm_model_file_open_gguf(mllm_model_file *f) {
         memcpy(name, t->name.ptr, (size_t)t->name.len);
         name[t->name.len] = 0;
         if ((st = mllm_model_file_add_weight(f, name, t->dtype, (int)t->n_dims, t->ne, t->data, t->size))) return st;
-        f->weights[f->n_weights - 1].mapped = true;
+        mllm_model_file_mark_mapped(f);
     }
     return MLLM_OK;
 }

@@ -6,6 +6,7 @@
 #include "formats/safetensors.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file_open.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static mllm_status add_shard(mllm_model_file *f, const char *file) {
             return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s' appears in two shards", f->path, t->name);
         }
         if ((st = mllm_model_file_add_weight(f, use, t->dtype, t->n_dims, t->ne, t->data, t->size))) return st;
-        f->weights[f->n_weights - 1].mapped = true;
+        mllm_model_file_mark_mapped(f);
     }
     return MLLM_OK;
 }
@@ -58,8 +59,8 @@ static bool safe_file_name(const char *s) {
 
 static mllm_status open_sharded(mllm_model_file *f, const char *index_path) {
     size_t len;
-    FILE *fp = fopen(index_path, "rb");
-    if (!fp) return mllm_err(MLLM_ERR_IO, "%s: cannot open", index_path);
+    FILE *fp = mllm_file_fopen(index_path);
+    if (!fp) return MLLM_ERR_IO; /* the message names the file and why */
     long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
     if (size < 0 || size > (long)HF_MAX_INDEX || fseek(fp, 0, SEEK_SET) != 0) {
         fclose(fp);

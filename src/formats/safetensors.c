@@ -148,12 +148,15 @@ static mllm_status parse(mllm_safetensors *s) {
     uint64_t hlen = 0;
     if (s->size < 8) return mllm_err(MLLM_ERR_FORMAT, "%s: file too short for a safetensors header", s->path);
     memcpy(&hlen, s->base, 8);
+    /* Safetensors has no magic: these 8 bytes may be any file's (a shard
+       symlinked to a secret), so the value is never printed. */
     if (hlen > s->size - 8) {
-        return mllm_err(MLLM_ERR_FORMAT, "%s: header length %llu is past the end of the file", s->path,
-                        (unsigned long long)hlen);
+        return mllm_err(MLLM_ERR_FORMAT,
+                        "%s: not a safetensors file (the header length in its first 8 bytes is past the end of "
+                        "its %zu bytes)", s->path, s->size);
     }
-    if (hlen > ST_MAX_HEADER) return mllm_err(MLLM_ERR_FORMAT, "%s: header length %llu is too large", s->path,
-                                              (unsigned long long)hlen);
+    if (hlen > ST_MAX_HEADER)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: header length is over the %u-byte limit", s->path, (unsigned)ST_MAX_HEADER);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts((const char *)s->base + 8, (size_t)hlen, &end, false);
     if (!root) return mllm_err(MLLM_ERR_FORMAT, "%s: header is not valid JSON", s->path);
@@ -211,11 +214,15 @@ mllm_status mllm_safetensors_open(const char *path, mllm_safetensors **out) {
     return finish(s, out);
 }
 
+bool mllm_safetensors_damaged(const mllm_safetensors *s) {
+    return s && s->mapped && mllm_file_map_damaged(s->base);
+}
+
 void mllm_safetensors_close(mllm_safetensors *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n_tensors; i++) mllm_free(s->tensors[i].name);
     mllm_free(s->tensors);
-    if (s->mapped) munmap((void *)s->base, s->size);
+    if (s->mapped) mllm_file_unmap((void *)s->base, s->size);
     mllm_free(s->path);
     mllm_free(s);
 }

@@ -5,6 +5,7 @@
 #ifndef MLLM_FORMATS_SAFETENSORS_H
 #define MLLM_FORMATS_SAFETENSORS_H
 #include <mllm/mllm.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,8 @@ mllm_status mllm_safetensors_open(const char *path, mllm_safetensors **out);
 /* Parses an in-memory image (not copied; must outlive the handle). */
 mllm_status mllm_safetensors_open_memory(const void *buf, size_t len, const char *label, mllm_safetensors **out);
 void mllm_safetensors_close(mllm_safetensors *s);
+/* Whether the file shrank under the mapping (core/file_map.h). */
+bool mllm_safetensors_damaged(const mllm_safetensors *s);
 size_t mllm_safetensors_n_tensors(const mllm_safetensors *s);
 const mllm_st_tensor *mllm_safetensors_tensor_at(const mllm_safetensors *s, size_t i);
 const mllm_st_tensor *mllm_safetensors_find(const mllm_safetensors *s, const char *name);

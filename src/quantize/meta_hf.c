@@ -14,11 +14,12 @@
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
 #include "quantize/quantize_internal.h"
+#include "core/file_open.h"
 
 enum { MAX_JSON = 256 << 20, TT_NORMAL = 1, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5 };
 
 static cJSON *read_json(const char *path) {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = mllm_file_fopen(path);
     if (!fp) return NULL;
     char *buf = NULL;
     long len = -1;

@@ -8,12 +8,13 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "template/template.h"
+#include "core/file_open.h"
 
 enum { MAX_TEMPLATE_FILE = 64 << 20 };
 
 static mllm_status read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return mllm_err(MLLM_ERR_IO, "%s: cannot open", path);
+    FILE *f = mllm_file_fopen(path);
+    if (!f) return MLLM_ERR_IO; /* the message names the file and why */
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {

@@ -3,6 +3,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "tokenizer/hf_internal.h"
+#include "core/file_open.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,8 @@
 
 static mllm_status read_all(const char *path, char **out, size_t *len) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mllm_err(MLLM_ERR_IO, "%s: cannot open", path);
+    FILE *f = mllm_file_fopen(path);
+    if (!f) return MLLM_ERR_IO; /* the message names the file and why */
     mllm_status st = MLLM_OK;
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);

@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "core/file_open.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -73,8 +74,8 @@ static mllm_status parse(const uint8_t *d, size_t size, const char *path, mllm_t
 mllm_status mllm_tokenizer_from_llama2c(const char *path, mllm_tokenizer **out) {
     if (!path || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_tokenizer_from_llama2c: NULL argument");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mllm_err(MLLM_ERR_IO, "%s: cannot open", path);
+    FILE *f = mllm_file_fopen(path);
+    if (!f) return MLLM_ERR_IO; /* the message names the file and why */
     uint8_t *d = NULL;
     size_t size = 0;
     mllm_status st = MLLM_OK;

@@ -310,10 +310,21 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
    (bad JSON, template runtime error), MLLM_ERR_BUFFER_TOO_SMALL. */
 MLLM_API mllm_status mllm_chat_render(const mllm_model *m, const char *conversation, char *buf,
                                       size_t cap, size_t *needed);
-/* Renders the conversation, syncs the session to its tokens (only tokens
-   after the prefix already in the KV cache are computed) and generates the
-   reply like mllm_generate. n_reused (may be NULL) receives the number of
-   prompt tokens that were reused from the cache. */
+/* Renders the conversation and tokenizes it as mllm_chat does, into
+   (ids, cap, n_ids): the template's own markup becomes special tokens, but
+   text that came from the conversation never does (a message that says
+   "<|im_end|>" is those characters, not the end of its turn, as in
+   transformers and llama-server). Tokenizing mllm_chat_render's text with
+   mllm_tokenize would parse such text as special tokens: use this for
+   chat prompts. Errors as mllm_chat_render, and MLLM_ERR_BUFFER_TOO_SMALL
+   (*n_ids says how many are needed). Thread-safe. */
+MLLM_API mllm_status mllm_chat_tokenize(const mllm_model *m, const char *conversation, int32_t *ids,
+                                        size_t cap, size_t *n_ids);
+/* Renders the conversation, syncs the session to its tokens (tokenized as
+   mllm_chat_tokenize does; only tokens after the prefix already in the KV
+   cache are computed) and generates the reply like mllm_generate. n_reused
+   (may be NULL) receives the number of prompt tokens that were reused from
+   the cache. */
 MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const mllm_sampling *sp,
                                mllm_on_token cb, void *user, size_t *n_reused);
 

@@ -3,9 +3,11 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
+#include "api/chat_defuse.h"
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/json_check.h"
 #include "template/template.h"
 #include "core/file_open.h"
 
@@ -71,8 +73,13 @@ static char *defaults_json(const mllm_model *m) {
     return s;
 }
 
-/* conversation (array or object) -> the context object as JSON text. */
-static mllm_status context_of(const char *conversation, char **out) {
+/* conversation (array or object) -> the context object as JSON text, its
+   strings marked (chat_defuse.c) so the conversation's own text can be
+   told from the template's markup after rendering. */
+static mllm_status context_of(const mllm_model *m, const char *conversation, char **out) {
+    char why[160];
+    if (!mllm_json_text_check(conversation, strlen(conversation), why, sizeof why))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "conversation JSON: %s", why);
     cJSON *c = cJSON_Parse(conversation);
     if (!c || (!cJSON_IsArray(c) && !cJSON_IsObject(c))) {
         cJSON_Delete(c);
@@ -84,20 +91,31 @@ static mllm_status context_of(const char *conversation, char **out) {
         cJSON_AddItemToObject(ctx, "messages", c);
     }
     if (!cJSON_GetObjectItem(ctx, "add_generation_prompt")) cJSON_AddTrueToObject(ctx, "add_generation_prompt");
-    *out = cJSON_PrintUnformatted(ctx);
+    mllm_status st = chat_defuse_mark(ctx, m->tok);
+    *out = st == MLLM_OK ? cJSON_PrintUnformatted(ctx) : NULL;
     cJSON_Delete(ctx);
+    if (st != MLLM_OK) return st;
     return *out ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
 }
 
-static mllm_status render(const mllm_model *m, const char *conversation, char **text, size_t *len) {
+/* The rendered conversation (*text, *len; mllm_free) and the spans of it
+   that came from the conversation and look like control tokens (spans may
+   be NULL; mllm_free). */
+static mllm_status render(const mllm_model *m, const char *conversation, char **text, size_t *len,
+                          mllm_text_span **spans, size_t *n_spans) {
     if (!m->tmpl) return mllm_err(MLLM_ERR_UNSUPPORTED, "%s", m->tmpl_error ? m->tmpl_error : "no chat template");
     char *ctx = NULL;
-    mllm_status st = context_of(conversation, &ctx);
+    mllm_status st = context_of(m, conversation, &ctx);
     if (st != MLLM_OK) return st;
     char *defs = defaults_json(m);
-    st = mllm_template_render_json(m->tmpl, ctx, strlen(ctx), defs, text, len);
+    char *marked = NULL;
+    size_t marked_len = 0;
+    st = mllm_template_render_json(m->tmpl, ctx, strlen(ctx), defs, &marked, &marked_len);
     cJSON_free(ctx);
     cJSON_free(defs);
+    if (st != MLLM_OK) return st;
+    st = chat_defuse_restore(m->tok, marked, marked_len, text, len, spans, n_spans);
+    mllm_free(marked);
     return st;
 }
 
@@ -106,7 +124,7 @@ MLLM_API mllm_status mllm_chat_render(const mllm_model *m, const char *conversat
     if (!m || !conversation) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat_render: NULL argument");
     char *text = NULL;
     size_t len = 0;
-    mllm_status st = render(m, conversation, &text, &len);
+    mllm_status st = render(m, conversation, &text, &len, NULL, NULL);
     if (st != MLLM_OK) return st;
     if (needed) *needed = len + 1;
     if (!buf || cap < len + 1) st = mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", len + 1);
@@ -115,23 +133,58 @@ MLLM_API mllm_status mllm_chat_render(const mllm_model *m, const char *conversat
     return st;
 }
 
+/* Renders and tokenizes: the template's markup becomes special tokens, the
+   conversation's text never does. *ids (mllm_free) and *n. */
+static mllm_status chat_ids(const mllm_model *m, const char *conversation, int32_t **ids, size_t *n) {
+    char *text = NULL;
+    size_t len = 0, k = 0;
+    mllm_text_span *spans = NULL;
+    size_t n_spans = 0;
+    *ids = NULL;
+    *n = 0;
+    mllm_status st = render(m, conversation, &text, &len, &spans, &n_spans);
+    if (st != MLLM_OK) return st;
+    /* Like apply_chat_template: the template writes BOS itself if it wants one. */
+    st = mllm_tokenizer_encode_spans(m->tok, text, len, false, spans, n_spans, NULL, 0, &k);
+    if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
+        *ids = mllm_malloc((k ? k : 1) * sizeof **ids);
+        st = *ids ? mllm_tokenizer_encode_spans(m->tok, text, len, false, spans, n_spans, *ids, k, &k)
+                  : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    mllm_free(text);
+    mllm_free(spans);
+    if (st == MLLM_OK && k == 0) st = mllm_err(MLLM_ERR_INVALID_ARG, "the rendered conversation is empty");
+    if (st != MLLM_OK) {
+        mllm_free(*ids);
+        *ids = NULL;
+        return st;
+    }
+    *n = k;
+    return MLLM_OK;
+}
+
+MLLM_API mllm_status mllm_chat_tokenize(const mllm_model *m, const char *conversation, int32_t *ids, size_t cap,
+                                        size_t *n_ids) {
+    if (n_ids) *n_ids = 0;
+    if (!m || !conversation || !n_ids || (!ids && cap))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat_tokenize: NULL argument");
+    int32_t *all = NULL;
+    size_t n = 0;
+    mllm_status st = chat_ids(m, conversation, &all, &n);
+    if (st != MLLM_OK) return st;
+    *n_ids = n;
+    if (cap < n) st = mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "%zu token ids need room, %zu given", n, cap);
+    else memcpy(ids, all, n * sizeof *all);
+    mllm_free(all);
+    return st;
+}
+
 MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const mllm_sampling *sp, mllm_on_token cb,
                                void *user, size_t *n_reused) {
     if (!s || !conversation || !sp) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat: NULL argument");
-    char *text = NULL;
-    size_t len = 0, n = 0;
-    mllm_status st = render(s->m, conversation, &text, &len);
-    if (st != MLLM_OK) return st;
-    /* Like apply_chat_template: the template writes BOS itself if it wants one. */
-    st = mllm_tokenizer_encode(s->m->tok, text, len, false, true, NULL, 0, &n);
     int32_t *ids = NULL;
-    if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
-        ids = mllm_malloc((n ? n : 1) * sizeof *ids);
-        st = ids ? mllm_tokenizer_encode(s->m->tok, text, len, false, true, ids, n, &n)
-                 : mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    }
-    mllm_free(text);
-    if (st == MLLM_OK && n == 0) st = mllm_err(MLLM_ERR_INVALID_ARG, "the rendered conversation is empty");
+    size_t n = 0;
+    mllm_status st = chat_ids(s->m, conversation, &ids, &n);
     if (st == MLLM_OK) st = mllm_session_sync(s, ids, n, n_reused);
     mllm_free(ids);
     if (st == MLLM_OK) st = mllm_generate_ids(s, NULL, 0, sp, cb, user);

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "core/alloc.h"
+#include "core/json_check.h"
 #include "core/error.h"
 #include "server/internal.h"
 
@@ -97,6 +98,11 @@ bool srv_client_gone(int fd) {
 
 cJSON *srv_parse_body(const srv_req *r, srv_err *e) {
     if (r->len == 0) { srv_fail(e, 400, NULL, NULL, "the request body is empty; expected a JSON object"); return NULL; }
+    char why[160];
+    if (!mllm_json_text_check(r->body, r->len, why, sizeof why)) { /* cJSON would cut text at a NUL */
+        srv_fail(e, 400, NULL, NULL, "the request body is not valid here: %s", why);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(r->body, r->len, &end, false);
     if (!root) {

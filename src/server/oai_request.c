@@ -222,6 +222,16 @@ static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_er
         st = mllm_chat_render(S->model, json, q->prompt, cap, &need);
         if (st == MLLM_ERR_BUFFER_TOO_SMALL) cap = need + 1;
     }
+    /* The ids come from mllm_chat_tokenize, not from tokenizing the text:
+       a message that says "<|im_end|>" must stay text (special-token
+       injection, issue #20). */
+    size_t n = 0;
+    if (st == MLLM_OK) st = mllm_chat_tokenize(S->model, json, NULL, 0, &n);
+    if (st == MLLM_ERR_BUFFER_TOO_SMALL) {
+        q->ids = mllm_malloc((n ? n : 1) * sizeof *q->ids);
+        st = q->ids ? mllm_chat_tokenize(S->model, json, q->ids, n, &n) : MLLM_ERR_NOMEM;
+        q->n_ids = n;
+    }
     cJSON_free(json);
     if (st == MLLM_OK) return 0;
     if (st == MLLM_ERR_UNSUPPORTED)

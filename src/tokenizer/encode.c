@@ -62,8 +62,11 @@ static int32_t special_at(const mllm_tokenizer *t, const char *text, size_t len,
     return -1;
 }
 
+/* plain (n_plain, sorted, disjoint): byte ranges where no control token may
+   start, as if parse_special were false there (NULL: none). */
 static mllm_status encode_all(const mllm_tokenizer *t, const char *text, size_t len,
-                              bool add_special, bool parse_special, tok_ids *out) {
+                              bool add_special, bool parse_special, const mllm_text_span *plain,
+                              size_t n_plain, tok_ids *out) {
     mllm_status st = MLLM_OK;
     if (add_special && t->add_bos) st = tok_ids_push(out, t->bos);
     /* Which bytes can start a special token: skips most positions at once. */
@@ -72,8 +75,11 @@ static mllm_status encode_all(const mllm_tokenizer *t, const char *text, size_t 
         first_byte[(uint8_t)t->text_pool[t->text_off[t->special[k]]]] = true;
     size_t frag = 0; /* start of the pending text fragment */
     bool after_special = true;
+    size_t sp = 0;   /* the first plain span that does not end before i */
     for (size_t i = 0; i < len && !st;) {
-        int32_t id = first_byte[(uint8_t)text[i]] ? special_at(t, text, len, i, parse_special) : -1;
+        while (sp < n_plain && plain[sp].end <= i) sp++;
+        bool in_plain = sp < n_plain && plain[sp].start <= i;
+        int32_t id = first_byte[(uint8_t)text[i]] ? special_at(t, text, len, i, parse_special && !in_plain) : -1;
         if (id < 0) {
             i++;
             continue;
@@ -94,6 +100,8 @@ static mllm_status encode_all(const mllm_tokenizer *t, const char *text, size_t 
     return st;
 }
 
+static mllm_status finish(mllm_status st, tok_ids *outp, int32_t *ids, size_t cap, size_t *n_ids);
+
 mllm_status mllm_tokenizer_encode(const mllm_tokenizer *t, const char *text, size_t len,
                                   bool add_special, bool parse_special, int32_t *ids, size_t cap,
                                   size_t *n_ids) {
@@ -101,7 +109,26 @@ mllm_status mllm_tokenizer_encode(const mllm_tokenizer *t, const char *text, siz
     if (!t || (!text && len) || !n_ids || (!ids && cap))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_tokenizer_encode: bad arguments");
     tok_ids out = {0};
-    mllm_status st = encode_all(t, text, len, add_special, parse_special, &out);
+    mllm_status st = encode_all(t, text, len, add_special, parse_special, NULL, 0, &out);
+    return finish(st, &out, ids, cap, n_ids);
+}
+
+mllm_status mllm_tokenizer_encode_spans(const mllm_tokenizer *t, const char *text, size_t len, bool add_special,
+                                        const mllm_text_span *plain, size_t n_plain, int32_t *ids, size_t cap,
+                                        size_t *n_ids) {
+    if (n_ids) *n_ids = 0;
+    if (!t || (!text && len) || !n_ids || (!ids && cap) || (!plain && n_plain))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_tokenizer_encode_spans: bad arguments");
+    for (size_t k = 0; k < n_plain; k++)
+        if (plain[k].start > plain[k].end || plain[k].end > len || (k && plain[k].start < plain[k - 1].end))
+            return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_tokenizer_encode_spans: span %zu is not sorted and inside the text", k);
+    tok_ids out = {0};
+    mllm_status st = encode_all(t, text, len, add_special, true, plain, n_plain, &out);
+    return finish(st, &out, ids, cap, n_ids);
+}
+
+static mllm_status finish(mllm_status st, tok_ids *outp, int32_t *ids, size_t cap, size_t *n_ids) {
+    tok_ids out = *outp;
     if (!st) {
         *n_ids = out.n;
         if (cap < out.n) {

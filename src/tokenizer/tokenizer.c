@@ -48,6 +48,10 @@ const char *mllm_tokenizer_token_text(const mllm_tokenizer *t, int32_t id, size_
 int32_t mllm_tokenizer_n_vocab(const mllm_tokenizer *t) { return t ? t->n_vocab : 0; }
 int32_t mllm_tokenizer_bos(const mllm_tokenizer *t) { return t ? t->bos : -1; }
 int32_t mllm_tokenizer_eos(const mllm_tokenizer *t) { return t ? t->eos : -1; }
+int32_t mllm_tokenizer_n_special(const mllm_tokenizer *t) { return t ? t->n_special : 0; }
+int32_t mllm_tokenizer_special_at(const mllm_tokenizer *t, int32_t k) {
+    return t && k >= 0 && k < t->n_special ? t->special[k] : -1;
+}
 int32_t mllm_tokenizer_eot(const mllm_tokenizer *t) { return t ? t->eot : -1; }
 bool mllm_tokenizer_add_bos(const mllm_tokenizer *t) { return t && t->add_bos; }
 

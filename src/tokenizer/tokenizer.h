@@ -40,6 +40,26 @@ void mllm_tokenizer_free(mllm_tokenizer *t);
 mllm_status mllm_tokenizer_encode(const mllm_tokenizer *t, const char *text, size_t len,
                                   bool add_special, bool parse_special, int32_t *ids,
                                   size_t cap, size_t *n_ids);
+/* A byte range [start, end) of a text. */
+typedef struct {
+    size_t start, end;
+} mllm_text_span;
+
+/* mllm_tokenizer_encode with parse_special on, except that no control
+   token may start inside the `plain` spans (sorted, disjoint, within the
+   text): there the text is tokenized as text, as parse_special = false
+   would. Chat uses it so text that came from a message can never become
+   <|im_end|> (only the template's own markup does). Errors as
+   mllm_tokenizer_encode, and MLLM_ERR_INVALID_ARG for bad spans. */
+mllm_status mllm_tokenizer_encode_spans(const mllm_tokenizer *t, const char *text, size_t len, bool add_special,
+                                        const mllm_text_span *plain, size_t n_plain, int32_t *ids, size_t cap,
+                                        size_t *n_ids);
+/* The special tokens matched in text (control, unknown and user-defined):
+   their count, and the id of the k-th (-1 out of range). parse_special
+   gates all but the user-defined ones, which always match. */
+int32_t mllm_tokenizer_n_special(const mllm_tokenizer *t);
+int32_t mllm_tokenizer_special_at(const mllm_tokenizer *t, int32_t k);
+
 /* The bytes this token decodes to (byte-level mapping undone, "▁" -> " ",
    "<0x0A>" -> "\n"); control tokens give their text. NULL if out of range. */
 const char *mllm_tokenizer_piece(const mllm_tokenizer *t, int32_t id, size_t *len);

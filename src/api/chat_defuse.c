@@ -1,0 +1,201 @@
+/* Text that came from a conversation is tokenized as text (issue #20):
+   a user who writes "<|im_end|>\n<|im_start|>system" must not close their
+   own turn and forge a system turn. Only the template's own markup may
+   become control tokens.
+
+   The template cannot say which bytes of its output came from the context,
+   so the context is marked before rendering: in every string (values and
+   keys), each occurrence of a control token's text becomes a marker
+   U+FDD0 <k> U+FDD1 (k: the token's index in the tokenizer's special list),
+   and each U+FDD0 the user wrote becomes U+FDD0 U+FDD1. U+FDD0/U+FDD1 are
+   Unicode noncharacters, which templates pass through untouched (trim,
+   upper, tojson ...). After rendering, the markers are turned back into
+   the original text, and the byte ranges of the restored token texts are
+   handed to mllm_tokenizer_encode_spans as plain text. The rendered text
+   is byte for byte what it was without marking. */
+#include "api/chat_defuse.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/error.h"
+
+#define MARK_OPEN "\xEF\xB7\x90"  /* U+FDD0 */
+#define MARK_CLOSE "\xEF\xB7\x91" /* U+FDD1 */
+#define MARK_LEN 3
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} dbuf;
+
+static bool dbuf_put(dbuf *b, const void *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *np = mllm_realloc(b->p, cap);
+        if (!np) return false;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return true;
+}
+
+/* The control token (not user-defined: those always match) whose text
+   starts at s[0..n), longest first; -1 if none. */
+static int32_t control_at(const mllm_tokenizer *t, const char *s, size_t n, size_t *tok_len) {
+    int32_t best = -1;
+    size_t best_len = 0;
+    for (int32_t k = 0; k < mllm_tokenizer_n_special(t); k++) {
+        int32_t id = mllm_tokenizer_special_at(t, k);
+        if (mllm_tokenizer_token_type(t, id) == MLLM_TOKEN_USER_DEFINED) continue;
+        size_t len = 0;
+        const char *txt = mllm_tokenizer_token_text(t, id, &len);
+        if (txt && len > best_len && len <= n && txt[0] == s[0] && !memcmp(txt, s, len)) {
+            best = k;
+            best_len = len;
+        }
+    }
+    *tok_len = best_len;
+    return best;
+}
+
+/* s with every control-token text and U+FDD0 replaced by a marker; NULL
+   when s needs no change (or on out of memory: *oom set). */
+static char *mark_string(const mllm_tokenizer *t, const char *s, bool *oom) {
+    size_t n = strlen(s);
+    dbuf b = {0};
+    size_t done = 0;
+    for (size_t i = 0; i < n;) {
+        size_t tl = 0;
+        bool fdd0 = n - i >= MARK_LEN && !memcmp(s + i, MARK_OPEN, MARK_LEN);
+        int32_t k = fdd0 ? -1 : control_at(t, s + i, n - i, &tl);
+        if (k < 0 && !fdd0) {
+            i++;
+            continue;
+        }
+        char mark[32];
+        int ml = fdd0 ? snprintf(mark, sizeof mark, "%s%s", MARK_OPEN, MARK_CLOSE)
+                      : snprintf(mark, sizeof mark, "%s%d%s", MARK_OPEN, (int)k, MARK_CLOSE);
+        if (!dbuf_put(&b, s + done, i - done) || !dbuf_put(&b, mark, (size_t)ml)) {
+            *oom = true;
+            mllm_free(b.p);
+            return NULL;
+        }
+        i += fdd0 ? MARK_LEN : tl;
+        done = i;
+    }
+    if (!b.p) return NULL;
+    if (!dbuf_put(&b, s + done, n - done)) {
+        *oom = true;
+        mllm_free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* cJSON frees keys and values with its allocator (malloc by default). */
+static char *cjson_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+static mllm_status mark_tree(cJSON *j, const mllm_tokenizer *t) {
+    for (cJSON *c = j; c; c = c->next) {
+        bool oom = false;
+        if (c->string && !(c->type & cJSON_StringIsConst)) {
+            char *m = mark_string(t, c->string, &oom);
+            char *k = m ? cjson_strdup(m) : NULL;
+            mllm_free(m);
+            if (oom || (m && !k)) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+            if (k) {
+                free(c->string);
+                c->string = k;
+            }
+        }
+        if (cJSON_IsString(c) && c->valuestring) {
+            char *m = mark_string(t, c->valuestring, &oom);
+            if (oom) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+            if (m) {
+                char *ok = cJSON_SetValuestring(c, m);
+                mllm_free(m);
+                if (!ok) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+            }
+        }
+        if (c->child) {
+            mllm_status st = mark_tree(c->child, t);
+            if (st != MLLM_OK) return st;
+        }
+    }
+    return MLLM_OK;
+}
+
+mllm_status chat_defuse_mark(cJSON *ctx, const mllm_tokenizer *t) {
+    if (!ctx || !t) return MLLM_OK;
+    return ctx->child ? mark_tree(ctx->child, t) : MLLM_OK;
+}
+
+mllm_status chat_defuse_restore(const mllm_tokenizer *t, const char *text, size_t len, char **out, size_t *out_len,
+                                mllm_text_span **spans, size_t *n_spans) {
+    *out = NULL;
+    *out_len = 0;
+    if (spans) *spans = NULL;
+    if (n_spans) *n_spans = 0;
+    dbuf b = {0};
+    mllm_text_span *sp = NULL;
+    size_t nsp = 0, capsp = 0;
+    size_t done = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i + MARK_LEN <= len;) {
+        if (memcmp(text + i, MARK_OPEN, MARK_LEN)) {
+            i++;
+            continue;
+        }
+        size_t j = i + MARK_LEN;
+        long k = 0;
+        size_t digits = 0;
+        while (j < len && text[j] >= '0' && text[j] <= '9' && digits < 9) k = k * 10 + (text[j++] - '0'), digits++;
+        if (j + MARK_LEN > len || memcmp(text + j, MARK_CLOSE, MARK_LEN)) {
+            i++; /* a marker a template cut in two: left as it is */
+            continue;
+        }
+        const char *rep = MARK_OPEN;
+        size_t rep_len = MARK_LEN;
+        int32_t id = digits ? mllm_tokenizer_special_at(t, (int32_t)k) : -1;
+        if (digits && (id < 0 || !(rep = mllm_tokenizer_token_text(t, id, &rep_len)))) {
+            i++;
+            continue;
+        }
+        ok = dbuf_put(&b, text + done, i - done);
+        size_t at = b.n;
+        ok = ok && dbuf_put(&b, rep, rep_len);
+        if (ok && digits) {
+            if (nsp == capsp) {
+                size_t cap = capsp ? capsp * 2 : 16;
+                mllm_text_span *ns = mllm_realloc(sp, cap * sizeof *ns);
+                if (!ns) ok = false;
+                else sp = ns, capsp = cap;
+            }
+            if (ok) sp[nsp++] = (mllm_text_span){at, at + rep_len};
+        }
+        i = j + MARK_LEN;
+        done = i;
+    }
+    ok = ok && dbuf_put(&b, text + done, len - done);
+    if (!ok) {
+        mllm_free(b.p);
+        mllm_free(sp);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    *out = b.p;
+    *out_len = b.n;
+    if (spans) *spans = sp;
+    else mllm_free(sp);
+    if (n_spans) *n_spans = nsp;
+    return MLLM_OK;
+}

@@ -3,6 +3,7 @@
 #define MLLM_APPS_CLI_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <mllm/mllm.h>
 
 int cmd_run(int argc, char **argv);
@@ -28,5 +29,25 @@ const char *cli_value(int argc, char **argv, int *i);
 char *cli_read_file(const char *path, size_t *len);
 /* Prints "mllm: <what>: <status> (<detail>)" to stderr, returns 1. */
 int cli_fail(const char *what, mllm_status st);
+
+/* A seed from /dev/urandom (--seed -1, the default, as in llama.cpp). */
+uint64_t cli_random_seed(void);
+
+typedef struct {
+    long max_tokens;    /* -1: until end of generation (or the context, without a shift) */
+    bool context_shift; /* when the context fills: drop old tokens and go on */
+    int n_keep;         /* tokens a shift never drops (the system prompt) */
+} cli_gen_opts;
+typedef struct {
+    int n_gen;          /* tokens generated */
+    int n_shifts;       /* context shifts made */
+    bool context_full;  /* stopped because the context was full */
+} cli_gen_result;
+/* Samples from the session's current logits like mllm_generate_ids. A full
+   context is not an error: it ends the generation with res->context_full
+   set, or, with o->context_shift, keeps the first n_keep tokens, drops half
+   of the rest (oldest first), re-evaluates and goes on. */
+mllm_status cli_generate(mllm_session *s, const mllm_sampling *sp, const cli_gen_opts *o, mllm_on_token cb,
+                         void *user, cli_gen_result *res);
 
 #endif

@@ -1,28 +1,42 @@
 /* mllm run: prompt in, streamed text out, timings on stderr. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <cjson/cJSON.h>
 #include "cli.h"
 
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: mllm run -m MODEL -p PROMPT [options]\n"
             "\n"
+            "When the model has a chat template and the prompt has no special tokens,\n"
+            "the prompt is sent as a user message through the template and only the\n"
+            "answer is printed (as llama-cli and ollama do). Otherwise, or with --raw,\n"
+            "the prompt is continued as text: it is printed, then the continuation.\n"
+            "\n"
             "  -m, --model PATH      GGUF file, Hugging Face folder, or llama2.c .bin\n"
             "  -p, --prompt TEXT     the prompt (special tokens such as <|im_start|> are parsed)\n"
             "  -f, --file PATH       read the prompt from a file instead\n"
-            "  -n, --n-predict N     tokens to generate (default 128)\n"
+            "      --raw             no chat template: continue the prompt text as it is\n"
+            "      --system TEXT     a system message before the prompt (needs a chat template)\n"
+            "  -n, --n-predict N     tokens to generate (default 128; -1: until the end of the\n"
+            "                        answer or the context)\n"
             "  -t, --threads N       compute threads (default: all cores)\n"
             "  -c, --ctx-size N      context length in tokens (default: min(model, 4096))\n"
+            "      --context-shift   when the context fills, drop the oldest half of it (after\n"
+            "                        the system prompt) and keep generating; without it, the\n"
+            "                        generation stops there (exit 0, with a note on stderr)\n"
             "      --temp T          temperature; 0 = greedy (default 0.8)\n"
             "      --top-k K         keep the K most likely tokens; 0 = off (default 40)\n"
             "      --top-p P         nucleus sampling; 1 = off (default 0.95)\n"
             "      --min-p P         drop tokens below P x the best one; 0 = off (default 0.05)\n"
             "      --repeat-penalty R  penalise recent tokens; 1 = off (default 1)\n"
             "      --repeat-last-n N   how many recent tokens the penalty sees (default 64)\n"
-            "      --seed S          random seed (default 0); same seed, same output\n"
+            "      --seed S          random seed; same seed, same output (default -1: a random\n"
+            "                        one, printed at the end)\n"
             "      --ignore-eos      keep generating past the end-of-sequence token\n"
             "      --no-bos          do not add BOS even if the model asks for it\n"
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
@@ -35,6 +49,51 @@ static void run_usage(FILE *f) {
 
 typedef struct { FILE *ids; } run_ctx;
 
+/* Whether the text holds a control token (<|im_start|>, <s> ...): then it
+   is a hand-made prompt, to be taken as it is. */
+static bool has_control_token(const mllm_model *m, const int32_t *ids, size_t n) {
+    /* The BOS that tokenizing added is not the user's. */
+    for (size_t i = n && ids[0] == mllm_model_bos(m) ? 1 : 0; i < n; i++) {
+        char a[64], b[64];
+        size_t la = 0, lb = 0;
+        /* A control token decodes to nothing when special tokens are skipped. */
+        if (mllm_detokenize(m, &ids[i], 1, 1, a, sizeof a, &la) == MLLM_OK && la == 0 &&
+            mllm_detokenize(m, &ids[i], 1, 0, b, sizeof b, &lb) == MLLM_OK && lb > 0)
+            return true;
+    }
+    return false;
+}
+
+/* [{"role": "system", ...}, {"role": "user", "content": prompt}] as JSON. */
+static char *conversation(const char *system, const char *prompt) {
+    cJSON *a = cJSON_CreateArray();
+    if (system) {
+        cJSON *sm = cJSON_CreateObject();
+        cJSON_AddStringToObject(sm, "role", "system");
+        cJSON_AddStringToObject(sm, "content", system);
+        cJSON_AddItemToArray(a, sm);
+    }
+    if (prompt) {
+        cJSON *u = cJSON_CreateObject();
+        cJSON_AddStringToObject(u, "role", "user");
+        cJSON_AddStringToObject(u, "content", prompt);
+        cJSON_AddItemToArray(a, u);
+    }
+    char *s = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return s;
+}
+
+/* The conversation's token ids (malloc'd), or NULL with *st set. */
+static int32_t *chat_ids(const mllm_model *m, const char *conv, size_t *n, mllm_status *st) {
+    *st = mllm_chat_tokenize(m, conv, NULL, 0, n);
+    if (*st != MLLM_ERR_BUFFER_TOO_SMALL) return NULL;
+    int32_t *ids = malloc(*n * sizeof *ids);
+    *st = ids ? mllm_chat_tokenize(m, conv, ids, *n, n) : MLLM_ERR_NOMEM;
+    if (*st != MLLM_OK) { free(ids); return NULL; }
+    return ids;
+}
+
 static int on_token(void *user, int32_t id, const char *piece, size_t len) {
     run_ctx *rc = user;
     if (len) fwrite(piece, 1, len, stdout);
@@ -45,9 +104,10 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
 
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
-    long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = 0;
+    const char *system = NULL;
+    long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
-    bool ignore_eos = false, no_bos = false;
+    bool ignore_eos = false, no_bos = false, raw = false, shift = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
@@ -55,7 +115,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { VAL(); prompt = v; }
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); pfile = v; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, 0, 1 << 24, &n_predict)) return 2; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, -1, 1 << 24, &n_predict)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 1, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
@@ -64,7 +124,10 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--min-p")) { VAL(); if (!cli_float(a, v, 0, 1, &min_p)) return 2; }
         else if (!strcmp(a, "--repeat-penalty")) { VAL(); if (!cli_float(a, v, 1e-3, 100, &rpen)) return 2; }
         else if (!strcmp(a, "--repeat-last-n")) { VAL(); if (!cli_int(a, v, 0, 1 << 20, &rlast)) return 2; }
-        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, 0, 0x7fffffffL, &seed)) return 2; }
+        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, -1, LONG_MAX, &seed)) return 2; }
+        else if (!strcmp(a, "--system")) { VAL(); system = v; }
+        else if (!strcmp(a, "--raw")) raw = true;
+        else if (!strcmp(a, "--context-shift")) shift = true;
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = v; }
         else if (!strcmp(a, "--logits-out")) { VAL(); logits_out = v; }
         else if (!strcmp(a, "--ids-out")) { VAL(); ids_out = v; }
@@ -75,6 +138,7 @@ int cmd_run(int argc, char **argv) {
     }
     if (!model) { fprintf(stderr, "mllm run: -m MODEL is required (try mllm run --help)\n"); return 2; }
     if (!prompt && !pfile) { fprintf(stderr, "mllm run: -p PROMPT or -f FILE is required\n"); return 2; }
+    if (raw && system) { fprintf(stderr, "mllm run: --system needs the chat template, and --raw turns it off\n"); return 2; }
     char *ptext = pfile ? cli_read_file(pfile, NULL) : NULL;
     if (pfile && !ptext) return 1;
     if (!ptext) ptext = strdup(prompt);
@@ -90,23 +154,65 @@ int cmd_run(int argc, char **argv) {
     lp.tokenizer_path = tok;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { cli_fail("cannot load model", st); goto done; }
+    int32_t n_train = mllm_model_n_ctx_train(m);
+    if (ctx > 0 && n_train > 0 && ctx > n_train)
+        fprintf(stderr, "mllm run: warning: -c %ld is more than the %d tokens this model was trained on; past that "
+                        "its output degrades\n", ctx, (int)n_train);
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;
     if ((st = mllm_session_new(m, &sp, &s)) != MLLM_OK) { cli_fail("cannot create session", st); goto done; }
 
-    size_t n = 0, len = strlen(ptext);
+    size_t n = 0, len = strlen(ptext), n_keep = 0;
     st = mllm_tokenize(m, ptext, len, !no_bos, NULL, 0, &n);
     if (st != MLLM_OK && st != MLLM_ERR_BUFFER_TOO_SMALL) { cli_fail("cannot tokenize", st); goto done; }
     ids = malloc((n ? n : 1) * sizeof *ids);
     if (!ids || (st = mllm_tokenize(m, ptext, len, !no_bos, ids, n, &n)) != MLLM_OK) { cli_fail("cannot tokenize", st); goto done; }
+    /* Chat mode: the model has a template and the prompt is plain text. */
+    bool chat = false;
+    if (!raw && !has_control_token(m, ids, n)) {
+        char *conv = conversation(system, ptext);
+        size_t cn = 0;
+        int32_t *cids = conv ? chat_ids(m, conv, &cn, &st) : NULL;
+        free(conv);
+        if (cids) {
+            free(ids);
+            ids = cids;
+            n = cn;
+            chat = true;
+            /* What a context shift keeps: the system turn. */
+            char *sys = system ? conversation(system, NULL) : NULL;
+            size_t sn = 0;
+            mllm_status sst;
+            int32_t *sids = sys ? chat_ids(m, sys, &sn, &sst) : NULL;
+            if (sids && sn <= n && !memcmp(sids, ids, sn * sizeof *ids)) n_keep = sn;
+            free(sids);
+            free(sys);
+        } else if (st != MLLM_ERR_UNSUPPORTED) {
+            cli_fail("cannot apply the chat template (--raw continues the text as it is)", st);
+            goto done;
+        }
+    }
+    if (!chat && system) {
+        fprintf(stderr, "mllm run: --system needs a chat template, and %s\n",
+                raw ? "--raw turns it off" : "this prompt holds special tokens or the model has none");
+        goto done;
+    }
+    if (!chat && n && !no_bos && ids[0] == mllm_model_bos(m)) n_keep = 1;
     if (n == 0) { fprintf(stderr, "mllm run: the prompt has no tokens (empty prompt and no BOS)\n"); goto done; }
     if (ids_out && !(rctx.ids = fopen(ids_out, "w"))) { fprintf(stderr, "mllm run: cannot write '%s'\n", ids_out); goto done; }
     for (size_t i = 0; rctx.ids && i < n; i++) fprintf(rctx.ids, "%d\n", ids[i]);
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) { cli_fail("prompt evaluation failed", st); goto done; }
+    if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) {
+        if (st == MLLM_ERR_CONTEXT_FULL)
+            fprintf(stderr, "mllm run: the prompt is %zu tokens, more than the context of %d (raise -c)\n", n,
+                    mllm_session_n_ctx(s));
+        else
+            cli_fail("prompt evaluation failed", st);
+        goto done;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double prompt_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
     if (logits_out) {
@@ -119,7 +225,7 @@ int cmd_run(int argc, char **argv) {
         }
         fclose(lf);
     }
-    fwrite(ptext, 1, len, stdout);
+    if (!chat) fwrite(ptext, 1, len, stdout); /* a continuation follows its text; an answer stands alone */
     fflush(stdout);
     mllm_sampling smp;
     mllm_sampling_default(&smp);
@@ -129,19 +235,27 @@ int cmd_run(int argc, char **argv) {
     smp.min_p = (float)min_p;
     smp.repeat_penalty = (float)rpen;
     smp.repeat_last_n = (int)rlast;
-    smp.max_tokens = (int)n_predict;
-    smp.seed = (uint64_t)seed;
+    uint64_t used_seed = seed < 0 ? cli_random_seed() : (uint64_t)seed;
+    smp.seed = used_seed;
     smp.ignore_eos = ignore_eos;
-    st = mllm_generate_ids(s, NULL, 0, &smp, on_token, &rctx);
+    cli_gen_opts go = {.max_tokens = n_predict, .context_shift = shift, .n_keep = (int)n_keep};
+    cli_gen_result gr;
+    st = cli_generate(s, &smp, &go, on_token, &rctx, &gr);
     printf("\n");
     if (st != MLLM_OK) { cli_fail("generation failed", st); goto done; }
+    if (gr.context_full)
+        fprintf(stderr, "mllm run: the context (%d tokens) is full: stopped after %d tokens (finish_reason "
+                        "\"length\"); raise -c, or --context-shift to keep going\n", mllm_session_n_ctx(s), gr.n_gen);
+    if (gr.n_shifts) fprintf(stderr, "mllm run: the context was shifted %d times\n", gr.n_shifts);
     mllm_timings tm = {.struct_size = sizeof tm};
     mllm_session_timings(s, &tm);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s | peak RSS: %.1f MiB\n",
+    fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s | peak RSS: %.1f MiB",
             tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,
             tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0, ru.ru_maxrss / 1024.0);
+    if (seed < 0 && temp > 0) fprintf(stderr, " | seed %llu", (unsigned long long)used_seed);
+    fprintf(stderr, "\n");
     rc = 0;
 done:
     if (rctx.ids) fclose(rctx.ids);

@@ -81,7 +81,7 @@ for k, (reused, computed, gen) in enumerate(stats):
     prev = total
 
 prompt = render(hist[:5])
-r = subprocess.run([mllm, "run", "-m", model, "-p", prompt, "--temp", "0", "-n", N, "-t", "2"], capture_output=True, check=True)
+r = subprocess.run([mllm, "run", "--raw", "-m", model, "-p", prompt, "--temp", "0", "-n", N, "-t", "2"], capture_output=True, check=True)
 ref = r.stdout.decode()
 assert ref.startswith(prompt), "run does not echo the prompt"
 ref = ref[len(prompt):]

@@ -17,7 +17,7 @@ grep -q 'blk.0.attn_q.weight *f16 *-> q4_0' "$tmp/progress.txt"
 grep -q 'token_embd.weight *f16 *-> q8_0' "$tmp/progress.txt"
 "$mllm" info "$tmp/q.mllm" --verify --no-graph > "$tmp/info.txt"
 grep -q 'verify: header, metadata and 24 tensor checksums OK' "$tmp/info.txt"
-"$mllm" run -m "$tmp/q.mllm" -p "Once upon a time" -n 4 --temp 0 >/dev/null 2>&1
+"$mllm" run --raw -m "$tmp/q.mllm" -p "Once upon a time" -n 4 --temp 0 >/dev/null 2>&1
 
 # One flipped byte near the end (inside the last tensor): verify must fail.
 cp "$tmp/q.mllm" "$tmp/bad.mllm"
@@ -32,7 +32,7 @@ grep -q 'checksum' "$tmp/bad.txt"
 "$mllm" convert --in "$tmp/src.gguf" --out "$tmp/same.mllm" --quiet
 "$mllm" convert --in "$tmp/same.mllm" --out "$tmp/back.gguf" --to gguf --quiet
 for m in src.gguf same.mllm back.gguf; do
-    "$mllm" run -m "$tmp/$m" -p "Once upon a time" -n 1 --temp 0 --logits-out "$tmp/$m.logits" >/dev/null 2>&1
+    "$mllm" run --raw -m "$tmp/$m" -p "Once upon a time" -n 1 --temp 0 --logits-out "$tmp/$m.logits" >/dev/null 2>&1
 done
 cmp "$tmp/src.gguf.logits" "$tmp/same.mllm.logits"
 cmp "$tmp/src.gguf.logits" "$tmp/back.gguf.logits"

@@ -32,7 +32,7 @@ if grep -q 'x8' "$tmp/back-info.txt"; then echo "GGUF export holds a kernel layo
 if grep -q 'x8' "$tmp/plain-info.txt"; then echo "--pack none stored a kernel layout"; exit 1; fi
 
 for m in src.gguf p.mllm back.gguf plain.mllm; do
-    "$mllm" run -m "$tmp/$m" -p "Once upon a time" -n 1 --temp 0 --logits-out "$tmp/$m.logits" >/dev/null 2>&1
+    "$mllm" run --raw -m "$tmp/$m" -p "Once upon a time" -n 1 --temp 0 --logits-out "$tmp/$m.logits" >/dev/null 2>&1
 done
 cmp "$tmp/src.gguf.logits" "$tmp/p.mllm.logits"
 cmp "$tmp/src.gguf.logits" "$tmp/back.gguf.logits"

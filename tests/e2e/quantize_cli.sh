@@ -19,8 +19,8 @@ lines=$(grep -c '^\[ *[0-9]*/ *48\]' "$tmp/log")
 grep -q 'blk.0.ffn_down.weight .*converting to f16' "$tmp/log" || { echo "FAIL: ffn_down not f16"; exit 1; }
 grep -q '^model size  = ' "$tmp/log" && grep -q '^quant size  = ' "$tmp/log" || { echo "FAIL: no sizes"; exit 1; }
 
-ours=$("$mllm" run -m "$tmp/q8.gguf" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
-theirs=$("$mllm" run -m "$ref" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
+ours=$("$mllm" run --raw -m "$tmp/q8.gguf" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
+theirs=$("$mllm" run --raw -m "$ref" -p "Once upon a time" -n 24 --temp 0 2>/dev/null)
 [ "$ours" = "$theirs" ] || { echo "FAIL: greedy text differs"; echo "ours:   $ours"; echo "theirs: $theirs"; exit 1; }
 
 if "$mllm" quantize "$src" "$tmp/x.gguf" --type q9_9 2>"$tmp/err"; then echo "FAIL: bad type accepted"; exit 1; fi

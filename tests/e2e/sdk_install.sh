@@ -85,7 +85,7 @@ echo "tokenize example: ids identical to mllm tokenize"
 # simple_generate: greedy, so its text is the CLI's greedy continuation.
 "$ex/simple_generate" "$tmp/q.gguf" "Hello" 12 > "$tmp/gen.out" 2> "$tmp/gen.err" ||
     { cat "$tmp/gen.err"; exit 1; }
-"$mllm" run -m "$tmp/q.gguf" -p "Hello" -n 12 --temp 0 -t 2 > "$tmp/cli.out" 2> /dev/null
+"$mllm" run --raw -m "$tmp/q.gguf" -p "Hello" -n 12 --temp 0 -t 2 > "$tmp/cli.out" 2> /dev/null
 python3 - "$tmp/gen.out" "$tmp/gen.err" "$tmp/cli.out" <<'PY'
 import re, sys
 ours = open(sys.argv[1], encoding="utf-8").read().rstrip("\n")

@@ -56,7 +56,7 @@ expect "GET /v1/models/other" "$(curl -s -o /dev/null -w '%{http_code}' "$B/v1/m
 
 # ---- greedy completion == mllm run --temp 0 -------------------------------
 PROMPT="Once upon a time there was"
-ref=$("$MLLM" run -m "$WORK/tiny.gguf" -p "$PROMPT" -n 24 --temp 0 2>/dev/null)
+ref=$("$MLLM" run --raw -m "$WORK/tiny.gguf" -p "$PROMPT" -n 24 --temp 0 2>/dev/null)
 ref=${ref#"$PROMPT"}
 body='{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0}'
 out=$(curl -s "$B/v1/completions" -d "$body")

@@ -122,7 +122,7 @@ def smollm2_checks(openai, mllm):
             # where its greedy margins are tiny: see test_reference_smollm2).
             p = ref[name]
             n = len(p["greedy_ids"])
-            cli = subprocess.run([mllm, "run", "-m", path, "-p", p["prompt_text"], "-n", str(n), "--temp", "0",
+            cli = subprocess.run([mllm, "run", "--raw", "-m", path, "-p", p["prompt_text"], "-n", str(n), "--temp", "0",
                                   "--ignore-eos"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
             want = cli.stdout.decode()[len(p["prompt_text"]):].rstrip("\n")
             r = client.completions.create(model="smollm2", prompt=p["prompt_text"], temperature=0, max_tokens=n,

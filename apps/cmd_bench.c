@@ -11,6 +11,7 @@
 #include "backends/cpu/repack.h"
 #include "core/clock.h"
 #include "core/dtype.h"
+#include "formats/gguf.h"
 #include "runtime/rng.h"
 
 #define MAX_LIST 16
@@ -49,10 +50,48 @@ static double now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* Most common dtype among the 2-D weights: the model's "type" column. A
-   .mllm's kernel layouts count as the type they hold (q4_1x8 is q4_1), so
-   the same weights read the same from GGUF and .mllm. */
+/* llama.cpp's names of its file types (llama_model_ftype_name), so a
+   Q4_K_M file reads "Q4_K - Medium" as in llama-bench, not its majority
+   tensor type. */
+static const char *ftype_name(uint32_t ft) {
+    switch (ft) {
+    case 0: return "all F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K - Medium";
+    case 11: return "Q3_K - Small";
+    case 12: return "Q3_K - Medium";
+    case 13: return "Q3_K - Large";
+    case 14: return "Q4_K - Small";
+    case 15: return "Q4_K - Medium";
+    case 16: return "Q5_K - Small";
+    case 17: return "Q5_K - Medium";
+    case 18: return "Q6_K";
+    case 19: return "IQ2_XXS - 2.0625 bpw";
+    case 20: return "IQ2_XS - 2.3125 bpw";
+    case 21: return "Q2_K - Small";
+    case 32: return "BF16";
+    case 38: return "MXFP4 MoE";
+    default: return NULL;
+    }
+}
+
+/* The model's "type" column: the GGUF's general.file_type named as
+   llama.cpp names it; otherwise (no such key, or ours: w4a32) the most
+   common dtype among the 2-D weights. A .mllm's kernel layouts count as
+   the type they hold (q4_1x8 is q4_1), so the same weights read the same
+   from GGUF and .mllm. */
 static const char *model_type_name(const mllm_model *m, char *buf, size_t cap) {
+    uint32_t ft;
+    const char *named = m->file->gguf && mllm_gguf_get_u32(m->file->gguf, "general.file_type", &ft) ? ftype_name(ft) : NULL;
+    if (named) {
+        snprintf(buf, cap, "%s", named);
+        return buf;
+    }
     size_t bytes[MLLM_DTYPE_COUNT] = {0};
     for (size_t i = 0; i < m->file->n_weights; i++) {
         const mllm_weight *w = &m->file->weights[i];

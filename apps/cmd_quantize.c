@@ -12,6 +12,7 @@ enum { MAX_OVERRIDES = 64 };
 static void quantize_usage(FILE *f) {
     fprintf(f,
             "usage: mllm quantize IN OUT --type TYPE [--threads N] [--tensor-type REGEX=TYPE]... [--pure]\n"
+            "                     [--allow-requantize]\n"
             "\n"
             "IN: a GGUF file or a Hugging Face folder (config.json + safetensors).\n"
             "OUT: a GGUF file. Metadata of a GGUF source is copied (general.file_type\n"
@@ -28,6 +29,8 @@ static void quantize_usage(FILE *f) {
             "--tensor-type REGEX=TYPE  force TYPE on quantizable tensors whose name\n"
             "                          matches (first match wins), e.g. ffn_down=f16\n"
             "--pure                    no mix: every quantizable tensor gets TYPE's base\n"
+            "--allow-requantize        accept an IN whose matrices are already quantized\n"
+            "                          (refused by default: the errors compound)\n"
             "--threads N               quantize rows on N threads (default 2)\n");
 }
 
@@ -59,6 +62,7 @@ int cmd_quantize(int argc, char **argv) {
             if (p.n_tensor_types == MAX_OVERRIDES) { fprintf(stderr, "mllm quantize: too many --tensor-type\n"); return 2; }
             overrides[p.n_tensor_types++] = s;
         } else if (!strcmp(a, "--pure")) { p.pure = true; }
+        else if (!strcmp(a, "--allow-requantize")) { p.allow_requantize = true; }
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "mllm quantize: unknown option '%s'\n", a); return 2; }
         else if (n_pos < 2) { pos[n_pos++] = a; }
         else { fprintf(stderr, "mllm quantize: unexpected argument '%s'\n", a); return 2; }

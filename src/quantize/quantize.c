@@ -183,6 +183,17 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
     mllm_status st = parse_overrides(p, rules, &n_rules);
     mllm_model_file *f = NULL;
     if (!st) st = mllm_model_file_open(in, &f);
+    /* As llama-quantize: quantizing quantized weights again compounds the
+       error, so it is refused unless asked for. */
+    for (size_t i = 0; !st && !p->allow_requantize && i < f->n_weights; i++) {
+        const mllm_weight *wt = &f->weights[i];
+        const mllm_dtype_traits *tr = mllm_dtype_get(wt->dtype);
+        if (wt->n_dims >= 2 && tr && tr->block_size > 1)
+            st = mllm_err(MLLM_ERR_INVALID_ARG,
+                          "quantize: %s is already quantized (tensor '%s' is %s): quantizing it again compounds the "
+                          "error; quantize the f16/bf16/f32 original, or pass --allow-requantize", in, wt->name,
+                          mllm_dtype_name(wt->dtype));
+    }
     tensor_plan *plan = NULL;
     mllm_gguf_writer *w = NULL;
     job j = {.p = p, .n_threads = p->n_threads < 1 ? 1 : p->n_threads > MAX_THREADS ? MAX_THREADS : p->n_threads};

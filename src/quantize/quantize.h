@@ -32,6 +32,7 @@ typedef struct {
     const char *const *tensor_types;
     size_t n_tensor_types;
     bool pure;                      /* every quantizable tensor gets the mix's base type */
+    bool allow_requantize;          /* accept a source whose matrices are already quantized */
     /* One line per tensor (may be NULL). */
     void (*progress)(void *user, const char *line);
     void *user;

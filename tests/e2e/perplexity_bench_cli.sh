@@ -29,3 +29,18 @@ print("bench json: %d tests, fields as llama-bench" % len(d))
 PY
 "$mllm" bench -m "$model" -p 32 -n 8 -t 2 -r 2 > "$tmp/bench.md" 2>/dev/null
 grep -q "| *pp32 |" "$tmp/bench.md"
+# The type column names general.file_type as llama-bench does (a Q8_0 mix
+# with f16 ffn_down is "Q8_0"); a file without the key (this stories260K)
+# shows its majority tensor type.
+q8="$shared/anchor-data/models/stories260K-Q8_0-ffn_down-F16.gguf"
+grep -q "| llama [^|]* F32 *|" "$tmp/bench.md" || { echo "FAIL: F32 type column"; cat "$tmp/bench.md"; exit 1; }
+if [ -f "$q8" ]; then
+    "$mllm" bench -m "$q8" -p 8 -n 0 -t 1 -r 1 > "$tmp/q8.md" 2>/dev/null
+    grep -q "| llama [^|]* Q8_0 *|" "$tmp/q8.md" || { echo "FAIL: Q8_0 type column"; cat "$tmp/q8.md"; exit 1; }
+fi
+# stories260K's rows (64) do not fit q4_K's 256: most tensors fall back to
+# q5_0, yet the file type is Q4_K_M and the column says so.
+"$mllm" quantize "$model" "$tmp/q4km.gguf" --type q4_k_m 2>/dev/null
+"$mllm" bench -m "$tmp/q4km.gguf" -p 8 -n 0 -t 1 -r 1 > "$tmp/q4km.md" 2>/dev/null
+grep -q "| llama [^|]* Q4_K - Medium *|" "$tmp/q4km.md" || { echo "FAIL: Q4_K_M type column"; cat "$tmp/q4km.md"; exit 1; }
+echo "bench type column: as llama-bench names the file type"

@@ -4,7 +4,8 @@
 # sizes, and the quantized model generates the same greedy text as
 # llama-quantize's stories260K-Q8_0-ffn_down-F16.gguf (the tensor bytes
 # themselves are compared in tests/unit/test_quantize_model.c). Bad
-# arguments exit non-zero with a message.
+# arguments exit non-zero with a message; a quantized source needs
+# --allow-requantize.
 set -euo pipefail
 mllm=$1 shared=$2 build=$3
 src="$shared/anchor-data/models/stories260K.gguf"
@@ -26,4 +27,11 @@ theirs=$("$mllm" run --raw -m "$ref" -p "Once upon a time" -n 24 --temp 0 2>/dev
 if "$mllm" quantize "$src" "$tmp/x.gguf" --type q9_9 2>"$tmp/err"; then echo "FAIL: bad type accepted"; exit 1; fi
 grep -q "unknown type 'q9_9'" "$tmp/err" || { echo "FAIL: no message for a bad type"; cat "$tmp/err"; exit 1; }
 if "$mllm" quantize "$src" 2>/dev/null; then echo "FAIL: missing OUT accepted"; exit 1; fi
+# A quantized source is refused (errors would compound) unless asked for.
+if "$mllm" quantize "$tmp/q8.gguf" "$tmp/re.gguf" --type q4_0 2>"$tmp/err"; then echo "FAIL: requantize accepted"; exit 1; fi
+grep -q "already quantized" "$tmp/err" && grep -q -- "--allow-requantize" "$tmp/err" ||
+    { echo "FAIL: no message for a requantize"; cat "$tmp/err"; exit 1; }
+[ ! -e "$tmp/re.gguf" ] || { echo "FAIL: an output was written"; exit 1; }
+"$mllm" quantize "$tmp/q8.gguf" "$tmp/re.gguf" --type q4_0 --allow-requantize 2>/dev/null ||
+    { echo "FAIL: --allow-requantize refused"; exit 1; }
 echo "quantize_cli: OK ($ours)"

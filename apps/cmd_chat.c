@@ -2,6 +2,7 @@
    Every turn re-renders the whole conversation, and mllm_chat syncs the
    session to it, so only the tokens after the cached prefix are computed. */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,9 @@
 #include <unistd.h>
 #include "cli.h"
 #include "runtime/think_filter.h"
+#ifdef MLLM_HAVE_LIBEDIT
+#include <editline/readline.h>
+#endif
 
 static void chat_usage(FILE *f) {
     fprintf(f,
@@ -19,17 +23,22 @@ static void chat_usage(FILE *f) {
             "      --chat-template X   a built-in template name or a .jinja file instead of the model's\n"
             "      --think on|off      Qwen3 thinking (enable_thinking); default: the template's default\n"
             "      --show-think        print the reply's <think>...</think> part (hidden by default)\n"
-            "  -n, --n-predict N       most tokens per reply (default 512)\n"
+            "  -n, --n-predict N       most tokens per reply (default 512; -1: until the reply ends)\n"
             "  -c, --ctx-size N        context length (default: min(model, 4096))\n"
+            "      --context-shift     a reply that fills the context goes on: the oldest half of\n"
+            "                          the context after the system prompt is dropped\n"
             "  -t, --threads N         compute threads\n"
             "      --temp/--top-k/--top-p/--min-p/--repeat-penalty/--seed  as in mllm run\n"
+            "                          (--seed -1, the default, draws one and prints it)\n"
             "      --verbose           after each reply, print prompt tokens reused vs computed\n"
             "\n"
-            "In the chat: a line ending in \\ continues on the next line; /reset clears the\n"
+            "In the chat: arrow keys edit the line and walk the history (libedit, on a\n"
+            "terminal); a line ending in \\ continues on the next line; /reset clears the\n"
             "history (keeps the system prompt), /save FILE and /load FILE store and restore it\n"
-            "as JSON, /stats shows token counts, /help lists these. Ctrl-C stops the current\n"
-            "reply; Ctrl-D quits. With stdin not a terminal, each line (or \\-joined lines) is\n"
-            "one user turn.\n"
+            "as JSON, /stats shows token counts, /help lists these, /bye or /exit quits.\n"
+            "Ctrl-C stops the current reply; Ctrl-D quits. With stdin not a terminal, each line\n"
+            "(or \\-joined lines) is one user turn. After each reply its token count and speed\n"
+            "go to stderr.\n"
             "\n"
             "When the conversation no longer fits the context, the oldest turns are dropped\n"
             "(the system prompt is kept) and a note goes to stderr.\n");
@@ -89,6 +98,8 @@ typedef struct {
     const char *system;
     int think; /* -1 unset, 0 off, 1 on */
     mllm_sampling smp;
+    long max_tokens; /* -1: until the reply ends */
+    bool context_shift;
     long turns, reused_total, computed_total, generated_total;
     int verbose, show_think;
 } chat_state;
@@ -117,25 +128,51 @@ static char *conversation_json(chat_state *c) {
 /* Tokens the rendered conversation needs, or -1 on a render error. */
 static long rendered_tokens(chat_state *c) {
     char *conv = conversation_json(c);
-    size_t need = 0;
-    mllm_status st = mllm_chat_render(c->m, conv, NULL, 0, &need);
-    long n = -1;
-    if (st == MLLM_ERR_BUFFER_TOO_SMALL) {
-        char *text = malloc(need);
-        size_t nt = 0;
-        if (text && mllm_chat_render(c->m, conv, text, need, NULL) == MLLM_OK) {
-            st = mllm_tokenize(c->m, text, strlen(text), 0, NULL, 0, &nt);
-            if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) n = (long)nt;
-        }
-        free(text);
+    size_t n = 0;
+    mllm_status st = conv ? mllm_chat_tokenize(c->m, conv, NULL, 0, &n) : MLLM_ERR_NOMEM;
+    free(conv);
+    return st == MLLM_ERR_BUFFER_TOO_SMALL ? (long)n : -1;
+}
+
+/* The conversation's ids (malloc'd) or NULL with *st. */
+static int32_t *conversation_ids(chat_state *c, cJSON *messages, bool gen_prompt, size_t *n, mllm_status *st) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(o, "messages", messages);
+    cJSON_AddBoolToObject(o, "add_generation_prompt", gen_prompt);
+    if (c->think >= 0) cJSON_AddBoolToObject(o, "enable_thinking", c->think);
+    char *conv = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    int32_t *ids = NULL;
+    *st = conv ? mllm_chat_tokenize(c->m, conv, NULL, 0, n) : MLLM_ERR_NOMEM;
+    if (*st == MLLM_ERR_BUFFER_TOO_SMALL) {
+        ids = malloc(*n * sizeof *ids);
+        *st = ids ? mllm_chat_tokenize(c->m, conv, ids, *n, n) : MLLM_ERR_NOMEM;
+        if (*st != MLLM_OK) { free(ids); ids = NULL; }
     }
     free(conv);
-    return n;
+    return ids;
+}
+
+/* Tokens a context shift must keep: the rendered system turn, when it is a
+   prefix of the conversation's tokens. */
+static int system_tokens(chat_state *c, const int32_t *ids, size_t n) {
+    if (!c->system || cJSON_GetArraySize(c->messages) < 1) return 0;
+    cJSON *only = cJSON_CreateArray();
+    cJSON_AddItemReferenceToArray(only, cJSON_GetArrayItem(c->messages, 0));
+    size_t sn = 0;
+    mllm_status st;
+    int32_t *s = conversation_ids(c, only, false, &sn, &st);
+    cJSON_Delete(only);
+    int keep = s && sn <= n && !memcmp(s, ids, sn * sizeof *ids) ? (int)sn : 0;
+    free(s);
+    return keep;
 }
 
 /* Drops the oldest non-system messages until the prompt plus a reply fit. */
 static void fit_context(chat_state *c) {
-    long limit = mllm_session_n_ctx(c->s) - c->smp.max_tokens;
+    long room = c->max_tokens < 0 || c->max_tokens > mllm_session_n_ctx(c->s) / 2 ? mllm_session_n_ctx(c->s) / 4
+                                                                                  : c->max_tokens;
+    long limit = mllm_session_n_ctx(c->s) - room;
     for (;;) {
         long n = rendered_tokens(c);
         if (n < 0 || n <= limit) return;
@@ -158,17 +195,22 @@ static int user_turn(chat_state *c, const char *text) {
     cJSON_AddStringToObject(msg, "content", text);
     cJSON_AddItemToArray(c->messages, msg);
     fit_context(c);
-    char *conv = conversation_json(c);
     reply r = {.think = {.show = c->show_think}};
-    size_t reused = 0;
-    int before = mllm_session_n_past(c->s);
-    (void)before;
+    size_t reused = 0, n = 0;
     mllm_timings t0 = {.struct_size = sizeof t0}, t1 = {.struct_size = sizeof t1};
     mllm_session_timings(c->s, &t0);
-    g_generating = 1;
-    mllm_status st = mllm_chat(c->s, conv, &c->smp, on_piece, &r, &reused);
-    g_generating = 0;
-    free(conv);
+    mllm_status st;
+    int32_t *ids = conversation_ids(c, c->messages, true, &n, &st);
+    cli_gen_result gr = {0};
+    if (ids) {
+        g_generating = 1;
+        st = mllm_session_sync(c->s, ids, n, &reused);
+        cli_gen_opts go = {.max_tokens = c->max_tokens, .context_shift = c->context_shift,
+                           .n_keep = system_tokens(c, ids, n)};
+        if (st == MLLM_OK) st = cli_generate(c->s, &c->smp, &go, on_piece, &r, &gr);
+        g_generating = 0;
+        free(ids);
+    }
     flush_visible(&r, 1);
     printf("\n");
     mllm_session_timings(c->s, &t1);
@@ -178,6 +220,8 @@ static int user_turn(chat_state *c, const char *text) {
         free(r.buf);
         return 1;
     }
+    if (gr.context_full) fprintf(stderr, "[context full: reply cut; -c for a larger context, --context-shift to go on]\n");
+    if (gr.n_shifts) fprintf(stderr, "[context shifted %d times during this reply]\n", gr.n_shifts);
     if (st == MLLM_ERR_CANCELLED) fprintf(stderr, "[stopped]\n");
     /* The reply as generated, thinking included: templates that show past
        reasoning differently (Qwen3 drops it) decide that themselves. */
@@ -191,9 +235,12 @@ static int user_turn(chat_state *c, const char *text) {
     c->reused_total += (long)reused;
     c->computed_total += computed;
     c->generated_total += gen;
+    double tps = t1.gen_ms - t0.gen_ms > 0 ? gen * 1e3 / (t1.gen_ms - t0.gen_ms) : 0.0;
     if (c->verbose)
         fprintf(stderr, "[turn %ld: prompt tokens reused %zu, computed %ld; generated %ld; %.1f tokens/s]\n", c->turns,
-                reused, computed, gen, t1.gen_ms - t0.gen_ms > 0 ? gen * 1e3 / (t1.gen_ms - t0.gen_ms) : 0.0);
+                reused, computed, gen, tps);
+    else
+        fprintf(stderr, "[%ld tokens, %.1f tokens/s]\n", gen, tps);
     return 0;
 }
 
@@ -236,8 +283,35 @@ static int load(chat_state *c, const char *path) {
 
 static void help(void) {
     printf("/reset  clear the history (keeps the system prompt)\n/save FILE  write the history as JSON\n"
-           "/load FILE  read a history\n/stats  token counts\n/help  this list\n"
+           "/load FILE  read a history\n/stats  token counts\n/bye, /exit  quit\n/help  this list\n"
            "A line ending in \\ continues. Ctrl-C stops a reply, Ctrl-D quits.\n");
+}
+
+/* One physical line without its newline (malloc'd), NULL at EOF. On a
+   terminal with libedit: line editing and history. */
+static char *read_line(int tty, const char *prompt) {
+#ifdef MLLM_HAVE_LIBEDIT
+    if (tty) {
+        char *l = readline(prompt);
+        if (l && *l) add_history(l);
+        return l;
+    }
+#endif
+    if (tty) { fputs(prompt, stdout); fflush(stdout); }
+    size_t cap = 256, len = 0;
+    char *buf = malloc(cap);
+    int ch;
+    while (buf && (ch = getchar()) != EOF && ch != '\n') {
+        if (len + 2 > cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) { free(buf); return NULL; }
+            buf = nb;
+        }
+        buf[len++] = (char)ch;
+    }
+    if (!buf || (ch == EOF && len == 0)) { free(buf); return NULL; }
+    buf[len] = 0;
+    return buf;
 }
 
 /* One input (lines joined while they end in a backslash); NULL at EOF. */
@@ -246,26 +320,26 @@ static char *read_input(int tty) {
     char *buf = malloc(cap);
     if (!buf) return NULL;
     buf[0] = 0;
-    if (tty) { fputs("> ", stdout); fflush(stdout); }
-    for (;;) {
-        char line[4096];
-        if (!fgets(line, sizeof line, stdin)) {
+    for (int first = 1;; first = 0) {
+        char *line = read_line(tty, first ? "> " : ". ");
+        if (!line) {
             if (len == 0) { free(buf); return NULL; }
             break;
         }
         size_t n = strlen(line);
         int cont = 0;
-        if (n && line[n - 1] == '\n') line[--n] = 0;
+        if (n && line[n - 1] == '\r') line[--n] = 0;
         if (n && line[n - 1] == '\\') { line[--n] = 0; cont = 1; }
         if (len + n + 2 > cap) {
             cap = (len + n + 2) * 2;
             char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); return NULL; }
+            if (!nb) { free(buf); free(line); return NULL; }
             buf = nb;
         }
         memcpy(buf + len, line, n);
+        free(line);
         len += n;
-        if (cont) { buf[len++] = '\n'; if (tty) { fputs(". ", stdout); fflush(stdout); } }
+        if (cont) buf[len++] = '\n';
         buf[len] = 0;
         if (!cont) break;
     }
@@ -275,7 +349,7 @@ static char *read_input(int tty) {
 int cmd_chat(int argc, char **argv) {
     const char *model = NULL, *tok = NULL, *tmpl = NULL;
     chat_state c = {.think = -1};
-    long n_predict = 512, threads = 0, ctx = 0, top_k = 40, seed = 0;
+    long n_predict = 512, threads = 0, ctx = 0, top_k = 40, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -293,7 +367,12 @@ int cmd_chat(int argc, char **argv) {
         }
         else if (!strcmp(a, "--show-think")) c.show_think = 1;
         else if (!strcmp(a, "--verbose")) c.verbose = 1;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, 1, 1 << 20, &n_predict)) return 2; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            VAL();
+            if (!cli_int(a, v, -1, 1 << 20, &n_predict)) return 2;
+            if (!n_predict) { fprintf(stderr, "mllm chat: -n 0 would give empty replies\n"); return 2; }
+        }
+        else if (!strcmp(a, "--context-shift")) c.context_shift = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 16, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
@@ -301,7 +380,7 @@ int cmd_chat(int argc, char **argv) {
         else if (!strcmp(a, "--top-p")) { VAL(); if (!cli_float(a, v, 1e-6, 1, &top_p)) return 2; }
         else if (!strcmp(a, "--min-p")) { VAL(); if (!cli_float(a, v, 0, 1, &min_p)) return 2; }
         else if (!strcmp(a, "--repeat-penalty")) { VAL(); if (!cli_float(a, v, 1e-3, 100, &rpen)) return 2; }
-        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, 0, 0x7fffffffL, &seed)) return 2; }
+        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, -1, LONG_MAX, &seed)) return 2; }
         else { fprintf(stderr, "mllm chat: unknown option '%s' (try mllm chat --help)\n", a); return 2; }
 #undef VAL
     }
@@ -323,8 +402,8 @@ int cmd_chat(int argc, char **argv) {
     c.smp.top_p = (float)top_p;
     c.smp.min_p = (float)min_p;
     c.smp.repeat_penalty = (float)rpen;
-    c.smp.max_tokens = (int)n_predict;
-    c.smp.seed = (uint64_t)seed;
+    c.max_tokens = n_predict;
+    c.smp.seed = seed < 0 ? cli_random_seed() : (uint64_t)seed;
     reset_history(&c);
     g_session = c.s;
     struct sigaction sa;
@@ -332,10 +411,21 @@ int cmd_chat(int argc, char **argv) {
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
     int tty = isatty(0);
-    if (tty) printf("mllm chat: /help for commands, Ctrl-D to quit\n");
+    /* One line: what is loaded and how. */
+    char info[4096];
+    const char *arch = "?";
+    cJSON *ij = mllm_model_info_json(c.m, info, sizeof info, NULL) == MLLM_OK ? cJSON_Parse(info) : NULL;
+    cJSON *ja = ij ? cJSON_GetObjectItem(ij, "arch") : NULL;
+    if (cJSON_IsString(ja)) arch = ja->valuestring;
+    const char *slash = strrchr(model, '/');
+    fprintf(tty ? stdout : stderr, "mllm chat: %s (%s) | context %d tokens | template: %s | seed %llu | /help, /bye\n",
+            slash && slash[1] ? slash + 1 : model, arch, mllm_session_n_ctx(c.s), tmpl ? tmpl : "the model's own",
+            (unsigned long long)c.smp.seed);
+    cJSON_Delete(ij);
     char *in;
     while ((in = read_input(tty)) != NULL) {
-        if (!strcmp(in, "/reset")) { reset_history(&c); printf("history cleared\n"); }
+        if (!strcmp(in, "/bye") || !strcmp(in, "/exit")) { free(in); break; }
+        else if (!strcmp(in, "/reset")) { reset_history(&c); printf("history cleared\n"); }
         else if (!strcmp(in, "/stats")) stats(&c);
         else if (!strcmp(in, "/help")) help();
         else if (!strncmp(in, "/save ", 6)) save(&c, in + 6);

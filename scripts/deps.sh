@@ -2,7 +2,7 @@
 # deps.sh: installs the Debian 12 packages mllm-c builds and tests with
 # (only those missing; needs root or sudo).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev python3 python3-pip unzip faketime tzdata)
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev python3 python3-pip unzip faketime tzdata)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -29,3 +29,20 @@ assert h[-1]["role"] == "assistant"
 assert len(h) < 1 + 2 * 7, len(h)  # old turns were dropped
 print("history after dropping: %d messages, system prompt kept" % len(h))
 PY
+# /bye (and /exit) quit at once: nothing after it is read; the one-line
+# banner names the model, context and template; each reply reports its
+# token count and speed on stderr.
+printf 'Hello\n/bye\nThis line is never read\n' |
+    "$mllm" chat -m "$tmp/m.gguf" --temp 0 -n 4 -c 96 -t 2 > "$tmp/out2" 2> "$tmp/err2"
+grep -q "^mllm chat: m.gguf (qwen3) | context 96 tokens | template: the model's own | seed [0-9]* | /help, /bye$" "$tmp/err2" ||
+    { echo "FAIL: banner"; cat "$tmp/err2"; exit 1; }
+[ "$(grep -c '^\[[0-9]* tokens, [0-9.]* tokens/s\]$' "$tmp/err2")" -eq 1 ] || { echo "FAIL: one reply expected"; cat "$tmp/err2"; exit 1; }
+printf 'Hello\n/exit\nnever\n' | "$mllm" chat -m "$tmp/m.gguf" --temp 0 -n 4 -c 96 -t 2 2>&1 >/dev/null |
+    grep -c 'tokens/s' | grep -qx 1 || { echo "FAIL: /exit"; exit 1; }
+# A reply that fills the context: cut with a note, or shifted and finished.
+printf 'Hello\n' | "$mllm" chat -m "$tmp/m.gguf" --temp 0 -n -1 -c 32 -t 2 --seed 1 > /dev/null 2> "$tmp/err3"
+grep -q "context full: reply cut" "$tmp/err3" || { echo "FAIL: no context-full note"; cat "$tmp/err3"; exit 1; }
+printf 'Hello\n' | "$mllm" chat -m "$tmp/m.gguf" --temp 0 -n 60 -c 32 -t 2 --context-shift > /dev/null 2> "$tmp/err4"
+grep -q "^\[60 tokens, " "$tmp/err4" && grep -q "context shifted" "$tmp/err4" ||
+    { echo "FAIL: --context-shift"; cat "$tmp/err4"; exit 1; }
+echo "chat: /bye, /exit, banner, tokens/s, context full and --context-shift"

@@ -176,11 +176,31 @@ static const srv_route *route_find(const char *url) {
     return NULL;
 }
 
+/* libmicrohttpd 0.9.75 measures header values with strlen, so a NUL byte
+   hides the rest of its line: "Bearer KEY\0junk" reads as "Bearer KEY".
+   It parses the head in place, turning each line end (CR LF, or LF) into
+   NULs; so the NUL ending a value is followed by another NUL (the LF of a
+   CR LF, or the blank line that ends the head) or by the next header's
+   name. Any other byte there is the hidden rest of a line. */
+typedef struct {
+    srv_head *h;
+    const char *prev_end; /* the NUL after the previous header's value */
+} head_walk;
+
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
                                   const char *value, size_t value_size) {
     (void)kind;
-    srv_head_add(cls, key, key_size, value, value_size);
+    head_walk *w = cls;
+    if (w->prev_end && w->prev_end[1] && w->prev_end + 1 != key) w->h->nul = true;
+    w->prev_end = value ? value + value_size : NULL;
+    srv_head_add(w->h, key, key_size, value, value_size);
     return MHD_YES;
+}
+
+static void read_head(struct MHD_Connection *conn, srv_head *h) {
+    head_walk w = {h, NULL};
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, add_header, &w);
+    if (w.prev_end && w.prev_end[1]) h->nul = true;
 }
 
 /* Checks what can be checked before the body arrives; true if it answered. */
@@ -190,7 +210,7 @@ static bool reject_early(mllm_server *S, srv_req *r, const char *version, const 
     bool is_options = !strcmp(r->method, MHD_HTTP_METHOD_OPTIONS);
     srv_head h = {0};
     srv_err e = {0};
-    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, add_header, &h);
+    read_head(r->conn, &h);
     if (srv_head_check_framing(&S->policy, &h, version, &e)) { *ret = srv_reply_err(S, r, &e); return true; }
     if (h.n_origin) r->origin = h.origin; /* allowed, or framing would have refused it */
     if (!rt) {

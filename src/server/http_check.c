@@ -40,6 +40,7 @@ static bool parse_digits(srv_str v, unsigned long long *out) {
 
 void srv_head_add(srv_head *h, const char *name, size_t name_len, const char *value, size_t value_len) {
     srv_str v = trim(value ? value : "", value ? value_len : 0);
+    if (value && memchr(value, 0, value_len)) h->nul = true;
     if (ieq(name, name_len, "host")) h->n_host++;
     else if (ieq(name, name_len, "content-length")) {
         unsigned long long x = 0;
@@ -114,6 +115,9 @@ bool srv_key_ok(const srv_policy *p, srv_str auth) {
 }
 
 int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *version, srv_err *e) {
+    /* A NUL would let "Bearer KEY\0junk" pass as its prefix, or a proxy
+       and this server read one header two ways. */
+    if (h->nul) return srv_fail(e, 400, "invalid_header", NULL, "a header value contains a NUL byte");
     if (version && !strcmp(version, "HTTP/1.1") && h->n_host != 1)
         return h->n_host ? srv_fail(e, 400, "invalid_host", NULL, "the request has %u Host headers; one is allowed", h->n_host)
                          : srv_fail(e, 400, "invalid_host", NULL, "an HTTP/1.1 request must have a Host header");

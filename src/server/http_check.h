@@ -20,6 +20,7 @@ typedef struct {
 typedef struct {
     unsigned n_host, n_content_length, n_transfer_encoding, n_content_type, n_origin, n_authorization;
     bool content_length_bad;          /* a value not all digits, or two that differ */
+    bool nul;                         /* a value holds a NUL byte (RFC 9110 forbids it) */
     unsigned long long content_length; /* the first value (saturated) */
     srv_str content_type, origin, authorization;
     srv_str acr_method;               /* Access-Control-Request-Method (preflight) */
@@ -55,7 +56,7 @@ bool srv_key_ok(const srv_policy *p, srv_str authorization);
 bool srv_origins_valid(const char *origins);
 
 /* The head is well framed and its origin allowed: 0, or -1 with e filled
-   (400 Host / Content-Length, 403 Origin). version: "HTTP/1.1", ... */
+   (400 NUL in a value / Host / Content-Length, 403 Origin). version: "HTTP/1.1", ... */
 int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *version, srv_err *e);
 /* The caller may use the route: 0, or -1 with e filled (401 key, 413 too
    large, 415 media type), in that order. */

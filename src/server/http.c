@@ -179,9 +179,11 @@ static const srv_route *route_find(const char *url) {
 /* libmicrohttpd 0.9.75 measures header values with strlen, so a NUL byte
    hides the rest of its line: "Bearer KEY\0junk" reads as "Bearer KEY".
    It parses the head in place, turning each line end (CR LF, or LF) into
-   NULs; so the NUL ending a value is followed by another NUL (the LF of a
-   CR LF, or the blank line that ends the head) or by the next header's
-   name. Any other byte there is the hidden rest of a line. */
+   NULs, so the next header's name starts right after the NUL that ends a
+   value (LF) or one byte later (CR LF). Anything else in between is the
+   hidden rest of a line, or a folded continuation line (obs-fold, which
+   libmicrohttpd mangles and RFC 9112 lets a server refuse). After the last
+   header only NULs (its line end, the blank line) may follow at once. */
 typedef struct {
     srv_head *h;
     const char *prev_end; /* the NUL after the previous header's value */
@@ -191,7 +193,8 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
                                   const char *value, size_t value_size) {
     (void)kind;
     head_walk *w = cls;
-    if (w->prev_end && w->prev_end[1] && w->prev_end + 1 != key) w->h->nul = true;
+    const char *end = w->prev_end;
+    if (end && key != end + 1 && !(key == end + 2 && end[1] == 0)) w->h->nul = true;
     w->prev_end = value ? value + value_size : NULL;
     srv_head_add(w->h, key, key_size, value, value_size);
     return MHD_YES;

@@ -117,7 +117,8 @@ bool srv_key_ok(const srv_policy *p, srv_str auth) {
 int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *version, srv_err *e) {
     /* A NUL would let "Bearer KEY\0junk" pass as its prefix, or a proxy
        and this server read one header two ways. */
-    if (h->nul) return srv_fail(e, 400, "invalid_header", NULL, "a header value contains a NUL byte");
+    if (h->nul)
+        return srv_fail(e, 400, "invalid_header", NULL, "a header line holds a NUL byte or is folded onto the next");
     /* HTTP/1.1 and later 1.x need a Host; 1.0 did not have it. */
     if (version && !strncmp(version, "HTTP/1.", 7) && strcmp(version, "HTTP/1.0") && h->n_host != 1)
         return h->n_host ? srv_fail(e, 400, "invalid_host", NULL, "the request has %u Host headers; one is allowed", h->n_host)

@@ -20,7 +20,8 @@ typedef struct {
 typedef struct {
     unsigned n_host, n_content_length, n_transfer_encoding, n_content_type, n_origin, n_authorization;
     bool content_length_bad;          /* a value not all digits, or two that differ */
-    bool nul;                         /* a value holds a NUL byte (RFC 9110 forbids it) */
+    bool nul;                         /* a value holds a NUL byte (RFC 9110 forbids it); http.c also
+                                         sets it for folded lines */
     unsigned long long content_length; /* the first value (saturated) */
     srv_str content_type, origin, authorization;
     srv_str acr_method;               /* Access-Control-Request-Method (preflight) */

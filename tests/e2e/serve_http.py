@@ -168,6 +168,11 @@ def main(argv):
         raw("the key + NUL + junk, the last header", post([H, J, b"Content-Length: %d" % len(BODY), auth + b"\0junk"]),
             400, "invalid_header")
         raw("NUL in another header", post([H, J, auth, b"X-Note: a\0b"]), 400, "invalid_header")
+        raw("the key + NUL + NUL + junk", post([H, J, auth + b"\0\0junk", b"Content-Length: %d" % len(BODY)]),
+            400, "invalid_header")
+        raw("the key + NUL, then more headers", post([H, auth + b"\0", J]), 400, "invalid_header")
+        raw("a folded header line (obs-fold)", post([H, J, auth, b"X-Long: a", b" b"]), 400, "invalid_header")
+        raw("trailing blanks and empty values", post([b"Host: x  ", J + b"\t", auth, b"X-E:", b"X-F: "]), 200)
         raw("bare LF line ends, the key", post([H, J, auth]).replace(b"\r\n", b"\n"), 200)
         raw("the key + junk", post([H, J, auth + b"x"]), 401, "invalid_api_key")
         raw("a prefix of the key", post([H, J, auth[:-1]]), 401, "invalid_api_key")

@@ -29,7 +29,14 @@ static void serve_usage(FILE *f) {
             "      --max-tokens N      largest max_tokens a request may ask (default %d)\n"
             "      --default-max-tokens N  when a request gives none (default %d)\n"
             "      --timeout S         idle connection / slow request deadline (default %d)\n"
-            "      --max-connections N open connections (default %d)\n"
+            "      --max-connections N open connections (default %d); when full, a new client\n"
+            "                          replaces the slowest one still sending its request\n"
+            "      --max-connections-per-ip N  the same, per client address (default %d)\n"
+            "      --header-timeout S  a request's headers must arrive within S seconds of\n"
+            "                          connecting or of the previous response (default %d)\n"
+            "      --allowed-origins LIST  browser origins allowed cross-origin (CORS): '*' or\n"
+            "                          'https://a.example,http://localhost:3000'; default none:\n"
+            "                          a request with any other Origin header gets 403\n"
             "      --shutdown-grace S  on SIGINT/SIGTERM, running requests may finish for\n"
             "                          S seconds (default 10; a second signal: at once)\n"
             "      --chat-template T   a built-in template name or a .jinja file\n"
@@ -37,7 +44,8 @@ static void serve_usage(FILE *f) {
             "  -h, --help              this help\n",
             SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
-            SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS);
+            SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS, SRV_DEFAULT_MAX_CONNECTIONS_PER_IP,
+            SRV_DEFAULT_HEADER_TIMEOUT_S);
 }
 
 /* "dir/SmolLM2.Q4_1.gguf" -> "SmolLM2.Q4_1" (in buf). */
@@ -99,6 +107,9 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--default-max-tokens")) INT(1, 1 << 20, c.default_max_tokens);
         else if (!strcmp(a, "--timeout")) INT(1, 3600, c.timeout_s);
         else if (!strcmp(a, "--max-connections")) INT(1, 100000, c.max_connections);
+        else if (!strcmp(a, "--max-connections-per-ip")) INT(1, 100000, c.max_connections_per_ip);
+        else if (!strcmp(a, "--header-timeout")) INT(1, 3600, c.header_timeout_s);
+        else if (!strcmp(a, "--allowed-origins")) { VAL(); c.allowed_origins = s; }
         else if (!strcmp(a, "--shutdown-grace")) INT(0, 3600, grace);
         else if (!strcmp(a, "--chat-template")) { VAL(); tmpl = s; }
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = s; }

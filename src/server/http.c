@@ -1,5 +1,6 @@
-/* The HTTP layer: libmicrohttpd daemon (one thread per connection), request
-   bodies with size and time limits, API-key check, routing, replies. */
+/* The HTTP layer: libmicrohttpd daemon (one thread per connection), the
+   request-head checks (http_check.c) and CORS, request bodies with size and
+   time limits, routing, replies. Slow clients are the guard's (guard.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -25,18 +26,36 @@ int srv_fail(srv_err *e, unsigned status, const char *code, const char *param, c
     return -1;
 }
 
+static const char *allow_methods(const char *url) {
+    return !strncmp(url, "/v1/models", 10) || !strcmp(url, "/health") || !strcmp(url, "/metrics") ? "GET, HEAD, OPTIONS"
+                                                                                              : "POST, OPTIONS";
+}
+
+void srv_add_cors(const srv_req *r, struct MHD_Response *resp) {
+    /* Caches must not hand one origin's answer to another. */
+    MHD_add_response_header(resp, "Vary", "Origin");
+    if (!r->origin.p) return;
+    char o[512];
+    if (r->origin.n >= sizeof o) return; /* srv_origin_allowed never allows one this long unless "*" */
+    memcpy(o, r->origin.p, r->origin.n);
+    o[r->origin.n] = 0;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", o);
+}
+
 enum MHD_Result srv_reply(mllm_server *S, srv_req *r, unsigned status, const char *content_type,
                           const char *body, size_t len) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (content_type) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (status == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, !strncmp(r->url, "/v1/models", 10) ||
-                                                                     !strcmp(r->url, "/health") ||
-                                                                     !strcmp(r->url, "/metrics")
-                                                                 ? "GET, HEAD"
-                                                                 : "POST");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow_methods(r->url));
+    if (status == MHD_HTTP_NO_CONTENT && r->origin.p) { /* an allowed CORS preflight */
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", allow_methods(r->url));
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    }
+    srv_add_cors(r, resp);
     enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     if (ret == MHD_YES) {
@@ -163,23 +182,61 @@ static const srv_route *route_find(const char *url) {
     return NULL;
 }
 
-/* Compares the whole key whatever the input, so timing says nothing. */
-static bool key_ok(const char *want, const char *header) {
-    static const char bearer[] = "Bearer ";
-    if (!header || strncmp(header, bearer, sizeof bearer - 1)) return false;
-    const char *got = header + sizeof bearer - 1;
-    size_t nw = strlen(want), ng = strlen(got);
-    unsigned diff = (unsigned)(nw != ng);
-    for (size_t i = 0; i < nw; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < ng ? got[i] : 0);
-    return diff == 0;
+/* libmicrohttpd 0.9.75 measures header values with strlen, so a NUL byte
+   hides the rest of its line: "Bearer KEY\0junk" reads as "Bearer KEY".
+   It parses the head in place, turning each line end (CR LF, or LF) into
+   NULs, so the next header's name starts right after the NUL that ends a
+   value (LF) or one byte later (CR LF). Anything else in between is the
+   hidden rest of a line, or a folded continuation line (obs-fold, which
+   libmicrohttpd mangles and RFC 9112 lets a server refuse). After the last
+   header only NULs (its line end, the blank line) may follow at once. */
+typedef struct {
+    srv_head *h;
+    const char *prev_end; /* the NUL after the previous header's value */
+} head_walk;
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                  const char *value, size_t value_size) {
+    (void)kind;
+    head_walk *w = cls;
+    const char *end = w->prev_end;
+    if (end && key != end + 1 && !(key == end + 2 && end[1] == 0)) w->h->nul = true;
+    w->prev_end = value ? value + value_size : NULL;
+    srv_head_add(w->h, key, key_size, value, value_size);
+    return MHD_YES;
+}
+
+static void read_head(struct MHD_Connection *conn, srv_head *h) {
+    head_walk w = {h, NULL};
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, add_header, &w);
+    if (w.prev_end && w.prev_end[1]) h->nul = true;
 }
 
 /* Checks what can be checked before the body arrives; true if it answered. */
-static bool reject_early(mllm_server *S, srv_req *r, const srv_route *rt, enum MHD_Result *ret) {
+static bool reject_early(mllm_server *S, srv_req *r, const char *version, const srv_route *rt, enum MHD_Result *ret) {
     bool is_get = !strcmp(r->method, MHD_HTTP_METHOD_GET) || !strcmp(r->method, MHD_HTTP_METHOD_HEAD);
     bool is_post = !strcmp(r->method, MHD_HTTP_METHOD_POST);
+    bool is_options = !strcmp(r->method, MHD_HTTP_METHOD_OPTIONS);
+    srv_head h = {0};
+    srv_err e = {0};
+    read_head(r->conn, &h);
+    if (srv_head_check_framing(&S->policy, &h, version, &e)) { *ret = srv_reply_err(S, r, &e); return true; }
+    if (h.n_origin) r->origin = h.origin; /* allowed, or framing would have refused it */
     if (!rt) {
         *ret = srv_reply_error(S, r, 404, "not_found", "no such endpoint: %s %.100s", r->method, r->url);
+        return true;
+    }
+    if (is_options) {
+        /* A CORS preflight (or a plain OPTIONS): never needs the key, as
+           browsers send preflights without credentials. */
+        bool want_post = h.acr_method.n == 4 && !memcmp(h.acr_method.p, "POST", 4);
+        bool want_get = (h.acr_method.n == 3 && !memcmp(h.acr_method.p, "GET", 3)) ||
+                        (h.acr_method.n == 4 && !memcmp(h.acr_method.p, "HEAD", 4));
+        if (h.acr_method.p && (rt->post ? !want_post : !want_get)) {
+            *ret = srv_reply_error(S, r, 405, "method_not_allowed", "%.100s: use %s", r->url, rt->post ? "POST" : "GET");
+            return true;
+        }
+        *ret = srv_reply(S, r, MHD_HTTP_NO_CONTENT, NULL, "", 0);
         return true;
     }
     if (rt->post ? !is_post : !is_get) {
@@ -187,23 +244,8 @@ static bool reject_early(mllm_server *S, srv_req *r, const srv_route *rt, enum M
                                rt->post ? "POST" : "GET");
         return true;
     }
-    if (S->api_key && !rt->open &&
-        !key_ok(S->api_key, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
-        *ret = srv_reply_error(S, r, 401, "invalid_api_key",
-                               "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
-        return true;
-    }
-    const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || end == cl || n > S->cfg.max_body) {
-            *ret = srv_reply_error(S, r, 413, "request_too_large", "the request body is larger than %zu bytes",
-                                   S->cfg.max_body);
-            return true;
-        }
-    }
+    srv_req_kind k = {.post = rt->post, .need_key = !rt->open};
+    if (srv_head_check_access(&S->policy, &h, &k, &e)) { *ret = srv_reply_err(S, r, &e); return true; }
     if (atomic_load(&S->draining) && !rt->open) {
         *ret = srv_reply_error(S, r, 503, "shutting_down", "the server is shutting down");
         return true;
@@ -244,7 +286,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->t0 = srv_now_ms();
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         r->fd = ci ? ci->connect_fd : -1;
-        reject_early(S, r, route_find(url), &ret);
+        r->gc = srv_guard_conn(conn);
+        srv_guard_phase(S->guard, r->gc, SRV_CONN_BODY); /* the head is complete */
+        reject_early(S, r, version, route_find(url), &ret);
         return ret;
     }
     if (r->answered) { *upload_data_size = 0; return MHD_YES; } /* the rest of a refused body */
@@ -264,6 +308,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (r->too_big)
         return srv_reply_error(S, r, 413, "request_too_large", "the request body is larger than %zu bytes",
                                S->cfg.max_body);
+    srv_guard_phase(S->guard, r->gc, SRV_CONN_BUSY); /* answering now: no deadline */
     return route_find(url)->fn(S, r);
 }
 
@@ -272,6 +317,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     srv_req *r = *con_cls;
     if (!r) return;
     srv_conn_timeout(S, conn, true); /* the next request on this connection is timed again */
+    srv_guard_phase(S->guard, r->gc, SRV_CONN_HEAD);
     if (r->responding) atomic_fetch_sub(&S->responding, 1);
     mllm_free(r->body);
     mllm_free(r);
@@ -279,9 +325,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* libmicrohttpd's own messages, prefixed. Our content reader ends a stream
-   "with error" exactly when the client has hung up: that one is routine. */
+   "with error" exactly when the client has hung up, and a connection the
+   guard closes mid-request reads as one "closed by remote side": those are
+   routine, and one line per shed connection would let slow clients flood
+   the log (mllm_connections_shed_total counts them instead). */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
-    if (strstr(fmt, "application error generating response")) return;
+    if (strstr(fmt, "application error generating response") || strstr(fmt, "closed by remote side")) return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
@@ -309,17 +358,27 @@ mllm_status srv_http_start(mllm_server *S) {
     } else {
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --host '%s' is not an IPv4 or IPv6 address", S->host);
     }
+    srv_guard_cfg gc = {.max_connections = S->cfg.max_connections,
+                        .max_per_ip = S->cfg.max_connections_per_ip,
+                        .header_ms = 1000 * S->cfg.header_timeout_s,
+                        .body_ms = 2000 * S->cfg.timeout_s}; /* 408 at timeout_s, cut off at twice that */
+    mllm_status st = srv_guard_new(&gc, &S->metrics, &S->guard);
+    if (st != MLLM_OK) return st;
     S->daemon = MHD_start_daemon(flags, (uint16_t)S->cfg.port, NULL, NULL, on_request, S,
                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, /* must come first */
                                  MHD_OPTION_SOCK_ADDR, sa,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, S,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)S->cfg.max_connections,
+                                 MHD_OPTION_NOTIFY_CONNECTION, srv_guard_notify, S->guard,
+                                 MHD_OPTION_CONNECTION_LIMIT, srv_guard_mhd_limit(&gc),
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S->cfg.timeout_s,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
                                  MHD_OPTION_END);
-    if (!S->daemon)
+    if (!S->daemon) {
+        srv_guard_free(S->guard);
+        S->guard = NULL;
         return mllm_err(MLLM_ERR_IO, "server: cannot listen on %s port %d (in use, or not allowed)", S->host,
                         S->cfg.port);
+    }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(S->daemon, MHD_DAEMON_INFO_BIND_PORT);
     S->port = di ? di->port : S->cfg.port;
     return MLLM_OK;
@@ -340,6 +399,8 @@ void srv_http_quiesce(mllm_server *S) {
 void srv_http_stop(mllm_server *S) {
     if (S->daemon) MHD_stop_daemon(S->daemon);
     S->daemon = NULL;
+    srv_guard_free(S->guard); /* after the daemon: it reports every connection closed first */
+    S->guard = NULL;
     if (S->quiesced_fd >= 0) close(S->quiesced_fd);
     S->quiesced_fd = -1;
 }

@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <cjson/cJSON.h>
+#include "server/guard.h"
+#include "server/http_check.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -14,8 +16,10 @@
 struct mllm_server {
     mllm_model *model;
     mllm_server_config cfg;  /* its strings point at the copies below */
-    char *host, *api_key, *model_id;
+    char *host, *api_key, *model_id, *allowed_origins;
+    srv_policy policy;       /* key, origins, body limit: points at the copies above */
     struct MHD_Daemon *daemon;
+    srv_guard *guard;        /* deadlines and connection caps (guard.h) */
     int quiesced_fd;         /* the listen socket after quiesce: closed after stop */
     srv_sched *sched;
     srv_metrics metrics;
@@ -36,11 +40,13 @@ typedef struct {
     bool responding;         /* counted in mllm_server.responding */
     double t0;               /* ms: when the request line arrived */
     int fd;                  /* the client socket, to notice a hang-up */
+    srv_conn *gc;            /* the connection's guard record, or NULL */
+    srv_str origin;          /* an allowed Origin, echoed in CORS headers; p NULL: none */
 } srv_req;
 
 /* An error for the client, in OpenAI's shape:
    {"error": {"message", "type", "param", "code"}}. */
-typedef struct {
+typedef struct srv_err {
     unsigned status;
     const char *code;        /* NULL or "model_not_found", ... */
     char param[64];          /* "" or the offending field */
@@ -51,6 +57,8 @@ typedef struct {
 int srv_fail(srv_err *e, unsigned status, const char *code, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Adds the CORS headers a reply to an allowed Origin carries. */
+void srv_add_cors(const srv_req *r, struct MHD_Response *resp);
 /* Replies (MHD_queue_response); the body is copied. */
 enum MHD_Result srv_reply(mllm_server *S, srv_req *r, unsigned status, const char *content_type,
                           const char *body, size_t len);

@@ -10,7 +10,8 @@ void srv_metrics_init(srv_metrics *m) {
     atomic_ulong *scalars[] = {&m->completions_stop, &m->completions_length, &m->completions_cancelled,
                                &m->completions_error, &m->rejected_full, &m->prompt_tokens,
                                &m->prompt_tokens_reused, &m->generated_tokens, &m->prompt_us,
-                               &m->gen_us, &m->last_gen_tps_milli};
+                               &m->gen_us, &m->last_gen_tps_milli, &m->shed_full,
+                               &m->shed_per_ip, &m->shed_deadline};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) atomic_init(scalars[i], 0);
 }
 
@@ -73,6 +74,12 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
         ld(&m->completions_error));
     counter(&o, "mllm_requests_rejected_total", "Requests refused with 503 because the queue was full",
             ld(&m->rejected_full));
+    put(&o, "# HELP mllm_connections_shed_total Connections closed before their request was complete, by reason\n"
+            "# TYPE mllm_connections_shed_total counter\n"
+            "mllm_connections_shed_total{reason=\"full\"} %lu\n"
+            "mllm_connections_shed_total{reason=\"per_ip\"} %lu\n"
+            "mllm_connections_shed_total{reason=\"deadline\"} %lu\n",
+        ld(&m->shed_full), ld(&m->shed_per_ip), ld(&m->shed_deadline));
     counter(&o, "mllm_prompt_tokens_total", "Prompt tokens of generation requests", ld(&m->prompt_tokens));
     counter(&o, "mllm_prompt_tokens_reused_total", "Prompt tokens taken from a slot's KV cache, not recomputed",
             ld(&m->prompt_tokens_reused));

@@ -16,6 +16,7 @@ typedef struct {
     atomic_ulong generated_tokens;
     atomic_ulong prompt_us, gen_us;  /* time spent in prefill / generation */
     atomic_ulong last_gen_tps_milli; /* tokens/s x 1000 of the last request */
+    atomic_ulong shed_full, shed_per_ip, shed_deadline; /* connections closed by the guard (guard.c) */
 } srv_metrics;
 
 void srv_metrics_init(srv_metrics *m);

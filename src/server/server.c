@@ -23,6 +23,8 @@ void mllm_server_default_config(mllm_server_config *c) {
     c->default_max_tokens = SRV_DEFAULT_MAX_TOKENS;
     c->timeout_s = SRV_DEFAULT_TIMEOUT_S;
     c->max_connections = SRV_DEFAULT_MAX_CONNECTIONS;
+    c->max_connections_per_ip = SRV_DEFAULT_MAX_CONNECTIONS_PER_IP;
+    c->header_timeout_s = SRV_DEFAULT_HEADER_TIMEOUT_S;
 }
 
 static mllm_status check_config(const mllm_server_config *c) {
@@ -35,8 +37,12 @@ static mllm_status check_config(const mllm_server_config *c) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --queue %d out of range [0, 100000]", c->max_queue);
     if (c->max_body < 64) return mllm_err(MLLM_ERR_INVALID_ARG, "server: --max-body %zu is too small", c->max_body);
     if (c->max_messages < 1 || c->max_tokens_limit < 1 || c->default_max_tokens < 1 || c->timeout_s < 1 ||
-        c->max_connections < 1)
+        c->max_connections < 1 || c->max_connections_per_ip < 1 || c->header_timeout_s < 1)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: limits must be positive");
+    if (!srv_origins_valid(c->allowed_origins))
+        return mllm_err(MLLM_ERR_INVALID_ARG,
+                        "server: --allowed-origins '%s' is not '*' or a comma-separated list of scheme://host[:port]",
+                        c->allowed_origins);
     if (c->api_key && !c->api_key[0]) return mllm_err(MLLM_ERR_INVALID_ARG, "server: the API key is empty");
     return MLLM_OK;
 }
@@ -46,6 +52,7 @@ static void server_free(mllm_server *S) {
     mllm_free(S->host);
     mllm_free(S->api_key);
     mllm_free(S->model_id);
+    mllm_free(S->allowed_origins);
     mllm_free(S);
 }
 
@@ -70,13 +77,18 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
     S->host = mllm_strndup(c->host, strlen(c->host));
     S->model_id = mllm_strndup(c->model_id, strlen(c->model_id));
     S->api_key = c->api_key ? mllm_strndup(c->api_key, strlen(c->api_key)) : NULL;
-    if (!S->host || !S->model_id || (c->api_key && !S->api_key)) {
+    bool origins = c->allowed_origins && c->allowed_origins[0];
+    S->allowed_origins = origins ? mllm_strndup(c->allowed_origins, strlen(c->allowed_origins)) : NULL;
+    if (!S->host || !S->model_id || (c->api_key && !S->api_key) || (origins && !S->allowed_origins)) {
         server_free(S);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
     S->cfg.host = S->host;
     S->cfg.model_id = S->model_id;
     S->cfg.api_key = S->api_key;
+    S->cfg.allowed_origins = S->allowed_origins;
+    S->policy = (srv_policy){.api_key = S->api_key, .api_key_len = S->api_key ? strlen(S->api_key) : 0,
+                             .origins = S->allowed_origins, .max_body = c->max_body};
     int threads = c->n_threads;
     if (threads <= 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -29,6 +29,8 @@
 #define SRV_DEFAULT_MAX_TOKENS 256        /* when a request gives none */
 #define SRV_DEFAULT_TIMEOUT_S 15          /* idle connection / slow request body */
 #define SRV_DEFAULT_MAX_CONNECTIONS 128
+#define SRV_DEFAULT_MAX_CONNECTIONS_PER_IP 64 /* half: one address cannot take them all */
+#define SRV_DEFAULT_HEADER_TIMEOUT_S 10   /* whole request head, from connect or the last response */
 #define SRV_MAX_STOP 4          /* stop sequences per request, as OpenAI */
 #define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
 #define SRV_MAX_TOKENIZE_IDS 65536 /* ids accepted by /detokenize */
@@ -47,7 +49,10 @@ typedef struct {
     int max_tokens_limit;  /* largest max_tokens; beyond: 400 */
     int default_max_tokens;
     int timeout_s;         /* idle connection and request-body deadline: 408 */
-    int max_connections;
+    int max_connections;   /* beyond: the slowest connection still sending its request is closed */
+    int max_connections_per_ip; /* the same, per client address */
+    int header_timeout_s;  /* a request head not complete in this time: closed */
+    const char *allowed_origins; /* NULL: no cross-origin requests; "*"; or "https://a.example,http://b:3000" */
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

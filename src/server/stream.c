@@ -115,6 +115,7 @@ enum MHD_Result srv_stream_start(mllm_server *S, srv_req *r, srv_oai_req *q, srv
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    srv_add_cors(r, resp);
     enum MHD_Result ret = MHD_queue_response(r->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp); /* frees st (free_stream) if it was not queued */
     if (ret == MHD_YES) {

@@ -45,6 +45,8 @@ start_server() {
 
 start_server "$WORK/a.log" --parallel 2
 B="http://127.0.0.1:$PORT"
+# curl -d says application/x-www-form-urlencoded; the server takes JSON only (415).
+JSON=(-H 'Content-Type: application/json')
 
 # ---- health, models -------------------------------------------------------
 out=$(curl -s -w ' %{http_code}' "$B/health")
@@ -59,7 +61,7 @@ PROMPT="Once upon a time there was"
 ref=$("$MLLM" run --raw -m "$WORK/tiny.gguf" -p "$PROMPT" -n 24 --temp 0 2>/dev/null)
 ref=${ref#"$PROMPT"}
 body='{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0}'
-out=$(curl -s "$B/v1/completions" -d "$body")
+out=$(curl -s "$B/v1/completions" "${JSON[@]}" -d "$body")
 text=$(jget "$out" 'j["choices"][0]["text"]')
 expect "completion text == mllm run" "$text" "$ref"
 expect "completion object" "$(jget "$out" 'j["object"], j["choices"][0]["finish_reason"]')" "('text_completion', 'length')"
@@ -71,7 +73,7 @@ fi
 
 # ---- the same, streamed ---------------------------------------------------
 sbody='{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}'
-curl -sN "$B/v1/completions" -d "$sbody" >"$WORK/stream.txt"
+curl -sN "$B/v1/completions" "${JSON[@]}" -d "$sbody" >"$WORK/stream.txt"
 expect "stream ends with [DONE]" "$(grep '^data: ' "$WORK/stream.txt" | tail -1)" "data: [DONE]"
 stext=$(python3 - "$WORK/stream.txt" <<'EOF'
 import json, sys
@@ -90,11 +92,11 @@ expect "stream text == plain text" "$stext" "$(python3 -c 'import json,sys; prin
 
 # ---- stop strings: cut before the first match, finish_reason stop ---------
 stop=${text:6:3}
-out=$(curl -s "$B/v1/completions" -d '{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0,"stop":["'"$stop"'"]}')
+out=$(curl -s "$B/v1/completions" "${JSON[@]}" -d '{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0,"stop":["'"$stop"'"]}')
 want=$(python3 -c 'import sys; t, s = sys.argv[1], sys.argv[2]; print(t[:t.index(s)])' "$text" "$stop")
 expect "stop string cuts the text" "$(jget "$out" 'j["choices"][0]["text"]')" "$want"
 expect "stop string finish_reason" "$(jget "$out" 'j["choices"][0]["finish_reason"]')" "stop"
-curl -sN "$B/v1/completions" -d '{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0,"stream":true,"stop":"'"$stop"'"}' >"$WORK/stop.txt"
+curl -sN "$B/v1/completions" "${JSON[@]}" -d '{"model":"tiny","prompt":"'"$PROMPT"'","max_tokens":24,"temperature":0,"stream":true,"stop":"'"$stop"'"}' >"$WORK/stop.txt"
 st=$(python3 -c '
 import json, sys
 print("".join(json.loads(l[6:])["choices"][0]["text"] for l in open(sys.argv[1]) if l.startswith("data: {")))' "$WORK/stop.txt")
@@ -102,19 +104,19 @@ expect "streamed stop string never leaks" "$st" "$want"
 
 # ---- seeds: same seed same text ------------------------------------------
 sb='{"model":"tiny","prompt":"The","max_tokens":16,"temperature":1.0,"seed":1234}'
-a=$(jget "$(curl -s "$B/v1/completions" -d "$sb")" 'j["choices"][0]["text"]')
-b=$(jget "$(curl -s "$B/v1/completions" -d "$sb")" 'j["choices"][0]["text"]')
+a=$(jget "$(curl -s "$B/v1/completions" "${JSON[@]}" -d "$sb")" 'j["choices"][0]["text"]')
+b=$(jget "$(curl -s "$B/v1/completions" "${JSON[@]}" -d "$sb")" 'j["choices"][0]["text"]')
 expect "same seed, same sample" "$a" "$b"
 
 # ---- tokenize / detokenize ------------------------------------------------
-ids=$(jget "$(curl -s "$B/tokenize" -d '{"content":"Hello world, héllo!"}')" '" ".join(map(str, j["tokens"]))')
+ids=$(jget "$(curl -s "$B/tokenize" "${JSON[@]}" -d '{"content":"Hello world, héllo!"}')" '" ".join(map(str, j["tokens"]))')
 cli=$("$MLLM" tokenize -m "$WORK/tiny.gguf" -p "Hello world, héllo!" 2>/dev/null | head -1)
 expect "tokenize == mllm tokenize" "$ids" "$cli"
 arr=$(echo "$ids" | tr ' ' ',')
-expect "detokenize round trip" "$(jget "$(curl -s "$B/detokenize" -d '{"tokens":['"$arr"']}')" 'j["content"]')" "Hello world, héllo!"
+expect "detokenize round trip" "$(jget "$(curl -s "$B/detokenize" "${JSON[@]}" -d '{"tokens":['"$arr"']}')" 'j["content"]')" "Hello world, héllo!"
 
 # ---- chat -----------------------------------------------------------------
-out=$(curl -s -w ' %{http_code}' "$B/v1/chat/completions" -d '{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"temperature":0}')
+out=$(curl -s -w ' %{http_code}' "$B/v1/chat/completions" "${JSON[@]}" -d '{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"temperature":0}')
 expect "chat completion" "${out##* } $(jget "${out% *}" 'j["object"], j["choices"][0]["message"]["role"], j["usage"]["completion_tokens"] > 0')" \
     "200 ('chat.completion', 'assistant', True)"
 
@@ -141,7 +143,7 @@ expect "key: none" "$(curl -s -o /dev/null -w '%{http_code}' "$B/v1/models")" "4
 expect "key: wrong" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cre' "$B/v1/models")" "401"
 expect "key: right" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret' "$B/v1/models")" "200"
 expect "key: metrics closed" "$(curl -s -o /dev/null -w '%{http_code}' "$B/metrics")" "401"
-out=$(curl -s -w ' %{http_code}' "$B/v1/completions" -d '{"model":"tiny","prompt":"x"}')
+out=$(curl -s -w ' %{http_code}' "$B/v1/completions" "${JSON[@]}" -d '{"model":"tiny","prompt":"x"}')
 expect "key: completions closed" "${out##* } $(jget "${out% *}" 'j["error"]["code"]')" "401 invalid_api_key"
 kill -INT "$PID"; wait "$PID"; rc=$?
 expect "SIGINT exit code" "$rc" "0"

@@ -64,12 +64,14 @@ class Server:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, timeout=120):
-        """(status, headers dict, body bytes); body may be bytes, str or a JSON-able object."""
+        """(status, headers dict, body bytes); body may be bytes, str or a JSON-able object,
+        sent as application/json unless headers name another Content-Type."""
         c = self.conn(timeout)
         h = dict(headers or {})
         if body is not None and not isinstance(body, (bytes, str)):
             body = json.dumps(body)
-            h.setdefault("Content-Type", "application/json")
+        if body is not None and not any(k.lower() == "content-type" for k in h):
+            h["Content-Type"] = "application/json"  # the server refuses any other (415)
         c.request(method, path, body=body, headers=h)
         r = c.getresponse()
         data = r.read()

@@ -1,0 +1,66 @@
+/* The rules a request's head must meet before its body is read: one Host
+   (HTTP/1.1), one Content-Length, a JSON media type for bodies, an allowed
+   Origin, the exact API key. Pure functions over the header bytes (no
+   libmicrohttpd), so tests/fuzz/fuzz_http.c can drive them with raw
+   requests. Lengths are explicit everywhere: a header value may hold NUL. */
+#ifndef MLLM_SERVER_HTTP_CHECK_H
+#define MLLM_SERVER_HTTP_CHECK_H
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct srv_err srv_err;
+
+typedef struct {
+    const char *p; /* not NUL-terminated in general; NULL when absent */
+    size_t n;
+} srv_str;
+
+/* What the checks need from a request's headers, gathered one header at a
+   time (srv_head_add); values point into the caller's buffer. */
+typedef struct {
+    unsigned n_host, n_content_length, n_transfer_encoding, n_content_type, n_origin, n_authorization;
+    bool content_length_bad;          /* a value not all digits, or two that differ */
+    bool nul;                         /* a value holds a NUL byte (RFC 9110 forbids it); http.c also
+                                         sets it for folded lines */
+    unsigned long long content_length; /* the first value (saturated) */
+    srv_str content_type, origin, authorization;
+    srv_str acr_method;               /* Access-Control-Request-Method (preflight) */
+} srv_head;
+
+/* Who may call: the key, the origins, the body limit. */
+typedef struct {
+    const char *api_key;   /* NULL: no key needed */
+    size_t api_key_len;
+    const char *origins;   /* NULL: no cross-origin access; "*"; or "https://a.example,http://b:3000" */
+    size_t max_body;
+} srv_policy;
+
+/* The route, as far as the checks care. */
+typedef struct {
+    bool post;             /* the route takes a JSON body */
+    bool need_key;         /* the route is not open (/health is) */
+} srv_req_kind;
+
+void srv_head_add(srv_head *h, const char *name, size_t name_len, const char *value, size_t value_len);
+
+/* "application/json", any case, optionally followed by parameters
+   ("; charset=utf-8"); nothing else. */
+bool srv_media_is_json(srv_str content_type);
+/* origin is exactly (bytes and length) one entry of the list, or the list
+   is "*". No Origin header never reaches here: it is not cross-origin. */
+bool srv_origin_allowed(const char *origins, srv_str origin);
+/* "Bearer " + exactly the key: lengths and every byte compared, in time
+   that does not depend on where they differ. */
+bool srv_key_ok(const srv_policy *p, srv_str authorization);
+/* A --allowed-origins value is well formed: "*" or comma-separated
+   scheme://host[:port] entries. NULL or "" is fine (none). */
+bool srv_origins_valid(const char *origins);
+
+/* The head is well framed and its origin allowed: 0, or -1 with e filled
+   (400 NUL in a value / Host / Content-Length, 403 Origin). version: "HTTP/1.1", ... */
+int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *version, srv_err *e);
+/* The caller may use the route: 0, or -1 with e filled (401 key, 413 too
+   large, 415 media type), in that order. */
+int srv_head_check_access(const srv_policy *p, const srv_head *h, const srv_req_kind *k, srv_err *e);
+
+#endif

@@ -150,12 +150,13 @@ _FUNCTIONS = {
                                _c_size_t_p]),
     "mllm_chat": (_st, [_vp, ctypes.c_char_p, ctypes.POINTER(Sampling), ON_TOKEN, _vp,
                         _c_size_t_p]),
+    "mllm_chat_tokenize": (_st, [_vp, ctypes.c_char_p, _c_int32_p, ctypes.c_size_t, _c_size_t_p]),
     "mllm_session_cancel": (None, [_vp]),
     "mllm_session_timings": (None, [_vp, ctypes.POINTER(Timings)]),
     "mllm_detokenize": (ctypes.c_int, [_vp, _c_int32_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p,
                                        ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
 }
-OPTIONAL = {"mllm_chat_render", "mllm_chat"}
+OPTIONAL = {"mllm_chat_render", "mllm_chat", "mllm_chat_tokenize"}
 
 
 def _candidates():

@@ -5,6 +5,8 @@ import json
 import os
 import queue
 import threading
+import time
+import uuid
 
 from . import _lib as L
 from ._lib import MllmError
@@ -49,6 +51,56 @@ class _Collector:
             self._emit(text)
 
 
+class _StopFilter:
+    """Cuts the text at the first of the stop strings: text that may be the
+    start of one is held back until it is known not to be, so a stop string
+    never leaks, in a stream or not. Setting `event` asks the generation to
+    stop once one is found."""
+
+    def __init__(self, stops, emit, event):
+        if isinstance(stops, str):
+            stops = [stops]
+        self.stops = [s for s in (stops or []) if s]
+        self.emit, self.event = emit, event
+        self.buf, self.hit = "", False
+
+    def feed(self, text):
+        if self.hit:
+            return
+        if not self.stops:
+            self.emit(text)
+            return
+        self.buf += text
+        found = [self.buf.find(s) for s in self.stops if s in self.buf]
+        if found:
+            cut = min(found)
+            if cut:
+                self.emit(self.buf[:cut])
+            self.buf, self.hit = "", True
+            self.event.set()
+            return
+        keep = 0
+        for s in self.stops:
+            for k in range(min(len(s) - 1, len(self.buf)), keep, -1):
+                if self.buf.endswith(s[:k]):
+                    keep = k
+                    break
+        if len(self.buf) > keep:
+            self.emit(self.buf[:len(self.buf) - keep])
+            self.buf = self.buf[len(self.buf) - keep:]
+
+    def finish(self):
+        if not self.hit and self.buf:
+            self.emit(self.buf)
+        self.buf = ""
+
+
+def _now():
+    """Unix time for `created`; SOURCE_DATE_EPOCH pins it, as in libmllm."""
+    pinned = os.environ.get("SOURCE_DATE_EPOCH")
+    return int(pinned) if pinned and pinned.isdigit() else int(time.time())
+
+
 class Model:
     """A model loaded from a GGUF file, a Hugging Face folder or a llama2.c
     checkpoint (with tokenizer=the tokenizer .bin).
@@ -80,6 +132,7 @@ class Model:
         _check(self._lib, self._lib.mllm_model_load(os.fsencode(path), ctypes.byref(lp),
                                                     ctypes.byref(handle)))
         self._m = handle
+        self._path = os.fspath(path)
         info = self.info
         self._n_ctx = int(n_ctx)
         self.last_chat_reused = 0
@@ -219,11 +272,13 @@ class Model:
 
     def generate(self, prompt, max_tokens=128, temperature=0.8, top_k=40, top_p=0.95,
                  min_p=0.05, repeat_penalty=1.0, seed=0, stream=False, repeat_last_n=64,
-                 ignore_eos=False):
+                 ignore_eos=False, stop=None):
         """Continues prompt (a str, or a list of token ids used as they are)
         from an empty session. Returns the generated text (without the
         prompt), or with stream=True an iterator of text pieces that join to
-        that same text. temperature=0 is greedy; same seed, same text."""
+        that same text. temperature=0 is greedy; same seed, same text.
+        stop: a string or a list of strings; the text ends before the first
+        one that appears (which is not included), and generation stops."""
         sp = self._sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
                             repeat_last_n, seed, ignore_eos)
         if isinstance(prompt, str):
@@ -237,7 +292,7 @@ class Model:
 
             def call(s, cb):
                 return self._lib.mllm_generate_ids(s, ids, n, ctypes.byref(sp), cb, None)
-        return self._run(call, stream, reset=True)
+        return self._run(call, stream, reset=True, stop=stop)
 
     def chat_render(self, messages):
         """The prompt text the model's chat template makes of messages (a
@@ -251,7 +306,7 @@ class Model:
             _check(self._lib, st)
         buf = ctypes.create_string_buffer(need.value)
         _check(self._lib, fn(m, conv, buf, need.value, ctypes.byref(need)))
-        return buf.raw[:need.value].rstrip(b"\0").decode("utf-8", "replace")
+        return buf.raw[:need.value - 1].decode("utf-8", "replace")  # a message's NUL is kept
 
     def chat(self, messages, stream=False, **sampling):
         """The assistant's reply to messages (see chat_render), sampled with
@@ -260,6 +315,7 @@ class Model:
         reply appended), only the new tokens are computed;
         last_chat_reused says how many prompt tokens were reused."""
         fn = self._optional("mllm_chat")
+        stop = sampling.pop("stop", None)
         sp = self._sampling(**sampling)
         conv = json.dumps(messages).encode("utf-8")
         reused = ctypes.c_size_t(0)
@@ -268,18 +324,94 @@ class Model:
             st = fn(s, conv, ctypes.byref(sp), cb, None, ctypes.byref(reused))
             self.last_chat_reused = reused.value
             return st
-        return self._run(call, stream, reset=False)
+        return self._run(call, stream, reset=False, stop=stop)
+
+    def chat_tokenize(self, messages):
+        """The token ids chat() evaluates for messages: the template's own
+        markup becomes special tokens, text from the messages never does."""
+        fn = self._optional("mllm_chat_tokenize")
+        conv = json.dumps(messages).encode("utf-8")
+        n = ctypes.c_size_t(0)
+        st = fn(self._model(), conv, None, 0, ctypes.byref(n))
+        if st != L.MLLM_ERR_BUFFER_TOO_SMALL:
+            _check(self._lib, st)
+        ids = (ctypes.c_int32 * max(n.value, 1))()
+        _check(self._lib, fn(self._model(), conv, ids, n.value, ctypes.byref(n)))
+        return list(ids[:n.value])
+
+    def create_chat_completion(self, messages, max_tokens=None, temperature=0.2, top_p=0.95, top_k=40,
+                               min_p=0.05, repeat_penalty=1.0, seed=None, stop=None, stream=False,
+                               model=None):
+        """An OpenAI-style chat completion (as llama-cpp-python's
+        Llama.create_chat_completion): a dict {"id", "object":
+        "chat.completion", "created", "model", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content"}, "finish_reason"}],
+        "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}, or
+        with stream=True an iterator of "chat.completion.chunk" dicts (a role
+        delta, content deltas, then one with finish_reason). finish_reason is
+        "stop" (end of the answer or a stop string) or "length" (max_tokens,
+        or the context filled). max_tokens=None: until the answer ends or
+        the context is full. seed=None: a random one."""
+        fn = self._optional("mllm_chat")
+        n_prompt = len(self.chat_tokenize(messages))
+        limit = max(1, self._ctx_size() - n_prompt) if max_tokens is None else int(max_tokens)
+        sp = self._sampling(limit, temperature, top_k, top_p, min_p, repeat_penalty, 64,
+                            int.from_bytes(os.urandom(7), "little") if seed is None else seed, False)
+        conv = json.dumps(messages).encode("utf-8")
+        reused = ctypes.c_size_t(0)
+
+        def call(s, cb):
+            st = fn(s, conv, ctypes.byref(sp), cb, None, ctypes.byref(reused))
+            self.last_chat_reused = reused.value
+            return st
+        cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], _now()
+        name = model or os.path.basename(self._path)
+        info = {}
+
+        def finish_reason():
+            if info.get("context_full") or (not info.get("stopped") and info.get("n", 0) >= limit):
+                return "length"
+            return "stop"
+
+        def chunk(delta, reason=None):
+            return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": name,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+        if stream:
+            def gen():
+                yield chunk({"role": "assistant", "content": ""})
+                for piece in self._run(call, True, reset=False, stop=stop, info=info):
+                    yield chunk({"content": piece})
+                yield chunk({}, finish_reason())
+            return gen()
+        text = self._run(call, False, reset=False, stop=stop, info=info)
+        n_gen = info.get("n", 0)
+        return {"id": cid, "object": "chat.completion", "created": created, "model": name,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": finish_reason()}],
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_gen,
+                          "total_tokens": n_prompt + n_gen}}
+
+    def _ctx_size(self):
+        """The session's context length in tokens."""
+        with self._lock:
+            return int(self._lib.mllm_session_n_ctx(self._session()))
 
     def _optional(self, name):
         if not L.has(self._lib, name):
             raise MllmError(L.MLLM_ERR_UNSUPPORTED, f"this libmllm has no {name}")
         return getattr(self._lib, name)
 
-    def _run(self, call, stream, reset):
+    def _run(self, call, stream, reset, stop=None, info=None):
+        """Runs call(session, callback). info (a dict, may be None) receives
+        n (tokens generated), stopped (a stop string ended it) and
+        context_full (the context filled: not an error when info is given,
+        which create_chat_completion reports as finish_reason "length")."""
         if stream:
-            return self._stream(call, reset)
+            return self._stream(call, reset, stop, info)
         pieces = []
-        col = _Collector(pieces.append)
+        event = threading.Event()
+        filt = _StopFilter(stop, pieces.append, event)
+        col = _Collector(filt.feed, event)
         with self._lock:
             s = self._session()
             if reset:
@@ -287,16 +419,21 @@ class Model:
             st = call(s, col.c_callback)
             if col.error is not None:
                 raise col.error
-            _check(self._lib, st)
+            if not (info is not None and st == L.MLLM_ERR_CONTEXT_FULL):
+                _check(self._lib, st)
         col.finish()
+        filt.finish()
+        if info is not None:
+            info.update(n=col.n_tokens, stopped=filt.hit, context_full=st == L.MLLM_ERR_CONTEXT_FULL)
         return "".join(pieces)
 
-    def _stream(self, call, reset):
+    def _stream(self, call, reset, stop_strings=None, info=None):
         """Runs the generation in a worker thread; its callback feeds a
         queue that this generator drains. Closing the generator early stops
         the generation."""
         q, stop, done = queue.Queue(), threading.Event(), object()
-        col = _Collector(q.put, stop)
+        filt = _StopFilter(stop_strings, q.put, stop)
+        col = _Collector(filt.feed, stop)
 
         def work():
             result = None
@@ -308,10 +445,15 @@ class Model:
                     st = call(s, col.c_callback)
                     if col.error is not None:
                         result = col.error
+                    elif st == L.MLLM_ERR_CONTEXT_FULL and info is not None:
+                        pass
                     elif st != L.MLLM_OK and not (stop.is_set() and st == L.MLLM_ERR_CANCELLED):
                         result = MllmError(st, self._lib.mllm_last_error().decode("utf-8",
                                                                                   "replace"))
                 col.finish()
+                filt.finish()
+                if info is not None:
+                    info.update(n=col.n_tokens, stopped=filt.hit, context_full=st == L.MLLM_ERR_CONTEXT_FULL)
             except BaseException as e:
                 result = e
             q.put((done, result))

@@ -7,7 +7,6 @@
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "core/json_check.h"
 #include "template/template.h"
 #include "core/file_open.h"
 
@@ -56,9 +55,11 @@ void mllm_model_init_template(mllm_model *m, const char *override) {
     mllm_free(owned);
 }
 
-/* The model's special-token texts as template defaults. */
+/* The template defaults: the model's special-token texts, and
+   add_generation_prompt true unless the conversation sets it. */
 static char *defaults_json(const mllm_model *m) {
     cJSON *o = cJSON_CreateObject();
+    cJSON_AddTrueToObject(o, "add_generation_prompt");
     int32_t ids[2] = {mllm_tokenizer_bos(m->tok), mllm_tokenizer_eos(m->tok)};
     const char *keys[2] = {"bos_token", "eos_token"};
     for (int i = 0; i < 2; i++) {
@@ -73,28 +74,28 @@ static char *defaults_json(const mllm_model *m) {
     return s;
 }
 
-/* conversation (array or object) -> the context object as JSON text, its
-   strings marked (chat_defuse.c) so the conversation's own text can be
-   told from the template's markup after rendering. */
-static mllm_status context_of(const mllm_model *m, const char *conversation, char **out) {
-    char why[160];
-    if (!mllm_json_text_check(conversation, strlen(conversation), why, sizeof why))
-        return mllm_err(MLLM_ERR_INVALID_ARG, "conversation JSON: %s", why);
-    cJSON *c = cJSON_Parse(conversation);
-    if (!c || (!cJSON_IsArray(c) && !cJSON_IsObject(c))) {
-        cJSON_Delete(c);
+/* conversation (a JSON array of messages or an object of template
+   variables) -> the context object as JSON text, without parsing it here:
+   the template's own JSON reader does, carrying string lengths (a
+   "\u0000" in a message stays a NUL) and refusing what JSON forbids (raw
+   control characters in strings). */
+static mllm_status context_of(const char *conversation, char **out) {
+    const char *p = conversation;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (*p == '{') {
+        *out = mllm_strndup(p, strlen(p));
+    } else if (*p == '[') {
+        static const char head[] = "{\"messages\":";
+        size_t n = strlen(p);
+        *out = mllm_malloc(sizeof head - 1 + n + 2);
+        if (*out) {
+            memcpy(*out, head, sizeof head - 1);
+            memcpy(*out + sizeof head - 1, p, n);
+            memcpy(*out + sizeof head - 1 + n, "}", 2);
+        }
+    } else {
         return mllm_err(MLLM_ERR_INVALID_ARG, "conversation must be a JSON array of messages or a JSON object");
     }
-    cJSON *ctx = c;
-    if (cJSON_IsArray(c)) {
-        ctx = cJSON_CreateObject();
-        cJSON_AddItemToObject(ctx, "messages", c);
-    }
-    if (!cJSON_GetObjectItem(ctx, "add_generation_prompt")) cJSON_AddTrueToObject(ctx, "add_generation_prompt");
-    mllm_status st = chat_defuse_mark(ctx, m->tok);
-    *out = st == MLLM_OK ? cJSON_PrintUnformatted(ctx) : NULL;
-    cJSON_Delete(ctx);
-    if (st != MLLM_OK) return st;
     return *out ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
 }
 
@@ -105,13 +106,16 @@ static mllm_status render(const mllm_model *m, const char *conversation, char **
                           mllm_text_span **spans, size_t *n_spans) {
     if (!m->tmpl) return mllm_err(MLLM_ERR_UNSUPPORTED, "%s", m->tmpl_error ? m->tmpl_error : "no chat template");
     char *ctx = NULL;
-    mllm_status st = context_of(m, conversation, &ctx);
+    mllm_status st = context_of(conversation, &ctx);
     if (st != MLLM_OK) return st;
     char *defs = defaults_json(m);
     char *marked = NULL;
     size_t marked_len = 0;
-    st = mllm_template_render_json(m->tmpl, ctx, strlen(ctx), defs, &marked, &marked_len);
-    cJSON_free(ctx);
+    /* Marked through the rewrite hook: the conversation's own text can be
+       told from the template's markup after rendering (chat_defuse.c). */
+    st = mllm_template_render_json_rewrite(m->tmpl, ctx, strlen(ctx), defs, chat_defuse_mark, m->tok, &marked,
+                                           &marked_len);
+    mllm_free(ctx);
     cJSON_free(defs);
     if (st != MLLM_OK) return st;
     st = chat_defuse_restore(m->tok, marked, marked_len, text, len, spans, n_spans);

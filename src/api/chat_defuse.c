@@ -4,8 +4,10 @@
    become control tokens.
 
    The template cannot say which bytes of its output came from the context,
-   so the context is marked before rendering: in every string (values and
-   keys), each occurrence of a control token's text becomes a marker
+   so the context is marked before rendering (through the template's
+   string-rewrite hook, which carries lengths, so a "\u0000" in a message
+   stays a NUL and nothing is cut): in every string (values and keys), each
+   occurrence of a control token's text becomes a marker
    U+FDD0 <k> U+FDD1 (k: the token's index in the tokenizer's special list),
    and each U+FDD0 the user wrote becomes U+FDD0 U+FDD1. U+FDD0/U+FDD1 are
    Unicode noncharacters, which templates pass through untouched (trim,
@@ -63,10 +65,10 @@ static int32_t control_at(const mllm_tokenizer *t, const char *s, size_t n, size
     return best;
 }
 
-/* s with every control-token text and U+FDD0 replaced by a marker; NULL
-   when s needs no change (or on out of memory: *oom set). */
-static char *mark_string(const mllm_tokenizer *t, const char *s, bool *oom) {
-    size_t n = strlen(s);
+int chat_defuse_mark(void *tokenizer, const char *s, size_t n, char **out, size_t *out_n) {
+    const mllm_tokenizer *t = tokenizer;
+    *out = NULL;
+    *out_n = 0;
     dbuf b = {0};
     size_t done = 0;
     for (size_t i = 0; i < n;) {
@@ -80,64 +82,18 @@ static char *mark_string(const mllm_tokenizer *t, const char *s, bool *oom) {
         char mark[32];
         int ml = fdd0 ? snprintf(mark, sizeof mark, "%s%s", MARK_OPEN, MARK_CLOSE)
                       : snprintf(mark, sizeof mark, "%s%d%s", MARK_OPEN, (int)k, MARK_CLOSE);
-        if (!dbuf_put(&b, s + done, i - done) || !dbuf_put(&b, mark, (size_t)ml)) {
-            *oom = true;
-            mllm_free(b.p);
-            return NULL;
-        }
+        if (!dbuf_put(&b, s + done, i - done) || !dbuf_put(&b, mark, (size_t)ml)) goto oom;
         i += fdd0 ? MARK_LEN : tl;
         done = i;
     }
-    if (!b.p) return NULL;
-    if (!dbuf_put(&b, s + done, n - done)) {
-        *oom = true;
-        mllm_free(b.p);
-        return NULL;
-    }
-    return b.p;
-}
-
-/* cJSON frees keys and values with its allocator (malloc by default). */
-static char *cjson_strdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-static mllm_status mark_tree(cJSON *j, const mllm_tokenizer *t) {
-    for (cJSON *c = j; c; c = c->next) {
-        bool oom = false;
-        if (c->string && !(c->type & cJSON_StringIsConst)) {
-            char *m = mark_string(t, c->string, &oom);
-            char *k = m ? cjson_strdup(m) : NULL;
-            mllm_free(m);
-            if (oom || (m && !k)) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-            if (k) {
-                free(c->string);
-                c->string = k;
-            }
-        }
-        if (cJSON_IsString(c) && c->valuestring) {
-            char *m = mark_string(t, c->valuestring, &oom);
-            if (oom) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-            if (m) {
-                char *ok = cJSON_SetValuestring(c, m);
-                mllm_free(m);
-                if (!ok) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-            }
-        }
-        if (c->child) {
-            mllm_status st = mark_tree(c->child, t);
-            if (st != MLLM_OK) return st;
-        }
-    }
-    return MLLM_OK;
-}
-
-mllm_status chat_defuse_mark(cJSON *ctx, const mllm_tokenizer *t) {
-    if (!ctx || !t) return MLLM_OK;
-    return ctx->child ? mark_tree(ctx->child, t) : MLLM_OK;
+    if (!b.p) return 0; /* nothing to mark: keep the string */
+    if (!dbuf_put(&b, s + done, n - done)) goto oom;
+    *out = b.p;
+    *out_n = b.n;
+    return 1;
+oom:
+    mllm_free(b.p);
+    return -1;
 }
 
 mllm_status chat_defuse_restore(const mllm_tokenizer *t, const char *text, size_t len, char **out, size_t *out_len,

@@ -2,12 +2,11 @@
    and finds it again after, so it is tokenized as text: see chat_defuse.c. */
 #ifndef MLLM_API_CHAT_DEFUSE_H
 #define MLLM_API_CHAT_DEFUSE_H
-#include <cjson/cJSON.h>
 #include "tokenizer/tokenizer.h"
 
-/* Rewrites every string (keys and values) under ctx in place. Errors:
-   MLLM_ERR_NOMEM. */
-mllm_status chat_defuse_mark(cJSON *ctx, const mllm_tokenizer *t);
+/* An mllm_template_str_fn (user: the mllm_tokenizer): the string with each
+   control-token text and each U+FDD0 replaced by a marker. */
+int chat_defuse_mark(void *tokenizer, const char *s, size_t n, char **out, size_t *out_n);
 /* The rendered text with the markers turned back into what the user wrote
    (*out, *out_len; mllm_free), and the byte ranges of control-token texts
    that came from the conversation (*spans, sorted; mllm_free; spans may be

@@ -54,9 +54,43 @@ static mllm_status parse_object(tpl_arena *a, const char *json, size_t len, cons
     return MLLM_OK;
 }
 
+/* Applies rewrite to every string under v (in the arena); false on out of
+   memory. */
+static bool rewrite_value(tpl_arena *a, tval *v, mllm_template_str_fn rewrite, void *user, int depth) {
+    if (depth > 512) return true; /* the JSON reader bounds nesting far below this */
+    if (v->k == TV_STR) {
+        char *o = NULL;
+        size_t on = 0;
+        int r = rewrite(user, v->u.s.p, v->u.s.n, &o, &on);
+        if (r <= 0) return r == 0;
+        char *p = tpl_alloc(a, on ? on : 1);
+        if (p) memcpy(p, o, on);
+        mllm_free(o);
+        if (!p) return false;
+        v->u.s.p = p;
+        v->u.s.n = on;
+        return true;
+    }
+    if (v->k == TV_LIST)
+        for (size_t i = 0; i < v->u.l->n; i++)
+            if (!rewrite_value(a, &v->u.l->v[i], rewrite, user, depth + 1)) return false;
+    if (v->k == TV_DICT)
+        for (size_t i = 0; i < v->u.d->n; i++)
+            if (!rewrite_value(a, &v->u.d->keys[i], rewrite, user, depth + 1) ||
+                !rewrite_value(a, &v->u.d->vals[i], rewrite, user, depth + 1))
+                return false;
+    return true;
+}
+
 mllm_status mllm_template_render_json(const mllm_template *t, const char *ctx_json,
                                       size_t ctx_len, const char *defaults_json, char **out,
                                       size_t *out_len) {
+    return mllm_template_render_json_rewrite(t, ctx_json, ctx_len, defaults_json, NULL, NULL, out, out_len);
+}
+
+mllm_status mllm_template_render_json_rewrite(const mllm_template *t, const char *ctx_json, size_t ctx_len,
+                                              const char *defaults_json, mllm_template_str_fn rewrite,
+                                              void *user, char **out, size_t *out_len) {
     *out = NULL;
     if (out_len) *out_len = 0;
     if (!t || !ctx_json) return mllm_err(MLLM_ERR_INVALID_ARG, "template render: no template or context");
@@ -69,6 +103,11 @@ mllm_status mllm_template_render_json(const mllm_template *t, const char *ctx_js
     tpl_scope *g = tpl_alloc(&a, sizeof *g), *cs = tpl_alloc(&a, sizeof *cs), *root = tpl_alloc(&a, sizeof *root);
     if (!g || !cs || !root || !tpl_globals_init(&r, g)) { st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", t->name); goto done; }
     if ((st = parse_object(&a, ctx_json, ctx_len, "context", t->name, &ctx)) != MLLM_OK) goto done;
+    if (rewrite) {
+        tval cv = {.k = TV_DICT};
+        cv.u.d = ctx;
+        if (!rewrite_value(&a, &cv, rewrite, user, 0)) { st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", t->name); goto done; }
+    }
     if (defaults_json &&
         (st = parse_object(&a, defaults_json, strlen(defaults_json), "defaults", t->name, &defaults)) != MLLM_OK)
         goto done;

@@ -22,6 +22,7 @@
 #ifndef MLLM_TEMPLATE_TEMPLATE_H
 #define MLLM_TEMPLATE_TEMPLATE_H
 #include <mllm/mllm.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct mllm_template mllm_template;
@@ -43,6 +44,20 @@ void mllm_template_free(mllm_template *t);
 mllm_status mllm_template_render_json(const mllm_template *t, const char *ctx_json,
                                       size_t ctx_len, const char *defaults_json, char **out,
                                       size_t *out_len);
+
+/* Rewrites a string of the context before rendering: returns 1 with a new
+   string (*out of *out_n bytes, allocated with mllm_malloc; the template
+   copies and frees it), 0 to keep the string as it is, -1 when out of
+   memory. */
+typedef int (*mllm_template_str_fn)(void *user, const char *s, size_t n, char **out, size_t *out_n);
+
+/* mllm_template_render_json, with every string of the context (keys and
+   values, at any depth; not those of defaults_json) passed through rewrite
+   first. Chat uses it to mark the conversation's own text (NUL-safe: the
+   strings carry lengths). Errors as mllm_template_render_json. */
+mllm_status mllm_template_render_json_rewrite(const mllm_template *t, const char *ctx_json, size_t ctx_len,
+                                              const char *defaults_json, mllm_template_str_fn rewrite,
+                                              void *user, char **out, size_t *out_len);
 
 /* One-shot: compile + render; on error the message is also copied to
    errbuf (cap errcap, may be 0). */

@@ -58,6 +58,23 @@ fi
 [ -f "$site/pymllm/__init__.py" ] && [ -f "$site/pymllm/model.py" ] ||
     { echo "pip install ./python did not install the package files"; find "$site"; exit 1; }
 
+# A wheel with libmllm inside (setup.py bundles it): from this build's
+# library, and through setup.py's own cmake path on this build folder (an
+# up-to-date target: nothing is rebuilt). Checked by pytest below.
+bsite=$tmp/site-bundled
+if ! MLLM_BUNDLE_LIBRARY=$lib PYTHONPATH=$deps "$py" -m pip wheel -q --disable-pip-version-check --no-deps \
+        --no-build-isolation -w "$tmp/wheels" "$tmp/python" > "$pip_log" 2>&1; then
+    cat "$pip_log"; echo "pip wheel ./python (bundled) failed"; exit 1
+fi
+whl=$(ls "$tmp"/wheels/pymllm-*.whl)
+case $whl in *-none-any.whl) echo "a wheel with libmllm inside must be platform-tagged: $whl"; exit 1 ;; esac
+"$py" -m zipfile -l "$whl" | grep -q "pymllm/libmllm.so" || { echo "$whl has no pymllm/libmllm.so"; exit 1; }
+if ! MLLM_SOURCE_DIR=$src MLLM_CMAKE_BUILD_DIR=$build PYTHONPATH=$deps "$py" -m pip install -q --disable-pip-version-check \
+        --no-deps --no-build-isolation --target "$bsite" "$tmp/python" > "$pip_log" 2>&1; then
+    cat "$pip_log"; echo "pip install ./python (bundled by cmake) failed"; exit 1
+fi
+export PYMLLM_BUNDLED_SITE=$bsite
+
 # Run from an empty folder so `import pymllm` finds the installed copy.
 cd "$tmp"
 export PYTHONPATH=$site:$deps MLLM_LIBRARY=$lib MLLM_BIN=$mllm MLLM_SHARED_DIR=$shared PYTHONDONTWRITEBYTECODE=1

@@ -227,7 +227,9 @@ def test_chat_is_generate_on_the_rendered_prompt_and_reuses_the_cache(qwen):
     _need_chat(qwen)
     msgs = [{"role": "user", "content": "Hi there"}]
     kw = dict(temperature=0.7, seed=3, max_tokens=16)
-    want = qwen.generate(qwen.chat_render(msgs), **kw)
+    # From the same token ids: chat tokenizes message text as text (and a
+    # random model's reply may hold a NUL, which a C-string prompt would cut).
+    want = qwen.generate(qwen.chat_tokenize(msgs), **kw)
     reply = qwen.chat(msgs, **kw)
     assert reply == want
     # Turn 2 reuses turn 1's KV rows (computed token by token while
@@ -237,7 +239,7 @@ def test_chat_is_generate_on_the_rendered_prompt_and_reuses_the_cache(qwen):
     kw = dict(temperature=0, max_tokens=16)
     streamed = "".join(qwen.chat(msgs, stream=True, **kw))
     assert qwen.last_chat_reused > 0
-    assert streamed == qwen.generate(qwen.chat_render(msgs), **kw)
+    assert streamed == qwen.generate(qwen.chat_tokenize(msgs), **kw)
 
 
 def test_chat_without_a_template_is_unsupported(story):
@@ -257,3 +259,78 @@ def test_chat_template_override(stories):
     with pytest.raises(pymllm.MllmError) as e:
         pymllm.Model(stories[0], tokenizer=stories[1], chat_template="no-such-template")
     assert e.value.status == _lib.MLLM_ERR_INVALID_ARG and "no-such-template" in e.value.message
+
+
+# ---- OpenAI-style completions and stop strings (issue #18) ---------------
+
+MSGS = [{"role": "user", "content": "Tell me a story"}]
+
+
+def test_create_chat_completion_shape_and_usage(qwen):
+    _need_chat(qwen)
+    r = qwen.create_chat_completion(MSGS, max_tokens=8, temperature=0)
+    assert r["object"] == "chat.completion" and r["id"].startswith("chatcmpl-")
+    assert r["created"] == int(os.environ.get("SOURCE_DATE_EPOCH", r["created"]))
+    ch = r["choices"][0]
+    assert ch["index"] == 0 and ch["message"]["role"] == "assistant"
+    u = r["usage"]
+    assert u["prompt_tokens"] == len(qwen.chat_tokenize(MSGS))
+    assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+    # The reply is chat()'s, greedy.
+    assert ch["message"]["content"] == qwen.chat(MSGS, temperature=0, max_tokens=8)
+    assert ch["finish_reason"] == ("length" if u["completion_tokens"] == 8 else "stop")
+
+
+def test_create_chat_completion_stream_joins_to_the_message(qwen):
+    _need_chat(qwen)
+    whole = qwen.create_chat_completion(MSGS, max_tokens=12, temperature=0.9, seed=5)
+    chunks = list(qwen.create_chat_completion(MSGS, max_tokens=12, temperature=0.9, seed=5, stream=True))
+    assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == whole["choices"][0]["message"]["content"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+
+
+def test_stop_strings_cut_and_never_leak(qwen):
+    _need_chat(qwen)
+    full = qwen.generate("Once upon a time", max_tokens=24, temperature=0)
+    assert len(full) > 6
+    stop = full[3:6]  # a string the greedy text certainly contains
+    cut = full[:full.index(stop)]
+    assert qwen.generate("Once upon a time", max_tokens=24, temperature=0, stop=stop) == cut
+    assert qwen.generate("Once upon a time", max_tokens=24, temperature=0, stop=["\x07never", stop]) == cut
+    pieces = list(qwen.generate("Once upon a time", max_tokens=24, temperature=0, stop=[stop], stream=True))
+    assert "".join(pieces) == cut and all(stop not in p for p in pieces)
+    r = qwen.create_chat_completion(MSGS, max_tokens=24, temperature=0)
+    reply = r["choices"][0]["message"]["content"]
+    if len(reply) > 4:
+        s2 = reply[2:4]
+        r2 = qwen.create_chat_completion(MSGS, max_tokens=24, temperature=0, stop=s2)
+        assert r2["choices"][0]["message"]["content"] == reply[:reply.index(s2)]
+        assert r2["choices"][0]["finish_reason"] == "stop"
+
+
+def test_create_chat_completion_context_full_is_length(synth_model):
+    with pymllm.Model(synth_model, n_threads=1, n_ctx=32) as m:
+        r = m.create_chat_completion(MSGS, temperature=0)  # max_tokens None: until the context is full
+        assert r["choices"][0]["finish_reason"] in ("length", "stop")
+        if r["choices"][0]["finish_reason"] == "length":
+            assert r["usage"]["total_tokens"] >= 32
+
+
+def test_bundled_library_is_used_without_mllm_library():
+    """sdk_python.sh installs a second copy of the package with libmllm.so
+    bundled (setup.py) and points PYMLLM_BUNDLED_SITE at it."""
+    site = os.environ.get("PYMLLM_BUNDLED_SITE")
+    if not site:
+        pytest.skip("SKIPPED: PYMLLM_BUNDLED_SITE is not set (run tests/e2e/sdk_python.sh)")
+    assert os.path.isfile(os.path.join(site, "pymllm", "libmllm.so"))
+    env = {k: v for k, v in os.environ.items() if k != "MLLM_LIBRARY"}
+    env["PYTHONPATH"] = site
+    code = ("import pymllm, pymllm._lib as L; print(pymllm.library_version()); "
+            "import os; print(os.path.dirname(L.__file__))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1] == os.path.join(site, "pymllm")

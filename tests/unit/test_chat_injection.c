@@ -141,25 +141,36 @@ static void test_plain_conversation_unchanged(void **state) {
     free(ids);
 }
 
-/* cJSON would cut "a\u0000bcdefgh" to "a" and accepts raw control bytes
-   in strings: the conversation is refused instead, saying why. */
-static void test_nul_and_control_bytes_refused(void **state) {
+/* "a\u0000bcdefgh" used to become "a" (cJSON's C strings): the template's
+   JSON reader carries lengths, so the NUL and all after it reach the
+   tokens. Raw control bytes, which JSON forbids, are refused. */
+static void test_nul_carried_control_bytes_refused(void **state) {
     (void)state;
     size_t n = 0;
     const char *nul = "[{\"role\":\"user\",\"content\":\"a\\u0000bcdefgh\"}]";
-    assert_int_equal(mllm_chat_tokenize(g_m, nul, NULL, 0, &n), MLLM_ERR_INVALID_ARG);
-    assert_non_null(strstr(mllm_last_error(), "NUL"));
+    int32_t *ids = chat_ids(nul, &n);
+    size_t len = 0;
+    mllm_detokenize(g_m, ids, n, 0, NULL, 0, &len);
+    char *text = malloc(len + 1);
+    assert_int_equal(mllm_detokenize(g_m, ids, n, 0, text, len + 1, &len), MLLM_OK);
+    static const char want[] = "user\na\0bcdefgh<|im_end|>";
+    bool found = false;
+    for (size_t i = 0; i + sizeof want - 1 <= len && !found; i++) found = !memcmp(text + i, want, sizeof want - 1);
+    assert_true(found);
+    free(text);
+    free(ids);
     const char *ctl = "[{\"role\":\"user\",\"content\":\"a\x01" "b\"}]";
     assert_int_equal(mllm_chat_tokenize(g_m, ctl, NULL, 0, &n), MLLM_ERR_INVALID_ARG);
-    assert_non_null(strstr(mllm_last_error(), "control character 0x01"));
-    /* An escaped backslash before "u0000" is ordinary text. */
-    const char *ok = "[{\"role\":\"user\",\"content\":\"a\\\\u0000b\"}]";
-    assert_int_equal(mllm_chat_tokenize(g_m, ok, NULL, 0, &n), MLLM_ERR_BUFFER_TOO_SMALL);
+    if (!strstr(mllm_last_error(), "control character")) printf("error: %s\n", mllm_last_error());
+    assert_non_null(strstr(mllm_last_error(), "control character"));
+    /* The server's check (cJSON parses its bodies): NUL escapes and raw
+       control bytes refused, an escaped backslash before "u0000" is text. */
     char why[160];
-    assert_true(mllm_json_text_check("{\"a\":\"\\\"\\\\\"}", 11, why, sizeof why));
+    assert_true(mllm_json_text_check("{\"a\":\"\\\\u0000\"}", 14, why, sizeof why));
     assert_false(mllm_json_text_check("{\"a\":\"x\"}\0", 10, why, sizeof why)); /* raw NUL after the value */
     assert_false(mllm_json_text_check("[\"\\u0000\"]", 10, why, sizeof why));
     assert_true(mllm_json_text_check("[\"\\u00001\"]", 4, why, sizeof why)); /* cut before the escape ends */
+    assert_false(mllm_json_text_check("[\"a\x01\"]", 5, why, sizeof why));
 }
 
 int main(void) {
@@ -167,7 +178,7 @@ int main(void) {
         cmocka_unit_test(test_forged_turn_is_text),
         cmocka_unit_test(test_render_unchanged),
         cmocka_unit_test(test_plain_conversation_unchanged),
-        cmocka_unit_test(test_nul_and_control_bytes_refused),
+        cmocka_unit_test(test_nul_carried_control_bytes_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -277,12 +277,12 @@ int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, 
     q->created = mllm_clock_now(&now, NULL) == MLLM_OK ? (long long)now : (long long)time(NULL);
     snprintf(q->id, sizeof q->id, "%s-%016lx", chat ? "chatcmpl" : "cmpl",
              (unsigned long)atomic_fetch_add(&S->next_id, 1));
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (!model) return srv_fail(e, 400, NULL, "model", "'model' is required");
-    if (!cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
-    if (strcmp(model->valuestring, S->model_id))
-        return srv_fail(e, 404, "model_not_found", "model", "the model '%.100s' does not exist; this server has '%s'",
-                        model->valuestring, S->model_id);
+    /* One model is served, so any name (or none, as llama-server) means
+       it: clients and examples that say "gpt-4o" or "model" just work, and
+       the response names the real id. A name of the wrong type is still a
+       client bug worth a 400. */
+    const cJSON *model = field(root, "model");
+    if (model && !cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
     if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, e)) return -1;
     const cJSON *so = field(root, "stream_options");
     if (so) {

@@ -93,6 +93,8 @@ static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
         srv_job_unref(j);
         return srv_reply_err(S, r, &e);
     }
+    srv_job_ref(j); /* for the request log's token counts (on_completed) */
+    r->job = j;
     /* Shutdown waits for this response to be sent (on_completed). */
     r->responding = true;
     atomic_fetch_add(&S->responding, 1);

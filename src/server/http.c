@@ -60,6 +60,7 @@ enum MHD_Result srv_reply(mllm_server *S, srv_req *r, unsigned status, const cha
     MHD_destroy_response(resp);
     if (ret == MHD_YES) {
         r->answered = true;
+        r->status = status;
         srv_metrics_response(&S->metrics, status);
     }
     return ret;
@@ -318,6 +319,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r) return;
     srv_conn_timeout(S, conn, true); /* the next request on this connection is timed again */
     srv_guard_phase(S->guard, r->gc, SRV_CONN_HEAD);
+    if (S->cfg.log_requests) srv_log_request(r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    srv_job_unref(r->job);
     if (r->responding) atomic_fetch_sub(&S->responding, 1);
     mllm_free(r->body);
     mllm_free(r);

@@ -42,6 +42,8 @@ typedef struct {
     int fd;                  /* the client socket, to notice a hang-up */
     srv_conn *gc;            /* the connection's guard record, or NULL */
     srv_str origin;          /* an allowed Origin, echoed in CORS headers; p NULL: none */
+    unsigned status;         /* of the response queued; 0: none (yet) */
+    srv_job *job;            /* a reference to the generation it asked for, or NULL: its token counts */
 } srv_req;
 
 /* An error for the client, in OpenAI's shape:
@@ -85,6 +87,10 @@ enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r);
 
 /* Parses the request body as a JSON object; NULL with e filled. */
 cJSON *srv_parse_body(const srv_req *r, srv_err *e);
+
+/* Writes the request's log line (reqlog.c); completed: the whole response
+   was sent. */
+void srv_log_request(const srv_req *r, bool completed);
 
 /* The http daemon (http.c). */
 mllm_status srv_http_start(mllm_server *S);

@@ -25,6 +25,7 @@ void mllm_server_default_config(mllm_server_config *c) {
     c->max_connections = SRV_DEFAULT_MAX_CONNECTIONS;
     c->max_connections_per_ip = SRV_DEFAULT_MAX_CONNECTIONS_PER_IP;
     c->header_timeout_s = SRV_DEFAULT_HEADER_TIMEOUT_S;
+    c->log_requests = true;
 }
 
 static mllm_status check_config(const mllm_server_config *c) {

@@ -37,6 +37,9 @@ static void serve_usage(FILE *f) {
             "      --allowed-origins LIST  browser origins allowed cross-origin (CORS): '*' or\n"
             "                          'https://a.example,http://localhost:3000'; default none:\n"
             "                          a request with any other Origin header gets 403\n"
+            "      --context-shift     when a slot's context fills during an answer, keep the\n"
+            "                          system turn, drop half of the rest and go on (default:\n"
+            "                          the answer ends, finish_reason \"length\")\n"
             "      --log-requests on|off  a line per request on stderr: method, path, status,\n"
             "                          prompt and generated tokens, milliseconds (default on)\n"
             "      --shutdown-grace S  on SIGINT/SIGTERM, running requests may finish for\n"
@@ -112,6 +115,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-connections-per-ip")) INT(1, 100000, c.max_connections_per_ip);
         else if (!strcmp(a, "--header-timeout")) INT(1, 3600, c.header_timeout_s);
         else if (!strcmp(a, "--allowed-origins")) { VAL(); c.allowed_origins = s; }
+        else if (!strcmp(a, "--context-shift")) c.context_shift = true;
         else if (!strcmp(a, "--log-requests")) {
             VAL();
             if (strcmp(s, "on") && strcmp(s, "off")) {

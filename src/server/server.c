@@ -95,7 +95,8 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
     }
-    st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, &S->metrics, &S->sched);
+    st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, &S->metrics,
+                       &S->sched);
     if (st == MLLM_OK) st = srv_http_start(S);
     if (st != MLLM_OK) { server_free(S); return st; }
     *out = S;

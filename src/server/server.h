@@ -55,6 +55,7 @@ typedef struct {
     int header_timeout_s;  /* a request head not complete in this time: closed */
     const char *allowed_origins; /* NULL: no cross-origin requests; "*"; or "https://a.example,http://b:3000" */
     bool log_requests;     /* one line per request on stderr (default true) */
+    bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

@@ -75,7 +75,7 @@ void srv_conn_timeout(mllm_server *S, struct MHD_Connection *c, bool on);
 /* True when the peer has closed the connection (EOF or reset). */
 bool srv_client_gone(int fd);
 
-/* Endpoints (endpoints.c, generate.c). Each queues exactly one response. */
+/* Endpoints (endpoints.c, generate.c, web.c). Each queues exactly one response. */
 enum MHD_Result srv_ep_health(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_models(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_model(mllm_server *S, srv_req *r);
@@ -84,6 +84,7 @@ enum MHD_Result srv_ep_tokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_completions(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_page(mllm_server *S, srv_req *r); /* web.c: the chat page and its files */
 
 /* Parses the request body as a JSON object; NULL with e filled. */
 cJSON *srv_parse_body(const srv_req *r, srv_err *e);

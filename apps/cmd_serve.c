@@ -12,7 +12,8 @@ static void serve_usage(FILE *f) {
             "usage: mllm serve -m MODEL [options]\n"
             "\n"
             "An OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions,\n"
-            "/tokenize, /detokenize; GET /v1/models, /health, /metrics (docs/server.md).\n"
+            "/tokenize, /detokenize; GET /v1/models, /health, /metrics; GET / is a chat page\n"
+            "for a browser (docs/server.md).\n"
             "\n"
             "  -m, --model PATH        GGUF file, Hugging Face folder, or llama2.c .bin\n"
             "      --host ADDR         address to listen on (default 127.0.0.1)\n"
@@ -37,6 +38,11 @@ static void serve_usage(FILE *f) {
             "      --allowed-origins LIST  browser origins allowed cross-origin (CORS): '*' or\n"
             "                          'https://a.example,http://localhost:3000'; default none:\n"
             "                          a request with any other Origin header gets 403\n"
+            "      --context-shift     when a slot's context fills during an answer, keep the\n"
+            "                          system turn, drop half of the rest and go on (default:\n"
+            "                          the answer ends, finish_reason \"length\")\n"
+            "      --log-requests on|off  a line per request on stderr: method, path, status,\n"
+            "                          prompt and generated tokens, milliseconds (default on)\n"
             "      --shutdown-grace S  on SIGINT/SIGTERM, running requests may finish for\n"
             "                          S seconds (default 10; a second signal: at once)\n"
             "      --chat-template T   a built-in template name or a .jinja file\n"
@@ -110,6 +116,15 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-connections-per-ip")) INT(1, 100000, c.max_connections_per_ip);
         else if (!strcmp(a, "--header-timeout")) INT(1, 3600, c.header_timeout_s);
         else if (!strcmp(a, "--allowed-origins")) { VAL(); c.allowed_origins = s; }
+        else if (!strcmp(a, "--context-shift")) c.context_shift = true;
+        else if (!strcmp(a, "--log-requests")) {
+            VAL();
+            if (strcmp(s, "on") && strcmp(s, "off")) {
+                fprintf(stderr, "mllm serve: --log-requests takes 'on' or 'off', not '%s'\n", s);
+                return 2;
+            }
+            c.log_requests = !strcmp(s, "on");
+        }
         else if (!strcmp(a, "--shutdown-grace")) INT(0, 3600, grace);
         else if (!strcmp(a, "--chat-template")) { VAL(); tmpl = s; }
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = s; }

@@ -29,6 +29,14 @@ static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
     if (j->n_ids >= n_ctx)
         return srv_fail(e, 400, "context_length_exceeded", q->chat ? "messages" : "prompt",
                         "this model's context is %zu tokens; the prompt has %zu", n_ctx, j->n_ids);
+    /* What a context shift keeps: the system turn (found while rendering),
+       else a leading BOS. */
+    j->n_keep = q->n_keep ? q->n_keep : j->ids[0] == mllm_model_bos(S->model);
+    /* With context shifts the answer is not bounded by the room left. */
+    if (S->cfg.context_shift) {
+        if (!q->max_tokens_given) j->sampling.max_tokens = S->cfg.default_max_tokens;
+        return 0;
+    }
     size_t room = n_ctx - j->n_ids;
     if (q->max_tokens_given && (size_t)j->sampling.max_tokens > room)
         return srv_fail(e, 400, "context_length_exceeded", "max_tokens",
@@ -93,6 +101,8 @@ static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
         srv_job_unref(j);
         return srv_reply_err(S, r, &e);
     }
+    srv_job_ref(j); /* for the request log's token counts (on_completed) */
+    r->job = j;
     /* Shutdown waits for this response to be sent (on_completed). */
     r->responding = true;
     atomic_fetch_add(&S->responding, 1);

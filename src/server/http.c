@@ -26,9 +26,48 @@ int srv_fail(srv_err *e, unsigned status, const char *code, const char *param, c
     return -1;
 }
 
+/* ---- routing ------------------------------------------------------------ */
+
+typedef enum MHD_Result (*srv_handler)(mllm_server *S, srv_req *r);
+
+typedef struct {
+    const char *path;
+    bool post;      /* else GET (and HEAD) */
+    bool prefix;    /* path is a prefix: /v1/models/{id} */
+    bool open;      /* no API key needed */
+    srv_handler fn;
+} srv_route;
+
+static const srv_route ROUTES[] = {
+    {"/", false, false, true, srv_ep_page},
+    {"/chat.js", false, false, true, srv_ep_page},
+    {"/chat.css", false, false, true, srv_ep_page},
+    {"/health", false, false, true, srv_ep_health},
+    {"/metrics", false, false, false, srv_ep_metrics},
+    {"/v1/models", false, false, false, srv_ep_models},
+    {"/models", false, false, false, srv_ep_models},
+    {"/v1/models/", false, true, false, srv_ep_model},
+    {"/v1/chat/completions", true, false, false, srv_ep_chat},
+    {"/chat/completions", true, false, false, srv_ep_chat},
+    {"/v1/completions", true, false, false, srv_ep_completions},
+    {"/completions", true, false, false, srv_ep_completions},
+    {"/tokenize", true, false, false, srv_ep_tokenize},
+    {"/detokenize", true, false, false, srv_ep_detokenize},
+};
+
+static const srv_route *route_find(const char *url) {
+    for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
+        const srv_route *rt = &ROUTES[i];
+        if (rt->prefix ? !strncmp(url, rt->path, strlen(rt->path)) && url[strlen(rt->path)]
+                       : !strcmp(url, rt->path))
+            return rt;
+    }
+    return NULL;
+}
+
 static const char *allow_methods(const char *url) {
-    return !strncmp(url, "/v1/models", 10) || !strcmp(url, "/health") || !strcmp(url, "/metrics") ? "GET, HEAD, OPTIONS"
-                                                                                              : "POST, OPTIONS";
+    const srv_route *rt = route_find(url);
+    return rt && rt->post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
 }
 
 void srv_add_cors(const srv_req *r, struct MHD_Response *resp) {
@@ -60,6 +99,7 @@ enum MHD_Result srv_reply(mllm_server *S, srv_req *r, unsigned status, const cha
     MHD_destroy_response(resp);
     if (ret == MHD_YES) {
         r->answered = true;
+        r->status = status;
         srv_metrics_response(&S->metrics, status);
     }
     return ret;
@@ -144,42 +184,6 @@ cJSON *srv_parse_body(const srv_req *r, srv_err *e) {
         return NULL;
     }
     return root;
-}
-
-/* ---- routing ------------------------------------------------------------ */
-
-typedef enum MHD_Result (*srv_handler)(mllm_server *S, srv_req *r);
-
-typedef struct {
-    const char *path;
-    bool post;      /* else GET (and HEAD) */
-    bool prefix;    /* path is a prefix: /v1/models/{id} */
-    bool open;      /* no API key needed */
-    srv_handler fn;
-} srv_route;
-
-static const srv_route ROUTES[] = {
-    {"/health", false, false, true, srv_ep_health},
-    {"/metrics", false, false, false, srv_ep_metrics},
-    {"/v1/models", false, false, false, srv_ep_models},
-    {"/models", false, false, false, srv_ep_models},
-    {"/v1/models/", false, true, false, srv_ep_model},
-    {"/v1/chat/completions", true, false, false, srv_ep_chat},
-    {"/chat/completions", true, false, false, srv_ep_chat},
-    {"/v1/completions", true, false, false, srv_ep_completions},
-    {"/completions", true, false, false, srv_ep_completions},
-    {"/tokenize", true, false, false, srv_ep_tokenize},
-    {"/detokenize", true, false, false, srv_ep_detokenize},
-};
-
-static const srv_route *route_find(const char *url) {
-    for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
-        const srv_route *rt = &ROUTES[i];
-        if (rt->prefix ? !strncmp(url, rt->path, strlen(rt->path)) && url[strlen(rt->path)]
-                       : !strcmp(url, rt->path))
-            return rt;
-    }
-    return NULL;
 }
 
 /* libmicrohttpd 0.9.75 measures header values with strlen, so a NUL byte
@@ -318,6 +322,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r) return;
     srv_conn_timeout(S, conn, true); /* the next request on this connection is timed again */
     srv_guard_phase(S->guard, r->gc, SRV_CONN_HEAD);
+    if (S->cfg.log_requests) srv_log_request(r, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    srv_job_unref(r->job);
     if (r->responding) atomic_fetch_sub(&S->responding, 1);
     mllm_free(r->body);
     mllm_free(r);

@@ -41,7 +41,9 @@ static bool parse_digits(srv_str v, unsigned long long *out) {
 void srv_head_add(srv_head *h, const char *name, size_t name_len, const char *value, size_t value_len) {
     srv_str v = trim(value ? value : "", value ? value_len : 0);
     if (value && memchr(value, 0, value_len)) h->nul = true;
-    if (ieq(name, name_len, "host")) h->n_host++;
+    if (ieq(name, name_len, "host")) {
+        if (!h->n_host++) h->host = v;
+    }
     else if (ieq(name, name_len, "content-length")) {
         unsigned long long x = 0;
         if (!parse_digits(v, &x)) h->content_length_bad = true;
@@ -79,6 +81,40 @@ bool srv_origin_allowed(const char *origins, srv_str origin) {
         if (*s == ',') s++;
     }
     return false;
+}
+
+/* host[:port] where host is dotted digits, [hex:colons.dots] or localhost. */
+static bool host_is_address(srv_str h) {
+    size_t end = h.n;
+    if (h.n && h.p[0] == '[') {
+        size_t i = 1;
+        while (i < h.n && h.p[i] != ']') {
+            char c = h.p[i];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.'))
+                return false;
+            i++;
+        }
+        if (i >= h.n || i == 1) return false;
+        end = i + 1;
+    } else {
+        end = 0;
+        while (end < h.n && h.p[end] != ':') end++;
+        bool dotted = end > 0;
+        for (size_t i = 0; i < end; i++) dotted &= (h.p[i] >= '0' && h.p[i] <= '9') || h.p[i] == '.';
+        if (!dotted && !ieq(h.p, end, "localhost")) return false;
+    }
+    if (end == h.n) return true;
+    if (h.p[end] != ':' || end + 1 == h.n) return false;
+    for (size_t i = end + 1; i < h.n; i++)
+        if (h.p[i] < '0' || h.p[i] > '9') return false;
+    return true;
+}
+
+bool srv_origin_same(srv_str origin, srv_str host) {
+    static const char scheme[] = "http://";
+    const size_t ns = sizeof scheme - 1;
+    if (!origin.p || !host.p || !host.n || origin.n != ns + host.n) return false;
+    return !memcmp(origin.p, scheme, ns) && !memcmp(origin.p + ns, host.p, host.n) && host_is_address(host);
 }
 
 bool srv_origins_valid(const char *origins) {
@@ -130,7 +166,8 @@ int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *v
         return srv_fail(e, 400, "invalid_content_length", NULL,
                         "a request may have Content-Length or Transfer-Encoding, not both");
     /* The origin is not echoed: it is the client's bytes, maybe not UTF-8. */
-    if (h->n_origin && (h->n_origin > 1 || !srv_origin_allowed(p->origins, h->origin)))
+    if (h->n_origin && (h->n_origin > 1 || (!srv_origin_allowed(p->origins, h->origin) &&
+                                            !(h->n_host == 1 && srv_origin_same(h->origin, h->host)))))
         return srv_fail(e, 403, "origin_not_allowed", NULL,
                         "cross-origin requests from this Origin are not allowed (see --allowed-origins)");
     return 0;

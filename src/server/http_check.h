@@ -23,7 +23,7 @@ typedef struct {
     bool nul;                         /* a value holds a NUL byte (RFC 9110 forbids it); http.c also
                                          sets it for folded lines */
     unsigned long long content_length; /* the first value (saturated) */
-    srv_str content_type, origin, authorization;
+    srv_str content_type, origin, authorization, host;
     srv_str acr_method;               /* Access-Control-Request-Method (preflight) */
 } srv_head;
 
@@ -49,6 +49,12 @@ bool srv_media_is_json(srv_str content_type);
 /* origin is exactly (bytes and length) one entry of the list, or the list
    is "*". No Origin header never reaches here: it is not cross-origin. */
 bool srv_origin_allowed(const char *origins, srv_str origin);
+/* The request comes from a page this server served: origin is exactly
+   "http://" + host, and host names an address (an IP literal, [IPv6], or
+   localhost, with any port). A domain name is not enough: with DNS
+   rebinding a hostile page on evil.example:8080 reaches the server with
+   Origin and Host both saying evil.example:8080. */
+bool srv_origin_same(srv_str origin, srv_str host);
 /* "Bearer " + exactly the key: lengths and every byte compared, in time
    that does not depend on where they differ. */
 bool srv_key_ok(const srv_policy *p, srv_str authorization);
@@ -56,8 +62,9 @@ bool srv_key_ok(const srv_policy *p, srv_str authorization);
    scheme://host[:port] entries. NULL or "" is fine (none). */
 bool srv_origins_valid(const char *origins);
 
-/* The head is well framed and its origin allowed: 0, or -1 with e filled
-   (400 NUL in a value / Host / Content-Length, 403 Origin). version: "HTTP/1.1", ... */
+/* The head is well framed and its origin allowed (listed, or the server's
+   own page: srv_origin_same): 0, or -1 with e filled (400 NUL in a value /
+   Host / Content-Length, 403 Origin). version: "HTTP/1.1", ... */
 int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *version, srv_err *e);
 /* The caller may use the route: 0, or -1 with e filled (401 key, 413 too
    large, 415 media type), in that order. */

@@ -42,6 +42,8 @@ typedef struct {
     int fd;                  /* the client socket, to notice a hang-up */
     srv_conn *gc;            /* the connection's guard record, or NULL */
     srv_str origin;          /* an allowed Origin, echoed in CORS headers; p NULL: none */
+    unsigned status;         /* of the response queued; 0: none (yet) */
+    srv_job *job;            /* a reference to the generation it asked for, or NULL: its token counts */
 } srv_req;
 
 /* An error for the client, in OpenAI's shape:
@@ -73,7 +75,7 @@ void srv_conn_timeout(mllm_server *S, struct MHD_Connection *c, bool on);
 /* True when the peer has closed the connection (EOF or reset). */
 bool srv_client_gone(int fd);
 
-/* Endpoints (endpoints.c, generate.c). Each queues exactly one response. */
+/* Endpoints (endpoints.c, generate.c, web.c). Each queues exactly one response. */
 enum MHD_Result srv_ep_health(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_models(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_model(mllm_server *S, srv_req *r);
@@ -82,9 +84,14 @@ enum MHD_Result srv_ep_tokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_completions(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_page(mllm_server *S, srv_req *r); /* web.c: the chat page and its files */
 
 /* Parses the request body as a JSON object; NULL with e filled. */
 cJSON *srv_parse_body(const srv_req *r, srv_err *e);
+
+/* Writes the request's log line (reqlog.c); completed: the whole response
+   was sent. */
+void srv_log_request(const srv_req *r, bool completed);
 
 /* The http daemon (http.c). */
 mllm_status srv_http_start(mllm_server *S);

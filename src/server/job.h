@@ -30,6 +30,7 @@ typedef struct srv_job {
     char *stop[SRV_MAX_STOP];
     size_t stop_len[SRV_MAX_STOP];
     int n_stop;
+    size_t n_keep; /* prompt tokens a context shift keeps: the system turn, or BOS */
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* broadcast on new text and on state changes */
@@ -43,6 +44,7 @@ typedef struct srv_job {
     size_t safe;        /* text[0..safe) cannot be the start of a stop string */
     int n_gen;          /* tokens generated */
     size_t n_reused;    /* prompt tokens reused from the slot's KV cache */
+    int n_shifts;       /* context shifts made (--context-shift) */
     srv_finish finish;
     int http_status;    /* with SRV_FINISH_ERROR */
     char err[256];

@@ -11,6 +11,7 @@ typedef struct {
     char *prompt;          /* text to tokenize: the prompt, or the rendered chat */
     int32_t *ids;          /* (n_ids) a completions prompt given as token ids */
     size_t n_ids;
+    size_t n_keep;         /* tokens of the system turn (with --context-shift), else 0 */
     char id[48];           /* "chatcmpl-..." / "cmpl-..." */
     long long created;     /* unix time */
 } srv_oai_req;

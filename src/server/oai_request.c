@@ -207,12 +207,34 @@ static cJSON *conversation(mllm_server *S, const cJSON *root, srv_err *e) {
     return out;
 }
 
+/* The number of leading ids that are the rendered system turn (what a
+   context shift must keep), or 0: the first message alone, without a
+   generation prompt, must tokenize to a prefix of the whole. */
+static size_t system_keep(mllm_server *S, const cJSON *conv, const int32_t *ids, size_t n) {
+    const cJSON *first = cJSON_GetArrayItem(conv, 0);
+    const cJSON *role = first ? cJSON_GetObjectItemCaseSensitive(first, "role") : NULL;
+    if (!cJSON_IsString(role) || strcmp(role->valuestring, "system")) return 0;
+    cJSON *obj = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(obj, "messages");
+    if (msgs) cJSON_AddItemReferenceToArray(msgs, (cJSON *)first);
+    cJSON_AddFalseToObject(obj, "add_generation_prompt");
+    char *json = msgs ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    size_t sn = 0, keep = 0;
+    int32_t *sids = NULL;
+    if (json && mllm_chat_tokenize(S->model, json, NULL, 0, &sn) == MLLM_ERR_BUFFER_TOO_SMALL && sn <= n &&
+        (sids = mllm_malloc(sn * sizeof *sids)) && mllm_chat_tokenize(S->model, json, sids, sn, &sn) == MLLM_OK &&
+        sn <= n && !memcmp(sids, ids, sn * sizeof *ids))
+        keep = sn;
+    mllm_free(sids);
+    cJSON_free(json);
+    return keep;
+}
+
 static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_err *e) {
     cJSON *conv = conversation(S, root, e);
     if (!conv) return -1;
     char *json = cJSON_PrintUnformatted(conv);
-    cJSON_Delete(conv);
-    if (!json) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    if (!json) { cJSON_Delete(conv); return srv_fail(e, 500, NULL, NULL, "out of memory"); }
     size_t cap = 4096, need = 0;
     mllm_status st = MLLM_ERR_BUFFER_TOO_SMALL;
     for (int tries = 0; tries < 3 && st == MLLM_ERR_BUFFER_TOO_SMALL; tries++) {
@@ -233,6 +255,8 @@ static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_er
         q->n_ids = n;
     }
     cJSON_free(json);
+    if (st == MLLM_OK && S->cfg.context_shift) q->n_keep = system_keep(S, conv, q->ids, q->n_ids);
+    cJSON_Delete(conv);
     if (st == MLLM_OK) return 0;
     if (st == MLLM_ERR_UNSUPPORTED)
         return srv_fail(e, 400, "no_chat_template", "messages", "the model has no chat template; use /v1/completions");
@@ -277,12 +301,12 @@ int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, 
     q->created = mllm_clock_now(&now, NULL) == MLLM_OK ? (long long)now : (long long)time(NULL);
     snprintf(q->id, sizeof q->id, "%s-%016lx", chat ? "chatcmpl" : "cmpl",
              (unsigned long)atomic_fetch_add(&S->next_id, 1));
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (!model) return srv_fail(e, 400, NULL, "model", "'model' is required");
-    if (!cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
-    if (strcmp(model->valuestring, S->model_id))
-        return srv_fail(e, 404, "model_not_found", "model", "the model '%.100s' does not exist; this server has '%s'",
-                        model->valuestring, S->model_id);
+    /* One model is served, so any name (or none, as llama-server) means
+       it: clients and examples that say "gpt-4o" or "model" just work, and
+       the response names the real id. A name of the wrong type is still a
+       client bug worth a 400. */
+    const cJSON *model = field(root, "model");
+    if (model && !cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
     if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, e)) return -1;
     const cJSON *so = field(root, "stream_options");
     if (so) {

@@ -26,6 +26,7 @@ struct srv_sched {
     pthread_mutex_t mu;
     srv_slot *slots;      /* (n_slots) */
     int n_slots, n_ctx;
+    bool context_shift;   /* a full context drops old tokens instead of ending the answer */
     srv_job **queue;      /* (max_queue) ring buffer of waiting jobs */
     int max_queue, q_head, q_len;
     bool closed, quit, joined;
@@ -41,8 +42,19 @@ static srv_job *queue_pop(srv_sched *S) {
     return j;
 }
 
+typedef struct {
+    srv_job *j;
+    int32_t last; /* the last token handed out: not yet evaluated when the context filled */
+    int n;        /* tokens handed out in this round */
+} gen_ctx;
+
 static int on_token(void *user, int32_t id, const char *piece, size_t len) {
-    srv_job *j = user;
+    gen_ctx *g = user;
+    srv_job *j = g->j;
+    if (id >= 0) {
+        g->last = id;
+        g->n++;
+    }
     pthread_mutex_lock(&j->mu);
     if (id >= 0) {
         j->n_gen++;
@@ -62,6 +74,42 @@ static void count_finish(srv_metrics *m, srv_finish f) {
     atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
+/* Generates up to the job's max_tokens. When the context fills and the
+   scheduler shifts contexts, it does what `mllm run --context-shift` does
+   (apps/cli_generate.c): keep the first n_keep tokens (the system turn, or
+   BOS), drop half of the rest, oldest first, re-evaluate what follows the
+   cut with the token the full context could not take, and go on. */
+static mllm_status generate_shifting(srv_slot *sl, srv_job *j) {
+    mllm_sampling sp = j->sampling;
+    int remaining = j->sampling.max_tokens;
+    for (int shifts = 0;; shifts++) {
+        gen_ctx g = {j, -1, 0};
+        sp.max_tokens = remaining;
+        sp.seed = j->sampling.seed + (uint64_t)shifts; /* a shift must not replay the same random draws */
+        mllm_status st = mllm_generate_ids(sl->sess, NULL, 0, &sp, on_token, &g);
+        remaining -= g.n;
+        if (st != MLLM_ERR_CONTEXT_FULL || !sl->S->context_shift || remaining <= 0 || g.last < 0 ||
+            atomic_load(&j->cancel))
+            return st;
+        size_t n = 0;
+        const int32_t *t = mllm_session_tokens(sl->sess, &n);
+        size_t keep = j->n_keep > n / 2 ? n / 2 : j->n_keep;
+        size_t drop = (n - keep) / 2 ? (n - keep) / 2 : 1;
+        size_t m = n - drop + 1;
+        int32_t *ids = mllm_malloc(m * sizeof *ids);
+        if (!ids) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+        memcpy(ids, t, keep * sizeof *ids);
+        memcpy(ids + keep, t + keep + drop, (n - keep - drop) * sizeof *ids);
+        ids[m - 1] = g.last;
+        st = mllm_session_sync(sl->sess, ids, m, NULL);
+        mllm_free(ids);
+        if (st != MLLM_OK) return st;
+        pthread_mutex_lock(&j->mu);
+        j->n_shifts++;
+        pthread_mutex_unlock(&j->mu);
+    }
+}
+
 /* Runs one job on the slot's session: keep the shared KV prefix, evaluate
    the rest of the prompt, generate. */
 static void run_job(srv_slot *sl, srv_job *j) {
@@ -77,7 +125,7 @@ static void run_job(srv_slot *sl, srv_job *j) {
         st = mllm_session_sync(sl->sess, j->ids, j->n_ids, &reused);
         t1 = srv_now_ms();
         if (st == MLLM_OK && !atomic_load(&j->cancel))
-            st = mllm_generate_ids(sl->sess, NULL, 0, &j->sampling, on_token, j);
+            st = generate_shifting(sl, j);
     }
     double t2 = srv_now_ms();
     char err[256] = "";
@@ -136,7 +184,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue,
+mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue, bool context_shift,
                           srv_metrics *metrics, srv_sched **out) {
     *out = NULL;
     if (!m || n_slots < 1 || max_queue < 0)
@@ -146,6 +194,7 @@ mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, 
     S->model = m;
     S->metrics = metrics;
     S->max_queue = max_queue;
+    S->context_shift = context_shift;
     pthread_mutex_init(&S->mu, NULL);
     S->slots = mllm_calloc((size_t)n_slots, sizeof *S->slots);
     S->queue = mllm_calloc((size_t)(max_queue > 0 ? max_queue : 1), sizeof *S->queue);

@@ -13,7 +13,9 @@ typedef struct srv_sched srv_sched;
 
 typedef enum { SRV_SUBMIT_OK = 0, SRV_SUBMIT_FULL = 1, SRV_SUBMIT_CLOSED = 2 } srv_submit;
 
-mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue,
+/* context_shift: a job whose context fills goes on after dropping old
+   tokens (srv_job.n_keep are kept) instead of ending with "length". */
+mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue, bool context_shift,
                           srv_metrics *metrics, srv_sched **out);
 /* The context length of every slot. */
 int srv_sched_n_ctx(const srv_sched *s);

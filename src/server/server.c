@@ -25,6 +25,7 @@ void mllm_server_default_config(mllm_server_config *c) {
     c->max_connections = SRV_DEFAULT_MAX_CONNECTIONS;
     c->max_connections_per_ip = SRV_DEFAULT_MAX_CONNECTIONS_PER_IP;
     c->header_timeout_s = SRV_DEFAULT_HEADER_TIMEOUT_S;
+    c->log_requests = true;
 }
 
 static mllm_status check_config(const mllm_server_config *c) {
@@ -94,7 +95,8 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
     }
-    st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, &S->metrics, &S->sched);
+    st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, &S->metrics,
+                       &S->sched);
     if (st == MLLM_OK) st = srv_http_start(S);
     if (st != MLLM_OK) { server_free(S); return st; }
     *out = S;

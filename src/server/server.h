@@ -16,6 +16,7 @@
  */
 #ifndef MLLM_SERVER_SERVER_H
 #define MLLM_SERVER_SERVER_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <mllm/mllm.h>
 
@@ -53,6 +54,8 @@ typedef struct {
     int max_connections_per_ip; /* the same, per client address */
     int header_timeout_s;  /* a request head not complete in this time: closed */
     const char *allowed_origins; /* NULL: no cross-origin requests; "*"; or "https://a.example,http://b:3000" */
+    bool log_requests;     /* one line per request on stderr (default true) */
+    bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

@@ -120,6 +120,7 @@ enum MHD_Result srv_stream_start(mllm_server *S, srv_req *r, srv_oai_req *q, srv
     MHD_destroy_response(resp); /* frees st (free_stream) if it was not queued */
     if (ret == MHD_YES) {
         r->answered = true;
+        r->status = MHD_HTTP_OK;
         srv_metrics_response(&S->metrics, 200);
     }
     return ret;

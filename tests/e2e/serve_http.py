@@ -4,7 +4,8 @@ text/plain "simple request" never runs), HTTP/1.1 needs one Host (400),
 Content-Length must be one value (400 for differing ones, or with
 Transfer-Encoding), the API key is compared on its exact bytes ("Bearer
 KEY\\0junk" is refused: 400, a NUL in a header), and an Origin header not in --allowed-origins gets 403
-(none allowed by default), preflights answered per the rules.
+(none allowed by default, but the server's own page, same origin, may
+post), preflights answered per the rules; GET / serves the chat page.
 Args: mllm binary, shared dir, build dir. Loopback only."""
 import json
 import os
@@ -148,6 +149,26 @@ def main(argv):
             headers={"Origin": "null"})
         req("preflight from another origin", 403, "origin_not_allowed", method="OPTIONS", body=None,
             headers={"Origin": EVIL, "Access-Control-Request-Method": "POST"})
+        # The server's own page (GET /) posts with Origin = http:// + Host:
+        # same origin, allowed without --allowed-origins when Host is an
+        # address; a domain name in both is DNS rebinding, refused.
+        here = "127.0.0.1:%d" % s.port
+        raw("same origin (the chat page's POST)", post([b"Host: " + here.encode(), J,
+                                                        b"Origin: http://" + here.encode()]), 200)
+        raw("same origin as localhost", post([b"Host: localhost:%d" % s.port, J,
+                                              b"Origin: http://localhost:%d" % s.port]), 200)
+        raw("Origin and Host the same domain (DNS rebinding)",
+            post([b"Host: evil.example:%d" % s.port, J, b"Origin: http://evil.example:%d" % s.port]),
+            403, "origin_not_allowed")
+        raw("Origin on another port", post([b"Host: " + here.encode(), J, b"Origin: http://127.0.0.1:1"]),
+            403, "origin_not_allowed")
+        st, hd, page = raw("GET / (the chat page)", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 200)
+        check(hd.get("content-type") == "text/html; charset=utf-8" and b"<html" in page and
+              "frame-ancestors 'none'" in hd.get("content-security-policy", ""), "page headers %r" % hd)
+        st, hd, js = raw("GET /chat.js", b"GET /chat.js HTTP/1.1\r\nHost: x\r\n\r\n", 200)
+        check(hd.get("content-type") == "text/javascript; charset=utf-8" and b"/v1/chat/completions" in js,
+              "chat.js headers %r" % hd)
+        raw("POST / (a page, GET only)", post([H, J], path=b"/"), 405, "method_not_allowed")
         st, hd, _ = req("plain OPTIONS (no Origin)", 204, method="OPTIONS", body=None)
         check("POST" in hd.get("allow", ""), "OPTIONS Allow header: %r" % hd)
         check(s.stop() == 0, "exit code after SIGTERM")

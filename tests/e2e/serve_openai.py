@@ -83,9 +83,16 @@ def tiny_checks(openai, s):
     check(cached > 0, "prompt_tokens_details.cached_tokens %r" % cached)
     print("ok   repeated chat reuses %d cached prompt tokens" % cached)
 
+    # one model is served: another name means it, and the answer names it
+    r = client.completions.create(model="gpt-4o", prompt="x", max_tokens=2)
+    check(r.model == "tiny", "model named in the answer: %r" % r.model)
+    try:
+        client.models.retrieve("gpt-4o")
+        raise srvtest.Fail("models.retrieve of another name: no error")
+    except openai.NotFoundError:
+        pass
     # errors come back as the client's exception classes
     for name, kwargs, exc in [
-        ("unknown model", dict(model="gpt-4o", prompt="x"), openai.NotFoundError),
         ("bad temperature", dict(model="tiny", prompt="x", temperature=5), openai.BadRequestError),
         ("bad max_tokens", dict(model="tiny", prompt="x", max_tokens=-3), openai.BadRequestError),
     ]:

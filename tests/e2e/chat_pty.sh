@@ -18,7 +18,7 @@ if [ -z "$model" ] || [ ! -f "$model" ]; then
 fi
 echo "model: $model"
 python3 - "$mllm" "$tmp" "$model" <<'PY'
-import json, os, pty, re, subprocess, sys, time
+import json, os, pty, re, select, subprocess, sys, termios, time
 mllm, tmp, model = sys.argv[1], sys.argv[2], sys.argv[3]
 N = "12"
 turns = ["Hello there", "Tell me a story about a cat", "And then?"]
@@ -28,11 +28,16 @@ if pid == 0:
     os.execv(mllm, [mllm, "chat", "-m", model, "--temp", "0", "-n", N, "--verbose", "--show-think", "-t", "2"])
 out = b""
 def read_until(pat, timeout=60):
+    """Reads the terminal until pat matches; select() bounds each wait, so a
+    silent child fails the test in `timeout` s instead of hanging it."""
     global out
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if re.search(pat, out):
             return
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if not r:
+            continue
         try:
             chunk = os.read(fd, 4096)
         except OSError:
@@ -40,17 +45,31 @@ def read_until(pat, timeout=60):
         if not chunk:
             break
         out += chunk
-        if re.search(pat, out):
-            return
+    if re.search(pat, out):
+        return
     raise SystemExit("timeout waiting for %r; got %r" % (pat, out[-400:]))
+
+def wait_line_editor(timeout=5):
+    """libedit prints its prompt, then puts the terminal in raw mode: keys
+    sent in between are read in cooked mode, where Ctrl-D is an EOF libedit
+    never sees. Wait until ICANON is off (the pty master reports the slave's
+    modes); a build without libedit reads cooked lines and never turns it
+    off, which is fine there."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and termios.tcgetattr(fd)[3] & termios.ICANON:
+        time.sleep(0.01)
+
 read_until(rb"> $")
+wait_line_editor()
 for i, t in enumerate(turns):
     os.write(fd, t.encode() + b"\n")
     read_until(rb"\[turn %d: [^\]]*\]" % (i + 1))
     read_until(rb"> $")
+    wait_line_editor()
 os.write(fd, b"/save " + os.path.join(tmp, "hist.json").encode() + b"\n")
 read_until(rb"saved \d+ messages")
 read_until(rb"> $")
+wait_line_editor()
 os.write(fd, b"\x04")  # Ctrl-D
 _, status = os.waitpid(pid, 0)
 assert os.WEXITSTATUS(status) == 0, status

@@ -38,7 +38,7 @@ cflags="-O1 -Wall -Wextra -Werror"
 grep -q '^MLLM_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" && cflags="$cflags -fsanitize=address,undefined"
 cp -r "$src/examples" "$tmp/examples"
 examples="simple_generate tokenize"
-if nm -D --defined-only "$libdir/libmllm.so" | grep -q ' mllm_chat$'; then
+if nm -D --defined-only "$libdir/libmllm.so" | grep ' mllm_chat$' >/dev/null; then
     examples="$examples chat"
 else
     echo "chat example: not built, this libmllm has no mllm_chat yet"
@@ -50,7 +50,7 @@ ex=$tmp/examples
 static_libs=$(pkg-config --static --libs-only-l mllm | sed 's/-lmllm\b//')
 "${cc:-cc}" $cflags $(pkg-config --cflags mllm) -o "$ex/tokenize_static" "$ex/tokenize.c" \
     "$libdir/libmllm.a" $static_libs
-if readelf -d "$ex/tokenize_static" | grep -q 'libmllm\.so'; then
+if readelf -d "$ex/tokenize_static" | grep 'libmllm\.so' >/dev/null; then
     echo "tokenize_static still needs libmllm.so"; exit 1
 fi
 

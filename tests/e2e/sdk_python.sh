@@ -68,7 +68,8 @@ if ! MLLM_BUNDLE_LIBRARY=$lib PYTHONPATH=$deps "$py" -m pip wheel -q --disable-p
 fi
 whl=$(ls "$tmp"/wheels/pymllm-*.whl)
 case $whl in *-none-any.whl) echo "a wheel with libmllm inside must be platform-tagged: $whl"; exit 1 ;; esac
-"$py" -m zipfile -l "$whl" | grep -q "pymllm/libmllm.so" || { echo "$whl has no pymllm/libmllm.so"; exit 1; }
+"$py" -m zipfile -l "$whl" > "$tmp/whl.list"
+grep -q "pymllm/libmllm.so" "$tmp/whl.list" || { echo "$whl has no pymllm/libmllm.so"; exit 1; }
 if ! MLLM_SOURCE_DIR=$src MLLM_CMAKE_BUILD_DIR=$build PYTHONPATH=$deps "$py" -m pip install -q --disable-pip-version-check \
         --no-deps --no-build-isolation --target "$bsite" "$tmp/python" > "$pip_log" 2>&1; then
     cat "$pip_log"; echo "pip install ./python (bundled by cmake) failed"; exit 1

@@ -314,9 +314,13 @@ class Model:
         conversation: when messages extends the previous call's (with the
         reply appended), only the new tokens are computed;
         last_chat_reused says how many prompt tokens were reused."""
-        fn = self._optional("mllm_chat")
         stop = sampling.pop("stop", None)
-        sp = self._sampling(**sampling)
+        return self._run(self._chat_call(messages, self._sampling(**sampling)), stream, reset=False, stop=stop)
+
+    def _chat_call(self, messages, sp):
+        """call(session, callback) for _run: mllm_chat on messages, which
+        records how many prompt tokens the cache gave (last_chat_reused)."""
+        fn = self._optional("mllm_chat")
         conv = json.dumps(messages).encode("utf-8")
         reused = ctypes.c_size_t(0)
 
@@ -324,7 +328,7 @@ class Model:
             st = fn(s, conv, ctypes.byref(sp), cb, None, ctypes.byref(reused))
             self.last_chat_reused = reused.value
             return st
-        return self._run(call, stream, reset=False, stop=stop)
+        return call
 
     def chat_tokenize(self, messages):
         """The token ids chat() evaluates for messages: the template's own
@@ -352,18 +356,11 @@ class Model:
         "stop" (end of the answer or a stop string) or "length" (max_tokens,
         or the context filled). max_tokens=None: until the answer ends or
         the context is full. seed=None: a random one."""
-        fn = self._optional("mllm_chat")
         n_prompt = len(self.chat_tokenize(messages))
         limit = max(1, self._ctx_size() - n_prompt) if max_tokens is None else int(max_tokens)
         sp = self._sampling(limit, temperature, top_k, top_p, min_p, repeat_penalty, 64,
                             int.from_bytes(os.urandom(7), "little") if seed is None else seed, False)
-        conv = json.dumps(messages).encode("utf-8")
-        reused = ctypes.c_size_t(0)
-
-        def call(s, cb):
-            st = fn(s, conv, ctypes.byref(sp), cb, None, ctypes.byref(reused))
-            self.last_chat_reused = reused.value
-            return st
+        call = self._chat_call(messages, sp)
         cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], _now()
         name = model or os.path.basename(self._path)
         info = {}

@@ -32,8 +32,8 @@ n=0 fails=0
 cd "$root"
 while IFS= read -r line <&3; do
     n=$((n + 1))
-    cmd=${line//build\/release\/mllm/\"$mllm\"}
-    cmd=${cmd//\/tmp\//$tmp\/}
+    cmd=${line//\/tmp\//$tmp\/}   # first: $mllm and $tmp may themselves lie under /tmp
+    cmd=${cmd//build\/release\/mllm/\"$mllm\"}
     case $line in
     cmake*) echo "--   $line  (built this binary)"; continue ;;
     M=*) eval "$cmd" </dev/null; export M

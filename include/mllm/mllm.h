@@ -30,7 +30,8 @@
  *  - A parameter struct whose struct_size is not the library's own
  *    sizeof gives MLLM_ERR_INVALID_ARG: always fill it with its
  *    *_default_params() / mllm_sampling_default() first (mllm_sampling
- *    also accepts the size of its first release, MLLM_SAMPLING_SIZE_V1).
+ *    also accepts the size of its first release, without the fields
+ *    appended since).
  *  - Any call that allocates may return MLLM_ERR_NOMEM.
  *  - Ownership: a handle returned through an `out` pointer belongs to the
  *    caller, who frees it with the matching *_free(). Strings and arrays
@@ -234,9 +235,9 @@ typedef struct {
     int max_tokens;       /* stop after this many generated tokens */
     uint64_t seed;        /* same seed, same output */
     int ignore_eos;       /* 1: do not stop at EOS */
-    /* The fields below were appended after ABI 2's first release; a
-       struct_size that ends at ignore_eos (MLLM_SAMPLING_SIZE_V1) is still
-       accepted and the fields below then take their defaults. */
+    /* The fields below were appended after ABI 2's first release: the
+       struct_size of that release (the sizeof of the struct that ended at
+       ignore_eos) is still accepted, and they then take their defaults. */
     float presence_penalty;  /* 0 = off; see mllm_sampling_default */
     float frequency_penalty; /* 0 = off */
     const int32_t *logit_bias_ids; /* (n_logit_bias) token ids; read during generation */
@@ -248,9 +249,6 @@ typedef struct {
     void *logprobs_user;     /* passed to on_logprobs */
     int n_top_logprobs;      /* alternatives per token, 0..MLLM_MAX_TOP_LOGPROBS */
 } mllm_sampling;
-
-/* The size of the first release of mllm_sampling (fields up to ignore_eos). */
-#define MLLM_SAMPLING_SIZE_V1 (offsetof(mllm_sampling, presence_penalty))
 
 /* Fills p with the defaults and struct_size with the library's
    sizeof(mllm_sampling): temperature 0.8, top_p 0.95, min_p 0.05,
@@ -322,7 +320,7 @@ MLLM_API int mllm_session_n_past(const mllm_session *s);
    Blocking; one call per session at a time; cancel it from another thread
    with mllm_session_cancel().
    Errors: MLLM_ERR_INVALID_ARG (s, prompt or sp NULL, sp->struct_size
-   neither sizeof(mllm_sampling) nor MLLM_SAMPLING_SIZE_V1,
+   neither sizeof(mllm_sampling) nor the first release's,
    sampling values out of range, empty prompt on an empty session),
    MLLM_ERR_CONTEXT_FULL (the prompt does not fit: nothing is evaluated; or
    the cache filled up while generating: the tokens delivered so far stay),

@@ -1,5 +1,6 @@
 #include "runtime/sampler.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,21 @@ MLLM_API void mllm_sampling_default(mllm_sampling *p) {
     p->seed = 0;
 }
 
+/* The first release's fields keep their places; the new ones start where
+   its last one ended (inside what was its tail padding). */
+_Static_assert(offsetof(mllm_sampling, ignore_eos) == offsetof(mllm_sampling_v1, ignore_eos),
+               "mllm_sampling's first fields moved");
+_Static_assert(offsetof(mllm_sampling, presence_penalty) == offsetof(mllm_sampling_v1, ignore_eos) + sizeof(int),
+               "mllm_sampling's appended fields must follow ignore_eos");
+
 mllm_status mllm_sampling_upgrade(const mllm_sampling *in, mllm_sampling *out) {
     size_t n = in->struct_size;
-    if (n != sizeof *out && n != MLLM_SAMPLING_SIZE_V1)
+    if (n != sizeof *out && n != sizeof(mllm_sampling_v1))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_sampling struct_size %u, expected %zu (or %zu)", in->struct_size,
-                        sizeof *out, (size_t)MLLM_SAMPLING_SIZE_V1);
+                        sizeof *out, sizeof(mllm_sampling_v1));
     mllm_sampling_default(out);
-    memcpy(out, in, n);
+    /* An old struct's tail padding is not ours to read as new fields. */
+    memcpy(out, in, n == sizeof *out ? n : offsetof(mllm_sampling, presence_penalty));
     out->struct_size = sizeof *out;
     return MLLM_OK;
 }

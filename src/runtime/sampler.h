@@ -18,9 +18,19 @@ typedef struct {
     int32_t *count;  /* (n_vocab) occurrences in the penalty window; all 0 between calls */
 } mllm_sampler;
 
-/* Copies a caller's struct of any accepted size (sizeof or
-   MLLM_SAMPLING_SIZE_V1) into out, the fields it lacks at their defaults;
-   MLLM_ERR_INVALID_ARG for another size. */
+/* mllm_sampling as first released (ABI 2): its sizeof is what callers
+   built against that header put in struct_size. */
+typedef struct {
+    uint32_t struct_size;
+    float temperature, top_p, min_p, repeat_penalty;
+    int top_k, repeat_last_n, max_tokens;
+    uint64_t seed;
+    int ignore_eos;
+} mllm_sampling_v1;
+
+/* Copies a caller's struct of any accepted size (sizeof(mllm_sampling) or
+   sizeof(mllm_sampling_v1)) into out, the fields it lacks at their
+   defaults; MLLM_ERR_INVALID_ARG for another size. */
 mllm_status mllm_sampling_upgrade(const mllm_sampling *in, mllm_sampling *out);
 /* p must be a full-size struct (mllm_sampling_upgrade). */
 mllm_status mllm_sampler_init(mllm_sampler *s, const mllm_sampling *p, int n_vocab);

@@ -1,6 +1,7 @@
 /* Sampling: greedy, seeds, that each filter keeps what it should, the
    penalties and biases against a plain reference, and logprobs. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include "runtime/sampler.h"
 #include "testutil.h"
@@ -237,22 +238,23 @@ static void test_logprobs(void **state) {
 
 static void test_v1_struct_size(void **state) {
     (void)state;
-    /* A caller built against the first mllm_sampling: the new fields get
-       their defaults, whatever lies past the old struct. */
-    mllm_sampling old, full;
-    memset(&old, 0xAB, sizeof old);
+    /* A caller built against the first mllm_sampling passes its sizeof;
+       the new fields get their defaults, whatever its tail padding holds. */
+    mllm_sampling full;
     mllm_sampling_default(&full);
-    memcpy(&old, &full, MLLM_SAMPLING_SIZE_V1);
-    old.struct_size = (uint32_t)MLLM_SAMPLING_SIZE_V1;
-    old.temperature = 0.3f;
-    assert_int_equal(mllm_sampling_upgrade(&old, &full), MLLM_OK);
+    union { mllm_sampling_v1 v1; mllm_sampling as_new; } old;
+    memset(&old, 0xAB, sizeof old);
+    memcpy(&old.v1, &full, offsetof(mllm_sampling_v1, ignore_eos) + sizeof(int));
+    old.v1.struct_size = (uint32_t)sizeof old.v1;
+    old.v1.temperature = 0.3f;
+    assert_int_equal(mllm_sampling_upgrade(&old.as_new, &full), MLLM_OK);
     assert_int_equal(full.struct_size, sizeof full);
     assert_float_equal(full.temperature, 0.3f, 0);
     assert_float_equal(full.presence_penalty, 0, 0);
     assert_null(full.on_logprobs);
     assert_int_equal(full.n_logit_bias, 0);
-    old.struct_size = (uint32_t)MLLM_SAMPLING_SIZE_V1 + 4;
-    assert_int_equal(mllm_sampling_upgrade(&old, &full), MLLM_ERR_INVALID_ARG);
+    old.v1.struct_size = (uint32_t)offsetof(mllm_sampling, presence_penalty) + 8;
+    assert_int_equal(mllm_sampling_upgrade(&old.as_new, &full), MLLM_ERR_INVALID_ARG);
 }
 
 int main(void) {

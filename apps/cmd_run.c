@@ -8,6 +8,8 @@
 #include <cjson/cJSON.h>
 #include "cli.h"
 
+#define RUN_MAX_LOGIT_BIAS 64
+
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: mllm run -m MODEL -p PROMPT [options]\n"
@@ -34,7 +36,12 @@ static void run_usage(FILE *f) {
             "      --top-p P         nucleus sampling; 1 = off (default 0.95)\n"
             "      --min-p P         drop tokens below P x the best one; 0 = off (default 0.05)\n"
             "      --repeat-penalty R  penalise recent tokens; 1 = off (default 1)\n"
-            "      --repeat-last-n N   how many recent tokens the penalty sees (default 64)\n"
+            "      --repeat-last-n N   how many recent tokens the penalties see (default 64)\n"
+            "      --presence-penalty P   subtract P from the logit of each token among the\n"
+            "                        recent ones; 0 = off (default 0)\n"
+            "      --frequency-penalty F  subtract F x its count there; 0 = off (default 0)\n"
+            "      --logit-bias ID=BIAS  add BIAS to token ID's logit (-100 bans it, +100\n"
+            "                        forces it); repeatable, up to 64\n"
             "      --seed S          random seed; same seed, same output (default -1: a random\n"
             "                        one, printed at the end)\n"
             "      --ignore-eos      keep generating past the end-of-sequence token\n"
@@ -45,6 +52,30 @@ static void run_usage(FILE *f) {
             "  -h, --help            this help\n"
             "\n"
             "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n");
+}
+
+/* --logit-bias ID=BIAS; the id is checked against the vocabulary when
+   generation starts. */
+static bool parse_bias(const char *v, int32_t *ids, float *bias, int *n) {
+    const char *eq = strchr(v, '=');
+    char id[32];
+    long tok;
+    double b;
+    if (*n >= RUN_MAX_LOGIT_BIAS) {
+        fprintf(stderr, "mllm run: at most %d --logit-bias\n", RUN_MAX_LOGIT_BIAS);
+        return false;
+    }
+    if (!eq || (size_t)(eq - v) >= sizeof id) {
+        fprintf(stderr, "mllm run: --logit-bias wants ID=BIAS, got '%s'\n", v);
+        return false;
+    }
+    memcpy(id, v, (size_t)(eq - v));
+    id[eq - v] = 0;
+    if (!cli_int("--logit-bias", id, 0, INT32_MAX, &tok) || !cli_float("--logit-bias", eq + 1, -100, 100, &b))
+        return false;
+    ids[*n] = (int32_t)tok;
+    bias[(*n)++] = (float)b;
+    return true;
 }
 
 typedef struct { FILE *ids; } run_ctx;
@@ -112,7 +143,10 @@ int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     const char *system = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
-    double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
+    double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
+    int32_t bias_ids[RUN_MAX_LOGIT_BIAS];
+    float bias[RUN_MAX_LOGIT_BIAS];
+    int n_bias = 0;
     bool ignore_eos = false, no_bos = false, raw = false, shift = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -131,6 +165,9 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--repeat-penalty")) { VAL(); if (!cli_float(a, v, 1e-3, 100, &rpen)) return 2; }
         else if (!strcmp(a, "--repeat-last-n")) { VAL(); if (!cli_int(a, v, 0, 1 << 20, &rlast)) return 2; }
         else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, -1, LONG_MAX, &seed)) return 2; }
+        else if (!strcmp(a, "--presence-penalty")) { VAL(); if (!cli_float(a, v, -100, 100, &presence)) return 2; }
+        else if (!strcmp(a, "--frequency-penalty")) { VAL(); if (!cli_float(a, v, -100, 100, &frequency)) return 2; }
+        else if (!strcmp(a, "--logit-bias")) { VAL(); if (!parse_bias(v, bias_ids, bias, &n_bias)) return 2; }
         else if (!strcmp(a, "--system")) { VAL(); system = v; }
         else if (!strcmp(a, "--raw")) raw = true;
         else if (!strcmp(a, "--context-shift")) shift = true;
@@ -241,6 +278,11 @@ int cmd_run(int argc, char **argv) {
     smp.min_p = (float)min_p;
     smp.repeat_penalty = (float)rpen;
     smp.repeat_last_n = (int)rlast;
+    smp.presence_penalty = (float)presence;
+    smp.frequency_penalty = (float)frequency;
+    smp.logit_bias_ids = bias_ids;
+    smp.logit_bias = bias;
+    smp.n_logit_bias = n_bias;
     uint64_t used_seed = seed < 0 ? cli_random_seed() : (uint64_t)seed;
     smp.seed = used_seed;
     smp.ignore_eos = ignore_eos;

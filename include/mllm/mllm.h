@@ -29,7 +29,9 @@
  *    (getters that return a value instead give 0, -1 or NULL).
  *  - A parameter struct whose struct_size is not the library's own
  *    sizeof gives MLLM_ERR_INVALID_ARG: always fill it with its
- *    *_default_params() / mllm_sampling_default() first.
+ *    *_default_params() / mllm_sampling_default() first (mllm_sampling
+ *    also accepts the size of its first release, without the fields
+ *    appended since).
  *  - Any call that allocates may return MLLM_ERR_NOMEM.
  *  - Ownership: a handle returned through an `out` pointer belongs to the
  *    caller, who frees it with the matching *_free(). Strings and arrays
@@ -209,6 +211,19 @@ MLLM_API void mllm_session_free(mllm_session *s);
    reused). NULL: no-op. */
 MLLM_API void mllm_session_reset(mllm_session *s);
 
+/* The most alternatives mllm_on_logprobs reports per token (OpenAI's limit). */
+#define MLLM_MAX_TOP_LOGPROBS 20
+
+/* Called once per sampled token with its log-probability and the n_top
+   most likely tokens (ids and log-probabilities, most likely first; ties
+   to the lower id). The probabilities are the model's own distribution:
+   log-softmax of the raw logits at temperature 1, before penalties, biases,
+   top-k/top-p/min-p and temperature, so they do not depend on the sampling
+   settings. The arrays are valid only during the call. Same thread and
+   re-entrancy rules as mllm_on_token. */
+typedef void (*mllm_on_logprobs)(void *user, int32_t id, float logprob, const int32_t *top_ids,
+                                 const float *top_logprobs, int n_top);
+
 typedef struct {
     uint32_t struct_size;
     float temperature;    /* 0 = greedy */
@@ -220,14 +235,36 @@ typedef struct {
     int max_tokens;       /* stop after this many generated tokens */
     uint64_t seed;        /* same seed, same output */
     int ignore_eos;       /* 1: do not stop at EOS */
+    /* The fields below were appended after ABI 2's first release: the
+       struct_size of that release (the sizeof of the struct that ended at
+       ignore_eos) is still accepted, and they then take their defaults. */
+    float presence_penalty;  /* 0 = off; see mllm_sampling_default */
+    float frequency_penalty; /* 0 = off */
+    const int32_t *logit_bias_ids; /* (n_logit_bias) token ids; read during generation */
+    const float *logit_bias;       /* (n_logit_bias) added to those ids' logits */
+    int n_logit_bias;
+    /* Per-token log-probabilities: when on_logprobs is non-NULL it is called
+       for each sampled token, right before mllm_on_token for it. */
+    mllm_on_logprobs on_logprobs;
+    void *logprobs_user;     /* passed to on_logprobs */
+    int n_top_logprobs;      /* alternatives per token, 0..MLLM_MAX_TOP_LOGPROBS */
 } mllm_sampling;
 
 /* Fills p with the defaults and struct_size with the library's
    sizeof(mllm_sampling): temperature 0.8, top_p 0.95, min_p 0.05,
    repeat_penalty 1, top_k 40, repeat_last_n 64, max_tokens 128, seed 0,
-   ignore_eos 0. p must not be NULL. Thread-safe. Values are checked when
+   ignore_eos 0, no presence/frequency penalty, no logit bias, no
+   logprobs. p must not be NULL. Thread-safe. Values are checked when
    generation starts: temperature >= 0, 0 < top_p <= 1, 0 <= min_p <= 1,
-   repeat_penalty > 0, top_k >= 0, repeat_last_n >= 0. */
+   repeat_penalty > 0, top_k >= 0, repeat_last_n >= 0, presence and
+   frequency penalties and biases finite, logit_bias_ids in [0, n_vocab)
+   (and the arrays non-NULL when n_logit_bias > 0), n_top_logprobs in
+   [0, MLLM_MAX_TOP_LOGPROBS].
+   Penalties follow llama.cpp: over the distinct tokens among the last
+   repeat_last_n (prompt and generated), logit is divided (positive) or
+   multiplied (negative) by repeat_penalty, then
+   logit -= frequency_penalty * count + presence_penalty; the biases are
+   added after that. */
 MLLM_API void mllm_sampling_default(mllm_sampling *p);
 
 /* Called for every generated token with its bytes (pieces are held back
@@ -282,7 +319,8 @@ MLLM_API int mllm_session_n_past(const mllm_session *s);
    call continues the text; mllm_session_reset() starts afresh.
    Blocking; one call per session at a time; cancel it from another thread
    with mllm_session_cancel().
-   Errors: MLLM_ERR_INVALID_ARG (s, prompt or sp NULL, wrong sp->struct_size,
+   Errors: MLLM_ERR_INVALID_ARG (s, prompt or sp NULL, sp->struct_size
+   neither sizeof(mllm_sampling) nor the first release's,
    sampling values out of range, empty prompt on an empty session),
    MLLM_ERR_CONTEXT_FULL (the prompt does not fit: nothing is evaluated; or
    the cache filled up while generating: the tokens delivered so far stay),

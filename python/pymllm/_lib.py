@@ -82,18 +82,38 @@ class SessionParams(ctypes.Structure):
     ]
 
 
+_SAMPLING_V1_FIELDS = [
+    ("struct_size", ctypes.c_uint32),
+    ("temperature", ctypes.c_float),
+    ("top_p", ctypes.c_float),
+    ("min_p", ctypes.c_float),
+    ("repeat_penalty", ctypes.c_float),
+    ("top_k", ctypes.c_int),
+    ("repeat_last_n", ctypes.c_int),
+    ("max_tokens", ctypes.c_int),
+    ("seed", ctypes.c_uint64),
+    ("ignore_eos", ctypes.c_int),
+]
+
+
+class SamplingBase(ctypes.Structure):
+    """mllm_sampling as first released: its size is what an older library fills."""
+    _fields_ = _SAMPLING_V1_FIELDS
+
+
 class Sampling(ctypes.Structure):
-    _fields_ = [
-        ("struct_size", ctypes.c_uint32),
-        ("temperature", ctypes.c_float),
-        ("top_p", ctypes.c_float),
-        ("min_p", ctypes.c_float),
-        ("repeat_penalty", ctypes.c_float),
-        ("top_k", ctypes.c_int),
-        ("repeat_last_n", ctypes.c_int),
-        ("max_tokens", ctypes.c_int),
-        ("seed", ctypes.c_uint64),
-        ("ignore_eos", ctypes.c_int),
+    """mllm_sampling with the fields appended since (same ABI version). Not a
+    subclass of SamplingBase: ctypes would put the new fields after the
+    base's tail padding, C puts them right after ignore_eos."""
+    _fields_ = _SAMPLING_V1_FIELDS + [
+        ("presence_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+        ("logit_bias_ids", ctypes.c_void_p),
+        ("logit_bias", ctypes.c_void_p),
+        ("n_logit_bias", ctypes.c_int),
+        ("on_logprobs", ctypes.c_void_p),
+        ("logprobs_user", ctypes.c_void_p),
+        ("n_top_logprobs", ctypes.c_int),
     ]
 
 
@@ -203,7 +223,10 @@ def _bind(lib, path):
                          (lib.mllm_session_default_params, SessionParams),
                          (lib.mllm_sampling_default, Sampling)):
         size = _struct_size(lib, fill)
-        if size != ctypes.sizeof(struct):
+        # An older library fills only the first mllm_sampling (Sampling is
+        # larger, so that is safe) and reads struct_size, which it set.
+        older = struct is Sampling and size == ctypes.sizeof(SamplingBase)
+        if size != ctypes.sizeof(struct) and not older:
             raise MllmError(MLLM_ERR_UNSUPPORTED,
                             f"{path}: {fill.__name__} says struct_size {size}, pymllm's "
                             f"{struct.__name__} has {ctypes.sizeof(struct)} bytes: "

@@ -226,14 +226,25 @@ static size_t utf8_complete(const char *b, size_t n) {
     return n;
 }
 
-MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size_t n, const mllm_sampling *sp,
+/* Reports the model's log-probabilities of the token about to be delivered. */
+static void report_logprobs(mllm_sampler *smp, const mllm_sampling *sp, const float *logits, int32_t tok) {
+    int32_t top_ids[MLLM_MAX_TOP_LOGPROBS];
+    float top_lp[MLLM_MAX_TOP_LOGPROBS], lp;
+    mllm_sampler_logprobs(smp, logits, tok, sp->n_top_logprobs, top_ids, top_lp, &lp);
+    int n_top = sp->n_top_logprobs < smp->n_vocab ? sp->n_top_logprobs : smp->n_vocab;
+    sp->on_logprobs(sp->logprobs_user, tok, lp, top_ids, top_lp, n_top);
+}
+
+MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size_t n, const mllm_sampling *sp0,
                                        mllm_on_token cb, void *user) {
-    if (!s || !sp || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_generate: NULL argument");
-    if (sp->struct_size != sizeof *sp)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_sampling struct_size %u, expected %zu", sp->struct_size, sizeof *sp);
+    if (!s || !sp0 || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_generate: NULL argument");
+    mllm_sampling full; /* callers built against an older, shorter struct keep working */
+    mllm_status st = mllm_sampling_upgrade(sp0, &full);
+    if (st != MLLM_OK) return st;
+    const mllm_sampling *sp = &full;
     if (n == 0 && s->n_past == 0) return mllm_err(MLLM_ERR_INVALID_ARG, "empty prompt and empty session");
     mllm_sampler smp;
-    mllm_status st = mllm_sampler_init(&smp, sp, s->m->llama.cfg.n_vocab);
+    st = mllm_sampler_init(&smp, sp, s->m->llama.cfg.n_vocab);
     if (st != MLLM_OK) return st;
     atomic_store(&s->cancel, false);
     double t0 = mllm_now_ms();
@@ -247,6 +258,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         if (atomic_load(&s->cancel)) { st = MLLM_ERR_CANCELLED; mllm_err(st, "generation cancelled"); break; }
         int32_t tok = mllm_sampler_sample(&smp, s->logits, s->tokens, s->n_past);
         if (!sp->ignore_eos && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
+        if (sp->on_logprobs) report_logprobs(&smp, sp, s->logits, tok);
         size_t plen = 0;
         const char *piece = mllm_tokenizer_piece(s->m->tok, tok, &plen);
         /* Control tokens (<|im_start|>, <s>, ...) are not text. */

@@ -1,5 +1,6 @@
 #include "runtime/sampler.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +20,58 @@ MLLM_API void mllm_sampling_default(mllm_sampling *p) {
     p->seed = 0;
 }
 
-mllm_status mllm_sampler_init(mllm_sampler *s, const mllm_sampling *p, int n_vocab) {
-    memset(s, 0, sizeof *s);
+/* The first release's fields keep their places; the new ones start where
+   its last one ended (inside what was its tail padding). */
+_Static_assert(offsetof(mllm_sampling, ignore_eos) == offsetof(mllm_sampling_v1, ignore_eos),
+               "mllm_sampling's first fields moved");
+_Static_assert(offsetof(mllm_sampling, presence_penalty) == offsetof(mllm_sampling_v1, ignore_eos) + sizeof(int),
+               "mllm_sampling's appended fields must follow ignore_eos");
+
+mllm_status mllm_sampling_upgrade(const mllm_sampling *in, mllm_sampling *out) {
+    size_t n = in->struct_size;
+    if (n != sizeof *out && n != sizeof(mllm_sampling_v1))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_sampling struct_size %u, expected %zu (or %zu)", in->struct_size,
+                        sizeof *out, sizeof(mllm_sampling_v1));
+    mllm_sampling_default(out);
+    /* An old struct's tail padding is not ours to read as new fields. */
+    memcpy(out, in, n == sizeof *out ? n : offsetof(mllm_sampling, presence_penalty));
+    out->struct_size = sizeof *out;
+    return MLLM_OK;
+}
+
+static mllm_status check_params(const mllm_sampling *p, int n_vocab) {
     if (p->temperature < 0 || p->top_p <= 0 || p->top_p > 1 || p->min_p < 0 || p->min_p > 1 ||
         p->repeat_penalty <= 0 || p->top_k < 0 || p->repeat_last_n < 0)
         return mllm_err(MLLM_ERR_INVALID_ARG,
                         "invalid sampling parameters (temp %g, top_p %g, min_p %g, repeat_penalty %g, top_k %d)",
                         p->temperature, p->top_p, p->min_p, p->repeat_penalty, p->top_k);
+    if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "presence_penalty %g / frequency_penalty %g must be finite",
+                        p->presence_penalty, p->frequency_penalty);
+    if (p->n_top_logprobs < 0 || p->n_top_logprobs > MLLM_MAX_TOP_LOGPROBS)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "n_top_logprobs %d outside [0, %d]", p->n_top_logprobs,
+                        MLLM_MAX_TOP_LOGPROBS);
+    if (p->n_logit_bias < 0 || (p->n_logit_bias > 0 && (!p->logit_bias_ids || !p->logit_bias)))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "logit bias: %d entries without arrays", p->n_logit_bias);
+    for (int i = 0; i < p->n_logit_bias; i++)
+        if (p->logit_bias_ids[i] < 0 || p->logit_bias_ids[i] >= n_vocab || !isfinite(p->logit_bias[i]))
+            return mllm_err(MLLM_ERR_INVALID_ARG, "logit bias %d: token %d (vocabulary [0, %d)), bias %g", i,
+                            p->logit_bias_ids[i], n_vocab, p->logit_bias[i]);
+    return MLLM_OK;
+}
+
+mllm_status mllm_sampler_init(mllm_sampler *s, const mllm_sampling *p, int n_vocab) {
+    memset(s, 0, sizeof *s);
+    mllm_status st = check_params(p, n_vocab);
+    if (st != MLLM_OK) return st;
     s->p = *p;
     s->n_vocab = n_vocab;
     mllm_rng_seed(&s->rng, p->seed);
     s->logits = mllm_malloc((size_t)n_vocab * sizeof(float));
     s->idx = mllm_malloc((size_t)n_vocab * sizeof(int32_t));
     s->prob = mllm_malloc((size_t)n_vocab * sizeof(float));
-    if (!s->logits || !s->idx || !s->prob) {
+    s->count = mllm_calloc((size_t)n_vocab, sizeof(int32_t));
+    if (!s->logits || !s->idx || !s->prob || !s->count) {
         mllm_sampler_free(s);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory for the sampler");
     }
@@ -44,6 +83,7 @@ void mllm_sampler_free(mllm_sampler *s) {
     mllm_free(s->logits);
     mllm_free(s->idx);
     mllm_free(s->prob);
+    mllm_free(s->count);
     memset(s, 0, sizeof *s);
 }
 
@@ -85,25 +125,53 @@ static void select_top_k(const float *l, int n, int k, int32_t *h) {
     }
 }
 
+/* llama.cpp's penalties over the last repeat_last_n tokens: each distinct
+   token once, by how often it occurs there. count[] is left all zero. */
+static void penalize(mllm_sampler *s, float *l, const int32_t *recent, int n_recent) {
+    const mllm_sampling *p = &s->p;
+    if (p->repeat_last_n <= 0 ||
+        (p->repeat_penalty == 1.0f && p->presence_penalty == 0 && p->frequency_penalty == 0))
+        return;
+    int n = s->n_vocab;
+    int from = n_recent > p->repeat_last_n ? n_recent - p->repeat_last_n : 0;
+    for (int i = from; i < n_recent; i++)
+        if (recent[i] >= 0 && recent[i] < n) s->count[recent[i]]++;
+    for (int i = from; i < n_recent; i++) {
+        int32_t t = recent[i];
+        if (t < 0 || t >= n || s->count[t] == 0) continue; /* 0: already done */
+        if (p->repeat_penalty != 1.0f) l[t] = l[t] > 0 ? l[t] / p->repeat_penalty : l[t] * p->repeat_penalty;
+        l[t] -= (float)s->count[t] * p->frequency_penalty + p->presence_penalty;
+        s->count[t] = 0;
+    }
+}
+
+void mllm_sampler_logprobs(mllm_sampler *s, const float *logits, int32_t id, int n_top, int32_t *top_ids,
+                           float *top_lp, float *lp) {
+    int n = s->n_vocab;
+    float mx = logits[mllm_argmax(logits, n)];
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    float lse = mx + (float)log(sum);
+    *lp = logits[id] - lse;
+    if (n_top > n) n_top = n;
+    if (n_top <= 0) return;
+    select_top_k(logits, n, n_top, s->idx);
+    g_sort_keys = logits;
+    qsort(s->idx, (size_t)n_top, sizeof(int32_t), by_logit_desc);
+    for (int i = 0; i < n_top; i++) {
+        top_ids[i] = s->idx[i];
+        top_lp[i] = logits[s->idx[i]] - lse;
+    }
+}
+
 int32_t mllm_sampler_sample(mllm_sampler *s, const float *logits, const int32_t *recent,
                             int n_recent) {
     const mllm_sampling *p = &s->p;
     int n = s->n_vocab;
     float *l = s->logits;
     memcpy(l, logits, (size_t)n * sizeof(float));
-    if (p->repeat_penalty != 1.0f && p->repeat_last_n > 0) {
-        /* Penalise each distinct recent token once (as llama.cpp does). */
-        int from = n_recent > p->repeat_last_n ? n_recent - p->repeat_last_n : 0;
-        for (int i = from; i < n_recent; i++) {
-            int32_t t = recent[i];
-            if (t < 0 || t >= n) continue;
-            bool seen = false;
-            for (int j = from; j < i; j++)
-                if (recent[j] == t) { seen = true; break; }
-            if (seen) continue;
-            l[t] = l[t] > 0 ? l[t] / p->repeat_penalty : l[t] * p->repeat_penalty;
-        }
-    }
+    penalize(s, l, recent, n_recent);
+    for (int i = 0; i < p->n_logit_bias; i++) l[p->logit_bias_ids[i]] += p->logit_bias[i];
     if (p->temperature <= 0) return mllm_argmax(l, n);
 
     /* Candidates sorted by logit; top-k bounds how many we keep. */

@@ -34,6 +34,7 @@ srv_job *srv_job_new(void) {
     atomic_init(&j->refs, 1);
     atomic_init(&j->cancel, false);
     j->state = SRV_JOB_QUEUED;
+    j->logprobs = -1;
     j->t_queued = srv_now_ms();
     return j;
 }
@@ -47,6 +48,9 @@ void srv_job_unref(srv_job *j) {
     for (int i = 0; i < j->n_stop; i++) mllm_free(j->stop[i]);
     mllm_free(j->ids);
     mllm_free(j->text);
+    mllm_free(j->bias_ids);
+    mllm_free(j->bias);
+    mllm_free(j->lp);
     mllm_free(j);
 }
 
@@ -119,6 +123,34 @@ void srv_job_finish_locked(srv_job *j, srv_finish f, int http_status, const char
     j->state = SRV_JOB_DONE;
     j->t_end = srv_now_ms();
     pthread_cond_broadcast(&j->cv);
+}
+
+void srv_job_add_logprob_locked(srv_job *j, int32_t id, float lp, const int32_t *top_ids, const float *top_lp,
+                                int n_top) {
+    if (j->finish != SRV_FINISH_NONE) return;
+    if (j->n_lp == j->cap_lp) {
+        int nc = j->cap_lp ? 2 * j->cap_lp : 64;
+        srv_logprob *t = mllm_realloc(j->lp, (size_t)nc * sizeof *t);
+        if (!t) return; /* that token goes without; generation goes on */
+        j->lp = t;
+        j->cap_lp = nc;
+    }
+    srv_logprob *e = &j->lp[j->n_lp++];
+    e->id = id;
+    e->logprob = lp;
+    e->start = e->end = j->len;
+    e->n_top = n_top;
+    memcpy(e->top_id, top_ids, (size_t)n_top * sizeof *top_ids);
+    memcpy(e->top_lp, top_lp, (size_t)n_top * sizeof *top_lp);
+}
+
+int srv_job_logprobs_ready_locked(const srv_job *j) {
+    int k = 0;
+    if (j->state == SRV_JOB_DONE)
+        while (k < j->n_lp && (j->lp[k].start < j->len || j->lp[k].end <= j->len)) k++;
+    else
+        while (k < j->n_lp && j->lp[k].end <= j->safe) k++;
+    return k;
 }
 
 void srv_job_wait_locked(srv_job *j, int ms) {

@@ -22,6 +22,16 @@ typedef enum {
     SRV_FINISH_ERROR      /* see http_status and err */
 } srv_finish;
 
+/* One generated token's log-probabilities (logprobs requested). */
+typedef struct {
+    int32_t id;
+    float logprob;
+    size_t start, end;  /* its bytes in text: [start, end) before any stop-string cut */
+    int n_top;
+    int32_t top_id[MLLM_MAX_TOP_LOGPROBS];
+    float top_lp[MLLM_MAX_TOP_LOGPROBS];
+} srv_logprob;
+
 typedef struct srv_job {
     /* input */
     int32_t *ids;  /* (n_ids) prompt tokens */
@@ -31,6 +41,9 @@ typedef struct srv_job {
     size_t stop_len[SRV_MAX_STOP];
     int n_stop;
     size_t n_keep; /* prompt tokens a context shift keeps: the system turn, or BOS */
+    int logprobs;  /* -1: not asked; else the alternatives per token */
+    int32_t *bias_ids; /* (n_bias) logit_bias, which sampling points to */
+    float *bias;
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* broadcast on new text and on state changes */
@@ -42,6 +55,8 @@ typedef struct srv_job {
     char *text;         /* (cap) generated text, a matched stop string cut off */
     size_t len, cap;
     size_t safe;        /* text[0..safe) cannot be the start of a stop string */
+    srv_logprob *lp;    /* (n_lp, cap_lp) one per generated token, when logprobs were asked */
+    int n_lp, cap_lp;
     int n_gen;          /* tokens generated */
     size_t n_reused;    /* prompt tokens reused from the slot's KV cache */
     int n_shifts;       /* context shifts made (--context-shift) */
@@ -63,6 +78,13 @@ bool srv_job_add_stop(srv_job *j, const char *s, size_t len);
 bool srv_job_append_locked(srv_job *j, const char *piece, size_t len);
 /* Under mu: records the end and wakes waiters. */
 void srv_job_finish_locked(srv_job *j, srv_finish f, int http_status, const char *err);
+/* Under mu: records a token's logprobs (its bytes follow in append). */
+void srv_job_add_logprob_locked(srv_job *j, int32_t id, float lp, const int32_t *top_ids, const float *top_lp,
+                                int n_top);
+/* Under mu: how many leading lp entries belong to the text: those ending
+   within text[0..safe) while the job runs; once it is done, those that
+   begin before a stop-string cut (or end before it). */
+int srv_job_logprobs_ready_locked(const srv_job *j);
 /* Waits up to ms milliseconds for a broadcast; mu must be held. */
 void srv_job_wait_locked(srv_job *j, int ms);
 

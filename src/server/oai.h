@@ -8,6 +8,7 @@ typedef struct {
     bool chat;
     bool stream, include_usage;
     bool max_tokens_given;
+    int logprobs;          /* -1: not asked; else the alternatives per token (top_logprobs / logprobs: N) */
     char *prompt;          /* text to tokenize: the prompt, or the rendered chat */
     int32_t *ids;          /* (n_ids) a completions prompt given as token ids */
     size_t n_ids;
@@ -26,9 +27,10 @@ void srv_oai_req_free(srv_oai_req *q);
 cJSON *srv_oai_result(mllm_server *S, const srv_oai_req *q, const srv_job *j);
 /* One SSE event "data: {...}\n\n" for a stream chunk carrying text[0..n)
    (or the role, for the first chat chunk; or finish, for the last), into a
-   new NUL-terminated buffer (mllm_free); NULL when out of memory. */
+   new NUL-terminated buffer (mllm_free); NULL when out of memory. With
+   logprobs asked, it carries j's lp entries [lp_from, lp_to) (job mu held). */
 char *srv_oai_chunk(mllm_server *S, const srv_oai_req *q, const char *text, size_t n, bool role,
-                    const char *finish);
+                    const char *finish, const srv_job *j, int lp_from, int lp_to);
 /* The usage-only chunk of stream_options.include_usage. */
 char *srv_oai_usage_chunk(mllm_server *S, const srv_oai_req *q, const srv_job *j);
 /* "data: {"error": ...}\n\n". */

@@ -3,6 +3,7 @@
    values are refused rather than silently ignored. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "core/alloc.h"
@@ -51,30 +52,91 @@ static int check_text(const char *s, const char *param, srv_err *e) {
     return 0;
 }
 
-/* Options we do not implement: accepted only with their neutral value. */
-static int refuse_unsupported(const cJSON *root, srv_err *e) {
+static int unsupported(srv_err *e, const char *name, const char *why) {
+    return srv_fail(e, 400, "unsupported_parameter", name, "'%s' is not supported%s", name, why);
+}
+
+/* Every OpenAI option we do not implement is refused by name, never
+   silently ignored, unless it is given its neutral value (null, n = 1, no
+   tools, a text response format): a client that relies on one must learn
+   that it did not happen. Fields that change nothing about the answer
+   (user, store, metadata, service_tier) are accepted. */
+static int refuse_unsupported(const cJSON *root, bool chat, srv_err *e) {
+    static const char *const never[] = {"tool_choice", "parallel_tool_calls", "functions", "function_call",
+                                        "reasoning_effort", "verbosity", "audio", "prediction",
+                                        "web_search_options", "suffix"};
     const cJSON *v;
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        if (field(root, never[i])) return unsupported(e, never[i], "");
     if ((v = field(root, "n")) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
-        return srv_fail(e, 400, "unsupported_parameter", "n", "only n = 1 is supported");
+        return unsupported(e, "n", ": only n = 1");
     if ((v = field(root, "best_of")) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
-        return srv_fail(e, 400, "unsupported_parameter", "best_of", "only best_of = 1 is supported");
-    static const char *zero[] = {"frequency_penalty", "presence_penalty"};
-    for (int i = 0; i < 2; i++)
-        if ((v = field(root, zero[i])) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
-            return srv_fail(e, 400, "unsupported_parameter", zero[i], "'%s' is not supported (use repeat_penalty)",
-                            zero[i]);
-    if ((v = field(root, "logprobs")) && !cJSON_IsFalse(v))
-        return srv_fail(e, 400, "unsupported_parameter", "logprobs", "logprobs are not supported");
-    if ((v = field(root, "echo")) && !cJSON_IsFalse(v))
-        return srv_fail(e, 400, "unsupported_parameter", "echo", "echo is not supported");
-    if (field(root, "suffix")) return srv_fail(e, 400, "unsupported_parameter", "suffix", "suffix is not supported");
+        return unsupported(e, "best_of", ": only best_of = 1");
+    if ((v = field(root, "echo")) && !cJSON_IsFalse(v)) return unsupported(e, "echo", "");
     if ((v = field(root, "tools")) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
-        return srv_fail(e, 400, "unsupported_parameter", "tools", "tools are not supported");
+        return unsupported(e, "tools", " (no tool calling yet)");
+    if ((v = field(root, "modalities")) &&
+        !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsString(v->child) &&
+          !strcmp(v->child->valuestring, "text")))
+        return unsupported(e, "modalities", ": only [\"text\"]");
     if ((v = field(root, "response_format"))) {
         const cJSON *t = cJSON_IsObject(v) ? field(v, "type") : NULL;
         if (!cJSON_IsString(t) || strcmp(t->valuestring, "text"))
-            return srv_fail(e, 400, "unsupported_parameter", "response_format", "only response_format text is supported");
+            return unsupported(e, "response_format", ": only {\"type\": \"text\"}");
     }
+    if (!chat && field(root, "top_logprobs")) return unsupported(e, "top_logprobs", " on /v1/completions (use logprobs: N)");
+    return 0;
+}
+
+/* chat: logprobs (bool) + top_logprobs 0..20; completions: logprobs 0..5. */
+static int parse_logprobs(const cJSON *root, bool chat, srv_oai_req *q, srv_job *j, srv_err *e) {
+    q->logprobs = -1;
+    const cJSON *v = field(root, "logprobs");
+    if (chat) {
+        bool on = false;
+        double top = 0;
+        bool top_given = false;
+        if (get_bool(root, "logprobs", &on, e) ||
+            get_int(root, "top_logprobs", 0, MLLM_MAX_TOP_LOGPROBS, &top, &top_given, e))
+            return -1;
+        if (top_given && !on) return srv_fail(e, 400, NULL, "top_logprobs", "'top_logprobs' needs logprobs: true");
+        if (on) q->logprobs = (int)top;
+    } else if (v && !cJSON_IsFalse(v)) {
+        double n = 0;
+        if (get_int(root, "logprobs", 0, 5, &n, NULL, e)) return -1;
+        q->logprobs = (int)n;
+    }
+    j->logprobs = q->logprobs;
+    return 0;
+}
+
+/* logit_bias: {"token id": bias in [-100, 100]}, ids in the vocabulary. */
+static int parse_logit_bias(mllm_server *S, const cJSON *root, srv_job *j, srv_err *e) {
+    const cJSON *v = field(root, "logit_bias"), *b;
+    if (!v) return 0;
+    if (!cJSON_IsObject(v)) return srv_fail(e, 400, NULL, "logit_bias", "'logit_bias' must be an object");
+    int n = cJSON_GetArraySize(v), n_vocab = mllm_model_n_vocab(S->model);
+    if (n == 0) return 0;
+    if (n > SRV_MAX_LOGIT_BIAS)
+        return srv_fail(e, 400, NULL, "logit_bias", "at most %d logit_bias entries, got %d", SRV_MAX_LOGIT_BIAS, n);
+    j->bias_ids = mllm_malloc((size_t)n * sizeof *j->bias_ids);
+    j->bias = mllm_malloc((size_t)n * sizeof *j->bias);
+    if (!j->bias_ids || !j->bias) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    int k = 0;
+    cJSON_ArrayForEach(b, v) {
+        char *end = NULL;
+        long id = strtol(b->string, &end, 10);
+        if (!b->string[0] || *end || b->string[0] == '+' || b->string[0] == ' ' || id < 0 || id >= n_vocab)
+            return srv_fail(e, 400, NULL, "logit_bias", "logit_bias key '%.40s' is not a token id in [0, %d)",
+                            b->string, n_vocab);
+        if (!cJSON_IsNumber(b) || !isfinite(b->valuedouble) || b->valuedouble < -100 || b->valuedouble > 100)
+            return srv_fail(e, 400, NULL, "logit_bias", "logit_bias of token %ld must be a number in [-100, 100]", id);
+        j->bias_ids[k] = (int32_t)id;
+        j->bias[k++] = (float)b->valuedouble;
+    }
+    j->sampling.logit_bias_ids = j->bias_ids;
+    j->sampling.logit_bias = j->bias;
+    j->sampling.n_logit_bias = k;
     return 0;
 }
 
@@ -105,6 +167,7 @@ static int parse_sampling(mllm_server *S, const cJSON *root, srv_oai_req *q, srv
     mllm_sampling_default(sp);
     /* OpenAI's defaults: temperature 1, top_p 1, nothing else. */
     double temp = 1, top_p = 1, min_p = 0, rpen = 1, top_k = 0, rlast = 64, max_tokens = 0, seed = -1;
+    double presence = 0, frequency = 0;
     bool given = false, seed_given = false, ignore_eos = false;
     if (get_num(root, "temperature", 0, 2, &temp, e) || get_num(root, "top_p", 0, 1, &top_p, e) ||
         get_num(root, "min_p", 0, 1, &min_p, e) || get_num(root, "repeat_penalty", 0.01, 10, &rpen, e) ||
@@ -113,7 +176,8 @@ static int parse_sampling(mllm_server *S, const cJSON *root, srv_oai_req *q, srv
         get_int(root, "max_tokens", 1, S->cfg.max_tokens_limit, &max_tokens, &given, e) ||
         get_int(root, "max_completion_tokens", 1, S->cfg.max_tokens_limit, &max_tokens, &given, e) ||
         get_int(root, "seed", -9007199254740991.0, 9007199254740991.0, &seed, &seed_given, e) ||
-        get_bool(root, "ignore_eos", &ignore_eos, e))
+        get_bool(root, "ignore_eos", &ignore_eos, e) || get_num(root, "presence_penalty", -2, 2, &presence, e) ||
+        get_num(root, "frequency_penalty", -2, 2, &frequency, e))
         return -1;
     if (top_p <= 0) return srv_fail(e, 400, NULL, "top_p", "'top_p' must be in (0, 1]");
     sp->temperature = (float)temp;
@@ -122,6 +186,8 @@ static int parse_sampling(mllm_server *S, const cJSON *root, srv_oai_req *q, srv
     sp->repeat_penalty = (float)rpen;
     sp->top_k = (int)top_k;
     sp->repeat_last_n = (int)rlast;
+    sp->presence_penalty = (float)presence;
+    sp->frequency_penalty = (float)frequency;
     sp->ignore_eos = ignore_eos;
     sp->max_tokens = given ? (int)max_tokens : 0; /* 0: filled in once the prompt length is known */
     q->max_tokens_given = given;
@@ -294,6 +360,7 @@ static int parse_prompt(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_e
 
 int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, srv_job *j, srv_err *e) {
     memset(q, 0, sizeof *q);
+    q->logprobs = -1;
     q->chat = chat;
     int64_t now;
     /* Checked when the server started; if the embedding program has set a
@@ -307,14 +374,16 @@ int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, 
        client bug worth a 400. */
     const cJSON *model = field(root, "model");
     if (model && !cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
-    if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, e)) return -1;
+    if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, chat, e)) return -1;
     const cJSON *so = field(root, "stream_options");
     if (so) {
         if (!cJSON_IsObject(so)) return srv_fail(e, 400, NULL, "stream_options", "'stream_options' must be an object");
         if (!q->stream) return srv_fail(e, 400, NULL, "stream_options", "'stream_options' needs stream: true");
         if (get_bool(so, "include_usage", &q->include_usage, e)) return -1;
     }
-    if (parse_sampling(S, root, q, j, e) || parse_stop(root, j, e)) return -1;
+    if (parse_sampling(S, root, q, j, e) || parse_logit_bias(S, root, j, e) || parse_logprobs(root, chat, q, j, e) ||
+        parse_stop(root, j, e))
+        return -1;
     return chat ? render_chat(S, root, q, e) : parse_prompt(S, root, q, e);
 }
 

@@ -36,6 +36,77 @@ static void add_text(cJSON *o, const char *name, const char *text, size_t n) {
     mllm_free(clean);
 }
 
+/* A token's bytes, as text ("token") and as numbers ("bytes", what a
+   client joins to rebuild characters split over tokens). */
+static void add_token(mllm_server *S, cJSON *o, int32_t id, bool with_bytes) {
+    char piece[512];
+    size_t n = 0;
+    if (mllm_token_to_piece(S->model, id, piece, sizeof piece, &n) != MLLM_OK) n = 0;
+    add_text(o, "token", piece, n);
+    if (!with_bytes) return;
+    cJSON *b = cJSON_AddArrayToObject(o, "bytes");
+    for (size_t i = 0; b && i < n; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)piece[i]));
+}
+
+/* chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]} */
+static cJSON *chat_logprobs(mllm_server *S, const srv_job *j, int from, int to) {
+    cJSON *o = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(o, "content");
+    for (int k = from; k < to; k++) {
+        const srv_logprob *e = &j->lp[k];
+        cJSON *t = cJSON_CreateObject();
+        add_token(S, t, e->id, true);
+        cJSON_AddNumberToObject(t, "logprob", e->logprob);
+        cJSON *top = cJSON_AddArrayToObject(t, "top_logprobs");
+        for (int i = 0; i < e->n_top; i++) {
+            cJSON *a = cJSON_CreateObject();
+            add_token(S, a, e->top_id[i], true);
+            cJSON_AddNumberToObject(a, "logprob", e->top_lp[i]);
+            cJSON_AddItemToArray(top, a);
+        }
+        cJSON_AddItemToArray(content, t);
+    }
+    cJSON_AddNullToObject(o, "refusal");
+    return o;
+}
+
+/* The token's text (invalid UTF-8 as U+FFFD) as a new cJSON string. */
+static cJSON *token_string(mllm_server *S, int32_t id) {
+    cJSON *t = cJSON_CreateObject();
+    add_token(S, t, id, false);
+    cJSON *str = cJSON_DetachItemFromObjectCaseSensitive(t, "token");
+    cJSON_Delete(t);
+    return str ? str : cJSON_CreateString("");
+}
+
+/* completions (legacy): {"tokens", "token_logprobs", "top_logprobs":
+   [{token: logprob}] (the sampled token always among them, as OpenAI),
+   "text_offset"} with offsets into the generated text. */
+static cJSON *legacy_logprobs(mllm_server *S, const srv_job *j, int from, int to) {
+    cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens");
+    cJSON *lps = cJSON_AddArrayToObject(o, "token_logprobs"), *tops = cJSON_AddArrayToObject(o, "top_logprobs");
+    cJSON *offs = cJSON_AddArrayToObject(o, "text_offset");
+    for (int k = from; k < to; k++) {
+        const srv_logprob *e = &j->lp[k];
+        cJSON *top = cJSON_CreateObject();
+        cJSON_AddItemToArray(toks, token_string(S, e->id));
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(e->logprob));
+        for (int i = 0; i <= e->n_top; i++) {
+            cJSON *name = token_string(S, i < e->n_top ? e->top_id[i] : e->id);
+            if (!cJSON_GetObjectItemCaseSensitive(top, name->valuestring)) /* distinct ids may share a text */
+                cJSON_AddNumberToObject(top, name->valuestring, i < e->n_top ? e->top_lp[i] : e->logprob);
+            cJSON_Delete(name);
+        }
+        cJSON_AddItemToArray(tops, top);
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)e->start));
+    }
+    return o;
+}
+
+static void add_logprobs(mllm_server *S, const srv_oai_req *q, cJSON *c, const srv_job *j, int from, int to) {
+    if (q->logprobs < 0 || !j || from >= to) cJSON_AddNullToObject(c, "logprobs");
+    else cJSON_AddItemToObject(c, "logprobs", q->chat ? chat_logprobs(S, j, from, to) : legacy_logprobs(S, j, from, to));
+}
+
 static const char *finish_reason(const srv_job *j) {
     return j->finish == SRV_FINISH_LENGTH ? "length" : "stop";
 }
@@ -51,7 +122,7 @@ cJSON *srv_oai_result(mllm_server *S, const srv_oai_req *q, const srv_job *j) {
     } else {
         add_text(c, "text", j->text, j->len);
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(S, q, c, j, 0, srv_job_logprobs_ready_locked(j));
     cJSON_AddStringToObject(c, "finish_reason", finish_reason(j));
     cJSON_AddItemToArray(choices, c);
     cJSON_AddItemToObject(o, "usage", usage_json(j));
@@ -74,7 +145,8 @@ static char *sse_event(cJSON *o) {
     return ev;
 }
 
-char *srv_oai_chunk(mllm_server *S, const srv_oai_req *q, const char *text, size_t n, bool role, const char *finish) {
+char *srv_oai_chunk(mllm_server *S, const srv_oai_req *q, const char *text, size_t n, bool role, const char *finish,
+                    const srv_job *j, int lp_from, int lp_to) {
     cJSON *o = envelope(S, q, true);
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
@@ -85,7 +157,7 @@ char *srv_oai_chunk(mllm_server *S, const srv_oai_req *q, const char *text, size
     } else {
         add_text(c, "text", text, n);
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(S, q, c, j, lp_from, lp_to);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(choices, c);

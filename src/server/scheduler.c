@@ -60,10 +60,23 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
         j->n_gen++;
         if (j->n_gen == 1) j->t_first = srv_now_ms();
     }
+    /* The token's logprobs were recorded just before (on_logprobs). */
+    srv_logprob *e = id >= 0 && j->n_lp > 0 && j->n_lp == j->n_gen ? &j->lp[j->n_lp - 1] : NULL;
+    if (e) {
+        e->start = j->len;
+        e->end = j->len + len; /* before a stop-string cut: a token past the cut then ends past it */
+    }
     bool stop = srv_job_append_locked(j, piece, len);
     if (stop) j->finish = SRV_FINISH_STOP; /* the job ends DONE when the slot is through with it */
     pthread_mutex_unlock(&j->mu);
     return stop || atomic_load(&j->cancel);
+}
+
+static void on_logprobs(void *user, int32_t id, float lp, const int32_t *top_ids, const float *top_lp, int n_top) {
+    srv_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    srv_job_add_logprob_locked(j, id, lp, top_ids, top_lp, n_top);
+    pthread_mutex_unlock(&j->mu);
 }
 
 static void count_finish(srv_metrics *m, srv_finish f) {
@@ -81,6 +94,11 @@ static void count_finish(srv_metrics *m, srv_finish f) {
    cut with the token the full context could not take, and go on. */
 static mllm_status generate_shifting(srv_slot *sl, srv_job *j) {
     mllm_sampling sp = j->sampling;
+    if (j->logprobs >= 0) {
+        sp.on_logprobs = on_logprobs;
+        sp.logprobs_user = j;
+        sp.n_top_logprobs = j->logprobs;
+    }
     int remaining = j->sampling.max_tokens;
     for (int shifts = 0;; shifts++) {
         gen_ctx g = {j, -1, 0};

@@ -35,6 +35,7 @@
 #define SRV_MAX_STOP 4          /* stop sequences per request, as OpenAI */
 #define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
 #define SRV_MAX_TOKENIZE_IDS 65536 /* ids accepted by /detokenize */
+#define SRV_MAX_LOGIT_BIAS 1024 /* logit_bias entries per request */
 
 typedef struct {
     const char *host;      /* "127.0.0.1"; an address, IPv6 when it has ':' */

@@ -16,6 +16,7 @@ typedef struct {
     char *out;          /* (out_len) SSE bytes not yet handed to MHD, from out_off */
     size_t out_len, out_off;
     size_t sent;        /* bytes of j->text already sent */
+    int lp_sent;        /* j->lp entries already sent */
     bool role_sent, done;
 } srv_stream;
 
@@ -41,7 +42,9 @@ static bool push_end(srv_stream *st) {
         ok = push(st, srv_oai_error_event(503, "generation cancelled: the server is shutting down"));
     else {
         const char *reason = j->finish == SRV_FINISH_LENGTH ? "length" : "stop";
-        ok = push(st, srv_oai_chunk(st->S, &st->q, NULL, 0, false, reason));
+        int to = srv_job_logprobs_ready_locked(j); /* tokens without text of their own, if any */
+        ok = push(st, srv_oai_chunk(st->S, &st->q, NULL, 0, false, reason, j, st->lp_sent, to));
+        st->lp_sent = to;
         if (ok && st->q.include_usage) ok = push(st, srv_oai_usage_chunk(st->S, &st->q, j));
     }
     char *done = mllm_strndup("data: [DONE]\n\n", 14);
@@ -64,14 +67,17 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->done) return MHD_CONTENT_READER_END_OF_STREAM;
         if (st->q.chat && !st->role_sent) {
             st->role_sent = true;
-            if (!push(st, srv_oai_chunk(st->S, &st->q, NULL, 0, true, NULL))) return MHD_CONTENT_READER_END_WITH_ERROR;
+            if (!push(st, srv_oai_chunk(st->S, &st->q, NULL, 0, true, NULL, NULL, 0, 0))) return MHD_CONTENT_READER_END_WITH_ERROR;
             continue;
         }
         pthread_mutex_lock(&j->mu);
         bool ok = true;
         if (j->safe > st->sent) {
-            ok = push(st, srv_oai_chunk(st->S, &st->q, j->text + st->sent, j->safe - st->sent, false, NULL));
+            int to = srv_job_logprobs_ready_locked(j);
+            ok = push(st, srv_oai_chunk(st->S, &st->q, j->text + st->sent, j->safe - st->sent, false, NULL, j,
+                                        st->lp_sent, to));
             st->sent = j->safe;
+            st->lp_sent = to;
         } else if (j->state == SRV_JOB_DONE) {
             ok = push_end(st);
             st->done = true;

@@ -63,7 +63,7 @@ TABLE = [
     ("stop not strings", "POST", C, comp(stop=[1]), 400),
     ("empty stop string", "POST", C, comp(stop=""), 400),
     ("n = 2", "POST", C, comp(n=2), 400),
-    ("logprobs", "POST", C, comp(logprobs=True), 400),
+    ("logprobs a boolean (completions wants 0..5)", "POST", C, comp(logprobs=True), 400),
     ("prompt longer than the context", "POST", C, comp(prompt="word " * (CTX * 2)), 400),
     ("prompt + max_tokens over the context", "POST", C, comp(max_tokens=CTX), 400),
     ("body over --max-body", "POST", C, comp(prompt="x" * (MAX_BODY + 10)), 413),

@@ -83,6 +83,29 @@ def tiny_checks(openai, s):
     check(cached > 0, "prompt_tokens_details.cached_tokens %r" % cached)
     print("ok   repeated chat reuses %d cached prompt tokens" % cached)
 
+    # logprobs, logit_bias and penalties through the client's own types
+    lc = client.chat.completions.create(model="tiny", messages=msgs, max_tokens=6, temperature=0, logprobs=True,
+                                        top_logprobs=3, extra_body={"ignore_eos": True})
+    content = lc.choices[0].logprobs.content
+    check(len(content) == 6 and all(len(t.top_logprobs) == 3 and t.logprob <= 1e-6 and t.bytes is not None
+                                    for t in content), "chat logprobs %r" % content)
+    check(all(abs(t.top_logprobs[0].logprob - t.logprob) < 1e-4 for t in content), "greedy token not the most likely")
+    sc = list(client.chat.completions.create(model="tiny", messages=msgs, max_tokens=6, temperature=0, logprobs=True,
+                                             top_logprobs=3, stream=True, extra_body={"ignore_eos": True}))
+    slp = [t for ch in sc if ch.choices and ch.choices[0].logprobs for t in ch.choices[0].logprobs.content]
+    check([t.model_dump() for t in slp] == [t.model_dump() for t in content], "streamed chat logprobs differ")
+    lcomp = client.completions.create(model="tiny", prompt="Once upon a time", max_tokens=5, temperature=0, logprobs=2,
+                                      presence_penalty=0.5, frequency_penalty=0.5, logit_bias={"5": -100})
+    lp = lcomp.choices[0].logprobs
+    check(len(lp.tokens) == len(lp.token_logprobs) == len(lp.text_offset) == lcomp.usage.completion_tokens,
+          "completion logprobs %r" % lp)
+    try:
+        client.chat.completions.create(model="tiny", messages=msgs, max_tokens=2, reasoning_effort="low")
+        raise srvtest.Fail("reasoning_effort accepted")
+    except openai.BadRequestError as e:
+        check("reasoning_effort" in str(e.body), "reasoning_effort error %r" % e.body)
+    print("ok   logprobs (chat, streamed, completions), penalties, logit_bias; reasoning_effort refused")
+
     # one model is served: another name means it, and the answer names it
     r = client.completions.create(model="gpt-4o", prompt="x", max_tokens=2)
     check(r.model == "tiny", "model named in the answer: %r" % r.model)

@@ -1,5 +1,7 @@
-/* Sampling: greedy, seeds, and that each filter keeps what it should. */
+/* Sampling: greedy, seeds, that each filter keeps what it should, the
+   penalties and biases against a plain reference, and logprobs. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include "runtime/sampler.h"
 #include "testutil.h"
@@ -127,6 +129,132 @@ static void test_invalid_params(void **state) {
     assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_ERR_INVALID_ARG);
     p = params(-1);
     assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_ERR_INVALID_ARG);
+    int32_t bad_id = V;
+    float bias = 1;
+    p = params(0);
+    p.logit_bias_ids = &bad_id;
+    p.logit_bias = &bias;
+    p.n_logit_bias = 1;
+    assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_ERR_INVALID_ARG);
+    p = params(0);
+    p.n_logit_bias = 1; /* no arrays */
+    assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_ERR_INVALID_ARG);
+    p = params(0);
+    p.n_top_logprobs = MLLM_MAX_TOP_LOGPROBS + 1;
+    assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_ERR_INVALID_ARG);
+    p = params(0);
+    p.presence_penalty = NAN;
+    assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_ERR_INVALID_ARG);
+}
+
+/* The penalties as llama.cpp's llama_sampler_penalties_apply states them,
+   written the slow, obvious way. */
+static void reference_penalties(float *l, const mllm_sampling *p, const int32_t *recent, int n_recent) {
+    int from = n_recent > p->repeat_last_n ? n_recent - p->repeat_last_n : 0;
+    for (int t = 0; t < V; t++) {
+        int count = 0;
+        for (int i = from; i < n_recent; i++) count += recent[i] == t;
+        if (count == 0) continue;
+        l[t] = l[t] > 0 ? l[t] / p->repeat_penalty : l[t] * p->repeat_penalty;
+        l[t] -= (float)count * p->frequency_penalty + p->presence_penalty;
+    }
+    for (int i = 0; i < p->n_logit_bias; i++) l[p->logit_bias_ids[i]] += p->logit_bias[i];
+}
+
+static void test_penalties_match_reference(void **state) {
+    (void)state;
+    float l[V], want[V];
+    logits_fixture(l);
+    l[12] = -1.5f; /* a negative logit among the recent ones */
+    int32_t recent[] = {4, 7, 7, 12, 3, 7, 30, 12, 49, 0, 0, 0}; /* the first two fall outside the window */
+    int n_recent = (int)(sizeof recent / sizeof recent[0]);
+    int32_t bias_ids[] = {5, 7, 30};
+    float bias[] = {1.25f, -0.5f, 100.0f};
+    const float settings[][3] = {{1, 0.5f, 0}, {1, 0, 0.25f}, {1.3f, 0.4f, 0.7f}, {1, -1.0f, -0.5f}};
+    for (int k = 0; k < 4; k++) {
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            mllm_sampling p = params(0);
+            p.repeat_penalty = settings[k][0];
+            p.presence_penalty = settings[k][1];
+            p.frequency_penalty = settings[k][2];
+            p.repeat_last_n = 10;
+            if (with_bias) {
+                p.logit_bias_ids = bias_ids;
+                p.logit_bias = bias;
+                p.n_logit_bias = 3;
+            }
+            memcpy(want, l, sizeof want);
+            reference_penalties(want, &p, recent, n_recent);
+            mllm_sampler s;
+            assert_int_equal(mllm_sampler_init(&s, &p, V), MLLM_OK);
+            int32_t got = mllm_sampler_sample(&s, l, recent, n_recent);
+            assert_int_equal(got, mllm_argmax(want, V));
+            for (int i = 0; i < V; i++) assert_float_equal(s.logits[i], want[i], 1e-5);
+            /* The window's counts are cleared for the next token. */
+            for (int i = 0; i < V; i++) assert_int_equal(s.count[i], 0);
+            mllm_sampler_free(&s);
+        }
+    }
+    /* -100 bans the best token, +100 forces the worst. */
+    mllm_sampling p = params(0);
+    int32_t id = 7;
+    float b = -100;
+    p.logit_bias_ids = &id;
+    p.logit_bias = &b;
+    p.n_logit_bias = 1;
+    mllm_sampler s;
+    mllm_sampler_init(&s, &p, V);
+    assert_int_equal(mllm_sampler_sample(&s, l, NULL, 0), 3);
+    mllm_sampler_free(&s);
+    id = V - 1;
+    b = 100;
+    p.temperature = 1;
+    mllm_sampler_init(&s, &p, V);
+    for (int i = 0; i < 100; i++) assert_int_equal(mllm_sampler_sample(&s, l, NULL, 0), V - 1);
+    mllm_sampler_free(&s);
+}
+
+static void test_logprobs(void **state) {
+    (void)state;
+    float l[V];
+    logits_fixture(l);
+    l[40] = 2.5f; /* ties with id 3: the lower id first */
+    mllm_sampling p = params(0);
+    mllm_sampler s;
+    mllm_sampler_init(&s, &p, V);
+    int32_t ids[MLLM_MAX_TOP_LOGPROBS];
+    float lps[MLLM_MAX_TOP_LOGPROBS], lp;
+    mllm_sampler_logprobs(&s, l, 40, 5, ids, lps, &lp);
+    double z = 0;
+    for (int i = 0; i < V; i++) z += exp(l[i]);
+    assert_float_equal(lp, l[40] - log(z), 1e-5);
+    int32_t want[] = {7, 3, 40, 0, 1};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(ids[i], want[i]);
+        assert_float_equal(lps[i], l[want[i]] - log(z), 1e-5);
+    }
+    mllm_sampler_free(&s);
+}
+
+static void test_v1_struct_size(void **state) {
+    (void)state;
+    /* A caller built against the first mllm_sampling passes its sizeof;
+       the new fields get their defaults, whatever its tail padding holds. */
+    mllm_sampling full;
+    mllm_sampling_default(&full);
+    union { mllm_sampling_v1 v1; mllm_sampling as_new; } old;
+    memset(&old, 0xAB, sizeof old);
+    memcpy(&old.v1, &full, offsetof(mllm_sampling_v1, ignore_eos) + sizeof(int));
+    old.v1.struct_size = (uint32_t)sizeof old.v1;
+    old.v1.temperature = 0.3f;
+    assert_int_equal(mllm_sampling_upgrade(&old.as_new, &full), MLLM_OK);
+    assert_int_equal(full.struct_size, sizeof full);
+    assert_float_equal(full.temperature, 0.3f, 0);
+    assert_float_equal(full.presence_penalty, 0, 0);
+    assert_null(full.on_logprobs);
+    assert_int_equal(full.n_logit_bias, 0);
+    old.v1.struct_size = (uint32_t)offsetof(mllm_sampling, presence_penalty) + 8;
+    assert_int_equal(mllm_sampling_upgrade(&old.as_new, &full), MLLM_ERR_INVALID_ARG);
 }
 
 int main(void) {
@@ -136,6 +264,9 @@ int main(void) {
         cmocka_unit_test(test_distribution_matches_softmax),
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_invalid_params),
+        cmocka_unit_test(test_penalties_match_reference),
+        cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_v1_struct_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

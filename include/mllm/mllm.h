@@ -65,8 +65,12 @@ extern "C" {
 #define MLLM_VERSION_MAJOR 0
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
-/* Bumped whenever a struct layout or a signature below changes. */
-#define MLLM_ABI_VERSION 2
+/* Bumped whenever a struct layout or a signature below changes.
+   3: mllm_sampling grew (presence/frequency penalties, logit bias,
+   logprobs callback); mllm_sampling_default writes the new size, so a
+   program compiled against an ABI 2 header must be rebuilt (mllm_generate*
+   still accept an ABI 2 struct filled by the caller). */
+#define MLLM_ABI_VERSION 3
 
 typedef enum {
     MLLM_OK = 0,

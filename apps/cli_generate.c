@@ -59,22 +59,7 @@ mllm_status cli_generate(mllm_session *s, const mllm_sampling *sp0, const cli_ge
             st = MLLM_OK;
             break;
         }
-        /* Keep the first n_keep tokens (system prompt), drop half of the
-           rest, oldest first, and re-evaluate what follows the cut, with
-           the token the full context could not take. */
-        size_t n = 0;
-        const int32_t *t = mllm_session_tokens(s, &n);
-        size_t keep = o->n_keep < 0 ? 0 : (size_t)o->n_keep;
-        if (keep > n / 2) keep = n / 2;
-        size_t drop = (n - keep) / 2 ? (n - keep) / 2 : 1;
-        size_t m = n - drop + 1;
-        int32_t *ids = malloc(m * sizeof *ids);
-        if (!ids) return MLLM_ERR_NOMEM;
-        memcpy(ids, t, keep * sizeof *ids);
-        memcpy(ids + keep, t + keep + drop, (n - keep - drop) * sizeof *ids);
-        ids[m - 1] = w.last;
-        st = mllm_session_sync(s, ids, m, NULL);
-        free(ids);
+        st = mllm_session_shift(s, o->n_keep < 0 ? 0 : (size_t)o->n_keep, w.last);
         if (st != MLLM_OK) break;
         res->n_shifts++;
     }

@@ -298,6 +298,15 @@ MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size
    session then still holds what it held). After another error the
    session holds a prefix of ids. */
 MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size_t n, size_t *n_reused);
+/* Makes room in a full context (llama.cpp's context shift): keeps the
+   first n_keep tokens (a system prompt; at most half of those held), drops
+   the oldest half of the rest, re-evaluates what follows the cut and then
+   `pending` (a token sampled from the last logits but not yet evaluated,
+   as mllm_generate_ids leaves one when it returns MLLM_ERR_CONTEXT_FULL;
+   -1 for none). The logits are then those of the last token, ready for
+   mllm_generate_ids(s, NULL, 0, ...) to go on. Errors: as
+   mllm_session_sync; MLLM_ERR_INVALID_ARG (s NULL, pending out of range). */
+MLLM_API mllm_status mllm_session_shift(mllm_session *s, size_t n_keep, int32_t pending);
 /* The tokens the session holds (prompt and generated), in order; *n
    (n may be NULL) receives their count (= mllm_session_n_past()). The
    array is owned by the session and valid, with that count, until the

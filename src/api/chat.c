@@ -113,7 +113,9 @@ static mllm_status render(const mllm_model *m, const char *conversation, char **
     size_t marked_len = 0;
     /* Marked through the rewrite hook: the conversation's own text can be
        told from the template's markup after rendering (chat_defuse.c). */
-    st = mllm_template_render_json_rewrite(m->tmpl, ctx, strlen(ctx), defs, chat_defuse_mark, m->tok, &marked,
+    chat_defuse d;
+    chat_defuse_init(&d, m->tok);
+    st = mllm_template_render_json_rewrite(m->tmpl, ctx, strlen(ctx), defs, chat_defuse_mark, &d, &marked,
                                            &marked_len);
     mllm_free(ctx);
     cJSON_free(defs);

@@ -46,14 +46,32 @@ static bool dbuf_put(dbuf *b, const void *s, size_t n) {
     return true;
 }
 
-/* The control token (not user-defined: those always match) whose text
-   starts at s[0..n), longest first; -1 if none. */
-static int32_t control_at(const mllm_tokenizer *t, const char *s, size_t n, size_t *tok_len) {
+static bool is_control(const mllm_tokenizer *t, int32_t id) {
+    return mllm_tokenizer_token_type(t, id) != MLLM_TOKEN_USER_DEFINED; /* user-defined ones always match */
+}
+
+void chat_defuse_init(chat_defuse *d, const mllm_tokenizer *t) {
+    memset(d, 0, sizeof *d);
+    d->t = t;
+    for (int32_t k = 0; k < mllm_tokenizer_n_special(t); k++) {
+        int32_t id = mllm_tokenizer_special_at(t, k);
+        size_t len = 0;
+        const char *txt = mllm_tokenizer_token_text(t, id, &len);
+        if (txt && len && is_control(t, id)) d->first[(unsigned char)txt[0]] = true;
+    }
+}
+
+/* The control token whose text starts at s[0..n), longest first; -1 if
+   none. */
+static int32_t control_at(const chat_defuse *d, const char *s, size_t n, size_t *tok_len) {
+    const mllm_tokenizer *t = d->t;
+    *tok_len = 0;
+    if (!d->first[(unsigned char)s[0]]) return -1;
     int32_t best = -1;
     size_t best_len = 0;
     for (int32_t k = 0; k < mllm_tokenizer_n_special(t); k++) {
         int32_t id = mllm_tokenizer_special_at(t, k);
-        if (mllm_tokenizer_token_type(t, id) == MLLM_TOKEN_USER_DEFINED) continue;
+        if (!is_control(t, id)) continue;
         size_t len = 0;
         const char *txt = mllm_tokenizer_token_text(t, id, &len);
         if (txt && len > best_len && len <= n && txt[0] == s[0] && !memcmp(txt, s, len)) {
@@ -65,8 +83,8 @@ static int32_t control_at(const mllm_tokenizer *t, const char *s, size_t n, size
     return best;
 }
 
-int chat_defuse_mark(void *tokenizer, const char *s, size_t n, char **out, size_t *out_n) {
-    const mllm_tokenizer *t = tokenizer;
+int chat_defuse_mark(void *defuse, const char *s, size_t n, char **out, size_t *out_n) {
+    const chat_defuse *d = defuse;
     *out = NULL;
     *out_n = 0;
     dbuf b = {0};
@@ -74,7 +92,7 @@ int chat_defuse_mark(void *tokenizer, const char *s, size_t n, char **out, size_
     for (size_t i = 0; i < n;) {
         size_t tl = 0;
         bool fdd0 = n - i >= MARK_LEN && !memcmp(s + i, MARK_OPEN, MARK_LEN);
-        int32_t k = fdd0 ? -1 : control_at(t, s + i, n - i, &tl);
+        int32_t k = fdd0 ? -1 : control_at(d, s + i, n - i, &tl);
         if (k < 0 && !fdd0) {
             i++;
             continue;

@@ -4,9 +4,17 @@
 #define MLLM_API_CHAT_DEFUSE_H
 #include "tokenizer/tokenizer.h"
 
-/* An mllm_template_str_fn (user: the mllm_tokenizer): the string with each
+/* What marking needs, set up once per render: the tokenizer, and which
+   bytes can start a control token (most bytes of a message cannot). */
+typedef struct {
+    const mllm_tokenizer *t;
+    bool first[256];
+} chat_defuse;
+void chat_defuse_init(chat_defuse *d, const mllm_tokenizer *t);
+
+/* An mllm_template_str_fn (user: a chat_defuse): the string with each
    control-token text and each U+FDD0 replaced by a marker. */
-int chat_defuse_mark(void *tokenizer, const char *s, size_t n, char **out, size_t *out_n);
+int chat_defuse_mark(void *defuse, const char *s, size_t n, char **out, size_t *out_n);
 /* The rendered text with the markers turned back into what the user wrote
    (*out, *out_len; mllm_free), and the byte ranges of control-token texts
    that came from the conversation (*spans, sorted; mllm_free; spans may be

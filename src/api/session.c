@@ -171,6 +171,25 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     return st;
 }
 
+MLLM_API mllm_status mllm_session_shift(mllm_session *s, size_t n_keep, int32_t pending) {
+    if (!s) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_shift: NULL session");
+    if (pending < -1 || pending >= s->m->llama.cfg.n_vocab)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_shift: token id %d out of range", pending);
+    size_t n = (size_t)s->n_past;
+    size_t keep = n_keep > n / 2 ? n / 2 : n_keep;
+    size_t drop = (n - keep) / 2 ? (n - keep) / 2 : (n > keep ? 1 : 0);
+    size_t m = n - drop + (pending >= 0);
+    int32_t *ids = mllm_malloc((m ? m : 1) * sizeof *ids);
+    if (!ids) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    memcpy(ids, s->tokens, keep * sizeof *ids);
+    memcpy(ids + keep, s->tokens + keep + drop, (n - keep - drop) * sizeof *ids);
+    if (pending >= 0) ids[m - 1] = pending;
+    /* Everything after the cut moved to new positions: sync recomputes it. */
+    mllm_status st = m ? mllm_session_sync(s, ids, m, NULL) : MLLM_OK;
+    mllm_free(ids);
+    return st;
+}
+
 MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size_t n) {
     if (!s || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_eval: NULL argument");
     return mllm_session_eval_internal(s, ids, n);

@@ -301,25 +301,19 @@ static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_er
     if (!conv) return -1;
     char *json = cJSON_PrintUnformatted(conv);
     if (!json) { cJSON_Delete(conv); return srv_fail(e, 500, NULL, NULL, "out of memory"); }
-    size_t cap = 4096, need = 0;
-    mllm_status st = MLLM_ERR_BUFFER_TOO_SMALL;
-    for (int tries = 0; tries < 3 && st == MLLM_ERR_BUFFER_TOO_SMALL; tries++) {
-        mllm_free(q->prompt);
-        q->prompt = mllm_malloc(cap);
-        if (!q->prompt) { st = MLLM_ERR_NOMEM; break; }
-        st = mllm_chat_render(S->model, json, q->prompt, cap, &need);
-        if (st == MLLM_ERR_BUFFER_TOO_SMALL) cap = need + 1;
-    }
-    /* The ids come from mllm_chat_tokenize, not from tokenizing the text:
-       a message that says "<|im_end|>" must stay text (special-token
-       injection, issue #20). */
-    size_t n = 0;
-    if (st == MLLM_OK) st = mllm_chat_tokenize(S->model, json, NULL, 0, &n);
+    /* The ids come from mllm_chat_tokenize, not from tokenizing rendered
+       text: a message that says "<|im_end|>" must stay text (special-token
+       injection, issue #20). One render when the prompt fits the context;
+       a second only to count one that does not (for the 400). */
+    size_t cap = (size_t)srv_sched_n_ctx(S->sched) + 1, n = 0;
+    q->ids = mllm_malloc(cap * sizeof *q->ids);
+    mllm_status st = q->ids ? mllm_chat_tokenize(S->model, json, q->ids, cap, &n) : MLLM_ERR_NOMEM;
     if (st == MLLM_ERR_BUFFER_TOO_SMALL) {
-        q->ids = mllm_malloc((n ? n : 1) * sizeof *q->ids);
+        mllm_free(q->ids);
+        q->ids = mllm_malloc(n * sizeof *q->ids);
         st = q->ids ? mllm_chat_tokenize(S->model, json, q->ids, n, &n) : MLLM_ERR_NOMEM;
-        q->n_ids = n;
     }
+    q->n_ids = st == MLLM_OK ? n : 0;
     cJSON_free(json);
     if (st == MLLM_OK && S->cfg.context_shift) q->n_keep = system_keep(S, conv, q->ids, q->n_ids);
     cJSON_Delete(conv);

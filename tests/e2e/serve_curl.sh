@@ -13,10 +13,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() { if [ "$2" == "$3" ]; then ok "$1"; else bad "$1: got [$2] want [$3]"; fi; }
+. "$(dirname "$0")/lib/checks.sh"
 # clean_log LOG: no sanitizer report in a server log.
 clean_log() {
     if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$1"; then bad "sanitizer report in $1:"; cat "$1"
@@ -149,5 +146,4 @@ kill -INT "$PID"; wait "$PID"; rc=$?
 expect "SIGINT exit code" "$rc" "0"
 clean_log "$WORK/b.log"
 
-[ "$fails" -eq 0 ] && echo "serve_curl: all passed" || echo "serve_curl: $fails failed"
-[ "$fails" -eq 0 ]
+finish serve_curl

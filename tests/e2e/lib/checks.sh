@@ -1,0 +1,10 @@
+# Sourced by the shell e2e tests (not a test itself: tests/CMakeLists.txt
+# registers only tests/e2e/*.sh). ok/bad/expect print one line per check and
+# count failures; `finish NAME` prints the summary and fails if any did.
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+expect() { if [ "$2" == "$3" ]; then ok "$1"; else bad "$1: got [$2] want [$3]"; fi; }
+finish() {
+    if [ "$fails" -eq 0 ]; then echo "$1: all passed"; else echo "$1: $fails failed"; return 1; fi
+}

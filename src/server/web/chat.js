@@ -118,7 +118,16 @@ async function send(text) {
   addMessage("user", text);
   const out = addMessage("assistant", "");
   const reply = { role: "assistant", content: "" };
-  let chunks = 0, finish = null, ended = "error";
+  let chunks = 0, finish = null, ended = "error", painting = null;
+  /* A fast model sends hundreds of events a second: the text is painted at
+     most every 50 ms, not once per event (each paint re-lays out the whole
+     answer, which starved the page). */
+  const paint = () => {
+    painting = null;
+    out.textContent = reply.content;
+    out.parentElement.dataset.chunks = String(chunks);
+    out.scrollIntoView({ block: "end" });
+  };
   controller = new AbortController();
   setState("generating", "generating…");
   const t0 = performance.now();
@@ -133,9 +142,8 @@ async function send(text) {
       if (!c) return;
       if (c.delta && c.delta.content) {
         reply.content += c.delta.content;
-        out.textContent = reply.content;
-        out.parentElement.dataset.chunks = String(++chunks);
-        out.scrollIntoView({ block: "end" });
+        chunks++;
+        if (!painting) painting = setTimeout(paint, 50);
       }
       if (c.finish_reason) finish = c.finish_reason;
     });
@@ -153,6 +161,8 @@ async function send(text) {
       if (String(e.message).startsWith("401")) loadModel();
     }
   } finally {
+    if (painting) clearTimeout(painting);
+    paint(); /* the whole answer, before it is marked done */
     controller = null;
     out.parentElement.dataset.done = ended;
   }

@@ -180,11 +180,11 @@ int cmd_bench(int argc, char **argv) {
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
-    const mllm_llama_config *c = &m->llama.cfg;
+    const mllm_hparams *c = &m->dec.cfg;
     size_t size = 0;
     for (size_t i = 0; i < m->file->n_weights; i++) size += m->file->weights[i].size;
     char tname[32], mtype[96], sz[16];
-    double np = (double)m->llama.n_params;
+    double np = (double)m->dec.n_params;
     if (np >= 1e8) snprintf(sz, sizeof sz, "%.1fB", np / 1e9);
     else if (np >= 1e6) snprintf(sz, sizeof sz, "%.0fM", np / 1e6);
     else snprintf(sz, sizeof sz, "%.0fK", np / 1e3);

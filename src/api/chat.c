@@ -41,6 +41,12 @@ void mllm_model_init_template(mllm_model *m, const char *override) {
         }
     } else {
         src = mllm_tokenizer_chat_template(m->tok);
+        /* A file without one gets its family's prompt format, if it has one. */
+        const mllm_arch *row = m->dec.cfg.row;
+        if (!src && row && row->chat_template) {
+            src = mllm_template_builtin(row->chat_template);
+            name = row->chat_template;
+        }
         if (!src) {
             const char *msg = "the model has no chat template (use --chat-template NAME|FILE)";
             m->tmpl_error = mllm_strndup(msg, strlen(msg));

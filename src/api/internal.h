@@ -7,14 +7,15 @@
 #include "core/threadpool.h"
 #include "formats/model_file.h"
 #include "graph/graph.h"
-#include "models/llama.h"
+#include "models/decoder.h"
+#include "models/registry.h"
 #include "tokenizer/tokenizer.h"
 
 struct mllm_template;
 
 struct mllm_model {
     mllm_model_file *file;
-    mllm_llama llama;
+    mllm_decoder dec;
     mllm_tokenizer *tok;
     int n_threads;
     double load_ms;

@@ -63,12 +63,13 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     double t0 = mllm_now_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    mllm_status st = mllm_model_file_open(path, &m->file);
-    if (st == MLLM_OK) st = mllm_llama_bind(&m->llama, m->file);
+    mllm_hparams hp;
+    mllm_status st = mllm_family_open(path, &m->file, &hp);
+    if (st == MLLM_OK) st = mllm_decoder_bind(&m->dec, m->file, &hp);
     if (st == MLLM_OK) st = load_tokenizer(m, p);
-    if (st == MLLM_OK && mllm_tokenizer_n_vocab(m->tok) > m->llama.cfg.n_vocab)
+    if (st == MLLM_OK && mllm_tokenizer_n_vocab(m->tok) > m->dec.cfg.n_vocab)
         st = mllm_err(MLLM_ERR_FORMAT, "%s: tokenizer has %d tokens but the model only %d", path,
-                      mllm_tokenizer_n_vocab(m->tok), m->llama.cfg.n_vocab);
+                      mllm_tokenizer_n_vocab(m->tok), m->dec.cfg.n_vocab);
     if (st == MLLM_OK) st = mllm_model_file_check_intact(m->file); /* shrank while we read it? */
     if (st != MLLM_OK) {
         mllm_model_free(m);
@@ -95,19 +96,19 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     mllm_template_free(m->tmpl);
     mllm_free(m->tmpl_error);
     mllm_tokenizer_free(m->tok);
-    mllm_llama_release(&m->llama);
+    mllm_decoder_release(&m->dec);
     mllm_model_file_close(m->file);
     mllm_free(m);
 }
 
-MLLM_API int32_t mllm_model_n_vocab(const mllm_model *m) { return m ? m->llama.cfg.n_vocab : 0; }
-MLLM_API int32_t mllm_model_n_ctx_train(const mllm_model *m) { return m ? m->llama.cfg.n_ctx_train : 0; }
+MLLM_API int32_t mllm_model_n_vocab(const mllm_model *m) { return m ? m->dec.cfg.n_vocab : 0; }
+MLLM_API int32_t mllm_model_n_ctx_train(const mllm_model *m) { return m ? m->dec.cfg.n_ctx_train : 0; }
 MLLM_API int32_t mllm_model_bos(const mllm_model *m) { return m ? mllm_tokenizer_bos(m->tok) : -1; }
 MLLM_API int32_t mllm_model_eos(const mllm_model *m) { return m ? mllm_tokenizer_eos(m->tok) : -1; }
 
 MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t cap, size_t *needed) {
     if (!m) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_info_json: NULL model");
-    const mllm_llama_config *c = &m->llama.cfg;
+    const mllm_hparams *c = &m->dec.cfg;
     char tmp[2048];
     int n = snprintf(tmp, sizeof tmp,
                      "{\"arch\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,"
@@ -119,7 +120,7 @@ MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t
                      c->n_ff, c->n_ctx_train, c->n_rot, c->rope_theta, c->rope_neox ? "true" : "false",
                      (int)c->rope_scaling, c->rms_eps, c->qkv_bias ? "true" : "false",
                      c->qk_norm ? "true" : "false", c->tied_embd ? "true" : "false",
-                     m->llama.n_params, mllm_tokenizer_kind(m->tok));
+                     m->dec.n_params, mllm_tokenizer_kind(m->tok));
     size_t need = (size_t)n + 1;
     if (needed) *needed = need;
     if (!buf || cap < need) return mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", need);

@@ -19,7 +19,7 @@ MLLM_API void mllm_session_default_params(mllm_session_params *p) {
 static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, mllm_tensor **logits) {
     mllm_graph_reset(g);
     mllm_graph_bind(g, &s->rt);
-    *logits = mllm_llama_forward(g, &s->m->llama, s->kv, T, first_out);
+    *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, T, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
 }
 
@@ -29,7 +29,7 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: params struct_size %u, expected %zu",
                         p->struct_size, sizeof *p);
     *out = NULL;
-    const mllm_llama_config *c = &m->llama.cfg;
+    const mllm_hparams *c = &m->dec.cfg;
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : 0;
     if (n_ctx == 0) n_ctx = c->n_ctx_train > 0 && c->n_ctx_train < MLLM_DEFAULT_CTX ? c->n_ctx_train : MLLM_DEFAULT_CTX;
     if (n_ctx < 1 || n_ctx > (1 << 20))
@@ -93,7 +93,7 @@ MLLM_API int mllm_session_n_past(const mllm_session *s) { return s ? s->n_past :
 
 /* Room in the cache and every id in range: checked before any compute. */
 static mllm_status check_tokens(const mllm_session *s, const int32_t *ids, size_t n) {
-    int n_vocab = s->m->llama.cfg.n_vocab;
+    int n_vocab = s->m->dec.cfg.n_vocab;
     if ((size_t)s->n_past + n > (size_t)s->n_ctx)
         return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %zu new tokens > n_ctx %d",
                         s->n_past, n, s->n_ctx);
@@ -104,7 +104,7 @@ static mllm_status check_tokens(const mllm_session *s, const int32_t *ids, size_
 }
 
 mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n) {
-    const mllm_llama_config *c = &s->m->llama.cfg;
+    const mllm_hparams *c = &s->m->dec.cfg;
     if (n == 0) return MLLM_OK;
     mllm_status st = check_tokens(s, ids, n);
     if (st != MLLM_OK) return st;
@@ -143,7 +143,7 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
 }
 
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out) {
-    const mllm_llama_config *c = &s->m->llama.cfg;
+    const mllm_hparams *c = &s->m->dec.cfg;
     if (n < 1 || n > MLLM_PREFILL_CHUNK || first_out < 0 || first_out >= n)
         return mllm_err(MLLM_ERR_INVALID_ARG, "eval_logits: %d tokens (max %d), first_out %d", n,
                         MLLM_PREFILL_CHUNK, first_out);
@@ -173,7 +173,7 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
 
 MLLM_API mllm_status mllm_session_shift(mllm_session *s, size_t n_keep, int32_t pending) {
     if (!s) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_shift: NULL session");
-    if (pending < -1 || pending >= s->m->llama.cfg.n_vocab)
+    if (pending < -1 || pending >= s->m->dec.cfg.n_vocab)
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_shift: token id %d out of range", pending);
     size_t n = (size_t)s->n_past;
     size_t keep = n_keep > n / 2 ? n / 2 : n_keep;
@@ -263,7 +263,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     const mllm_sampling *sp = &full;
     if (n == 0 && s->n_past == 0) return mllm_err(MLLM_ERR_INVALID_ARG, "empty prompt and empty session");
     mllm_sampler smp;
-    st = mllm_sampler_init(&smp, sp, s->m->llama.cfg.n_vocab);
+    st = mllm_sampler_init(&smp, sp, s->m->dec.cfg.n_vocab);
     if (st != MLLM_OK) return st;
     atomic_store(&s->cancel, false);
     double t0 = mllm_now_ms();

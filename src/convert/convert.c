@@ -1,6 +1,7 @@
 /* mllm_convert: plan a dtype (and a kernel layout) per tensor, then stream
    every tensor through the row converter into a .mllm v3 (or GGUF) writer. */
 #include "convert/convert_internal.h"
+#include "models/registry.h"
 #include "convert/pipeline.h"
 #include "formats/hf_config.h"
 #include "formats/mllm_v1v2.h"
@@ -134,14 +135,19 @@ static mllm_status plan(const mllm_convert_params *p, const mllm_model_file *f, 
     return MLLM_OK;
 }
 
-static mllm_status write_mllm(const mllm_convert_params *p, const mllm_model_file *f, cv_tensor *t) {
+static mllm_status write_mllm(const mllm_convert_params *p, const mllm_model_file *f, const mllm_hparams *hp,
+                              cv_tensor *t) {
     mllm_mllmfile_writer *w = NULL;
     mllm_status st = mllm_mllmfile_writer_new(&w);
     if (st) return st;
-    char cfg[2048];
-    int n = mllm_mllmfile_config_to_json(&f->cfg, cfg, sizeof cfg);
-    if (n < 0 || n >= (int)sizeof cfg) st = mllm_err(MLLM_ERR_INVALID_ARG, "%s: config does not fit", p->in);
-    if (!st) st = mllm_mllmfile_writer_set_config(w, cfg, (size_t)n);
+    mllm_meta meta = {0};
+    char *cfg = NULL;
+    size_t n = 0;
+    st = mllm_family_model_meta(f, hp, &meta);
+    if (!st) st = mllm_mllmfile_config_to_json(&meta, &cfg, &n);
+    mllm_meta_free(&meta);
+    if (!st) st = mllm_mllmfile_writer_set_config(w, cfg, n);
+    mllm_free(cfg);
     mllm_tok_kind kind = MLLM_TOK_NONE;
     void *tok = NULL;
     size_t tok_len = 0;
@@ -174,7 +180,7 @@ static void summary(const mllm_convert_params *p, const cv_tensor *t, size_t n) 
     p->progress(p->user, line);
 }
 
-static mllm_status open_source(const mllm_convert_params *p, mllm_model_file **f) {
+static mllm_status open_file(const mllm_convert_params *p, mllm_model_file **f) {
     if (p->config_path) {
         uint8_t head[8] = {0};
         FILE *fp = mllm_file_fopen(p->in);
@@ -186,6 +192,11 @@ static mllm_status open_source(const mllm_convert_params *p, mllm_model_file **f
         return mllm_v1v2_model_open(p->in, p->config_path, f);
     }
     return mllm_model_file_open(p->in, f);
+}
+
+static mllm_status open_source(const mllm_convert_params *p, mllm_model_file **f, mllm_hparams *hp) {
+    mllm_status st = open_file(p, f);
+    return st ? st : mllm_family_resolve(*f, hp);
 }
 
 mllm_status mllm_convert(const mllm_convert_params *p) {
@@ -212,13 +223,14 @@ mllm_status mllm_convert(const mllm_convert_params *p) {
     }
     if (st) return st;
     mllm_model_file *f = NULL;
-    st = open_source(p, &f);
+    mllm_hparams hp;
+    st = open_source(p, &f, &hp);
     cv_tensor *t = NULL;
     if (!st) {
         t = mllm_calloc(f->n_weights ? f->n_weights : 1, sizeof *t);
         st = t ? plan(p, f, pl, t) : mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
-    if (!st) st = p->to_gguf ? cv_write_gguf(f, t, f->n_weights, p->out) : write_mllm(p, f, t);
+    if (!st) st = p->to_gguf ? cv_write_gguf(f, &hp, t, f->n_weights, p->out) : write_mllm(p, f, &hp, t);
     if (!st) summary(p, t, f->n_weights);
     for (size_t i = 0; t && i < f->n_weights; i++) cv_tensor_release(&t[i]);
     mllm_free(t);

@@ -2,59 +2,28 @@
    `<arch>.*` hyper-parameters, from the config), the source's tokenizer.*
    keys, and the tensors under their GGUF names, through gguf_writer. */
 #include "convert/convert_internal.h"
+#include "models/registry.h"
 #include "formats/gguf.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include <stdio.h>
 #include <string.h>
 
-static mllm_status arch_keys(const mllm_model_file *f, mllm_gguf_writer *w) {
-    const mllm_llama_config *c = &f->cfg;
-    char k[128];
-    mllm_status st = mllm_gguf_writer_add_str(w, "general.architecture", c->arch);
-#define U32(suffix, v)                                                         \
-    if (!st) {                                                                 \
-        snprintf(k, sizeof k, "%s." suffix, c->arch);                          \
-        st = mllm_gguf_writer_add_u32(w, k, (uint32_t)(v));                    \
-    }
-#define F32(suffix, v)                                                         \
-    if (!st) {                                                                 \
-        snprintf(k, sizeof k, "%s." suffix, c->arch);                          \
-        st = mllm_gguf_writer_add_f32(w, k, (v));                              \
-    }
-    U32("context_length", c->n_ctx_train);
-    U32("embedding_length", c->n_embd);
-    U32("block_count", c->n_layer);
-    U32("feed_forward_length", c->n_ff);
-    U32("attention.head_count", c->n_head);
-    U32("attention.head_count_kv", c->n_head_kv);
-    U32("attention.key_length", c->head_dim);
-    U32("attention.value_length", c->head_dim);
-    U32("rope.dimension_count", c->n_rot);
-    U32("vocab_size", c->n_vocab);
-    F32("rope.freq_base", c->rope_theta);
-    F32("attention.layer_norm_rms_epsilon", c->rms_eps);
-    if (c->rope_scaling == MLLM_ROPE_SCALING_LINEAR) {
-        if (!st) {
-            snprintf(k, sizeof k, "%s.rope.scaling.type", c->arch);
-            st = mllm_gguf_writer_add_str(w, k, "linear");
-        }
-        F32("rope.scaling.factor", c->rope_factor);
-    }
-#undef U32
-#undef F32
+static mllm_status arch_keys(const mllm_model_file *f, const mllm_hparams *hp, mllm_gguf_writer *w) {
+    mllm_meta m = {0};
+    mllm_status st = mllm_family_model_meta(f, hp, &m);
+    if (!st) st = mllm_family_write_gguf_keys(&m, w);
+    mllm_meta_free(&m);
     return st;
 }
 
 /* What GGUF cannot say about this model, refused rather than written wrong. */
-static mllm_status check_exportable(const mllm_model_file *f, const char *out) {
-    const mllm_llama_config *c = &f->cfg;
-    bool llama = !strcmp(c->arch, "llama");
-    if (llama == c->rope_neox) {
+static mllm_status check_exportable(const mllm_model_file *f, const mllm_hparams *c, const char *out) {
+    if (c->rope_neox != c->row->rope_neox) {
         return mllm_err(MLLM_ERR_UNSUPPORTED,
                         "%s: GGUF '%s' expects %s RoPE but these weights use the other layout (HF Llama q/k "
                         "weights would need permuting); not supported yet", out, c->arch,
-                        llama ? "interleaved" : "neox");
+                        c->row->rope_neox ? "neox" : "interleaved");
     }
     if (c->rope_scaling == MLLM_ROPE_SCALING_LLAMA3 && !mllm_model_file_find(f, "rope_freqs.weight")) {
         return mllm_err(MLLM_ERR_UNSUPPORTED,
@@ -69,12 +38,13 @@ static mllm_status check_exportable(const mllm_model_file *f, const char *out) {
     return MLLM_OK;
 }
 
-mllm_status cv_write_gguf(const mllm_model_file *f, cv_tensor *t, size_t n, const char *out) {
-    mllm_status st = check_exportable(f, out);
+mllm_status cv_write_gguf(const mllm_model_file *f, const mllm_hparams *hp, cv_tensor *t, size_t n,
+                          const char *out) {
+    mllm_status st = check_exportable(f, hp, out);
     if (st) return st;
     mllm_gguf_writer *w = NULL;
     if ((st = mllm_gguf_writer_new(&w))) return st;
-    st = arch_keys(f, w);
+    st = arch_keys(f, hp, w);
     if (!st) st = cv_copy_kvs(f->gguf, w, "tokenizer.");
     for (size_t i = 0; i < n && !st; i++) {
         if (!mllm_dtype_in_gguf(t[i].dtype)) { /* our kernel layouts: no GGUF reader knows them */

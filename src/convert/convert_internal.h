@@ -7,6 +7,7 @@
 #include "formats/gguf_writer.h"
 #include "formats/mllmfile.h"
 #include "formats/model_file.h"
+#include "models/hparams.h"
 
 typedef struct {
     const mllm_convert_params *params;
@@ -46,6 +47,6 @@ mllm_status cv_tokenizer_section(const mllm_model_file *f, const char *tmp_base,
 mllm_status cv_copy_kvs(const struct mllm_gguf *g, mllm_gguf_writer *w, const char *prefix);
 /* Writes the plan as a GGUF file (arch keys from f->cfg, tokenizer keys
    from f->gguf). */
-mllm_status cv_write_gguf(const mllm_model_file *f, cv_tensor *t, size_t n, const char *out);
+mllm_status cv_write_gguf(const mllm_model_file *f, const mllm_hparams *hp, cv_tensor *t, size_t n, const char *out);
 
 #endif

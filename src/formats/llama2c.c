@@ -130,24 +130,22 @@ static mllm_status add_weights(mllm_model_file *f, const dims *d, const void *ba
     return MLLM_OK;
 }
 
-static void fill_config(mllm_llama_config *c, const mllm_llama2c_header *h, const dims *d, bool shared) {
-    memset(c, 0, sizeof *c);
-    snprintf(c->arch, sizeof c->arch, "llama");
-    c->n_vocab = (int32_t)d->V;
-    c->n_embd = h->dim;
-    c->n_layer = h->n_layers;
-    c->n_head = h->n_heads;
-    c->n_head_kv = h->n_kv_heads;
-    c->head_dim = (int32_t)d->hd;
-    c->n_ff = h->hidden_dim;
-    c->n_ctx_train = h->seq_len;
-    c->n_rot = (int32_t)d->hd;
-    c->rope_theta = 10000.0f;
-    c->rope_neox = false; /* llama2.c rotates adjacent pairs */
-    c->rope_scaling = MLLM_ROPE_SCALING_NONE;
-    c->rope_factor = 1.0f;
-    c->rms_eps = 1e-5f;
-    c->tied_embd = shared;
+/* llama2.c checkpoints are Llama models by definition: their header says it
+   in llama.cpp's key names, as a GGUF of the same model would. */
+static mllm_status fill_meta(mllm_meta *m, const mllm_llama2c_header *h, const dims *d) {
+    mllm_status st = mllm_meta_set_str(m, "general.architecture", "llama", 5);
+    if (!st) st = mllm_meta_set_int(m, "llama.vocab_size", d->V);
+    if (!st) st = mllm_meta_set_int(m, "llama.embedding_length", h->dim);
+    if (!st) st = mllm_meta_set_int(m, "llama.block_count", h->n_layers);
+    if (!st) st = mllm_meta_set_int(m, "llama.attention.head_count", h->n_heads);
+    if (!st) st = mllm_meta_set_int(m, "llama.attention.head_count_kv", h->n_kv_heads);
+    if (!st) st = mllm_meta_set_int(m, "llama.attention.key_length", d->hd);
+    if (!st) st = mllm_meta_set_int(m, "llama.feed_forward_length", h->hidden_dim);
+    if (!st) st = mllm_meta_set_int(m, "llama.context_length", h->seq_len);
+    if (!st) st = mllm_meta_set_int(m, "llama.rope.dimension_count", d->hd);
+    if (!st) st = mllm_meta_set_float(m, "llama.rope.freq_base", 10000.0);
+    if (!st) st = mllm_meta_set_float(m, "llama.attention.layer_norm_rms_epsilon", 1e-5);
+    return st; /* llama2.c rotates adjacent pairs, as GGUF llama files do */
 }
 
 mllm_status mllm_model_file_open_llama2c(mllm_model_file *f) {
@@ -170,6 +168,6 @@ mllm_status mllm_model_file_open_llama2c(mllm_model_file *f) {
     if (st) return st;
     dims d = {0};
     get_dims(&h, f->path, &d);
-    fill_config(&f->cfg, &h, &d, shared);
+    if ((st = fill_meta(&f->meta, &h, &d))) return st;
     return add_weights(f, &d, m, shared);
 }

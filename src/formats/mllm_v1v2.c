@@ -213,9 +213,19 @@ mllm_status mllm_v1v2_parse(const void *buf, size_t len, const char *label, mllm
     return st;
 }
 
-bool mllm_v1v2_shape_from_config(const char *g, const mllm_llama_config *c, int *n_dims, int64_t ne[4]) {
-    const int64_t E = c->n_embd, V = c->n_vocab, F = c->n_ff, D = c->head_dim;
-    const int64_t QD = (int64_t)c->n_head * D, KD = (int64_t)c->n_head_kv * D;
+/* A config.json field as a dimension in [1, 2^24], or 0. */
+static int64_t cfg_dim(const mllm_meta *cfg, const char *key, int64_t def) {
+    int64_t v;
+    if (!mllm_meta_get_int(cfg, key, &v)) return def;
+    return v >= 1 && v <= (1 << 24) ? v : 0;
+}
+
+bool mllm_v1v2_shape_from_config(const char *g, const mllm_meta *cfg, int *n_dims, int64_t ne[4]) {
+    const int64_t E = cfg_dim(cfg, "hidden_size", 0), V = cfg_dim(cfg, "vocab_size", 0);
+    const int64_t F = cfg_dim(cfg, "intermediate_size", 0), H = cfg_dim(cfg, "num_attention_heads", 0);
+    const int64_t Hkv = cfg_dim(cfg, "num_key_value_heads", H), D = cfg_dim(cfg, "head_dim", H ? E / H : 0);
+    if (!E || !V || !F || !H || !Hkv || !D) return false; /* the size check after this names the tensor */
+    const int64_t QD = H * D, KD = Hkv * D;
     static const struct { const char *suffix; int what; } layer[] = {
         {"attn_norm.weight", 0},  {"ffn_norm.weight", 0},   {"attn_q.weight", 1},      {"attn_k.weight", 2},
         {"attn_v.weight", 2},     {"attn_output.weight", 3}, {"ffn_gate.weight", 4},   {"ffn_up.weight", 4},

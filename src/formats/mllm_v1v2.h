@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "models/llama_config.h"
+#include "core/meta.h"
 
 #define MLLM_V1_MAGIC 20012
 #define MLLM_V2_MAGIC 0x519A
@@ -60,7 +60,7 @@ void mllm_v1v2_index_free(mllm_v1v2_index *ix);
 int mllm_v1v2_dtype(int32_t code, const char **why);
 /* The shape the Llama-family graph expects for a GGUF tensor name; false
    for names it does not know. */
-bool mllm_v1v2_shape_from_config(const char *gguf_name, const mllm_llama_config *c, int *n_dims, int64_t ne[4]);
+bool mllm_v1v2_shape_from_config(const char *gguf_name, const mllm_meta *cfg, int *n_dims, int64_t ne[4]);
 
 /* Fills f (kind HF, priv already an mllm_native_priv) from the v1/v2 file
    f->path: config from config_path or config.json beside the file,

@@ -46,7 +46,7 @@ static mllm_status load_config(mllm_model_file *f, const char *config_path) {
     const char *use = config_path ? config_path : cp;
     if (!use) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", f->path);
     mllm_status st = access(use, R_OK) == 0
-                         ? mllm_hf_config_load(use, &f->cfg)
+                         ? mllm_hf_config_load(use, &f->meta)
                          : mllm_err(MLLM_ERR_FORMAT, "%s: an MLLM v1/v2 file needs its config.json (%s not found; "
                                                      "pass --config)", f->path, use);
     mllm_free(cp);
@@ -58,7 +58,7 @@ static mllm_status resolve(const mllm_model_file *f, mllm_v1v2_entry *e, char *g
     const char *use = mllm_hf_name_to_gguf(e->name, gname, cap) ? gname : e->name;
     if (use != gname) snprintf(gname, cap, "%s", e->name);
     if (e->n_dims > 0) return MLLM_OK;
-    if (!mllm_v1v2_shape_from_config(gname, &f->cfg, &e->n_dims, e->ne)) {
+    if (!mllm_v1v2_shape_from_config(gname, &f->meta, &e->n_dims, e->ne)) {
         /* Unknown tensor in a shapeless v1 file: keep it as a vector. */
         const mllm_dtype_traits *tr = mllm_dtype_get(e->dtype);
         e->n_dims = 1;
@@ -130,7 +130,6 @@ mllm_status mllm_v1v2_open_model(mllm_model_file *f, const char *config_path) {
     st = add_weights(f, &ix);
     mllm_v1v2_index_free(&ix);
     if (st) return st;
-    if (f->cfg.tied_embd && mllm_model_file_find(f, "output.weight")) f->cfg.tied_embd = false;
     return find_tokenizer(f);
 }
 
@@ -150,7 +149,6 @@ mllm_status mllm_v1v2_model_open(const char *path, const char *config_path, mllm
     f->priv = p;
     f->kind = MLLM_FILE_HF;
     mllm_status st = mllm_v1v2_open_model(f, config_path);
-    if (!st) st = mllm_model_file_check(f);
     if (st) {
         mllm_model_file_close(f);
         return st;

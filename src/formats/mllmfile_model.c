@@ -95,7 +95,7 @@ static mllm_status open_v3(mllm_model_file *f) {
     mllm_status st = mllm_mllmfile_open_memory(map, p->map_size, f->path, &m);
     size_t cl = 0;
     const char *cfg = st ? NULL : mllm_mllmfile_config(m, &cl);
-    if (!st) st = mllm_mllmfile_config_parse(cfg, cl, f->path, &f->cfg);
+    if (!st) st = mllm_mllmfile_config_parse(cfg, cl, f->path, &f->meta);
     char name[MLLM_FILE_MAX_NAME + 1];
     for (size_t i = 0; !st && i < mllm_mllmfile_n_tensors(m); i++) {
         const mllm_mllmfile_tensor *t = mllm_mllmfile_tensor_at(m, i);

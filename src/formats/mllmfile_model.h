@@ -33,8 +33,8 @@ mllm_status mllm_model_file_open_native(mllm_model_file *f);
    mllm_model_file_close when priv->map is set on a kind-HF file). */
 void mllm_model_file_release_native(mllm_model_file *f);
 
-/* Config section <-> mllm_llama_config. to_json returns what snprintf does. */
-int mllm_mllmfile_config_to_json(const mllm_llama_config *c, char *buf, size_t cap);
-mllm_status mllm_mllmfile_config_parse(const char *json, size_t len, const char *label, mllm_llama_config *c);
+/* Config section <-> generic metadata. to_json allocates *out (mllm_free). */
+mllm_status mllm_mllmfile_config_to_json(const mllm_meta *m, char **out, size_t *len);
+mllm_status mllm_mllmfile_config_parse(const char *json, size_t len, const char *label, mllm_meta *m);
 
 #endif

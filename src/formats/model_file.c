@@ -64,6 +64,18 @@ void mllm_model_file_mark_mapped(mllm_model_file *f) {
     w->mapped = !(p->n_copies && w->data == p->copies[p->n_copies - 1]);
 }
 
+mllm_status mllm_model_file_own(mllm_model_file *f, void *ptr) {
+    mllm_model_file_priv *p = f->priv;
+    void **nc = mllm_realloc(p->copies, (p->n_copies + 1) * sizeof *nc);
+    if (!nc) {
+        mllm_free_aligned(ptr);
+        return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", f->path);
+    }
+    p->copies = nc;
+    p->copies[p->n_copies++] = ptr;
+    return MLLM_OK;
+}
+
 const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *name) {
     if (!f || !name) return NULL;
     for (size_t i = 0; i < f->n_weights; i++) {
@@ -99,6 +111,7 @@ void mllm_model_file_close(mllm_model_file *f) {
         if (p->map) mllm_file_unmap(p->map, p->map_size);
         mllm_free(p);
     }
+    mllm_meta_free(&f->meta);
     mllm_free(f->tokenizer_json);
     mllm_free(f->tokenizer_config);
     mllm_free(f->path);
@@ -144,7 +157,6 @@ mllm_status mllm_model_file_open(const char *path, mllm_model_file **out) {
             }
         }
     }
-    if (!st) st = mllm_model_file_check(f);
     if (st) {
         mllm_model_file_close(f);
         return st;

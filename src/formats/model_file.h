@@ -1,14 +1,16 @@
 /* One opened model file of any supported format, seen the same way by the
-   model code: a config plus a table of weights named with GGUF's tensor names
-   ("token_embd.weight", "blk.3.attn_q.weight", ...), each pointing into mmap'd
-   memory (zero-copy) unless the format forced a conversion. */
+   model code: generic metadata (core/meta.h: GGUF keys as they are, a
+   config.json flattened) plus a table of weights under the names the file
+   gives them (GGUF names, or Hugging Face names that the model registry
+   renames), each pointing into mmap'd memory (zero-copy) unless the format
+   forced a conversion. Nothing here knows a model family. */
 #ifndef MLLM_FORMATS_MODEL_FILE_H
 #define MLLM_FORMATS_MODEL_FILE_H
 #include <mllm/mllm.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "models/llama_config.h"
+#include "core/meta.h"
 
 struct mllm_gguf;
 struct mllm_tokenizer;
@@ -32,7 +34,7 @@ typedef struct {
 typedef struct mllm_model_file {
     mllm_file_kind kind;
     char *path;
-    mllm_llama_config cfg;
+    mllm_meta meta;           /* every key of the file (GGUF) or field of its config (HF, .mllm) */
     mllm_weight *weights;
     size_t n_weights;
     struct mllm_gguf *gguf;   /* set for GGUF files (metadata, tokenizer) */
@@ -42,7 +44,8 @@ typedef struct mllm_model_file {
 } mllm_model_file;
 
 /* Opens `path` (format detected from the folder/magic), validates every
-   offset/size against the file, fills cfg from the metadata.
+   offset/size against the file, fills meta. The model registry
+   (models/registry.h: mllm_family_open) then reads it as a model.
    Errors name the file and the problem (mllm_last_error). */
 mllm_status mllm_model_file_open(const char *path, mllm_model_file **out);
 void mllm_model_file_close(mllm_model_file *f);
@@ -51,6 +54,9 @@ void mllm_model_file_close(mllm_model_file *f);
    the reads returned zeros, core/file_map.h): loads and forward passes call
    it so such a run ends in an error instead of SIGBUS or silent garbage. */
 mllm_status mllm_model_file_check_intact(const mllm_model_file *f);
+/* Keeps p (an mllm_malloc_aligned block, e.g. a weight converted at load)
+   until the file is closed. */
+mllm_status mllm_model_file_own(mllm_model_file *f, void *p);
 /* NULL if absent. */
 const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *name);
 

@@ -39,10 +39,10 @@ static mllm_status add_shard(mllm_model_file *f, const char *file) {
     mllm_free(path);
     if (st) return st;
     p->shards[p->n_shards++] = s;
-    char name[256];
+    /* Names stay Hugging Face's: the model registry renames them per family. */
     for (size_t i = 0; i < mllm_safetensors_n_tensors(s); i++) {
         const mllm_st_tensor *t = mllm_safetensors_tensor_at(s, i);
-        const char *use = mllm_hf_name_to_gguf(t->name, name, sizeof name) ? name : t->name;
+        const char *use = t->name;
         if (mllm_model_file_find(f, use)) {
             return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s' appears in two shards", f->path, t->name);
         }
@@ -97,7 +97,7 @@ static mllm_status open_sharded(mllm_model_file *f, const char *index_path) {
 mllm_status mllm_model_file_open_hf(mllm_model_file *f) {
     char *cfg_path = join(f->path, "config.json");
     if (!cfg_path) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", f->path);
-    mllm_status st = exists(cfg_path) ? mllm_hf_config_load(cfg_path, &f->cfg)
+    mllm_status st = exists(cfg_path) ? mllm_hf_config_load(cfg_path, &f->meta)
                                       : mllm_err(MLLM_ERR_FORMAT, "%s: folder has no config.json", f->path);
     mllm_free(cfg_path);
     if (st) return st;
@@ -116,8 +116,6 @@ mllm_status mllm_model_file_open_hf(mllm_model_file *f) {
     mllm_free(single);
     mllm_free(index);
     if (st) return st;
-    /* A checkpoint saved with tied embeddings may still carry lm_head. */
-    if (f->cfg.tied_embd && mllm_model_file_find(f, "output.weight")) f->cfg.tied_embd = false;
     char *tj = join(f->path, "tokenizer.json"), *tc = join(f->path, "tokenizer_config.json");
     if (!tj || !tc) {
         mllm_free(tj);

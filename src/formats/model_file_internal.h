@@ -35,9 +35,5 @@ mllm_status mllm_model_file_add_weight(mllm_model_file *f, const char *name, int
 /* Marks the weight just added as lying in a read-only file mapping (its
    pages may be dropped after repacking), unless it had to be copied. */
 void mllm_model_file_mark_mapped(mllm_model_file *f);
-/* Validates f->cfg (positive sizes, divisibility) and that every tensor the
-   Llama-family graph needs exists with the shape the config implies.
-   Reports the first missing or mis-shaped tensor by name. */
-mllm_status mllm_model_file_check(const mllm_model_file *f);
 
 #endif

@@ -147,7 +147,8 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_tensor *q = t->src[0];
     const int64_t D = q->ne[0], H = q->ne[1], T = q->ne[2], Hkv = t->ip[0];
     const int64_t group = H / Hkv, n_blocks = (T + ATTN_TB - 1) / ATTN_TB;
-    const float scale = 1.0f / sqrtf((float)D);
+    const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D);
+    const int window = t->ip[1];
     const size_t row_bytes = (size_t)H * (size_t)D * sizeof(float);
     const size_t cap = (size_t)MLLM_KV_CAP(kv->n_ctx);
     /* per thread: P (ATTN_TB rows of cap) and one block's P x V (ATTN_TB x D) */
@@ -170,7 +171,10 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
             for (int r = 0; r < tb; r++) {
                 float *pr = P + (size_t)r * cap;
                 const int n_kv = g->rt->pos + (int)t0 + r + 1;
-                k->softmax(pr, n_kv, scale);
+                /* A sliding window: keys before n_kv - window get probability 0. */
+                const int lo = window > 0 && n_kv > window ? n_kv - window : 0;
+                k->softmax(pr + lo, n_kv - lo, scale);
+                memset(pr, 0, (size_t)lo * sizeof(float));
                 memset(pr + n_kv, 0, (size_t)(n_pv - n_kv) * sizeof(float));
             }
             float *out = (float *)t->data + t0 * t->ne[0] + h * D;
@@ -200,7 +204,20 @@ static void compute_elementwise(mllm_tensor *t, int ith, int nth) {
     const float *a = (const float *)t->src[0]->data + i0, *b = (const float *)t->src[1]->data + i0;
     float *y = (float *)t->data + i0;
     if (t->op == MLLM_OP_ADD) k->add_f32(y, a, b, (int)(i1 - i0));
+    else if (t->op == MLLM_OP_GELU_MUL) k->gelu_mul(y, a, b, (int)(i1 - i0));
     else k->silu_mul(y, a, b, (int)(i1 - i0));
+}
+
+static void compute_unary(mllm_tensor *t, int ith, int nth) {
+    int64_t n = mllm_tensor_nelements(t), i0, i1;
+    split(n, ith, nth, &i0, &i1);
+    const float *x = t->src[0]->data;
+    float *y = t->data;
+    const float p = t->fp[0];
+    if (t->op == MLLM_OP_SCALE)
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] * p;
+    else
+        for (int64_t i = i0; i < i1; i++) y[i] = p * tanhf(x[i] / p);
 }
 
 size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
@@ -227,7 +244,10 @@ void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     case MLLM_OP_KV_STORE: compute_kv_store(g, t, ith, nth); break;
     case MLLM_OP_ATTENTION: compute_attention(g, t, ith, nth); break;
     case MLLM_OP_SILU_MUL:
+    case MLLM_OP_GELU_MUL:
     case MLLM_OP_ADD: compute_elementwise(t, ith, nth); break;
+    case MLLM_OP_SCALE:
+    case MLLM_OP_SOFTCAP: compute_unary(t, ith, nth); break;
     default: break;
     }
 }

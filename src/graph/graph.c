@@ -7,7 +7,7 @@
 
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
-    "kv_store", "attention", "silu_mul", "add",
+    "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -215,7 +215,7 @@ mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, con
 }
 
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
-                               const mllm_kv_layer *kv, int n_head_kv) {
+                               const mllm_kv_layer *kv, int n_head_kv, float scale, int window) {
     if (!q || !dep) return NULL;
     int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
     mllm_tensor *t = node(g, MLLM_OP_ATTENTION, 2, ne, "attn");
@@ -224,6 +224,8 @@ mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
     t->src[1] = dep;
     t->pp = kv;
     t->ip[0] = n_head_kv;
+    t->ip[1] = window > 0 ? window : 0;
+    t->fp[0] = scale;
     return emit(g, t);
 }
 
@@ -241,6 +243,23 @@ mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b) {
 }
 mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b) {
     return binary(g, MLLM_OP_ADD, a, b, "add");
+}
+mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b) {
+    return binary(g, MLLM_OP_GELU_MUL, a, b, "gelu_mul");
+}
+
+static mllm_tensor *unary(mllm_graph *g, mllm_op op, mllm_tensor *x, float p, const char *name) {
+    if (!x || x->dtype != MLLM_DTYPE_F32) { g->failed = true; return NULL; }
+    mllm_tensor *t = node(g, op, 4, x->ne, name);
+    if (!t) return NULL;
+    t->src[0] = x;
+    t->fp[0] = p;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unary(g, MLLM_OP_SCALE, x, s, "scale"); }
+mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
+    return unary(g, MLLM_OP_SOFTCAP, x, cap, "softcap");
 }
 
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne) {

@@ -18,9 +18,12 @@ typedef enum {
     MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias) */
     MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) at rt->pos + t */
     MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer */
-    MLLM_OP_ATTENTION, /* causal softmax(q k^T / sqrt(D)) v over the KV layer */
+    MLLM_OP_ATTENTION, /* causal softmax(fp[0] q k^T) v over the KV layer; ip[1] > 0: a sliding window */
     MLLM_OP_SILU_MUL,  /* silu(src[0]) * src[1] */
     MLLM_OP_ADD,       /* src[0] + src[1] */
+    MLLM_OP_SCALE,     /* src[0] * fp[0] */
+    MLLM_OP_GELU_MUL,  /* gelu_tanh(src[0]) * src[1] (GeGLU) */
+    MLLM_OP_SOFTCAP,   /* fp[0] * tanh(src[0] / fp[0]) */
     MLLM_OP_COUNT
 } mllm_op;
 
@@ -122,10 +125,15 @@ mllm_tensor *mllm_op_rmsnorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, floa
 mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_tensor *bias);
 mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, const mllm_rope_params *rp);
 mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, const mllm_kv_layer *kv);
-/* q: (D, H, T); dep: the KV_STORE node that must run first. Out: (D*H, T). */
+/* q: (D, H, T); dep: the KV_STORE node that must run first. Out: (D*H, T).
+   scale multiplies q.k (1/sqrt(D) for most models); window > 0: a token at
+   position p sees positions (p - window, p] only (sliding-window layers). */
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
-                               const mllm_kv_layer *kv, int n_head_kv);
+                               const mllm_kv_layer *kv, int n_head_kv, float scale, int window);
 mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
+mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
+mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s);
+mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap);
 mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 /* Views (no copy, no compute). */
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne);

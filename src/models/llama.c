@@ -1,176 +1,69 @@
-#include "models/llama.h"
-#include <math.h>
-#include <stdio.h>
+/* The Llama-shaped families: Llama 2/3 (TinyLlama, SmolLM/SmolLM2), Qwen2 /
+   Qwen2.5, Qwen3 and SmolLM3. One decoder graph (decoder.c) serves them
+   all; the rows differ in names, RoPE layout and, for SmolLM3, layers
+   without RoPE. Qwen2's q/k/v biases and Qwen3's q/k norms are found from
+   the tensors (decoder_check.c). */
 #include <string.h>
-#include "core/alloc.h"
-#include "core/dtype.h"
 #include "core/error.h"
+#include "models/registry.h"
 
-static mllm_status bind_tensor(mllm_llama *m, const mllm_model_file *f, const char *name,
-                               int n_dims, int64_t ne0, int64_t ne1, bool required,
-                               mllm_tensor **out) {
-    *out = NULL;
-    const mllm_weight *w = mllm_model_file_find(f, name);
-    if (!w) {
-        if (!required) return MLLM_OK;
-        return mllm_err(MLLM_ERR_FORMAT, "%s: missing tensor '%s'", f->path, name);
+const mllm_arch mllm_arch_llama = {
+    .name = "llama",
+    .hf_types = "llama",
+    .hf_classes = "LlamaForCausalLM",
+    .family = "llama",
+    .rope_neox = false, /* GGUF llama q/k are permuted for pairwise rotation */
+};
+
+const mllm_arch mllm_arch_qwen2 = {
+    .name = "qwen2",
+    .hf_types = "qwen2",
+    .hf_classes = "Qwen2ForCausalLM",
+    .family = "llama",
+    .rope_neox = true,
+};
+
+const mllm_arch mllm_arch_qwen3 = {
+    .name = "qwen3",
+    .hf_types = "qwen3",
+    .hf_classes = "Qwen3ForCausalLM",
+    .family = "llama",
+    .rope_neox = true,
+};
+
+/* SmolLM3: every no_rope_layer_interval-th layer (4) has no RoPE. GGUF
+   files carry no key for it (llama.cpp fixes the interval at 4); HF configs
+   list it per layer (no_rope_layers: 1 = rotates, 0 = does not). */
+static const mllm_name_pair k_smollm3_keys[] = {
+    {"no_rope_layers", "no_rope_layers"},
+    {"no_rope_layer_interval", "no_rope_layer_interval"},
+    {NULL, NULL},
+};
+
+static mllm_status smollm3_read(const mllm_meta *m, const char *path, mllm_hparams *hp) {
+    const mllm_meta_entry *list = mllm_meta_find(m, "smollm3.no_rope_layers");
+    if (list) {
+        if (list->type != MLLM_META_ARR_NUM || list->len != (size_t)hp->n_layer)
+            return mllm_err(MLLM_ERR_FORMAT, "%s: no_rope_layers must list %d numbers (one per layer)", path,
+                            hp->n_layer);
+        for (int l = 0; l < hp->n_layer; l++)
+            if (list->num[l] == 0) hp->layer_flags[l] |= MLLM_LAYER_NO_ROPE;
+        return MLLM_OK;
     }
-    int64_t want[2] = {ne0, ne1};
-    for (int i = 0; i < 4; i++) {
-        int64_t e = i < n_dims ? want[i] : 1;
-        int64_t have = i < w->n_dims ? w->ne[i] : 1;
-        if (have != e)
-            return mllm_err(MLLM_ERR_FORMAT,
-                            "%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld]", f->path,
-                            name, (long long)w->ne[0], (long long)(w->n_dims > 1 ? w->ne[1] : 1),
-                            (long long)ne0, (long long)(n_dims > 1 ? ne1 : 1));
-    }
-    const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
-    if (!tr || !tr->supported)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which this build cannot compute",
-                        f->path, name, mllm_dtype_name(w->dtype));
-    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vector '%s' must be f32, not %s", f->path, name,
-                        mllm_dtype_name(w->dtype));
-    if (n_dims == 2 && mllm_dtype_get(tr->vec_dot_type) &&
-        mllm_dtype_row_size(tr->vec_dot_type, ne0) == 0)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': row length %lld is not a multiple of %s's block",
-                        f->path, name, (long long)ne0, mllm_dtype_name(w->dtype));
-    *out = mllm_tensor_wrap(&m->wg, w->dtype, w->n_dims, w->ne, w->data, name);
-    if (!*out) return mllm_err(MLLM_ERR_NOMEM, "out of memory binding '%s'", name);
-    m->n_params += (size_t)(ne0 * (n_dims > 1 ? ne1 : 1));
+    int32_t every = 4;
+    mllm_status st = mllm_hp_int(m, "smollm3", "no_rope_layer_interval", path, false, &every);
+    if (st) return st;
+    for (int l = 0; l < hp->n_layer && l < MLLM_MAX_LAYERS; l++)
+        if ((l + 1) % every == 0) hp->layer_flags[l] |= MLLM_LAYER_NO_ROPE;
     return MLLM_OK;
 }
 
-/* llama3 rope scaling as Meta defines it: long wavelengths are divided by
-   `factor`, short ones kept, the band between interpolated smoothly. */
-static float *llama3_factors(const mllm_llama_config *c) {
-    int n = c->n_rot / 2;
-    float *ff = mllm_malloc((size_t)n * sizeof(float));
-    if (!ff) return NULL;
-    double low_wl = c->rope_orig_ctx / c->rope_low_freq_factor;
-    double high_wl = c->rope_orig_ctx / c->rope_high_freq_factor;
-    for (int i = 0; i < n; i++) {
-        double freq = 1.0 / pow(c->rope_theta, 2.0 * i / c->n_rot);
-        double wl = 2.0 * M_PI / freq;
-        if (wl < high_wl) ff[i] = 1.0f;
-        else if (wl > low_wl) ff[i] = c->rope_factor;
-        else {
-            double smooth = (c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
-                            (c->rope_high_freq_factor - c->rope_low_freq_factor);
-            ff[i] = (float)(1.0 / ((1 - smooth) / c->rope_factor + smooth));
-        }
-    }
-    return ff;
-}
-
-mllm_status mllm_llama_bind(mllm_llama *m, const mllm_model_file *f) {
-    memset(m, 0, sizeof *m);
-    m->cfg = f->cfg;
-    const mllm_llama_config *c = &m->cfg;
-    mllm_graph_init(&m->wg, MLLM_MODE_TRACE, NULL, 64 * 1024);
-    if (c->n_layer <= 0 || c->n_embd <= 0 || c->n_head <= 0 || c->n_head_kv <= 0 ||
-        c->head_dim <= 0 || c->n_ff <= 0 || c->n_vocab <= 0 || c->n_head % c->n_head_kv != 0 ||
-        c->n_rot <= 0 || c->n_rot > c->head_dim || c->n_rot % 2 != 0)
-        return mllm_err(MLLM_ERR_FORMAT, "%s: inconsistent config (layers %d, embd %d, heads %d/%d, head_dim %d, rot %d)",
-                        f->path, c->n_layer, c->n_embd, c->n_head, c->n_head_kv, c->head_dim, c->n_rot);
-    int64_t E = c->n_embd, V = c->n_vocab, D = c->head_dim, F = c->n_ff;
-    int64_t QD = c->n_head * D, KD = c->n_head_kv * D;
-    mllm_status st;
-#define BIND(name, nd, a, b, req, dst) \
-    if ((st = bind_tensor(m, f, name, nd, a, b, req, dst)) != MLLM_OK) return st
-    BIND("token_embd.weight", 2, E, V, true, &m->tok_embd);
-    BIND("output_norm.weight", 1, E, 1, true, &m->output_norm);
-    BIND("output.weight", 2, E, V, false, &m->output);
-    if (!m->output) m->output = m->tok_embd;
-    m->layers = mllm_calloc((size_t)c->n_layer, sizeof *m->layers);
-    if (!m->layers) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    char nm[96];
-    for (int l = 0; l < c->n_layer; l++) {
-        mllm_llama_layer *L = &m->layers[l];
-#define LNAME(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
-        BIND(LNAME("attn_norm.weight"), 1, E, 1, true, &L->attn_norm);
-        BIND(LNAME("attn_q.weight"), 2, E, QD, true, &L->wq);
-        BIND(LNAME("attn_k.weight"), 2, E, KD, true, &L->wk);
-        BIND(LNAME("attn_v.weight"), 2, E, KD, true, &L->wv);
-        BIND(LNAME("attn_output.weight"), 2, QD, E, true, &L->wo);
-        BIND(LNAME("attn_q.bias"), 1, QD, 1, c->qkv_bias, &L->bq);
-        BIND(LNAME("attn_k.bias"), 1, KD, 1, c->qkv_bias, &L->bk);
-        BIND(LNAME("attn_v.bias"), 1, KD, 1, c->qkv_bias, &L->bv);
-        BIND(LNAME("attn_q_norm.weight"), 1, D, 1, c->qk_norm, &L->q_norm);
-        BIND(LNAME("attn_k_norm.weight"), 1, D, 1, c->qk_norm, &L->k_norm);
-        BIND(LNAME("ffn_norm.weight"), 1, E, 1, true, &L->ffn_norm);
-        BIND(LNAME("ffn_gate.weight"), 2, E, F, true, &L->w_gate);
-        BIND(LNAME("ffn_up.weight"), 2, E, F, true, &L->w_up);
-        BIND(LNAME("ffn_down.weight"), 2, F, E, true, &L->w_down);
-#undef LNAME
-    }
-    /* Rope: llama.cpp stores llama3 factors as a tensor; HF configs give params. */
-    mllm_tensor *rf = NULL;
-    BIND("rope_freqs.weight", 1, c->n_rot / 2, 1, false, &rf);
-#undef BIND
-    m->rope.n_rot = c->n_rot;
-    m->rope.neox = c->rope_neox;
-    m->rope.theta_scale = powf(c->rope_theta, -2.0f / (float)c->n_rot);
-    m->rope.freq_scale = c->rope_scaling == MLLM_ROPE_SCALING_LINEAR && c->rope_factor > 0
-                             ? 1.0f / c->rope_factor : 1.0f;
-    if (rf) {
-        m->rope.freq_factors = rf->data;
-    } else if (c->rope_scaling == MLLM_ROPE_SCALING_LLAMA3) {
-        if (c->rope_factor <= 0 || c->rope_orig_ctx <= 0 ||
-            c->rope_high_freq_factor <= c->rope_low_freq_factor || c->rope_low_freq_factor <= 0)
-            return mllm_err(MLLM_ERR_FORMAT, "%s: invalid llama3 rope_scaling parameters", f->path);
-        m->freq_factors = llama3_factors(c);
-        if (!m->freq_factors) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-        m->rope.freq_factors = m->freq_factors;
-    }
-    return mllm_llama_pack(m, f);
-}
-
-void mllm_llama_release(mllm_llama *m) {
-    if (!m) return;
-    mllm_graph_free(&m->wg);
-    mllm_free(m->layers);
-    mllm_free(m->freq_factors);
-    mllm_free_aligned(m->packed);
-    memset(m, 0, sizeof *m);
-}
-
-mllm_tensor *mllm_llama_forward(mllm_graph *g, const mllm_llama *m, const mllm_kv_layer *kv,
-                                int n_tokens, int first_out) {
-    const mllm_llama_config *c = &m->cfg;
-    int64_t T = n_tokens, D = c->head_dim, H = c->n_head, Hkv = c->n_head_kv;
-    mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, n_tokens);
-    for (int l = 0; l < c->n_layer && x; l++) {
-        const mllm_llama_layer *L = &m->layers[l];
-        mllm_tensor *h = mllm_op_rmsnorm(g, x, L->attn_norm, c->rms_eps);
-        mllm_tensor *q = mllm_op_matmul(g, L->wq, h, L->bq);
-        mllm_tensor *k = mllm_op_matmul(g, L->wk, h, L->bk);
-        mllm_tensor *v = mllm_op_matmul(g, L->wv, h, L->bv);
-        int64_t qs[3] = {D, H, T}, ks[3] = {D, Hkv, T};
-        q = mllm_op_reshape(g, q, 3, qs);
-        k = mllm_op_reshape(g, k, 3, ks);
-        if (L->q_norm) {
-            q = mllm_op_rmsnorm(g, q, L->q_norm, c->rms_eps);
-            k = mllm_op_rmsnorm(g, k, L->k_norm, c->rms_eps);
-        }
-        q = mllm_op_rope(g, q, &m->rope);
-        k = mllm_op_rope(g, k, &m->rope);
-        mllm_tensor *st = mllm_op_kv_store(g, k, v, &kv[l]);
-        mllm_tensor *a = mllm_op_attention(g, q, st, &kv[l], (int)Hkv);
-        mllm_tensor *o = mllm_op_matmul(g, L->wo, a, NULL);
-        x = mllm_op_add(g, x, o);
-        h = mllm_op_rmsnorm(g, x, L->ffn_norm, c->rms_eps);
-        mllm_tensor *gt = mllm_op_matmul(g, L->w_gate, h, NULL);
-        mllm_tensor *up = mllm_op_matmul(g, L->w_up, h, NULL);
-        mllm_tensor *act = mllm_op_silu_mul(g, gt, up);
-        mllm_tensor *dn = mllm_op_matmul(g, L->w_down, act, NULL);
-        x = mllm_op_add(g, x, dn);
-    }
-    /* Only the positions asked for reach the (large) output projection. */
-    if (first_out < 0 || first_out >= n_tokens) first_out = n_tokens - 1;
-    x = mllm_op_view_cols(g, x, first_out, T - first_out);
-    x = mllm_op_rmsnorm(g, x, m->output_norm, c->rms_eps);
-    mllm_tensor *logits = mllm_op_matmul(g, m->output, x, NULL);
-    return g->failed ? NULL : logits;
-}
+const mllm_arch mllm_arch_smollm3 = {
+    .name = "smollm3",
+    .hf_types = "smollm3",
+    .hf_classes = "SmolLM3ForCausalLM",
+    .family = "llama",
+    .rope_neox = false, /* converted like Llama: q/k permuted */
+    .hf_keys = k_smollm3_keys,
+    .read = smollm3_read,
+};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "models/registry.h"
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
@@ -96,33 +97,12 @@ mllm_status quant_meta_copy_gguf(const mllm_gguf *g, mllm_gguf_writer *w, const 
     return MLLM_OK;
 }
 
-/* The keys llama.cpp's loader needs for the Llama family, from the config. */
-mllm_status quant_meta_from_config(const mllm_model_file *f, mllm_gguf_writer *w) {
-    const mllm_llama_config *c = &f->cfg;
-    const char *a = c->arch;
-    char k[96];
-    mllm_status st = mllm_gguf_writer_add_str(w, "general.architecture", a);
-#define U32(suffix, v) \
-    if (!st) (snprintf(k, sizeof k, "%s." suffix, a), st = mllm_gguf_writer_add_u32(w, k, (uint32_t)(v)))
-#define F32(suffix, v) \
-    if (!st) (snprintf(k, sizeof k, "%s." suffix, a), st = mllm_gguf_writer_add_f32(w, k, (v)))
-    U32("block_count", c->n_layer);
-    U32("context_length", c->n_ctx_train);
-    U32("embedding_length", c->n_embd);
-    U32("feed_forward_length", c->n_ff);
-    U32("attention.head_count", c->n_head);
-    U32("attention.head_count_kv", c->n_head_kv);
-    F32("rope.freq_base", c->rope_theta);
-    F32("attention.layer_norm_rms_epsilon", c->rms_eps);
-    U32("attention.key_length", c->head_dim);
-    U32("attention.value_length", c->head_dim);
-    U32("rope.dimension_count", c->n_rot);
-    U32("vocab_size", c->n_vocab);
-    if (c->rope_scaling == MLLM_ROPE_SCALING_LINEAR) {
-        if (!st) (snprintf(k, sizeof k, "%s.rope.scaling.type", a), st = mllm_gguf_writer_add_str(w, k, "linear"));
-        F32("rope.scaling.factor", c->rope_factor);
-    }
-#undef U32
-#undef F32
+/* The model's keys (general.architecture and <arch>.*), as llama.cpp's
+   loader reads them, from the generic metadata. */
+mllm_status quant_meta_from_config(const mllm_model_file *f, const mllm_hparams *hp, mllm_gguf_writer *w) {
+    mllm_meta m = {0};
+    mllm_status st = mllm_family_model_meta(f, hp, &m);
+    if (!st) st = mllm_family_write_gguf_keys(&m, w);
+    mllm_meta_free(&m);
     return st;
 }

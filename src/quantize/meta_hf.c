@@ -43,7 +43,7 @@ static const char *token_str(const cJSON *cfg, const char *key) {
     return cJSON_IsString(c) ? c->valuestring : NULL;
 }
 
-mllm_status quant_meta_hf_tokenizer(const mllm_model_file *f, mllm_gguf_writer *w) {
+mllm_status quant_meta_hf_tokenizer(const mllm_model_file *f, const mllm_hparams *hp, mllm_gguf_writer *w) {
     if (!f->tokenizer_json) return MLLM_OK;
     cJSON *tj = read_json(f->tokenizer_json);
     if (!tj) return mllm_err(MLLM_ERR_FORMAT, "%s: cannot read or parse", f->tokenizer_json);
@@ -57,7 +57,7 @@ mllm_status quant_meta_hf_tokenizer(const mllm_model_file *f, mllm_gguf_writer *
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: only byte-level BPE tokenizers can be written to GGUF",
                         f->tokenizer_json);
     }
-    int n = f->cfg.n_vocab > 0 ? f->cfg.n_vocab : 0;
+    int n = hp->n_vocab > 0 ? hp->n_vocab : 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, vocab) if (cJSON_IsNumber(it) && it->valueint >= n) n = it->valueint + 1;
     cJSON_ArrayForEach(it, added) {
@@ -106,7 +106,7 @@ mllm_status quant_meta_hf_tokenizer(const mllm_model_file *f, mllm_gguf_writer *
                 mstr[m++] = s;
             }
         }
-        const char *arch = f->cfg.arch;
+        const char *arch = hp->arch;
         const char *pre = !strncmp(arch, "qwen", 4) ? "qwen2" : (!strcmp(arch, "llama") && n >= 128000) ? "llama-bpe" : "gpt2";
         if (!st) st = mllm_gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2");
         if (!st) st = mllm_gguf_writer_add_str(w, "tokenizer.ggml.pre", pre);

@@ -16,6 +16,7 @@
 #include "formats/model_file.h"
 #include "quantize/quantize.h"
 #include "quantize/quantize_internal.h"
+#include "models/registry.h"
 
 enum { MAX_THREADS = 256 };
 
@@ -182,7 +183,8 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
     size_t n_rules = 0;
     mllm_status st = parse_overrides(p, rules, &n_rules);
     mllm_model_file *f = NULL;
-    if (!st) st = mllm_model_file_open(in, &f);
+    mllm_hparams hp;
+    if (!st) st = mllm_family_open(in, &f, &hp);
     /* As llama-quantize: quantizing quantized weights again compounds the
        error, so it is refused unless asked for. */
     for (size_t i = 0; !st && !p->allow_requantize && i < f->n_weights; i++) {
@@ -203,12 +205,12 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
         if (!plan) st = mllm_err(MLLM_ERR_NOMEM, "quantize: out of memory");
     }
     if (!st) st = mllm_gguf_writer_new(&w);
-    if (!st) st = f->gguf ? quant_meta_copy_gguf(f->gguf, w, NULL) : quant_meta_from_config(f, w);
-    if (!st && !f->gguf) st = quant_meta_hf_tokenizer(f, w);
+    if (!st) st = f->gguf ? quant_meta_copy_gguf(f->gguf, w, NULL) : quant_meta_from_config(f, &hp, w);
+    if (!st && !f->gguf) st = quant_meta_hf_tokenizer(f, &hp, w);
     if (!st) st = mllm_gguf_writer_add_u32(w, "general.quantization_version", 2);
     if (!st) st = mllm_gguf_writer_add_u32(w, "general.file_type", mix->ftype);
     if (!st) {
-        mllm_quant_rules r = {.mix = mix, .n_layer = f->cfg.n_layer, .tied = true, .pure = p->pure};
+        mllm_quant_rules r = {.mix = mix, .n_layer = hp.n_layer, .tied = true, .pure = p->pure};
         for (size_t i = 0; i < f->n_weights; i++) {
             if (strstr(f->weights[i].name, "attn_v.weight") || strstr(f->weights[i].name, "attn_qkv.weight")) r.n_attn_v++;
             if (!strcmp(f->weights[i].name, "output.weight")) r.tied = false;

@@ -28,6 +28,18 @@ static const struct { const char *name, *src; } BUILTIN[] = {
      "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}"
      "{%- endfor %}"
      "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"},
+    /* Gemma: no system role; a system message is prepended to the first
+       user turn, as Google's template does. */
+    {"gemma",
+     "{{- bos_token }}"
+     "{%- if messages[0]['role'] == 'system' %}"
+     "{%- set first = messages[0]['content'] + '\n\n' %}{%- set messages = messages[1:] %}"
+     "{%- else %}{%- set first = '' %}{%- endif %}"
+     "{%- for message in messages %}"
+     "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+     "{{- '<start_of_turn>' + role + '\n' + (first if loop.first else '') + message['content'] | trim + '<end_of_turn>\n' }}"
+     "{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- '<start_of_turn>model\n' }}{%- endif %}"},
     {"zephyr",
      "{%- for message in messages %}"
      "{{- '<|' + message['role'] + '|>\\n' + message['content'] + eos_token + '\\n' }}"
@@ -43,4 +55,4 @@ const char *mllm_template_builtin(const char *name) {
     return NULL;
 }
 
-const char *mllm_template_builtin_names(void) { return "chatml, llama2, llama3, zephyr (tinyllama)"; }
+const char *mllm_template_builtin_names(void) { return "chatml, gemma, llama2, llama3, zephyr (tinyllama)"; }

@@ -1,9 +1,10 @@
-/* Fuzz target: Hugging Face config.json -> mllm_llama_config (in memory,
+/* Fuzz target: Hugging Face config.json -> mllm_hparams (in memory,
    no trailing NUL). A config that parses must hold positive sizes. The
    HF <-> GGUF tensor-name maps get the same bytes as a name (they see
    tensor names straight from safetensors headers). */
 #include "fuzz_util.h"
 #include "formats/hf_config.h"
+#include "models/registry.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,16 +22,14 @@ static void check_name_maps(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_name_maps(data, size);
     char *js = fz_dup(data, size);
-    mllm_llama_config cfg;
+    mllm_hparams cfg;
     memset(&cfg, 0xa5, sizeof cfg);
-    mllm_status st = mllm_hf_config_parse(js, size, "fuzz/config.json", &cfg);
+    mllm_status st = mllm_family_read_hf_config(js, size, "fuzz/config.json", &cfg);
     fz_check_status(st);
     free(js);
     if (st) return 0;
     FZ_CHECK(memchr(cfg.arch, '\0', sizeof cfg.arch) != NULL);
     FZ_CHECK(cfg.n_vocab > 0 && cfg.n_embd > 0 && cfg.n_layer > 0 && cfg.n_head > 0);
-    /* head_dim defaults to hidden_size / num_attention_heads, which may be
-       0: mllm_model_file_check rejects that (fuzz_hf_folder covers it). */
-    FZ_CHECK(cfg.n_head_kv > 0 && cfg.head_dim >= 0 && cfg.n_ff > 0 && cfg.n_ctx_train > 0);
+    FZ_CHECK(cfg.n_head_kv > 0 && cfg.head_dim > 0 && cfg.n_ff > 0 && cfg.n_ctx_train > 0);
     return 0;
 }

@@ -1,12 +1,12 @@
-/* Checks shared by the targets that go through mllm_model_file_open. */
+/* Checks shared by the targets that go through mllm_family_open. */
 #include "fuzz_model_check.h"
 #include "fuzz_util.h"
 #include "core/dtype.h"
+#include "models/registry.h"
 #include "tokenizer/tokenizer.h"
 #include <string.h>
 
-void fz_check_model_file(const mllm_model_file *f) {
-    const mllm_llama_config *c = &f->cfg;
+void fz_check_model_file(const mllm_model_file *f, const mllm_hparams *c) {
     FZ_CHECK(c->n_vocab > 0 && c->n_embd > 0 && c->n_layer > 0 && c->n_head > 0 && c->n_head_kv > 0);
     FZ_CHECK(c->head_dim > 0 && c->n_ff > 0 && c->n_rot > 0 && c->n_rot <= c->head_dim);
     FZ_CHECK(c->n_head % c->n_head_kv == 0);
@@ -59,14 +59,15 @@ static void load_tokenizer(const mllm_model_file *f) {
 void fz_open_model_file(const char *path) {
     if (!path) return;
     mllm_model_file *f = NULL;
-    mllm_status st = mllm_model_file_open(path, &f);
+    mllm_hparams hp;
+    mllm_status st = mllm_family_open(path, &f, &hp);
     fz_check_status(st);
     if (st == MLLM_OK) {
         FZ_CHECK(f != NULL);
-        fz_check_model_file(f);
+        fz_check_model_file(f, &hp);
         const mllm_weight *w = mllm_model_file_find(f, "token_embd.weight");
         FZ_CHECK(w != NULL);
-        FZ_CHECK(w->ne[0] == f->cfg.n_embd && w->ne[1] == f->cfg.n_vocab);
+        FZ_CHECK(w->ne[0] == hp.n_embd && w->ne[1] == hp.n_vocab);
         load_tokenizer(f);
     } else {
         FZ_CHECK(f == NULL);

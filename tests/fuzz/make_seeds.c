@@ -12,6 +12,7 @@
 #include "formats/mllmfile.h"
 #include "formats/mllmfile_model.h"
 #include "formats/model_file.h"
+#include "models/registry.h"
 #include "tokenizer/tokenizer.h"
 #include <errno.h>
 #include <math.h>
@@ -264,6 +265,12 @@ static mllm_gguf_writer *new_writer(void) {
     return w;
 }
 
+/* mllm_family_open, closing what it opened on success. */
+static mllm_status mllm_family_open_ok(const char *path, mllm_model_file **f) {
+    mllm_hparams hp;
+    return mllm_family_open(path, f, &hp);
+}
+
 static void check_gguf_model(const char *what, const uint8_t *d, size_t n) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/mllm-seed-check-%d", (int)getpid());
@@ -271,7 +278,7 @@ static void check_gguf_model(const char *what, const uint8_t *d, size_t n) {
     fwrite(d, 1, n, f);
     fclose(f);
     mllm_model_file *mf = NULL;
-    expect_ok(what, mllm_model_file_open(path, &mf));
+    expect_ok(what, mllm_family_open_ok(path, &mf));
     mllm_model_file_close(mf);
     unlink(path);
 }
@@ -469,7 +476,7 @@ static void check_hf_folder(const char *what, const char *cfg, const buf *st1, c
         write_file(dir, "model.safetensors.index.json", index, strlen(index));
     }
     mllm_model_file *f = NULL;
-    expect_ok(what, mllm_model_file_open(dir, &f));
+    expect_ok(what, mllm_family_open_ok(dir, &f));
     mllm_model_file_close(f);
     const char *names[] = {"config.json", "model.safetensors", "model-00001-of-00002.safetensors",
                            "model-00002-of-00002.safetensors", "model.safetensors.index.json"};
@@ -557,7 +564,7 @@ static void llama2c_seeds(void) {
         snprintf(path, sizeof path, "/tmp/%s", name);
         write_file("/tmp", name, b.p, b.n);
         mllm_model_file *f = NULL;
-        expect_ok(ck[i].name, mllm_model_file_open(path, &f));
+        expect_ok(ck[i].name, mllm_family_open_ok(path, &f));
         mllm_model_file_close(f);
         unlink(path);
         save("llama2c", ck[i].name, b.p, b.n);
@@ -574,17 +581,23 @@ static mllm_status fill_vals(void *user, void *dst, size_t offset, size_t n) {
 
 /* A v3 file of the tiny llama shape (GGUF names), with a tokenizer section. */
 static void mllm_v3_seed(const char *name, mllm_tok_kind kind) {
-    mllm_llama_config c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.arch, sizeof c.arch, "llama");
-    c.n_vocab = 16, c.n_embd = 8, c.n_layer = 1, c.n_head = 2, c.n_head_kv = 1, c.head_dim = 4;
-    c.n_ff = 16, c.n_ctx_train = 64, c.n_rot = 4, c.rope_theta = 10000.0f, c.rms_eps = 1e-5f;
-    c.rope_factor = 1.0f, c.tied_embd = true;
-    char cfg[2048];
-    int cl = mllm_mllmfile_config_to_json(&c, cfg, sizeof cfg);
+    mllm_meta c = {0};
+    check(mllm_meta_set_str(&c, "general.architecture", "llama", 5));
+    check(mllm_meta_set_int(&c, "llama.vocab_size", 16));
+    check(mllm_meta_set_int(&c, "llama.embedding_length", 8));
+    check(mllm_meta_set_int(&c, "llama.block_count", 1));
+    check(mllm_meta_set_int(&c, "llama.attention.head_count", 2));
+    check(mllm_meta_set_int(&c, "llama.attention.head_count_kv", 1));
+    check(mllm_meta_set_int(&c, "llama.feed_forward_length", 16));
+    check(mllm_meta_set_int(&c, "llama.context_length", 64));
+    char *cfg = NULL;
+    size_t cl = 0;
+    check(mllm_mllmfile_config_to_json(&c, &cfg, &cl));
+    mllm_meta_free(&c);
     mllm_mllmfile_writer *w;
     check(mllm_mllmfile_writer_new(&w));
-    check(mllm_mllmfile_writer_set_config(w, cfg, (size_t)cl));
+    check(mllm_mllmfile_writer_set_config(w, cfg, cl));
+    mllm_free(cfg);
     buf tok = {0};
     if (kind == MLLM_TOK_GGUF_KV) {
         mllm_gguf_writer *g = new_writer();
@@ -616,7 +629,7 @@ static void mllm_v3_seed(const char *name, mllm_tok_kind kind) {
     check(mllm_mllmfile_writer_write(w, path));
     mllm_mllmfile_writer_free(w);
     mllm_model_file *f = NULL;
-    expect_ok(name, mllm_model_file_open(path, &f));
+    expect_ok(name, mllm_family_open_ok(path, &f));
     mllm_model_file_close(f);
     size_t n;
     uint8_t *d = read_all(path, &n);
@@ -653,7 +666,7 @@ static void mllm_v1v2_seed(int version) {
     check(version == 1 ? mllm_v1_write(path, t, n) : mllm_v2_write(path, "fuzz-seed", t, n));
     write_file(dir, "config.json", k_cfg_llama, strlen(k_cfg_llama));
     mllm_model_file *f = NULL;
-    expect_ok(version == 1 ? "v1" : "v2", mllm_model_file_open(path, &f));
+    expect_ok(version == 1 ? "v1" : "v2", mllm_family_open_ok(path, &f));
     mllm_model_file_close(f);
     size_t len;
     uint8_t *d = read_all(path, &len);

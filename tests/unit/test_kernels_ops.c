@@ -2,7 +2,7 @@
    override. Tolerances (normalised MSE):
      generic ops vs a double-precision reference: < 1e-12;
      AVX2 ops vs generic: rmsnorm, add, axpy, dot, rope < 1e-12 (order or FMA
-       rounding only); silu_mul, softmax < 1e-12 (expf approximation, ~2 ulp);
+       rounding only); silu_mul, gelu_mul, softmax < 1e-12 (expf approximation, ~2 ulp);
      AVX2 expf vs libm expf: max relative error < 5e-7 on [-87, 88];
      activation quantizers: AVX2 bytes == generic bytes, exactly. */
 #include <math.h>
@@ -60,6 +60,13 @@ static void test_generic_vs_double(void **state) {
         g->silu_mul(y, x, u, n);
         for (int i = 0; i < n; i++) ref[i] = (float)(x[i] / (1.0 + exp(-(double)x[i])) * u[i]);
         expect_close(y, ref, n, 1e-12, "silu_mul");
+        /* gelu_mul: tanh GELU, against the double formula */
+        g->gelu_mul(y, x, u, n);
+        for (int i = 0; i < n; i++) {
+            const double xd = x[i];
+            ref[i] = (float)(0.5 * xd * (1.0 + tanh(sqrt(2.0 / M_PI) * (xd + 0.044715 * xd * xd * xd))) * u[i]);
+        }
+        expect_close(y, ref, n, 1e-12, "gelu_mul");
         /* softmax with scale */
         float *s = copy(x, n);
         g->softmax(s, n, 0.7f);
@@ -151,6 +158,8 @@ static void test_avx2_vs_generic(void **state) {
         expect_close(yv, yg, n, 1e-12, "avx2 rmsnorm (no weight)");
         g->silu_mul(yg, x, u, n), v->silu_mul(yv, x, u, n);
         expect_close(yv, yg, n, 1e-12, "avx2 silu_mul");
+        g->gelu_mul(yg, x, u, n), v->gelu_mul(yv, x, u, n);
+        expect_close(yv, yg, n, 1e-12, "avx2 gelu_mul");
         float *sg = copy(x, n), *sv = copy(x, n);
         g->softmax(sg, n, 0.125f), v->softmax(sv, n, 0.125f);
         expect_close(sv, sg, n, 1e-12, "avx2 softmax");

@@ -15,11 +15,11 @@ static void test_matches_gguf(void **state) {
     const char *gg = tu_shared("anchor-data/models/stories260K.gguf");
     if (!bin || !gg) return;
     mllm_model_file *a, *b;
-    assert_int_equal(mllm_model_file_open(bin, &a), MLLM_OK);
-    assert_int_equal(mllm_model_file_open(gg, &b), MLLM_OK);
+    assert_int_equal(tu_open(bin, &a), MLLM_OK);
+    assert_int_equal(tu_open(gg, &b), MLLM_OK);
     assert_int_equal(a->kind, MLLM_FILE_LLAMA2C);
     assert_null(a->gguf);
-    const mllm_llama_config *c = &a->cfg;
+    const mllm_hparams *c = tu_cfg(a);
     assert_string_equal(c->arch, "llama");
     assert_int_equal(c->n_embd, 64);
     assert_int_equal(c->n_ff, 172);
@@ -65,7 +65,7 @@ static void write_bytes(const char *path, const void *p, size_t n) {
 
 static void expect_reject(const char *path, const char *needle) {
     mllm_model_file *f = (mllm_model_file *)1;
-    assert_int_not_equal(mllm_model_file_open(path, &f), MLLM_OK);
+    assert_int_not_equal(tu_open(path, &f), MLLM_OK);
     assert_null(f);
     if (!strstr(mllm_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, mllm_last_error());
 }

@@ -14,7 +14,7 @@ static mllm_model_file *open_shared(const char *rel) {
     const char *p = tu_shared(rel);
     if (!p) return NULL;
     mllm_model_file *f = NULL;
-    mllm_status st = mllm_model_file_open(p, &f);
+    mllm_status st = tu_open(p, &f);
     if (st) fail_msg("%s: %s", rel, mllm_last_error());
     free((void *)p);
     return f;
@@ -28,7 +28,7 @@ static void test_stories260k_gguf(void **state) {
     for (int i = 0; i < 3; i++) {
         mllm_model_file *f = open_shared(files[i]);
         if (!f) return;
-        const mllm_llama_config *c = &f->cfg;
+        const mllm_hparams *c = tu_cfg(f);
         assert_int_equal(f->kind, MLLM_FILE_GGUF);
         assert_non_null(f->gguf);
         assert_string_equal(c->arch, "llama");
@@ -67,7 +67,7 @@ static void test_qwen3_tiny_gguf(void **state) {
     for (int i = 0; i < 2; i++) {
         mllm_model_file *f = open_shared(files[i]);
         if (!f) return;
-        const mllm_llama_config *c = &f->cfg;
+        const mllm_hparams *c = tu_cfg(f);
         assert_string_equal(c->arch, "qwen3");
         assert_int_equal(c->n_embd, 64);
         assert_int_equal(c->n_layer, 2);
@@ -93,12 +93,12 @@ static void test_llama2_fixture(void **state) {
     (void)state;
     mllm_model_file *f = open_shared("models/gguf-fixtures/llama-2-tiny-random.gguf");
     if (!f) return;
-    assert_int_equal(f->cfg.n_embd, 8);
-    assert_int_equal(f->cfg.n_layer, 1);
-    assert_int_equal(f->cfg.n_head, 2);
-    assert_int_equal(f->cfg.n_ff, 32);
-    assert_int_equal(f->cfg.n_vocab, 32000);
-    assert_int_equal(f->cfg.n_ctx_train, 4096);
+    assert_int_equal(tu_cfg(f)->n_embd, 8);
+    assert_int_equal(tu_cfg(f)->n_layer, 1);
+    assert_int_equal(tu_cfg(f)->n_head, 2);
+    assert_int_equal(tu_cfg(f)->n_ff, 32);
+    assert_int_equal(tu_cfg(f)->n_vocab, 32000);
+    assert_int_equal(tu_cfg(f)->n_ctx_train, 4096);
     mllm_model_file_close(f);
 }
 
@@ -139,7 +139,7 @@ static const char *write_tiny(const char *arch, const char *skip, const char *ba
 
 static void expect_open_error(const char *path, mllm_status want, const char *needle) {
     mllm_model_file *f = (mllm_model_file *)1;
-    mllm_status st = mllm_model_file_open(path, &f);
+    mllm_status st = tu_open(path, &f);
     if (st != want) fail_msg("status %d, want %d: %s", st, want, mllm_last_error());
     assert_null(f);
     if (!strstr(mllm_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, mllm_last_error());
@@ -149,12 +149,12 @@ static void test_written_tiny(void **state) {
     (void)state;
     const char *p = write_tiny("llama", NULL, NULL);
     mllm_model_file *f;
-    assert_int_equal(mllm_model_file_open(p, &f), MLLM_OK);
-    assert_int_equal(f->cfg.n_vocab, 8); /* from llama.vocab_size: no tokenizer */
-    assert_int_equal(f->cfg.head_dim, 2);
-    assert_int_equal(f->cfg.n_head_kv, 2);
-    assert_true(f->cfg.tied_embd);
-    assert_int_equal(f->cfg.n_ctx_train, 2048);
+    assert_int_equal(tu_open(p, &f), MLLM_OK);
+    assert_int_equal(tu_cfg(f)->n_vocab, 8); /* from llama.vocab_size: no tokenizer */
+    assert_int_equal(tu_cfg(f)->head_dim, 2);
+    assert_int_equal(tu_cfg(f)->n_head_kv, 2);
+    assert_true(tu_cfg(f)->tied_embd);
+    assert_int_equal(tu_cfg(f)->n_ctx_train, 2048);
     mllm_model_file_close(f);
     free((void *)p);
     p = write_tiny("llama", "blk.0.ffn_up.weight", NULL);
@@ -167,8 +167,8 @@ static void test_written_tiny(void **state) {
     expect_open_error(p, MLLM_ERR_UNSUPPORTED, "'gpt2'");
     free((void *)p);
     p = write_tiny("qwen2", NULL, NULL);
-    assert_int_equal(mllm_model_file_open(p, &f), MLLM_OK);
-    assert_true(f->cfg.rope_neox);
+    assert_int_equal(tu_open(p, &f), MLLM_OK);
+    assert_true(tu_cfg(f)->rope_neox);
     mllm_model_file_close(f);
     free((void *)p);
     expect_open_error("/nonexistent/model.gguf", MLLM_ERR_IO, "/nonexistent/model.gguf");

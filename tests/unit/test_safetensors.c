@@ -4,6 +4,7 @@
 #include "testutil.h"
 #include "core/dtype.h"
 #include "formats/hf_config.h"
+#include "models/registry.h"
 #include "formats/model_file.h"
 #include "formats/safetensors.h"
 #include "synth/synth.h"
@@ -102,12 +103,12 @@ static void test_corrupt(void **state) {
     assert_int_equal(mllm_safetensors_open("/nonexistent.st", &s), MLLM_ERR_IO);
 }
 
-static mllm_llama_config load_shared_cfg(const char *rel, mllm_status want) {
-    mllm_llama_config c;
+static mllm_hparams load_shared_cfg(const char *rel, mllm_status want) {
+    mllm_hparams c;
     memset(&c, 0, sizeof c);
     const char *p = tu_shared(rel);
     if (!p) return c;
-    mllm_status st = mllm_hf_config_load(p, &c);
+    mllm_status st = tu_hf_config_load(p, &c);
     if (st != want) fail_msg("%s: %d (%s)", rel, st, mllm_last_error());
     free((void *)p);
     return c;
@@ -115,7 +116,7 @@ static mllm_llama_config load_shared_cfg(const char *rel, mllm_status want) {
 
 static void test_real_configs(void **state) {
     (void)state;
-    mllm_llama_config c = load_shared_cfg("models/configs/Llama-3.2-1B/config.json", MLLM_OK);
+    mllm_hparams c = load_shared_cfg("models/configs/Llama-3.2-1B/config.json", MLLM_OK);
     if (!c.arch[0]) return;
     assert_string_equal(c.arch, "llama");
     assert_int_equal(c.n_embd, 2048);
@@ -131,7 +132,7 @@ static void test_real_configs(void **state) {
     assert_int_equal(c.rope_scaling, MLLM_ROPE_SCALING_LLAMA3);
     assert_true(c.rope_factor == 32.0f && c.rope_low_freq_factor == 1.0f && c.rope_high_freq_factor == 4.0f);
     assert_int_equal(c.rope_orig_ctx, 8192);
-    assert_true(c.tied_embd && c.rope_neox && !c.qkv_bias && !c.qk_norm);
+    assert_true(c.tied_embd && c.rope_neox); /* biases and q/k norms are found from the tensors */
     c = load_shared_cfg("models/configs/Qwen3-0.6B/config.json", MLLM_OK);
     assert_string_equal(c.arch, "qwen3");
     assert_int_equal(c.head_dim, 128);
@@ -140,7 +141,7 @@ static void test_real_configs(void **state) {
     assert_int_equal(c.n_ff, 3072);
     assert_true(c.rope_theta == 1e6f);
     assert_true(c.rms_eps == 1e-6f);
-    assert_true(c.qk_norm && c.tied_embd && !c.qkv_bias);
+    assert_true(c.tied_embd);
     assert_int_equal(c.rope_scaling, MLLM_ROPE_SCALING_NONE);
     c = load_shared_cfg("models/configs/SmolLM2-135M/config.json", MLLM_OK);
     assert_int_equal(c.head_dim, 64); /* no head_dim: 576 / 9 */
@@ -156,8 +157,8 @@ static void test_real_configs(void **state) {
 }
 
 static void expect_cfg_error(const char *json, mllm_status want, const char *needle) {
-    mllm_llama_config c;
-    mllm_status st = mllm_hf_config_parse(json, strlen(json), "cfg.json", &c);
+    mllm_hparams c;
+    mllm_status st = mllm_family_read_hf_config(json, strlen(json), "cfg.json", &c);
     if (st != want) fail_msg("%s: status %d, want %d (%s)", json, st, want, mllm_last_error());
     if (!strstr(mllm_last_error(), needle) || !strstr(mllm_last_error(), "cfg.json")) {
         fail_msg("expected '%s' in: %s", needle, mllm_last_error());
@@ -168,20 +169,19 @@ static void expect_cfg_error(const char *json, mllm_status want, const char *nee
 
 static void test_config_errors(void **state) {
     (void)state;
-    mllm_llama_config c;
+    mllm_hparams c;
     const char *ok = "{\"model_type\":\"llama\"," BASE "}";
-    assert_int_equal(mllm_hf_config_parse(ok, strlen(ok), "cfg.json", &c), MLLM_OK);
+    assert_int_equal(mllm_family_read_hf_config(ok, strlen(ok), "cfg.json", &c), MLLM_OK);
     assert_int_equal(c.n_head_kv, 4);
     assert_int_equal(c.head_dim, 16);
     assert_true(c.rope_theta == 10000.0f);
     assert_false(c.tied_embd);
     const char *q2 = "{\"architectures\":[\"Qwen2ForCausalLM\"]," BASE ",\"rope_scaling\":null,\"head_dim\":null}";
-    assert_int_equal(mllm_hf_config_parse(q2, strlen(q2), "cfg.json", &c), MLLM_OK);
+    assert_int_equal(mllm_family_read_hf_config(q2, strlen(q2), "cfg.json", &c), MLLM_OK);
     assert_string_equal(c.arch, "qwen2");
-    assert_true(c.qkv_bias);
     assert_int_equal(c.head_dim, 16);
     const char *lin = "{\"model_type\":\"llama\"," BASE ",\"rope_scaling\":{\"type\":\"linear\",\"factor\":2.0}}";
-    assert_int_equal(mllm_hf_config_parse(lin, strlen(lin), "cfg.json", &c), MLLM_OK);
+    assert_int_equal(mllm_family_read_hf_config(lin, strlen(lin), "cfg.json", &c), MLLM_OK);
     assert_int_equal(c.rope_scaling, MLLM_ROPE_SCALING_LINEAR);
     assert_true(c.rope_factor == 2.0f);
     expect_cfg_error("{\"model_type\":\"llama\",", MLLM_ERR_FORMAT, "not valid JSON");
@@ -200,8 +200,8 @@ static void test_config_errors(void **state) {
     expect_cfg_error("{\"model_type\":\"llama\"," BASE ",\"tie_word_embeddings\":1}", MLLM_ERR_FORMAT,
                      "'tie_word_embeddings' must be true or false");
     expect_cfg_error("{\"model_type\":\"llama\"," BASE ",\"rope_scaling\":5}", MLLM_ERR_FORMAT, "'rope_scaling'");
-    expect_cfg_error("{\"model_type\":\"llama\"," BASE ",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4}}",
-                     MLLM_ERR_UNSUPPORTED, "yarn");
+    expect_cfg_error("{\"model_type\":\"llama\"," BASE ",\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":4}}",
+                     MLLM_ERR_UNSUPPORTED, "dynamic");
     expect_cfg_error("{\"model_type\":\"llama\"," BASE ",\"rope_scaling\":{\"factor\":4}}", MLLM_ERR_FORMAT,
                      "rope_type");
 }
@@ -300,8 +300,8 @@ static void test_sharded(void **state) {
     char *cfg = tu_read_file(cfg_src, &cl);
     write_text(cfg_dst, cfg, cl);
     mllm_model_file *a, *b;
-    assert_int_equal(mllm_model_file_open(one, &a), MLLM_OK);
-    if (mllm_model_file_open(two, &b) != MLLM_OK) fail_msg("%s", mllm_last_error());
+    assert_int_equal(tu_open(one, &a), MLLM_OK);
+    if (tu_open(two, &b) != MLLM_OK) fail_msg("%s", mllm_last_error());
     assert_null(b->tokenizer_json); /* not copied to the sharded folder */
     assert_int_equal(a->n_weights, b->n_weights);
     for (size_t i = 0; i < a->n_weights; i++) {
@@ -316,7 +316,7 @@ static void test_sharded(void **state) {
     cJSON_ReplaceItemInObject(map, "model.norm.weight", cJSON_CreateString("../one-hf/model.safetensors"));
     char *bad = cJSON_Print(index);
     write_text(idx, bad, strlen(bad));
-    assert_int_equal(mllm_model_file_open(two, &b), MLLM_ERR_FORMAT);
+    assert_int_equal(tu_open(two, &b), MLLM_ERR_FORMAT);
     assert_non_null(strstr(mllm_last_error(), "plain file name"));
     free(bad);
     /* Wrong shapes for the config: the first mis-shaped tensor is named. */
@@ -326,14 +326,14 @@ static void test_sharded(void **state) {
     memcpy(strstr(wrong, "128"), "120", 3);
     char *cfg_one = path_in(one, "config.json");
     write_text(cfg_one, cfg, cl);
-    assert_int_equal(mllm_model_file_open(one, &a), MLLM_ERR_FORMAT);
+    assert_int_equal(tu_open(one, &a), MLLM_ERR_FORMAT);
     assert_non_null(strstr(mllm_last_error(), "'blk.0.ffn_gate.weight'"));
     /* No weights at all. */
     remove(idx);
-    assert_int_equal(mllm_model_file_open(two, &b), MLLM_ERR_FORMAT);
+    assert_int_equal(tu_open(two, &b), MLLM_ERR_FORMAT);
     assert_non_null(strstr(mllm_last_error(), "model.safetensors"));
     remove(cfg_dst);
-    assert_int_equal(mllm_model_file_open(two, &b), MLLM_ERR_FORMAT);
+    assert_int_equal(tu_open(two, &b), MLLM_ERR_FORMAT);
     assert_non_null(strstr(mllm_last_error(), "config.json"));
     free(cfg_one);
     free(cfg);

@@ -26,7 +26,7 @@ static mllm_model_file *synth_open(const char *arch, const char *dtype, const ch
     mllm_status st = mllm_synth_write(arch, "tiny", dtype, format, path, count_progress, NULL);
     if (st) fail_msg("synth %s %s %s: %s", arch, dtype, format, mllm_last_error());
     mllm_model_file *f = NULL;
-    st = mllm_model_file_open(path, &f);
+    st = tu_open(path, &f);
     if (st) fail_msg("open %s: %s", path, mllm_last_error());
     free((void *)path);
     return f;
@@ -39,7 +39,7 @@ static void test_qwen3_tiny_gguf(void **state) {
     g_progress_calls = 0;
     mllm_model_file *f = synth_open("qwen3", "f32", "gguf", "q.gguf");
     assert_int_equal(g_progress_calls, 1 + 2 * 11 + 1); /* one line per tensor */
-    const mllm_llama_config *c = &f->cfg;
+    const mllm_hparams *c = tu_cfg(f);
     assert_string_equal(c->arch, "qwen3");
     assert_int_equal(c->n_embd, 64);
     assert_int_equal(c->n_layer, 2);
@@ -124,7 +124,7 @@ static void compare_forms(const char *arch, const char *dtype) {
     assert_int_equal(h->kind, MLLM_FILE_HF);
     assert_non_null(h->tokenizer_json);
     assert_non_null(h->tokenizer_config);
-    mllm_llama_config cg = g->cfg, ch = h->cfg;
+    mllm_hparams cg = *tu_cfg(g), ch = *tu_cfg(h);
     bool llama = !strcmp(arch, "llama");
     assert_int_equal(ch.rope_neox, true);
     assert_int_equal(cg.rope_neox, !llama);
@@ -185,8 +185,8 @@ static void test_llama_tokenizer_keys(void **state) {
     assert_true(mllm_gguf_get_u32(f->gguf, "tokenizer.ggml.eos_token_id", &eos));
     assert_true(mllm_gguf_get_arr_str(f->gguf, "tokenizer.ggml.tokens", eos, &s) && str_eq(s, "<|eot_id|>"));
     assert_true(mllm_gguf_get_bool(f->gguf, "tokenizer.ggml.add_bos_token", &add_bos) && add_bos);
-    assert_false(f->cfg.rope_neox);
-    assert_true(f->cfg.rope_theta == 5e5f);
+    assert_false(tu_cfg(f)->rope_neox);
+    assert_true(tu_cfg(f)->rope_theta == 5e5f);
     /* rope_freqs: 1 for the fastest pairs, 32 for the slowest. */
     const mllm_weight *rf = mllm_model_file_find(f, "rope_freqs.weight");
     const float *r = rf->data;
@@ -229,7 +229,7 @@ static void test_out_of_memory(void **state) {
         for (n = 0;; n++) {
             mllm_model_file *f = (mllm_model_file *)1;
             mllm_alloc_fail_after(n);
-            mllm_status st = mllm_model_file_open(path, &f);
+            mllm_status st = tu_open(path, &f);
             mllm_alloc_fail_after(-1);
             if (st == MLLM_OK) {
                 mllm_model_file_close(f);

@@ -113,3 +113,39 @@ void tu_expect_same_logits(const char *a, const char *b, const int32_t *ids, siz
     free(la);
     free(lb);
 }
+
+#include "models/registry.h"
+
+static struct { const mllm_model_file *f; mllm_hparams hp; } tu_open_files[64];
+
+mllm_status tu_open(const char *path, mllm_model_file **f) {
+    mllm_hparams hp;
+    mllm_status st = mllm_family_open(path, f, &hp);
+    if (st) return st;
+    for (int i = 0; i < 64; i++) {
+        if (!tu_open_files[i].f || tu_open_files[i].f == *f) {
+            tu_open_files[i].f = *f;
+            tu_open_files[i].hp = hp;
+            return st;
+        }
+    }
+    tu_open_files[0].f = *f; /* more than 64: reuse (tests open a handful) */
+    tu_open_files[0].hp = hp;
+    return st;
+}
+
+const mllm_hparams *tu_cfg(const mllm_model_file *f) {
+    for (int i = 0; i < 64; i++)
+        if (tu_open_files[i].f == f) return &tu_open_files[i].hp;
+    fail_msg("tu_cfg: file not opened by tu_open");
+    return NULL;
+}
+
+mllm_status tu_hf_config_load(const char *path, mllm_hparams *hp) {
+    size_t n = 0;
+    char *js = tu_read_file(path, &n);
+    if (!js) return MLLM_ERR_IO;
+    mllm_status st = mllm_family_read_hf_config(js, n, path, hp);
+    free(js);
+    return st;
+}

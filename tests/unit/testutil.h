@@ -33,4 +33,13 @@ float *tu_logits_after(const char *path, const int32_t *ids, size_t n, int *n_vo
 /* Fails unless the models at a and b give bit-identical logits for ids. */
 void tu_expect_same_logits(const char *a, const char *b, const int32_t *ids, size_t n);
 
+/* mllm_family_open (the file made a model by the registry); tu_cfg(f) is
+   the hyper-parameters it read. Up to 64 files open at once. */
+#include "formats/model_file.h"
+#include "models/hparams.h"
+mllm_status tu_open(const char *path, mllm_model_file **f);
+const mllm_hparams *tu_cfg(const mllm_model_file *f);
+/* mllm_family_read_hf_config on a file. */
+mllm_status tu_hf_config_load(const char *path, mllm_hparams *hp);
+
 #endif

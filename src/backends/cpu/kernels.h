@@ -15,6 +15,8 @@ typedef struct {
     void (*rmsnorm)(float *y, const float *x, const float *w, int n, float eps);
     /* y = silu(g) * u  (SwiGLU) */
     void (*silu_mul)(float *y, const float *g, const float *u, int n);
+    /* y = gelu_tanh(g) * u  (GeGLU; GELU in its tanh form, as Gemma uses) */
+    void (*gelu_mul)(float *y, const float *g, const float *u, int n);
     /* x = softmax(x * scale) in place, over n values; -INFINITY entries give 0 */
     void (*softmax)(float *x, int n, float scale);
     /* Rotates one head of n_rot dims by the angles whose cos/sin are given

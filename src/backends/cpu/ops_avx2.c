@@ -79,6 +79,26 @@ static void silu_mul_avx2(float *y, const float *g, const float *u, int n) {
     for (; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)), z = sqrt(2/pi) (x + 0.044715 x^3):
+   one exp, no tanh. exp overflows to +inf for very negative x: x / inf = -0,
+   the limit. */
+static void gelu_mul_avx2(float *y, const float *g, const float *u, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f), m2c = _mm256_set1_ps(-2.0f * 0.7978845608028654f);
+    const __m256 k = _mm256_set1_ps(0.044715f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+        const __m256 z = _mm256_mul_ps(m2c, _mm256_fmadd_ps(k, x3, x));
+        const __m256 den = _mm256_add_ps(one, mm256_expf(z));
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(x, den), _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) {
+        const float x = g[i];
+        y[i] = x / (1.0f + expf(-2.0f * 0.7978845608028654f * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
 static void softmax_avx2(float *x, int n, float scale) {
     const __m256 vscale = _mm256_set1_ps(scale);
     __m256 vmax = _mm256_set1_ps(-INFINITY);
@@ -171,6 +191,7 @@ static const mllm_cpu_ops g_avx2 = {
     .name = "avx2",
     .rmsnorm = rmsnorm_avx2,
     .silu_mul = silu_mul_avx2,
+    .gelu_mul = gelu_mul_avx2,
     .softmax = softmax_avx2,
     .rope = rope_avx2,
     .dot_f32 = dot_f32_avx2,

@@ -22,6 +22,15 @@ static void mllm_silu_mul_generic(float *y, const float *g, const float *u, int 
     for (int i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static void mllm_gelu_mul_generic(float *y, const float *g, const float *u, int n) {
+    const float c = 0.7978845608028654f;
+    for (int i = 0; i < n; i++) {
+        const float x = g[i];
+        y[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * u[i];
+    }
+}
+
 static void mllm_softmax_generic(float *x, int n, float scale) {
     float max = -INFINITY;
     for (int i = 0; i < n; i++) {
@@ -69,6 +78,7 @@ static const mllm_cpu_ops g_generic = {
     .name = "generic",
     .rmsnorm = mllm_rmsnorm_generic,
     .silu_mul = mllm_silu_mul_generic,
+    .gelu_mul = mllm_gelu_mul_generic,
     .softmax = mllm_softmax_generic,
     .rope = mllm_rope_generic,
     .dot_f32 = mllm_dot_f32_generic,

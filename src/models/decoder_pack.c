@@ -4,7 +4,7 @@
    process (madvise DONTNEED on a read-only file mapping just unmaps them), so
    resident memory stays about one copy of the weights, not two. A .mllm file
    that already stores packed weights skips all of this (pure mmap). */
-#include "models/llama.h"
+#include "models/decoder.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -76,18 +76,18 @@ static bool repack_enabled(void) {
 
 /* The matmul weights of the model; the embedding table only when it is also
    the output matrix (get_rows reads packed rows too). */
-static int list_matrices(mllm_llama *m, mllm_tensor **out) {
+static int list_matrices(mllm_decoder *m, mllm_tensor **out) {
     int n = 0;
     out[n++] = m->output;
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        mllm_llama_layer *L = &m->layers[l];
+        mllm_decoder_layer *L = &m->layers[l];
         mllm_tensor *ts[7] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
         for (int i = 0; i < 7; i++) out[n++] = ts[i];
     }
     return n;
 }
 
-mllm_status mllm_llama_pack(mllm_llama *m, const mllm_model_file *f) {
+mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     if (!repack_enabled()) return MLLM_OK;
     const int n_max = 1 + 7 * m->cfg.n_layer;
     mllm_tensor **ts = mllm_malloc((size_t)n_max * sizeof *ts);

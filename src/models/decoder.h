@@ -1,0 +1,52 @@
+/* The decoder-only transformer every registered family runs (llama.c,
+   gemma3.c): binds a model file's weights and builds the forward graph from
+   the shared blocks (blocks.h), switched by the hyper-parameters, never by
+   the architecture's name. */
+#ifndef MLLM_MODELS_DECODER_H
+#define MLLM_MODELS_DECODER_H
+#include <mllm/mllm.h>
+#include "formats/model_file.h"
+#include "graph/graph.h"
+#include "models/hparams.h"
+
+typedef struct {
+    mllm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    mllm_tensor *bq, *bk, *bv;        /* Qwen2 qkv bias, else NULL */
+    mllm_tensor *q_norm, *k_norm;     /* Qwen3 / Gemma 3 per-head RMSNorm, else NULL */
+    mllm_tensor *post_attn_norm;      /* Gemma: after attention, before the residual add */
+    mllm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    mllm_tensor *post_ffw_norm;       /* Gemma: after the FFN, before the residual add */
+    const mllm_rope_params *rope;     /* this layer's rotation, or NULL (no RoPE) */
+    int32_t window;                   /* sliding window, or 0 (all earlier positions) */
+} mllm_decoder_layer;
+
+typedef struct {
+    mllm_hparams cfg;
+    mllm_graph wg;                 /* owns the weight tensor structs (not the data) */
+    mllm_tensor *tok_embd, *output_norm, *output; /* output = tok_embd when tied */
+    mllm_decoder_layer *layers;    /* (n_layer) */
+    mllm_rope_params rope;         /* full-attention layers */
+    mllm_rope_params rope_swa;     /* sliding-window layers */
+    float *freq_factors;           /* (n_rot/2) llama3 / yarn scaling, or NULL */
+    size_t n_params;
+    void *packed;                  /* load-time x8 copies of matmul weights, or NULL */
+    size_t packed_size;
+} mllm_decoder;
+
+/* Binds the weights of a file resolved by mllm_family_resolve (hp). Checks
+   every tensor's dtype; errors name the tensor. */
+mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp);
+void mllm_decoder_release(mllm_decoder *m);
+/* Repacks the q4_0 / q4_1 / q8_0 / q4_K / q5_K / q6_K matmul weights into the x8 layouts
+   (decoder_pack.c); called by mllm_decoder_bind. By default only where the CPU
+   path has packed kernels (AVX2); MLLM_REPACK=0 never, MLLM_REPACK=1 always. */
+mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
+
+/* Builds (eager: runs) the forward pass of n_tokens tokens bound in g->rt,
+   writing K/V into kv[layer]; returns the logits of tokens [first_out,
+   n_tokens) as (n_vocab x (n_tokens - first_out)), or NULL when the graph
+   could not be built. Generation asks for the last token only. */
+mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv, int n_tokens,
+                                  int first_out);
+
+#endif

@@ -1,0 +1,114 @@
+/* The table of architectures, and the step that makes an opened file a
+   model of one of them. */
+#include "models/registry.h"
+#include <stdio.h>
+#include <string.h>
+#include "core/error.h"
+#include "formats/hf_config.h"
+
+extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3;
+
+static const mllm_arch *const k_rows[] = {
+    &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3,
+};
+#define N_ROWS (sizeof k_rows / sizeof *k_rows)
+
+size_t mllm_arch_count(void) { return N_ROWS; }
+const mllm_arch *mllm_arch_at(size_t i) { return i < N_ROWS ? k_rows[i] : NULL; }
+
+const mllm_arch *mllm_arch_find(const char *name) {
+    for (size_t i = 0; name && i < N_ROWS; i++)
+        if (!strcmp(k_rows[i]->name, name)) return k_rows[i];
+    return NULL;
+}
+
+const char *mllm_arch_names(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t o = 0;
+        for (size_t i = 0; i < N_ROWS && o < sizeof buf; i++)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", k_rows[i]->name);
+    }
+    return buf;
+}
+
+/* Whether word is one of the space-separated words of list. */
+static bool in_list(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ' ');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && !memcmp(p, word, n)) return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+static mllm_status find_hf_row(const mllm_meta *m, const char *path, const mllm_arch **row) {
+    const char *mt = mllm_meta_get_str(m, "model_type");
+    const char *tmt = mllm_meta_get_str(m, "text_config.model_type");
+    const mllm_meta_entry *archs = mllm_meta_find(m, "architectures");
+    const char *cls = archs && archs->type == MLLM_META_ARR_STR && archs->len ? archs->str[0] : NULL;
+    if (!mt && !cls) {
+        if (mllm_meta_find(m, "model_type"))
+            return mllm_err(MLLM_ERR_FORMAT, "%s: field 'model_type' must be a string", path);
+        return mllm_err(MLLM_ERR_FORMAT, "%s: no 'general.architecture', 'model_type' or 'architectures' in its "
+                                         "metadata", path);
+    }
+    for (size_t i = 0; i < N_ROWS; i++) {
+        const mllm_arch *r = k_rows[i];
+        if ((mt && in_list(r->hf_types, mt)) || (tmt && in_list(r->hf_types, tmt)) ||
+            (!mt && cls && in_list(r->hf_classes, cls))) {
+            *row = r;
+            return MLLM_OK;
+        }
+    }
+    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: model_type '%.64s' is not supported (%s)", path, mt ? mt : cls,
+                    mllm_arch_names());
+}
+
+mllm_status mllm_family_resolve(mllm_model_file *f, mllm_hparams *hp) {
+    const mllm_arch *row = NULL;
+    const mllm_meta_entry *ae = mllm_meta_find(&f->meta, "general.architecture");
+    bool hf = ae == NULL;
+    mllm_status st;
+    if (ae) {
+        if (ae->type != MLLM_META_STR)
+            return mllm_err(MLLM_ERR_FORMAT, "%s: key 'general.architecture' is not a string", f->path);
+        row = mllm_arch_find(ae->s);
+        if (!row)
+            return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: architecture '%.64s' is not supported (%s)", f->path, ae->s,
+                            mllm_arch_names());
+    } else if ((st = find_hf_row(&f->meta, f->path, &row)) || (st = mllm_hf_canonicalize(f, row))) {
+        return st;
+    }
+    if ((st = mllm_hparams_read_decoder(&f->meta, row, f->path, hp))) return st;
+    if (hf && row->hf_fixup && (st = row->hf_fixup(f, hp))) return st;
+    return mllm_decoder_check_tensors(f, hp);
+}
+
+mllm_status mllm_family_open(const char *path, mllm_model_file **out, mllm_hparams *hp) {
+    mllm_model_file *f = NULL;
+    mllm_status st = mllm_model_file_open(path, &f);
+    if (!st) st = mllm_family_resolve(f, hp);
+    if (st) {
+        mllm_model_file_close(f);
+        f = NULL;
+    }
+    *out = f;
+    return st;
+}
+
+mllm_status mllm_family_read_hf_config(const char *json, size_t len, const char *label, mllm_hparams *hp) {
+    mllm_meta m = {0};
+    const mllm_arch *row = NULL;
+    memset(hp, 0, sizeof *hp);
+    mllm_status st = mllm_hf_config_parse(json, len, label, &m);
+    if (!st) st = find_hf_row(&m, label, &row);
+    if (!st) st = mllm_hf_canonicalize_meta(&m, row, label);
+    if (!st) st = mllm_hparams_read_decoder(&m, row, label, hp);
+    bool tied = false;
+    if (!st) hp->tied_embd = mllm_meta_get_bool(&m, "mllm.tie_word_embeddings", &tied) && tied;
+    mllm_meta_free(&m);
+    return st;
+}

@@ -1,0 +1,203 @@
+/* The model registry: one list of architectures; HF configs and GGUF keys of
+   Gemma 3 and SmolLM3 become the right per-layer attention spec; the
+   sliding-window attention op equals a naive double reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/meta.h"
+#include "graph/graph.h"
+#include "models/registry.h"
+#include "testutil.h"
+
+static void test_one_list(void **state) {
+    (void)state;
+    const char *names = mllm_arch_names();
+    const char *want[] = {"llama", "qwen2", "qwen3", "smollm3", "gemma3"};
+    assert_int_equal(mllm_arch_count(), 5);
+    for (int i = 0; i < 5; i++) {
+        assert_non_null(strstr(names, want[i]));
+        assert_ptr_equal(mllm_arch_find(want[i]), mllm_arch_at((size_t)i));
+    }
+    assert_null(mllm_arch_find("mistral"));
+    mllm_hparams hp;
+    const char *js = "{\"model_type\":\"mamba\",\"hidden_size\":8}";
+    assert_int_equal(mllm_family_read_hf_config(js, strlen(js), "c.json", &hp), MLLM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mllm_last_error(), "gemma3")); /* the error lists what is supported */
+}
+
+/* gemma-3-270m's config.json (the fields that matter). */
+static const char k_gemma3_270m[] =
+    "{\"architectures\":[\"Gemma3ForCausalLM\"],\"model_type\":\"gemma3_text\",\"hidden_size\":640,"
+    "\"intermediate_size\":2048,\"num_hidden_layers\":18,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+    "\"head_dim\":256,\"vocab_size\":262144,\"max_position_embeddings\":32768,\"rms_norm_eps\":1e-06,"
+    "\"rope_theta\":1000000.0,\"rope_local_base_freq\":10000.0,\"query_pre_attn_scalar\":256,"
+    "\"sliding_window\":512,\"rope_scaling\":null,\"final_logit_softcapping\":null,\"tie_word_embeddings\":true,"
+    "\"layer_types\":[\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+    "\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+    "\"sliding_attention\",\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"sliding_attention\","
+    "\"sliding_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\"]}";
+
+static void test_gemma3_hf_config(void **state) {
+    (void)state;
+    mllm_hparams hp;
+    assert_int_equal(mllm_family_read_hf_config(k_gemma3_270m, strlen(k_gemma3_270m), "g.json", &hp), MLLM_OK);
+    assert_string_equal(hp.arch, "gemma3");
+    assert_int_equal(hp.n_layer, 18);
+    assert_int_equal(hp.head_dim, 256);
+    assert_int_equal(hp.swa_window, 512);
+    assert_true(hp.rope_neox && hp.tied_embd);
+    assert_int_equal(hp.act, MLLM_ACT_GELU_TANH);
+    assert_true(fabsf(hp.embd_scale - sqrtf(640.0f)) < 1e-6f);
+    assert_true(fabsf(hp.attn_scale - 1.0f / 16.0f) < 1e-9f);
+    for (int l = 0; l < 18; l++) {
+        mllm_layer_spec s = mllm_hparams_layer(&hp, l);
+        const bool global = l % 6 == 5;
+        assert_int_equal(s.sliding, !global);
+        assert_int_equal(s.window, global ? 0 : 512);
+        assert_true(s.rope);
+        assert_true(s.rope_theta == (global ? 1e6f : 1e4f));
+    }
+    /* A bad layer type is refused by name. */
+    char *bad = strdup(k_gemma3_270m);
+    char *p = strstr(bad, "full_attention");
+    memcpy(p, "chunk_attention", 14);
+    assert_int_equal(mllm_family_read_hf_config(bad, strlen(bad), "g.json", &hp), MLLM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mllm_last_error(), "chunk_attentio"));
+    free(bad);
+}
+
+/* GGUF-style keys as llama.cpp's converter writes them (no layer list:
+   the pattern is every 6th layer global, as llama.cpp assumes). */
+static void test_gemma3_gguf_keys(void **state) {
+    (void)state;
+    mllm_model_file f;
+    memset(&f, 0, sizeof f);
+    f.path = "g.gguf";
+    mllm_meta *m = &f.meta;
+    assert_int_equal(mllm_meta_set_str(m, "general.architecture", "gemma3", 6), MLLM_OK);
+    mllm_meta_set_int(m, "gemma3.block_count", 26);
+    mllm_meta_set_int(m, "gemma3.embedding_length", 1152);
+    mllm_meta_set_int(m, "gemma3.feed_forward_length", 6912);
+    mllm_meta_set_int(m, "gemma3.attention.head_count", 4);
+    mllm_meta_set_int(m, "gemma3.attention.head_count_kv", 1);
+    mllm_meta_set_int(m, "gemma3.attention.key_length", 256);
+    mllm_meta_set_int(m, "gemma3.attention.sliding_window", 512);
+    mllm_meta_set_int(m, "gemma3.vocab_size", 100);
+    mllm_meta_set_float(m, "gemma3.rope.freq_base", 1e6);
+    mllm_hparams hp;
+    /* Resolving needs tensors; the hyper-parameters alone: */
+    assert_int_equal(mllm_hparams_read_decoder(m, mllm_arch_find("gemma3"), f.path, &hp), MLLM_OK);
+    int n_global = 0;
+    for (int l = 0; l < 26; l++) n_global += !mllm_hparams_layer(&hp, l).sliding;
+    assert_int_equal(n_global, 4); /* layers 5, 11, 17, 23 */
+    assert_false(mllm_hparams_layer(&hp, 23).sliding);
+    /* The whole file is refused with the missing tensor named. */
+    assert_int_equal(mllm_family_resolve(&f, &hp), MLLM_ERR_FORMAT);
+    assert_non_null(strstr(mllm_last_error(), "token_embd.weight"));
+    mllm_meta_free(m);
+}
+
+static void test_smollm3_no_rope(void **state) {
+    (void)state;
+    const char *js = "{\"model_type\":\"smollm3\",\"hidden_size\":64,\"intermediate_size\":128,"
+                     "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                     "\"vocab_size\":512,\"rope_theta\":5000000.0,"
+                     "\"no_rope_layers\":[1,1,1,0,1,1,1,0]}";
+    mllm_hparams hp;
+    assert_int_equal(mllm_family_read_hf_config(js, strlen(js), "s.json", &hp), MLLM_OK);
+    for (int l = 0; l < 8; l++) assert_int_equal(mllm_hparams_layer(&hp, l).rope, (l + 1) % 4 != 0);
+    const char *wrong = "{\"model_type\":\"smollm3\",\"hidden_size\":64,\"intermediate_size\":128,"
+                        "\"num_hidden_layers\":8,\"num_attention_heads\":4,\"vocab_size\":512,"
+                        "\"no_rope_layers\":[1,1,0]}";
+    assert_int_equal(mllm_family_read_hf_config(wrong, strlen(wrong), "s.json", &hp), MLLM_ERR_FORMAT);
+    assert_non_null(strstr(mllm_last_error(), "no_rope_layers"));
+}
+
+/* Causal attention over T tokens at positions pos0.., window W, scale s,
+   one KV head and H query heads, against double precision. */
+static void attention_case(int T, int pos0, int W, float scale, int nt) {
+    enum { D = 8, H = 2, NCTX = 64 };
+    const int kvd = D;
+    mllm_kv_layer kv = {0};
+    kv.n_ctx = NCTX;
+    kv.kv_dim = kvd;
+    kv.k = calloc((size_t)MLLM_KV_CAP(NCTX) * kvd, sizeof(float));
+    kv.v = calloc((size_t)MLLM_KV_CAP(NCTX) * kvd, sizeof(float));
+    const int n = pos0 + T;
+    float *K = malloc((size_t)n * D * 4), *V = malloc((size_t)n * D * 4), *Q = malloc((size_t)T * H * D * 4);
+    tu_fill_random(K, n * D, 11);
+    tu_fill_random(V, n * D, 12);
+    tu_fill_random(Q, T * H * D, 13);
+    mllm_pool *pool = mllm_pool_new(nt);
+    mllm_rt rt = {0, NULL};
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 16);
+    mllm_graph_bind(&g, &rt);
+    /* Fill the cache with the earlier positions, then attend with T queries. */
+    for (int step = 0; step < 2; step++) {
+        const int p0 = step ? pos0 : 0, cnt = step ? T : pos0;
+        if (cnt == 0) continue;
+        rt.pos = p0;
+        int64_t ks[2] = {kvd, cnt};
+        mllm_tensor *k = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ks, K + (size_t)p0 * D, "k");
+        mllm_tensor *v = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ks, V + (size_t)p0 * D, "v");
+        mllm_tensor *st = mllm_op_kv_store(&g, k, v, &kv);
+        if (!step) continue;
+        int64_t qs[3] = {D, H, T};
+        mllm_tensor *q = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, qs, Q, "q");
+        mllm_tensor *a = mllm_op_attention(&g, q, st, &kv, 1, scale, W);
+        assert_non_null(a);
+        double *ref = malloc((size_t)T * H * D * sizeof(double));
+        float *rf = malloc((size_t)T * H * D * sizeof(float));
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++) {
+                const int p = pos0 + t, lo = W > 0 && p + 1 > W ? p + 1 - W : 0;
+                double mx = -INFINITY, sum = 0, sc[64];
+                for (int j = lo; j <= p; j++) {
+                    double d = 0;
+                    for (int e = 0; e < D; e++) d += (double)Q[(t * H + h) * D + e] * K[j * D + e];
+                    sc[j] = d * scale;
+                    mx = fmax(mx, sc[j]);
+                }
+                for (int j = lo; j <= p; j++) sum += exp(sc[j] - mx);
+                for (int e = 0; e < D; e++) {
+                    double o = 0;
+                    for (int j = lo; j <= p; j++) o += exp(sc[j] - mx) / sum * V[j * D + e];
+                    ref[(t * H + h) * D + e] = o;
+                    rf[(t * H + h) * D + e] = (float)o;
+                }
+            }
+        double e = tu_nmse(a->data, rf, T * H * D);
+        if (!(e < 1e-10)) fail_msg("T %d pos0 %d window %d: nmse %g", T, pos0, W, e);
+        free(ref);
+        free(rf);
+    }
+    mllm_graph_free(&g);
+    mllm_pool_free(pool);
+    free(K), free(V), free(Q), free(kv.k), free(kv.v);
+}
+
+static void test_sliding_window_attention(void **state) {
+    (void)state;
+    mllm_dtype_init();
+    for (int nt = 1; nt <= 2; nt++) {
+        attention_case(5, 0, 0, 0.35f, nt);    /* full attention, prefill */
+        attention_case(5, 0, 3, 0.35f, nt);    /* window inside a prefill */
+        attention_case(1, 20, 7, 0.125f, nt);  /* decode with a window */
+        attention_case(19, 11, 4, 0.5f, nt);   /* a chunk past the window, odd sizes */
+        attention_case(3, 2, 100, 0.25f, nt);  /* window wider than the context */
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_list),
+        cmocka_unit_test(test_gemma3_hf_config),
+        cmocka_unit_test(test_gemma3_gguf_keys),
+        cmocka_unit_test(test_smollm3_no_rope),
+        cmocka_unit_test(test_sliding_window_attention),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

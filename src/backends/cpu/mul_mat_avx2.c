@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels_internal.h"
 #include "core/alloc.h"
 #include "backends/cpu/kquants.h"
+#include "backends/cpu/quant5.h"
 #include "backends/cpu/simd_avx2.h"
 
 #define TILE_M 4 /* weight rows per tile */
@@ -137,6 +138,79 @@ ALWAYS_INLINE void tile_q4_1(int RM, int RN, const char *W, size_t ws, const cha
     }
 #pragma GCC unroll 4
     STORE_TILE(RM, RN, acc, summs[r][m]);
+}
+
+/* q5_0 x q8_0 and q5_1 x q8_1: the AVX2 vec_dots' per-block math
+   (quant5_avx2.c), so results equal them bit for bit, with each weight block
+   decoded once per tile. q5_0: q - 16 as int8 (the nibble, 0xf0 or-ed in
+   where the fifth bit is clear); q5_1: q in 0..31 plus the min term. */
+ALWAYS_INLINE void tile_q5(int RM, int RN, bool Q51, const char *W, size_t ws, const char *X, size_t xs,
+                           int64_t K, float *Y, size_t ys) {
+    __m256 acc[TILE_M][TILE_N];
+    float summs[TILE_M][TILE_N];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps(), summs[r][m] = 0.0f;
+    const __m256i hi_off = _mm256_set1_epi8((char)0xf0), fifth = _mm256_set1_epi8(0x10);
+    const size_t wb = Q51 ? sizeof(mllm_block_q5_1) : sizeof(mllm_block_q5_0);
+    const size_t yb = Q51 ? sizeof(mllm_block_q8_1) : sizeof(mllm_block_q8_0);
+    const int64_t nb = K / MLLM_QK5;
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i qy[TILE_N];
+        __m256 dy[TILE_N];
+        float sy[TILE_N];
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            const char *y = X + (size_t)m * xs + (size_t)b * yb;
+            if (Q51) {
+                const mllm_block_q8_1 *y1 = (const mllm_block_q8_1 *)y;
+                qy[m] = _mm256_loadu_si256((const __m256i *)y1->qs);
+                dy[m] = broadcast_f16(&y1->d);
+                sy[m] = f16_to_f32_hw(y1->s);
+            } else {
+                const mllm_block_q8_0 *y0 = (const mllm_block_q8_0 *)y;
+                qy[m] = _mm256_loadu_si256((const __m256i *)y0->qs);
+                dy[m] = broadcast_f16(&y0->d);
+                sy[m] = 0.0f;
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) {
+            const char *xw = W + (size_t)r * ws + (size_t)b * wb;
+            __m256i qx;
+            float dx, mx = 0.0f;
+            if (Q51) {
+                const mllm_block_q5_1 *x1 = (const mllm_block_q5_1 *)xw;
+                qx = _mm256_or_si256(unpack_nibbles_32(x1->qs), _mm256_and_si256(bits_to_bytes(x1->qh), fifth));
+                dx = f16_to_f32_hw(x1->d);
+                mx = f16_to_f32_hw(x1->m);
+            } else {
+                const mllm_block_q5_0 *x0 = (const mllm_block_q5_0 *)xw;
+                qx = _mm256_or_si256(unpack_nibbles_32(x0->qs), _mm256_andnot_si256(bits_to_bytes(x0->qh), hi_off));
+                dx = f16_to_f32_hw(x0->d);
+            }
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                /* d as the vec_dot computes it: one float product of the two scales */
+                const __m256 d = _mm256_set1_ps(dx * _mm256_cvtss_f32(dy[m]));
+                const __m256i p = Q51 ? dot_u8_i8_lanes(qx, qy[m]) : dot_i8_lanes(qx, qy[m]);
+                acc[r][m] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r][m]);
+                if (Q51) summs[r][m] += mx * sy[m];
+            }
+        }
+    }
+#pragma GCC unroll 4
+    STORE_TILE(RM, RN, acc, summs[r][m]);
+}
+
+ALWAYS_INLINE void tile_q5_0(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_q5(RM, RN, false, W, ws, X, xs, K, Y, ys);
+}
+ALWAYS_INLINE void tile_q5_1(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_q5(RM, RN, true, W, ws, X, xs, K, Y, ys);
 }
 
 /* q4_K x q8_K: per 256-value block, 8 sub-blocks of 32 with 6-bit scales sc
@@ -308,6 +382,8 @@ FLOAT_TILE(tile_bf16, mllm_bf16, load_bf16x8, mllm_bf16_to_f32)
 TILE_SET(tile_q8_0)
 TILE_SET(tile_q4_0)
 TILE_SET(tile_q4_1)
+TILE_SET(tile_q5_0)
+TILE_SET(tile_q5_1)
 TILE_SET(tile_q4_k)
 TILE_SET(tile_q6_k)
 TILE_SET(tile_f32)
@@ -319,6 +395,8 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
     case MLLM_DTYPE_Q8_0: return tile_q8_0_set;
     case MLLM_DTYPE_Q4_0: return tile_q4_0_set;
     case MLLM_DTYPE_Q4_1: return tile_q4_1_set;
+    case MLLM_DTYPE_Q5_0: return tile_q5_0_set;
+    case MLLM_DTYPE_Q5_1: return tile_q5_1_set;
     case MLLM_DTYPE_Q4_K: return tile_q4_k_set;
     case MLLM_DTYPE_Q6_K: return tile_q6_k_set;
     case MLLM_DTYPE_F32: return tile_f32_set;

@@ -4,17 +4,6 @@
 #include "backends/cpu/quant5.h"
 #include "backends/cpu/simd_avx2.h"
 
-/* 32 bits -> 32 bytes, 0xff where the bit is set (byte j <- bit j). */
-static inline __m256i bits_to_bytes(const uint8_t *qh) {
-    uint32_t v;
-    memcpy(&v, qh, 4);
-    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)v), pick);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
-}
-
 void mllm_vec_dot_q5_0_avx2(int n, float *s, const void *vx, const void *vy) {
     const mllm_block_q5_0 *x = vx;
     const mllm_block_q8_0 *y = vy;

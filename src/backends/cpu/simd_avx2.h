@@ -3,6 +3,7 @@
 #ifndef MLLM_BACKENDS_CPU_SIMD_AVX2_H
 #define MLLM_BACKENDS_CPU_SIMD_AVX2_H
 #include <immintrin.h>
+#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,18 @@ static inline __m256 load_f16x8(const mllm_f16 *p) {
 static inline void prefetch_ahead(const void *p, size_t bytes) {
     const uintptr_t a = (uintptr_t)p + MLLM_PF_AHEAD;
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
+}
+
+/* 32 bits -> 32 bytes, 0xff where the bit is set (byte j <- bit j): q5's
+   fifth bits (quant5_avx2.c, mul_mat_avx2.c). */
+static inline __m256i bits_to_bytes(const uint8_t *qh) {
+    uint32_t v;
+    memcpy(&v, qh, 4);
+    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)v), pick);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
 }
 
 #endif

@@ -24,6 +24,7 @@ static void bench_usage(FILE *f) {
             "  -p, --n-prompt LIST  prompt lengths to time as one batch (ppN); 0 skips (default 512)\n"
             "  -n, --n-gen LIST     tokens to generate one at a time (tgN); 0 skips (default 128)\n"
             "  -t, --threads LIST   thread counts (default: all cores)\n"
+            "      --exact          time the exact mode (f32 activations in quantized matmuls)\n"
             "  -r, --repetitions N  timed runs per test, after one untimed warm-up (default 5)\n"
             "  -o, --output FMT     md (a table, default) or json (llama-bench's field names)\n"
             "      --tokenizer PATH tokenizer for llama2.c checkpoints\n"
@@ -151,6 +152,7 @@ static void stats(const bench_test *t, double *avg_ts, double *sd_ts, double *av
 
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *tok = NULL, *fmt = "md";
+    bool exact = false;
     long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5;
     int n_pp = 1, n_tg = 1, n_th = 1;
     for (int i = 1; i < argc; i++) {
@@ -160,6 +162,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { VAL(); if ((n_pp = parse_list(a, v, 0, 1 << 16, pp)) < 0) return 2; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) { VAL(); if ((n_tg = parse_list(a, v, 0, 1 << 16, tg)) < 0) return 2; }
+        else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if ((n_th = parse_list(a, v, 1, 1024, th)) < 0) return 2; }
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { VAL(); if (!cli_int(a, v, 1, 1000, &reps)) return 2; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) { VAL(); fmt = v; }
@@ -177,6 +180,7 @@ int cmd_bench(int argc, char **argv) {
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.tokenizer_path = tok;
+    lp.exact = exact;
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);

@@ -28,6 +28,7 @@ static void chat_usage(FILE *f) {
             "      --context-shift     a reply that fills the context goes on: the oldest half of\n"
             "                          the context after the system prompt is dropped\n"
             "  -t, --threads N         compute threads\n"
+            "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --temp/--top-k/--top-p/--min-p/--repeat-penalty/--seed  as in mllm run\n"
             "                          (--seed -1, the default, draws one and prints it)\n"
             "      --verbose           after each reply, print prompt tokens reused vs computed\n"
@@ -348,6 +349,7 @@ static char *read_input(int tty) {
 
 int cmd_chat(int argc, char **argv) {
     const char *model = NULL, *tok = NULL, *tmpl = NULL;
+    bool exact = false;
     chat_state c = {.think = -1};
     long n_predict = 512, threads = 0, ctx = 0, top_k = 40, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
@@ -373,6 +375,7 @@ int cmd_chat(int argc, char **argv) {
             if (!n_predict) { fprintf(stderr, "mllm chat: -n 0 would give empty replies\n"); return 2; }
         }
         else if (!strcmp(a, "--context-shift")) c.context_shift = true;
+        else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 16, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
@@ -389,6 +392,7 @@ int cmd_chat(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
+    lp.exact = exact;
     lp.chat_template = tmpl;
     mllm_status st = mllm_model_load(model, &lp, &c.m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);

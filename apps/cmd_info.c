@@ -5,14 +5,18 @@
 #include "cli.h"
 #include "core/dtype.h"
 #include "formats/mllmfile.h"
+#include "models/registry.h"
 
 static void info_usage(FILE *f) {
     fprintf(f,
             "usage: mllm info MODEL [--tokenizer PATH] [--no-tensors] [--no-graph] [--verify]\n"
+            "       mllm info --architectures\n"
             "\n"
             "Prints the model's config (as JSON), its tensor table (name, dtype, shape,\n"
             "bytes) and the ops of the traced one-token decode graph.\n"
-            "--verify (.mllm files): recompute every tensor checksum first; exit 1 on a mismatch.\n");
+            "--verify (.mllm files): recompute every tensor checksum first; exit 1 on a mismatch.\n"
+            "--architectures: the architectures this build runs (GGUF general.architecture,\n"
+            "Hugging Face model_type and class), from the model registry.\n");
 }
 
 /* --verify: every checksum of a .mllm v3 file. */
@@ -27,6 +31,15 @@ static int cmd_info_verify(const char *path) {
     return 0;
 }
 
+static int list_architectures(void) {
+    printf("%-10s %-8s %-28s %s\n", "arch", "family", "HF model_type", "HF class");
+    for (size_t i = 0; i < mllm_arch_count(); i++) {
+        const mllm_arch *a = mllm_arch_at(i);
+        printf("%-10s %-8s %-28s %s\n", a->name, a->family, a->hf_types, a->hf_classes);
+    }
+    return 0;
+}
+
 int cmd_info(int argc, char **argv) {
     const char *path = NULL, *tok = NULL;
     bool tensors = true, graph = true, verify = false;
@@ -36,6 +49,7 @@ int cmd_info(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-tensors")) tensors = false;
         else if (!strcmp(argv[i], "--no-graph")) graph = false;
         else if (!strcmp(argv[i], "--verify")) verify = true;
+        else if (!strcmp(argv[i], "--architectures")) return list_architectures();
         else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) { if (!(path = cli_value(argc, argv, &i))) return 2; }
         else if (argv[i][0] == '-') { fprintf(stderr, "mllm info: unknown option '%s'\n", argv[i]); return 2; }
         else path = argv[i];

@@ -17,6 +17,7 @@ static void ppl_usage(FILE *f) {
             "  -c, --ctx-size N     tokens per chunk (default 512)\n"
             "      --chunks N       stop after N chunks (default: all)\n"
             "  -t, --threads N      compute threads\n"
+            "      --exact          f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --tokenizer PATH tokenizer for llama2.c checkpoints\n"
             "\n"
             "Prints each chunk's running perplexity and, at the end, PPL = x +/- err\n"
@@ -34,6 +35,7 @@ static double nll(const float *l, int n, int target) {
 
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *tok = NULL;
+    bool exact = false;
     long n_ctx = 512, threads = 0, max_chunks = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -42,6 +44,7 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); file = v; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 8, 1 << 16, &n_ctx)) return 2; }
+        else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--chunks")) { VAL(); if (!cli_int(a, v, 1, 1 << 30, &max_chunks)) return 2; }
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = v; }
@@ -56,6 +59,7 @@ int cmd_perplexity(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
+    lp.exact = exact;
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { free(text); return cli_fail("cannot load model", st); }

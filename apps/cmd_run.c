@@ -27,6 +27,8 @@ static void run_usage(FILE *f) {
             "  -n, --n-predict N     tokens to generate (default 128; -1: until the end of the\n"
             "                        answer or the context)\n"
             "  -t, --threads N       compute threads (default: all cores)\n"
+            "      --exact           f32 activations in quantized matmuls: the float32 answer on the\n"
+            "                        file's weights (slower; docs/EXACTNESS.md)\n"
             "  -c, --ctx-size N      context length in tokens (default: min(model, 4096))\n"
             "      --context-shift   when the context fills, drop the oldest half of it (after\n"
             "                        the system prompt) and keep generating; without it, the\n"
@@ -141,6 +143,7 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
 
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
+    bool exact = false;
     const char *system = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
@@ -156,6 +159,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { VAL(); prompt = v; }
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); pfile = v; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, -1, 1 << 24, &n_predict)) return 2; }
+        else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 1, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
@@ -195,6 +199,7 @@ int cmd_run(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
+    lp.exact = exact;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { cli_fail("cannot load model", st); goto done; }
     int32_t n_train = mllm_model_n_ctx_train(m);

@@ -24,6 +24,7 @@ static void serve_usage(FILE *f) {
             "  -np, --parallel N       requests generated at the same time (default %d)\n"
             "  -c, --ctx-size N        context per slot in tokens (default: min(model, 4096))\n"
             "  -t, --threads N         compute threads per slot (default: cores / slots)\n"
+            "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --queue N           requests waiting for a slot before 503 (default %d)\n"
             "      --max-body BYTES    largest request body (default %u)\n"
             "      --max-messages N    chat messages per request (default %d)\n"
@@ -90,6 +91,7 @@ int cmd_serve(int argc, char **argv) {
     mllm_server_config c;
     mllm_server_default_config(&c);
     const char *model = NULL, *alias = NULL, *tmpl = NULL, *tok = NULL;
+    bool exact = false;
     long v, grace = 10;
     c.api_key = getenv("MLLM_API_KEY");
     if (c.api_key && !c.api_key[0]) c.api_key = NULL;
@@ -105,6 +107,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--alias")) { VAL(); alias = s; }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) INT(1, 256, c.n_parallel);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) INT(16, 1 << 20, c.n_ctx);
+        else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(1, 1024, c.n_threads);
         else if (!strcmp(a, "--queue")) INT(0, 100000, c.max_queue);
         else if (!strcmp(a, "--max-body")) INT(64, 1L << 30, c.max_body);
@@ -149,6 +152,7 @@ int cmd_serve(int argc, char **argv) {
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.tokenizer_path = tok;
+    lp.exact = exact;
     lp.chat_template = tmpl;
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);

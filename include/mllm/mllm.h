@@ -69,8 +69,10 @@ extern "C" {
    3: mllm_sampling grew (presence/frequency penalties, logit bias,
    logprobs callback); mllm_sampling_default writes the new size, so a
    program compiled against an ABI 2 header must be rebuilt (mllm_generate*
-   still accept an ABI 2 struct filled by the caller). */
-#define MLLM_ABI_VERSION 3
+   still accept an ABI 2 struct filled by the caller).
+   4: mllm_load_params grew `exact`; mllm_model_load still accepts the
+   struct of ABI 1 and of ABI 2/3 (zero-extended). */
+#define MLLM_ABI_VERSION 4
 
 typedef enum {
     MLLM_OK = 0,
@@ -114,6 +116,11 @@ typedef struct {
     const char *tokenizer_path; /* llama2.c checkpoints: the tokenizer .bin */
     const char *chat_template;  /* NULL: the model's own; else a built-in name
                                    ("chatml", "llama3", ...) or a .jinja file */
+    int exact;             /* 1: quantized matmuls take float32 activations
+                              (weights dequantized row by row) instead of
+                              rounding them to 8 bits first, so the logits are
+                              the float32 answer on the file's weights; slower
+                              (see docs/EXACTNESS.md). 0 (default): as llama.cpp */
 } mllm_load_params;
 
 /* Fills every field with its default and struct_size with the library's

@@ -11,7 +11,7 @@ import os
 import threading
 
 # The MLLM_ABI_VERSION of the header this module mirrors.
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 # mllm_status values.
 MLLM_OK = 0
@@ -66,8 +66,9 @@ class LoadParamsBase(ctypes.Structure):
 
 
 class LoadParams(LoadParamsBase):
-    """mllm_load_params with chat_template (appended, same ABI version)."""
-    _fields_ = [("chat_template", ctypes.c_char_p)]
+    """mllm_load_params with chat_template (appended, same ABI version) and
+    exact (ABI 4)."""
+    _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int)]
 
 
 # The mllm_load_params layout of the loaded library (one of the two above).

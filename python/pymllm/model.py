@@ -113,7 +113,7 @@ class Model:
     """
 
     def __init__(self, path, n_threads=None, tokenizer=None, n_ctx=0, chat_template=None,
-                 library=None):
+                 library=None, exact=False):
         self._lib = L.load_library(library)
         self._m = None
         self._s = None
@@ -128,6 +128,8 @@ class Model:
             if not hasattr(lp, "chat_template"):
                 raise MllmError(L.MLLM_ERR_UNSUPPORTED, "this libmllm has no chat_template option")
             lp.chat_template = chat_template.encode("utf-8")
+        if exact:
+            lp.exact = 1  # f32 activations in quantized matmuls: the float32 answer (slower)
         handle = ctypes.c_void_p()
         _check(self._lib, self._lib.mllm_model_load(os.fsencode(path), ctypes.byref(lp),
                                                     ctypes.byref(handle)))

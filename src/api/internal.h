@@ -18,6 +18,7 @@ struct mllm_model {
     mllm_decoder dec;
     mllm_tokenizer *tok;
     int n_threads;
+    bool exact;                 /* mllm_load_params.exact */
     double load_ms;
     struct mllm_template *tmpl; /* compiled at load; NULL if none or broken */
     char *tmpl_error;           /* why tmpl is NULL, reported by chat calls */

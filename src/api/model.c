@@ -51,8 +51,8 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     if (p) {
-        size_t v1 = offsetof(mllm_load_params, chat_template);
-        if (p->struct_size != sizeof *p && p->struct_size != v1)
+        size_t v1 = offsetof(mllm_load_params, chat_template), v3 = offsetof(mllm_load_params, exact);
+        if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3)
             return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
                             p->struct_size, sizeof *p);
         memcpy(&lp, p, p->struct_size);
@@ -86,6 +86,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         mllm_model_init_template(m, NULL);
     }
     m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
+    m->exact = p && p->exact;
     m->load_ms = mllm_now_ms() - t0;
     *out = m;
     return MLLM_OK;
@@ -109,17 +110,27 @@ MLLM_API int32_t mllm_model_eos(const mllm_model *m) { return m ? mllm_tokenizer
 MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t cap, size_t *needed) {
     if (!m) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_info_json: NULL model");
     const mllm_hparams *c = &m->dec.cfg;
+    int n_sliding = 0, n_no_rope = 0;
+    for (int l = 0; l < c->n_layer; l++) {
+        const mllm_layer_spec sp = mllm_hparams_layer(c, l);
+        n_sliding += sp.sliding;
+        n_no_rope += !sp.rope;
+    }
     char tmp[2048];
     int n = snprintf(tmp, sizeof tmp,
-                     "{\"arch\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,"
+                     "{\"arch\":\"%s\",\"family\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,"
                      "\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,\"n_ctx_train\":%d,\"n_rot\":%d,"
-                     "\"rope_theta\":%g,\"rope_neox\":%s,\"rope_scaling\":%d,\"rms_eps\":%g,"
+                     "\"rope_theta\":%g,\"rope_theta_swa\":%g,\"rope_neox\":%s,\"rope_scaling\":%d,\"rms_eps\":%g,"
+                     "\"attn_scale\":%g,\"embd_scale\":%g,\"final_softcap\":%g,\"ffn\":\"%s\",\"post_norms\":%s,"
+                     "\"sliding_window\":%d,\"n_sliding_layers\":%d,\"n_no_rope_layers\":%d,"
                      "\"qkv_bias\":%s,\"qk_norm\":%s,\"tied_embd\":%s,\"n_params\":%zu,"
                      "\"tokenizer\":\"%s\"}",
-                     c->arch, c->n_vocab, c->n_embd, c->n_layer, c->n_head, c->n_head_kv, c->head_dim,
-                     c->n_ff, c->n_ctx_train, c->n_rot, c->rope_theta, c->rope_neox ? "true" : "false",
-                     (int)c->rope_scaling, c->rms_eps, c->qkv_bias ? "true" : "false",
-                     c->qk_norm ? "true" : "false", c->tied_embd ? "true" : "false",
+                     c->arch, c->row ? c->row->family : "?", c->n_vocab, c->n_embd, c->n_layer, c->n_head,
+                     c->n_head_kv, c->head_dim, c->n_ff, c->n_ctx_train, c->n_rot, c->rope_theta, c->rope_theta_swa,
+                     c->rope_neox ? "true" : "false", (int)c->rope_scaling, c->rms_eps, c->attn_scale, c->embd_scale,
+                     c->final_softcap, c->act == MLLM_ACT_GELU_TANH ? "geglu" : "swiglu",
+                     c->post_norms ? "true" : "false", c->swa_window, n_sliding, n_no_rope,
+                     c->qkv_bias ? "true" : "false", c->qk_norm ? "true" : "false", c->tied_embd ? "true" : "false",
                      m->dec.n_params, mllm_tokenizer_kind(m->tok));
     size_t need = (size_t)n + 1;
     if (needed) *needed = need;

@@ -56,6 +56,7 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
     }
     mllm_graph_init(&s->decode, MLLM_MODE_TRACE, s->pool, 256 * 1024);
     mllm_graph_init(&s->prefill, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+    s->decode.exact = s->prefill.exact = m->exact;
     s->rt.tokens = &s->rt_token;
     /* The decode step is traced once here and re-run for every token. */
     if (!trace_graph(s, &s->decode, 1, 0, &s->decode_logits)) {
@@ -152,6 +153,7 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     /* A graph of its own: traced for this shape, run once, freed. */
     mllm_graph g;
     mllm_graph_init(&g, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+    g.exact = s->m->exact;
     mllm_tensor *logits = NULL;
     s->rt.pos = s->n_past;
     s->rt.tokens = ids;

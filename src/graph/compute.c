@@ -39,7 +39,10 @@ static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     int64_t K = w->ne[0], N = w->ne[1], M = x->ne[1];
     const void *X = x->data;
     size_t xs = x->nb[1];
-    if (tr->vec_dot_type != MLLM_DTYPE_F32) {
+    float *row_buf = NULL;
+    if (t->ip[2]) {
+        row_buf = (float *)g->work + (size_t)ith * (size_t)K; /* exact: this thread's dequantized row */
+    } else if (tr->vec_dot_type != MLLM_DTYPE_F32) {
         /* Activations are converted to the weight's vec_dot_type once, as
            llama.cpp does, so quantized dots round the same way. ip[1] set:
            the previous node (q before k and v, gate before up) already
@@ -66,7 +69,11 @@ static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
         int64_t r0 = c * chunk;
         if (r0 >= N) break;
         int64_t r1 = r0 + chunk < N ? r0 + chunk : N;
-        mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
+        if (row_buf)
+            mllm_cpu_mul_mat_exact((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1,
+                                   row_buf);
+        else
+            mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
         if (b) {
             const float *bias = b->data;
             for (int64_t m = 0; m < M; m++) {
@@ -84,8 +91,17 @@ static void rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn
     for (int i = 0; i < rp->n_rot / 2; i++) {
         float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
         float th = rp->freq_scale * (theta / ff);
-        cs[i] = cosf(th);
-        sn[i] = sinf(th);
+        if (rp->ext_factor != 0.0f) { /* YaRN, as ggml's rope_yarn */
+            const float y = ((float)i - rp->corr[0]) / fmaxf(0.001f, rp->corr[1] - rp->corr[0]);
+            const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * rp->ext_factor;
+            th = th * (1.0f - mix) + (theta / ff) * mix;
+            const float ms = rp->attn_factor * (1.0f + 0.1f * logf(1.0f / rp->freq_scale));
+            cs[i] = cosf(th) * ms;
+            sn[i] = sinf(th) * ms;
+        } else {
+            cs[i] = cosf(th);
+            sn[i] = sinf(th);
+        }
         theta *= rp->theta_scale;
     }
 }
@@ -224,6 +240,7 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
     switch (t->op) {
     case MLLM_OP_MATMUL: {
         const mllm_dtype_traits *tr = mllm_dtype_get(t->src[0]->dtype);
+        if (t->ip[2]) return (size_t)nth * (size_t)t->src[0]->ne[0] * sizeof(float);
         if (tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
         return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
     }

@@ -191,6 +191,8 @@ mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_
     t->src[0] = w;
     t->src[1] = x;
     t->src[2] = bias;
+    const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
+    t->ip[2] = g->exact && tr && tr->vec_dot_type != MLLM_DTYPE_F32;
     return emit(g, t);
 }
 
@@ -353,7 +355,8 @@ static void share_converted_inputs(mllm_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         mllm_tensor *t = g->nodes[i], *p = i > 0 ? g->nodes[i - 1] : NULL;
         t->ip[1] = 0;
-        if (t->op != MLLM_OP_MATMUL || !p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1]) continue;
+        if (t->op != MLLM_OP_MATMUL || !p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1] || t->ip[2] || p->ip[2])
+            continue;
         const mllm_dtype_traits *a = mllm_dtype_get(p->src[0]->dtype), *b = mllm_dtype_get(t->src[0]->dtype);
         if (a->vec_dot_type == b->vec_dot_type && a->vec_dot_type != MLLM_DTYPE_F32 &&
             p->src[0]->ne[0] == t->src[0]->ne[0])

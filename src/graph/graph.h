@@ -15,7 +15,7 @@ typedef enum {
     MLLM_OP_VIEW,      /* no compute: a reshaped/offset view of src[0] */
     MLLM_OP_GET_ROWS,  /* rows of src[0] (embedding table) picked by rt->tokens */
     MLLM_OP_RMSNORM,   /* per row of ne[0]: x / rms(x) * w */
-    MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias) */
+    MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias); ip[2]: exact (f32 activations) */
     MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) at rt->pos + t */
     MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer */
     MLLM_OP_ATTENTION, /* causal softmax(fp[0] q k^T) v over the KV layer; ip[1] > 0: a sliding window */
@@ -77,6 +77,10 @@ typedef struct {
     float theta_scale;        /* base^(-2/n_rot) */
     float freq_scale;         /* 1/factor for linear scaling, else 1 */
     const float *freq_factors;/* n_rot/2 divisors (llama3), or NULL */
+    /* YaRN (ext_factor 1; 0 = off): dims below corr[0] keep their
+       frequency, above corr[1] are interpolated by freq_scale, a ramp
+       between; cos/sin are scaled by attn_factor * (1 + 0.1 ln(1/freq_scale)). */
+    float ext_factor, attn_factor, corr[2];
 } mllm_rope_params;
 
 typedef enum { MLLM_MODE_EAGER = 0, MLLM_MODE_TRACE = 1 } mllm_mode;
@@ -95,6 +99,7 @@ typedef struct {
     void *work;            /* scratch shared by the threads of one node */
     size_t work_size;
     bool failed;           /* an allocation failed while building */
+    bool exact;            /* matmuls built from now on keep f32 activations (mllm_load_params.exact) */
 } mllm_graph;
 
 void mllm_graph_init(mllm_graph *g, mllm_mode mode, mllm_pool *pool, size_t arena_chunk);

@@ -65,13 +65,27 @@ static float *llama3_factors(const mllm_hparams *c) {
     return ff;
 }
 
+/* YaRN's correction dimension for a number of rotations (ggml's
+   ggml_rope_yarn_corr_dim), in units of rotated pairs. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
 static void rope_params(const mllm_hparams *c, float theta, bool scaled, mllm_rope_params *rp) {
+    memset(rp, 0, sizeof *rp);
     rp->n_rot = c->n_rot;
     rp->neox = c->rope_neox;
     rp->theta_scale = powf(theta, -2.0f / (float)c->n_rot);
-    rp->freq_scale = scaled && c->rope_scaling == MLLM_ROPE_SCALING_LINEAR && c->rope_factor > 0
-                         ? 1.0f / c->rope_factor : 1.0f;
-    rp->freq_factors = NULL;
+    const bool lin = c->rope_scaling == MLLM_ROPE_SCALING_LINEAR || c->rope_scaling == MLLM_ROPE_SCALING_YARN;
+    rp->freq_scale = scaled && lin && c->rope_factor > 0 ? 1.0f / c->rope_factor : 1.0f;
+    if (scaled && c->rope_scaling == MLLM_ROPE_SCALING_YARN) {
+        rp->ext_factor = 1.0f;
+        rp->attn_factor = 1.0f;
+        const float lo = floorf(yarn_corr_dim(c->n_rot, c->rope_orig_ctx, c->yarn_beta_fast, theta));
+        const float hi = ceilf(yarn_corr_dim(c->n_rot, c->rope_orig_ctx, c->yarn_beta_slow, theta));
+        rp->corr[0] = fmaxf(0.0f, lo);
+        rp->corr[1] = fminf((float)(c->n_rot - 1), hi);
+    }
 }
 
 mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp) {
@@ -79,8 +93,8 @@ mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const m
     m->cfg = *hp;
     const mllm_hparams *c = &m->cfg;
     mllm_graph_init(&m->wg, MLLM_MODE_TRACE, NULL, 64 * 1024);
-    if (c->rope_scaling == MLLM_ROPE_SCALING_YARN)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: YaRN rope scaling is read but not computed yet", f->path);
+    if (c->rope_scaling == MLLM_ROPE_SCALING_YARN && (c->rope_orig_ctx <= 0 || c->rope_factor < 1.0f))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: YaRN needs original_max_position_embeddings and a factor >= 1", f->path);
     int64_t E = c->n_embd, V = c->n_vocab, D = c->head_dim, F = c->n_ff;
     int64_t QD = c->n_head * D, KD = c->n_head_kv * D;
     mllm_status st;

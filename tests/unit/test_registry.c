@@ -4,9 +4,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/meta.h"
+#include "formats/mllmfile_model.h"
 #include "graph/graph.h"
 #include "models/registry.h"
 #include "testutil.h"
@@ -191,6 +193,90 @@ static void test_sliding_window_attention(void **state) {
     }
 }
 
+/* YaRN RoPE (neox pairs) at a few positions against HF's formula in double:
+   inv_freq = interp * (1 - ef) + extrap * ef, ef = 1 - ramp(low, high),
+   cos/sin scaled by 0.1 ln(factor) + 1. */
+static void test_yarn_rope(void **state) {
+    (void)state;
+    enum { D = 32 };
+    const double base = 10000.0, factor = 4.0, orig = 64, bf = 32, bs = 1;
+    double lo = floor(D * log(orig / (bf * 2 * M_PI)) / (2 * log(base)));
+    double hi = ceil(D * log(orig / (bs * 2 * M_PI)) / (2 * log(base)));
+    lo = fmax(lo, 0), hi = fmin(hi, D - 1);
+    mllm_rope_params rp = {0};
+    rp.n_rot = D;
+    rp.neox = true;
+    rp.theta_scale = powf((float)base, -2.0f / D);
+    rp.freq_scale = (float)(1.0 / factor);
+    rp.ext_factor = 1.0f;
+    rp.attn_factor = 1.0f;
+    rp.corr[0] = (float)lo, rp.corr[1] = (float)hi;
+    mllm_pool *pool = mllm_pool_new(1);
+    for (int pos = 0; pos < 200; pos += 37) {
+        mllm_rt rt = {pos, NULL};
+        mllm_graph g;
+        mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 14);
+        mllm_graph_bind(&g, &rt);
+        float x[D];
+        tu_fill_random(x, D, 5 + (uint64_t)pos);
+        int64_t ne[3] = {D, 1, 1};
+        mllm_tensor *t = mllm_op_rope(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, ne, x, "x"), &rp);
+        assert_non_null(t);
+        float ref[D];
+        const double ms = 0.1 * log(factor) + 1.0;
+        for (int i = 0; i < D / 2; i++) {
+            const double extrap = pow(base, -2.0 * i / D), interp = extrap / factor;
+            double y = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+            const double ef = 1.0 - fmin(1.0, fmax(0.0, y));
+            const double th = pos * (interp * (1 - ef) + extrap * ef);
+            ref[i] = (float)(ms * (x[i] * cos(th) - x[i + D / 2] * sin(th)));
+            ref[i + D / 2] = (float)(ms * (x[i + D / 2] * cos(th) + x[i] * sin(th)));
+        }
+        const double e = tu_nmse(t->data, ref, D);
+        if (!(e < 1e-9)) fail_msg("pos %d: nmse %g", pos, e);
+        mllm_graph_free(&g);
+    }
+    mllm_pool_free(pool);
+}
+
+/* .mllm config sections: the pre-registry Llama format still reads (into
+   the GGUF keys), and the current one round-trips the metadata. */
+static void test_mllm_config_sections(void **state) {
+    (void)state;
+    const char *legacy =
+        "{\"format\":\"mllm-llama-config\",\"arch\":\"qwen3\",\"n_vocab\":512,\"n_embd\":64,\"n_layer\":2,"
+        "\"n_head\":4,\"n_head_kv\":2,\"head_dim\":16,\"n_ff\":128,\"n_ctx_train\":4096,\"n_rot\":16,"
+        "\"rope_theta\":1000000,\"rope_neox\":true,\"rope_scaling\":\"none\",\"rope_factor\":0,"
+        "\"rope_low_freq_factor\":0,\"rope_high_freq_factor\":0,\"rope_orig_ctx\":0,\"rms_eps\":9.99999997e-07,"
+        "\"qkv_bias\":false,\"qk_norm\":true,\"tied_embd\":true}";
+    mllm_meta m = {0};
+    assert_int_equal(mllm_mllmfile_config_parse(legacy, strlen(legacy), "x.mllm", &m), MLLM_OK);
+    mllm_hparams hp;
+    assert_int_equal(mllm_hparams_read_decoder(&m, mllm_arch_find("qwen3"), "x.mllm", &hp), MLLM_OK);
+    assert_int_equal(hp.n_vocab, 512);
+    assert_int_equal(hp.head_dim, 16);
+    assert_int_equal(hp.n_head_kv, 2);
+    assert_true(hp.rope_theta == 1e6f && hp.rms_eps == 9.99999997e-07f && hp.rope_neox);
+    /* round trip of the current format */
+    char *js = NULL;
+    size_t n = 0;
+    assert_int_equal(mllm_mllmfile_config_to_json(&m, &js, &n), MLLM_OK);
+    assert_non_null(strstr(js, "\"mllm-meta\""));
+    mllm_meta back = {0};
+    assert_int_equal(mllm_mllmfile_config_parse(js, n, "y.mllm", &back), MLLM_OK);
+    mllm_hparams hp2;
+    assert_int_equal(mllm_hparams_read_decoder(&back, mllm_arch_find("qwen3"), "y.mllm", &hp2), MLLM_OK);
+    assert_memory_equal(&hp, &hp2, sizeof hp);
+    mllm_free(js);
+    mllm_meta_free(&back);
+    mllm_meta_free(&m);
+    /* an unknown section format is refused by name */
+    const char *other = "{\"format\":\"mllm-x\"}";
+    assert_int_equal(mllm_mllmfile_config_parse(other, strlen(other), "z.mllm", &m), MLLM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mllm_last_error(), "mllm-x"));
+    mllm_meta_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_list),
@@ -198,6 +284,8 @@ int main(void) {
         cmocka_unit_test(test_gemma3_gguf_keys),
         cmocka_unit_test(test_smollm3_no_rope),
         cmocka_unit_test(test_sliding_window_attention),
+        cmocka_unit_test(test_yarn_rope),
+        cmocka_unit_test(test_mllm_config_sections),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

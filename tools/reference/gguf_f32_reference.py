@@ -5,7 +5,10 @@ transformers loads the GGUF with `gguf_file=` and dequantizes every tensor
 (gguf package); the forward pass runs in float32 on the CPU. Prompts are
 token ids (so tokenizers cannot disagree): give them as JSON lists.
 Writes, per prompt, the last position's logits to OUT/<name>.f32 (little-
-endian float32) and a summary JSON (top-20, argmax, top-2 margin).
+endian float32; for offline comparisons, not committed) and OUT/reference.json
+(the 256 largest logits [id, value] with argmax, top-2 margin and the
+logsumexp of the whole vector), which tests/unit/test_reference_gguf_f32.c
+reads.
 
   python3 tools/reference/gguf_f32_reference.py --model FILE.gguf \
       --prompts prompts.json --out DIR
@@ -17,7 +20,7 @@ import argparse, hashlib, json, os, sys, platform
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
-    ap.add_argument("--prompts", required=True, help="JSON: [{name, ids}]")
+    ap.add_argument("--prompts", required=True, help="JSON: [{name, text, ids}] (ids as the model's tokenizer gives them)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     import torch, transformers
@@ -27,6 +30,8 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
     model.eval()
     prompts = json.load(open(a.prompts))
+    if isinstance(prompts, dict):  # an earlier reference.json: rerun its prompts
+        prompts = prompts["prompts"]
     os.makedirs(a.out, exist_ok=True)
     summary = {"header": {"transformers": transformers.__version__, "torch": torch.__version__,
                           "python": platform.python_version(), "model": f,
@@ -38,13 +43,16 @@ def main():
         with torch.no_grad():
             logits = model(ids).logits[0, -1].float()
         logits.numpy().astype("<f4").tofile(os.path.join(a.out, p["name"] + ".f32"))
-        top = torch.topk(logits, 20)
-        summary["prompts"].append({"name": p["name"], "ids": p["ids"],
+        top = torch.topk(logits, 256)
+        summary["prompts"].append({"name": p["name"], "text": p.get("text"), "ids": p["ids"],
                                    "argmax": int(top.indices[0]),
                                    "margin": float(top.values[0] - top.values[1]),
-                                   "top20": [[int(i), float(v)] for i, v in zip(top.indices, top.values)]})
+                                   "logsumexp": float(torch.logsumexp(logits, 0)),
+                                   "top256": [[int(i), float(v)] for i, v in zip(top.indices, top.values)]})
         print(p["name"], "argmax", int(top.indices[0]), "margin", float(top.values[0] - top.values[1]), file=sys.stderr)
-    json.dump(summary, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
+    with open(os.path.join(a.out, "reference.json"), "w") as fo:
+        json.dump(summary, fo, separators=(",", ":"))
+        fo.write("\n")
 
 if __name__ == "__main__":
     main()

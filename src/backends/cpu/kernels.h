@@ -56,6 +56,13 @@ void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n);
 void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                       const void *X, size_t x_stride, int64_t M,
                       float *Y, size_t y_stride, int64_t r0, int64_t r1);
+/* The same product with X as float32 rows, whatever wt is: each weight row
+   is dequantized into row (K floats, the caller's) and dotted in f32 with
+   every activation row. No activation rounding: the float32 answer on the
+   file's weights (mllm_load_params.exact). */
+void mllm_cpu_mul_mat_exact(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
+                            size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
+                            float *row);
 
 /* Row `row` of a (K x n) matrix of dtype t with the given row stride, as K
    floats: plain rows through the dtype's to_float, packed layouts

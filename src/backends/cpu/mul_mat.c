@@ -32,6 +32,19 @@ static void mul_mat_row_blocked(mllm_vec_dot_fn dot, const void *W, size_t w_str
     }
 }
 
+void mllm_cpu_mul_mat_exact(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
+                            size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
+                            float *row) {
+    const mllm_dtype_traits *tr = mllm_dtype_get(wt);
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    if (!tr || r1 <= r0 || M <= 0) return;
+    for (int64_t r = r0; r < r1; r++) {
+        mllm_cpu_get_row(wt, W, w_stride, K, r, row);
+        for (int64_t m = 0; m < M; m++)
+            Y[(size_t)m * y_stride + r] = k->dot_f32(row, (const float *)((const char *)X + (size_t)m * x_stride), (int)K);
+    }
+}
+
 void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                       size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0,
                       int64_t r1) {

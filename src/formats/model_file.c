@@ -89,6 +89,7 @@ mllm_status mllm_model_file_check_intact(const mllm_model_file *f) {
     bool bad = mllm_gguf_damaged(f->gguf);
     const mllm_model_file_priv *p = f->priv;
     for (size_t i = 0; p && !bad && i < p->n_shards; i++) bad = mllm_safetensors_damaged(p->shards[i]);
+    for (size_t i = 0; p && !bad && i < p->n_splits; i++) bad = mllm_gguf_damaged(p->splits[i]);
     if (!bad && p && p->map) bad = mllm_file_map_damaged(p->map);
     if (!bad) return MLLM_OK;
     return mllm_err(MLLM_ERR_IO, "%s: the model file shrank while in use (truncated or rewritten in place); "
@@ -105,6 +106,8 @@ void mllm_model_file_close(mllm_model_file *f) {
     if (p) {
         for (size_t i = 0; i < p->n_shards; i++) mllm_safetensors_close(p->shards[i]);
         mllm_free(p->shards);
+        for (size_t i = 0; i < p->n_splits; i++) mllm_gguf_close(p->splits[i]);
+        mllm_free(p->splits);
         for (size_t i = 0; i < p->n_copies; i++) mllm_free_aligned(p->copies[i]);
         mllm_free(p->copies);
         if (p->map && f->kind == MLLM_FILE_HF) mllm_model_file_release_native(f); /* .mllm: fds, copies */

@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* More split files than this is refused (llama.cpp's gguf-split writes at
+   most 99999; real models: a handful). */
+#define MLLM_GGUF_MAX_SPLITS 1024
+
 static bool is_int(mllm_gguf_type t) {
     return t == MLLM_GGUF_UINT8 || t == MLLM_GGUF_INT8 || t == MLLM_GGUF_UINT16 || t == MLLM_GGUF_INT16 ||
            t == MLLM_GGUF_UINT32 || t == MLLM_GGUF_INT32 || t == MLLM_GGUF_UINT64 || t == MLLM_GGUF_INT64;
@@ -75,21 +79,85 @@ static mllm_status read_meta(const mllm_gguf *g, const char *path, mllm_meta *m)
     return MLLM_OK;
 }
 
-mllm_status mllm_model_file_open_gguf(mllm_model_file *f) {
-    mllm_status st = mllm_gguf_open(f->path, &f->gguf);
-    if (st) return st;
-    if ((st = read_meta(f->gguf, f->path, &f->meta))) return st;
+static mllm_status add_tensors(mllm_model_file *f, const mllm_gguf *g, const char *path) {
     char name[256];
-    for (uint64_t i = 0; i < mllm_gguf_n_tensors(f->gguf); i++) {
-        const mllm_gguf_tensor *t = mllm_gguf_tensor_at(f->gguf, i);
+    for (uint64_t i = 0; i < mllm_gguf_n_tensors(g); i++) {
+        const mllm_gguf_tensor *t = mllm_gguf_tensor_at(g, i);
         if (t->name.len >= sizeof name) {
-            return mllm_err(MLLM_ERR_FORMAT, "%s: tensor name of %llu bytes is too long", f->path,
+            return mllm_err(MLLM_ERR_FORMAT, "%s: tensor name of %llu bytes is too long", path,
                             (unsigned long long)t->name.len);
         }
         memcpy(name, t->name.ptr, (size_t)t->name.len);
         name[t->name.len] = 0;
-        if ((st = mllm_model_file_add_weight(f, name, t->dtype, (int)t->n_dims, t->ne, t->data, t->size))) return st;
+        if (mllm_model_file_find(f, name))
+            return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s' is in two split files", path, name);
+        mllm_status st = mllm_model_file_add_weight(f, name, t->dtype, (int)t->n_dims, t->ne, t->data, t->size);
+        if (st) return st;
         mllm_model_file_mark_mapped(f);
     }
+    return MLLM_OK;
+}
+
+/* The split keys of one file (llama.cpp's gguf-split: split.no counts from
+   0, split.count files in all, split.tensors.count tensors in all). */
+static mllm_status split_keys(const mllm_gguf *g, const char *path, int64_t *no, int64_t *count, int64_t *tensors) {
+    if (!mllm_gguf_get_i64(g, "split.no", no) || !mllm_gguf_get_i64(g, "split.count", count) ||
+        !mllm_gguf_get_i64(g, "split.tensors.count", tensors))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: a split GGUF needs integer keys split.no, split.count and "
+                                         "split.tensors.count", path);
+    if (*count < 1 || *count > MLLM_GGUF_MAX_SPLITS || *no < 0 || *no >= *count || *tensors < 0)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: split.no %lld / split.count %lld is out of range (at most %d files)",
+                        path, (long long)*no, (long long)*count, MLLM_GGUF_MAX_SPLITS);
+    return MLLM_OK;
+}
+
+/* "<prefix>-00001-of-00003.gguf": the other files' names come from the
+   first's, as llama.cpp names them (llama_split_path). */
+static mllm_status open_splits(mllm_model_file *f) {
+    int64_t no, count, total;
+    mllm_status st = split_keys(f->gguf, f->path, &no, &count, &total);
+    if (st) return st;
+    const size_t n = strlen(f->path), tail = strlen("-00001-of-00000.gguf");
+    char want[32];
+    snprintf(want, sizeof want, "-%05d-of-%05d.gguf", 1, (int)count);
+    if (no != 0 || n < tail || strcmp(f->path + n - tail, want) != 0)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: file %lld of a %lld-file split GGUF: open the first one, "
+                                              "named ...%s", f->path, (long long)no + 1, (long long)count, want);
+    mllm_model_file_priv *p = f->priv;
+    p->splits = mllm_calloc((size_t)count, sizeof *p->splits);
+    char *path = mllm_malloc(n + 32);
+    if (!p->splits || !path) {
+        mllm_free(path);
+        return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", f->path);
+    }
+    for (int64_t i = 1; i < count && !st; i++) {
+        memcpy(path, f->path, n - tail);
+        snprintf(path + n - tail, tail + 32, "-%05d-of-%05d.gguf", (int)(i + 1) % 100000, (int)count % 100000);
+        mllm_gguf *g = NULL;
+        if ((st = mllm_gguf_open(path, &g))) break;
+        p->splits[p->n_splits++] = g;
+        int64_t no_i, count_i, total_i;
+        if ((st = split_keys(g, path, &no_i, &count_i, &total_i))) break;
+        if (no_i != i || count_i != count || total_i != total)
+            st = mllm_err(MLLM_ERR_FORMAT, "%s: split keys say file %lld of %lld (%lld tensors), expected file %lld "
+                                           "of %lld (%lld tensors)", path, (long long)no_i + 1, (long long)count_i,
+                          (long long)total_i, (long long)i + 1, (long long)count, (long long)total);
+        if (!st) st = add_tensors(f, g, path);
+    }
+    mllm_free(path);
+    if (!st && (int64_t)f->n_weights != total)
+        st = mllm_err(MLLM_ERR_FORMAT, "%s: the %lld split files hold %zu tensors, split.tensors.count says %lld",
+                      f->path, (long long)count, f->n_weights, (long long)total);
+    return st;
+}
+
+mllm_status mllm_model_file_open_gguf(mllm_model_file *f) {
+    mllm_status st = mllm_gguf_open(f->path, &f->gguf);
+    if (st) return st;
+    if ((st = read_meta(f->gguf, f->path, &f->meta))) return st;
+    if ((st = add_tensors(f, f->gguf, f->path))) return st;
+    int64_t count = 1;
+    if (mllm_gguf_find_key(f->gguf, "split.count") >= 0 && (!mllm_gguf_get_i64(f->gguf, "split.count", &count) || count != 1))
+        return open_splits(f);
     return MLLM_OK;
 }

@@ -14,6 +14,8 @@ typedef struct {
     size_t weights_cap;
     void **copies;                    /* aligned copies of misaligned weights (n_copies) */
     size_t n_copies;
+    struct mllm_gguf **splits;        /* GGUF split files 2..N (n_splits); f->gguf is file 1 */
+    size_t n_splits;
 } mllm_model_file_priv;
 
 /* Weight data must start at the alignment of the widest field its dtype

@@ -33,6 +33,16 @@ static void compute_rmsnorm(mllm_tensor *t, int ith, int nth) {
                    w ? (const float *)w->data : NULL, (int)n, t->fp[0]);
 }
 
+static void compute_layernorm(mllm_tensor *t, int ith, int nth) {
+    const mllm_cpu_ops *k = mllm_cpu_ops_generic();
+    const mllm_tensor *x = t->src[0], *w = t->src[1], *b = t->src[2];
+    int64_t r0, r1, n = t->ne[0];
+    split(n_rows(t), ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++)
+        k->layernorm((float *)t->data + r * n, (const float *)x->data + r * n, w ? (const float *)w->data : NULL,
+                     b ? (const float *)b->data : NULL, (int)n, t->fp[0]);
+}
+
 static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_tensor *w = t->src[0], *x = t->src[1], *b = t->src[2];
     const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
@@ -165,6 +175,7 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const int64_t group = H / Hkv, n_blocks = (T + ATTN_TB - 1) / ATTN_TB;
     const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D);
     const int window = t->ip[1];
+    const bool causal = t->ip[3] == 0;
     const size_t row_bytes = (size_t)H * (size_t)D * sizeof(float);
     const size_t cap = (size_t)MLLM_KV_CAP(kv->n_ctx);
     /* per thread: P (ATTN_TB rows of cap) and one block's P x V (ATTN_TB x D) */
@@ -173,7 +184,8 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     for (int64_t job = ith; job < Hkv * n_blocks; job += nth) {
         const int64_t kvh = job % Hkv, t0 = (job / Hkv) * ATTN_TB;
         const int tb = (int)(T - t0 < ATTN_TB ? T - t0 : ATTN_TB);
-        const int n_max = g->rt->pos + (int)t0 + tb; /* keys the block's last token sees */
+        /* keys the block's last token sees (all stored ones when not causal) */
+        const int n_max = causal ? g->rt->pos + (int)t0 + tb : g->rt->pos + (int)T;
         for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
             const float *qh = (const float *)q->data + (t0 * H + h) * D;
             mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->k + kvh * D, (size_t)kv->kv_dim * sizeof(float), D, qh,
@@ -186,7 +198,7 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
             const int n_pv = (n_max + 7) / 8 * 8;
             for (int r = 0; r < tb; r++) {
                 float *pr = P + (size_t)r * cap;
-                const int n_kv = g->rt->pos + (int)t0 + r + 1;
+                const int n_kv = causal ? g->rt->pos + (int)t0 + r + 1 : n_max;
                 /* A sliding window: keys before n_kv - window get probability 0. */
                 const int lo = window > 0 && n_kv > window ? n_kv - window : 0;
                 k->softmax(pr + lo, n_kv - lo, scale);
@@ -265,6 +277,7 @@ void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     case MLLM_OP_ADD: compute_elementwise(t, ith, nth); break;
     case MLLM_OP_SCALE:
     case MLLM_OP_SOFTCAP: compute_unary(t, ith, nth); break;
+    case MLLM_OP_LAYERNORM: compute_layernorm(t, ith, nth); break;
     default: break;
     }
 }

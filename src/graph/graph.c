@@ -7,7 +7,7 @@
 
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
-    "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap",
+    "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -257,6 +257,25 @@ static mllm_tensor *unary(mllm_graph *g, mllm_op op, mllm_tensor *x, float p, co
     t->src[0] = x;
     t->fp[0] = p;
     return emit(g, t);
+}
+
+mllm_tensor *mllm_op_layernorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, mllm_tensor *b, float eps) {
+    if (!x || x->dtype != MLLM_DTYPE_F32 || (w && w->ne[0] != x->ne[0]) || (b && b->ne[0] != x->ne[0])) {
+        g->failed = true;
+        return NULL;
+    }
+    mllm_tensor *t = node(g, MLLM_OP_LAYERNORM, 4, x->ne, w ? w->name : "layernorm");
+    if (!t) return NULL;
+    t->src[0] = x;
+    t->src[1] = w;
+    t->src[2] = b;
+    t->fp[0] = eps;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_attention_noncausal(mllm_tensor *a) {
+    if (a && a->op == MLLM_OP_ATTENTION) a->ip[3] = 1;
+    return a;
 }
 
 mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unary(g, MLLM_OP_SCALE, x, s, "scale"); }

@@ -18,12 +18,14 @@ typedef enum {
     MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias); ip[2]: exact (f32 activations) */
     MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) at rt->pos + t */
     MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer */
-    MLLM_OP_ATTENTION, /* causal softmax(fp[0] q k^T) v over the KV layer; ip[1] > 0: a sliding window */
+    MLLM_OP_ATTENTION, /* causal softmax(fp[0] q k^T) v over the KV layer; ip[1] > 0: a sliding window;
+                          ip[3]: not causal (every token sees every stored key: encoders) */
     MLLM_OP_SILU_MUL,  /* silu(src[0]) * src[1] */
     MLLM_OP_ADD,       /* src[0] + src[1] */
     MLLM_OP_SCALE,     /* src[0] * fp[0] */
     MLLM_OP_GELU_MUL,  /* gelu_tanh(src[0]) * src[1] (GeGLU) */
     MLLM_OP_SOFTCAP,   /* fp[0] * tanh(src[0] / fp[0]) */
+    MLLM_OP_LAYERNORM, /* per row of ne[0]: (x - mean) / sqrt(var + eps) * w + b (w, b may be NULL) */
     MLLM_OP_COUNT
 } mllm_op;
 
@@ -139,6 +141,11 @@ mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s);
 mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap);
+mllm_tensor *mllm_op_layernorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, mllm_tensor *b, float eps);
+/* The attention node a (from mllm_op_attention) made non-causal: for
+   encoders (BERT, ViT, Whisper's encoder), whose tokens all see each other.
+   Trace mode (in eager mode the node has already run, causally). */
+mllm_tensor *mllm_op_attention_noncausal(mllm_tensor *a);
 mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 /* Views (no copy, no compute). */
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne);

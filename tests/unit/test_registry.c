@@ -119,7 +119,7 @@ static void test_smollm3_no_rope(void **state) {
 
 /* Causal attention over T tokens at positions pos0.., window W, scale s,
    one KV head and H query heads, against double precision. */
-static void attention_case(int T, int pos0, int W, float scale, int nt) {
+static void attention_case(int T, int pos0, int W, float scale, int nt, bool causal) {
     enum { D = 8, H = 2, NCTX = 64 };
     const int kvd = D;
     mllm_kv_layer kv = {0};
@@ -149,13 +149,29 @@ static void attention_case(int T, int pos0, int W, float scale, int nt) {
         if (!step) continue;
         int64_t qs[3] = {D, H, T};
         mllm_tensor *q = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, qs, Q, "q");
-        mllm_tensor *a = mllm_op_attention(&g, q, st, &kv, 1, scale, W);
+        mllm_tensor *a = NULL;
+        if (causal) {
+            a = mllm_op_attention(&g, q, st, &kv, 1, scale, W);
+        } else { /* eager runs at once: trace the node, then run it */
+            mllm_graph tg;
+            mllm_graph_init(&tg, MLLM_MODE_TRACE, pool, 1 << 16);
+            mllm_graph_bind(&tg, &rt);
+            mllm_tensor *dep = mllm_tensor_wrap(&tg, MLLM_DTYPE_F32, 2, ks, K, "dep");
+            mllm_tensor *tq = mllm_tensor_wrap(&tg, MLLM_DTYPE_F32, 3, qs, Q, "q");
+            mllm_tensor *ta = mllm_op_attention_noncausal(mllm_op_attention(&tg, tq, dep, &kv, 1, scale, W));
+            assert_true(mllm_graph_plan(&tg, &ta, 1));
+            mllm_graph_execute(&tg);
+            float *copy = malloc((size_t)T * H * D * sizeof(float));
+            memcpy(copy, ta->data, (size_t)T * H * D * sizeof(float));
+            mllm_graph_free(&tg);
+            a = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, qs, copy, "a");
+        }
         assert_non_null(a);
         double *ref = malloc((size_t)T * H * D * sizeof(double));
         float *rf = malloc((size_t)T * H * D * sizeof(float));
         for (int t = 0; t < T; t++)
             for (int h = 0; h < H; h++) {
-                const int p = pos0 + t, lo = W > 0 && p + 1 > W ? p + 1 - W : 0;
+                const int p = causal ? pos0 + t : pos0 + T - 1, lo = W > 0 && p + 1 > W ? p + 1 - W : 0;
                 double mx = -INFINITY, sum = 0, sc[64];
                 for (int j = lo; j <= p; j++) {
                     double d = 0;
@@ -175,6 +191,7 @@ static void attention_case(int T, int pos0, int W, float scale, int nt) {
         if (!(e < 1e-10)) fail_msg("T %d pos0 %d window %d: nmse %g", T, pos0, W, e);
         free(ref);
         free(rf);
+        if (!causal) free(a->data);
     }
     mllm_graph_free(&g);
     mllm_pool_free(pool);
@@ -185,11 +202,13 @@ static void test_sliding_window_attention(void **state) {
     (void)state;
     mllm_dtype_init();
     for (int nt = 1; nt <= 2; nt++) {
-        attention_case(5, 0, 0, 0.35f, nt);    /* full attention, prefill */
-        attention_case(5, 0, 3, 0.35f, nt);    /* window inside a prefill */
-        attention_case(1, 20, 7, 0.125f, nt);  /* decode with a window */
-        attention_case(19, 11, 4, 0.5f, nt);   /* a chunk past the window, odd sizes */
-        attention_case(3, 2, 100, 0.25f, nt);  /* window wider than the context */
+        attention_case(5, 0, 0, 0.35f, nt, true);    /* full attention, prefill */
+        attention_case(5, 0, 3, 0.35f, nt, true);    /* window inside a prefill */
+        attention_case(1, 20, 7, 0.125f, nt, true);  /* decode with a window */
+        attention_case(19, 11, 4, 0.5f, nt, true);   /* a chunk past the window, odd sizes */
+        attention_case(3, 2, 100, 0.25f, nt, true);  /* window wider than the context */
+        attention_case(7, 0, 0, 0.3f, nt, false);    /* encoder: every token sees all 7 */
+        attention_case(21, 0, 0, 0.2f, nt, false);   /* more than one block of queries */
     }
 }
 
@@ -277,6 +296,47 @@ static void test_mllm_config_sections(void **state) {
     mllm_meta_free(&m);
 }
 
+/* LayerNorm against double math, with and without weight and bias, odd sizes. */
+static void test_layernorm(void **state) {
+    (void)state;
+    const int sizes[] = {1, 7, 64, 385};
+    for (int si = 0; si < 4; si++) {
+        const int n = sizes[si], rows = 3;
+        float *x = malloc((size_t)n * rows * 4), *w = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+        float *ref = malloc((size_t)n * rows * 4);
+        tu_fill_random(x, (size_t)n * rows, 21 + (uint64_t)si);
+        tu_fill_random(w, (size_t)n, 31);
+        tu_fill_random(b, (size_t)n, 41);
+        for (int i = 0; i < n * rows; i++) x[i] = x[i] * 3.0f + 1.5f; /* a mean far from 0 */
+        mllm_pool *pool = mllm_pool_new(2);
+        mllm_rt rt = {0, NULL};
+        for (int variant = 0; variant < 2; variant++) {
+            mllm_graph g;
+            mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 14);
+            mllm_graph_bind(&g, &rt);
+            int64_t ne[2] = {n, rows}, vn[1] = {n};
+            mllm_tensor *W = variant ? mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 1, vn, w, "w") : NULL;
+            mllm_tensor *B = variant ? mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 1, vn, b, "b") : NULL;
+            mllm_tensor *y = mllm_op_layernorm(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ne, x, "x"), W, B, 1e-5f);
+            assert_non_null(y);
+            for (int r = 0; r < rows; r++) {
+                double mean = 0, var = 0;
+                for (int i = 0; i < n; i++) mean += x[r * n + i] / (double)n;
+                for (int i = 0; i < n; i++) var += (x[r * n + i] - mean) * (x[r * n + i] - mean) / n;
+                for (int i = 0; i < n; i++) {
+                    const double v = (x[r * n + i] - mean) / sqrt(var + 1e-5);
+                    ref[r * n + i] = (float)(variant ? v * w[i] + b[i] : v);
+                }
+            }
+            const double e = tu_nmse(y->data, ref, (size_t)n * rows);
+            if (!(e < 1e-12)) fail_msg("layernorm n %d variant %d: nmse %g", n, variant, e);
+            mllm_graph_free(&g);
+        }
+        mllm_pool_free(pool);
+        free(x), free(w), free(b), free(ref);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_list),
@@ -286,6 +346,7 @@ int main(void) {
         cmocka_unit_test(test_sliding_window_attention),
         cmocka_unit_test(test_yarn_rope),
         cmocka_unit_test(test_mllm_config_sections),
+        cmocka_unit_test(test_layernorm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

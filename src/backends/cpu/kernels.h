@@ -13,6 +13,9 @@ typedef struct {
     const char *name; /* "generic", "avx2", "avx512" */
     /* y = x / sqrt(mean(x^2) + eps) * w   (w may be NULL: no weight) */
     void (*rmsnorm)(float *y, const float *x, const float *w, int n, float eps);
+    /* y = (x - mean(x)) / sqrt(var(x) + eps) * w + b  (w, b may be NULL: 1 and 0).
+       Generic only (NULL in the SIMD tables; the graph calls the generic one). */
+    void (*layernorm)(float *y, const float *x, const float *w, const float *b, int n, float eps);
     /* y = silu(g) * u  (SwiGLU) */
     void (*silu_mul)(float *y, const float *g, const float *u, int n);
     /* y = gelu_tanh(g) * u  (GeGLU; GELU in its tanh form, as Gemma uses) */

@@ -22,6 +22,24 @@ static void mllm_silu_mul_generic(float *y, const float *g, const float *u, int 
     for (int i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* Two passes in float (mean, then the variance of x - mean), as ggml's
+   ggml_compute_forward_norm_f32 sums in ggml_float (double). */
+static void mllm_layernorm_generic(float *y, const float *x, const float *w, const float *b, int n, float eps) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += x[i];
+    const float mean = (float)(sum / n);
+    double var = 0;
+    for (int i = 0; i < n; i++) {
+        const float d = x[i] - mean;
+        var += (double)d * d;
+    }
+    const float scale = 1.0f / sqrtf((float)(var / n) + eps);
+    for (int i = 0; i < n; i++) {
+        const float v = (x[i] - mean) * scale;
+        y[i] = (w ? v * w[i] : v) + (b ? b[i] : 0.0f);
+    }
+}
+
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 static void mllm_gelu_mul_generic(float *y, const float *g, const float *u, int n) {
     const float c = 0.7978845608028654f;
@@ -79,6 +97,7 @@ static const mllm_cpu_ops g_generic = {
     .rmsnorm = mllm_rmsnorm_generic,
     .silu_mul = mllm_silu_mul_generic,
     .gelu_mul = mllm_gelu_mul_generic,
+    .layernorm = mllm_layernorm_generic,
     .softmax = mllm_softmax_generic,
     .rope = mllm_rope_generic,
     .dot_f32 = mllm_dot_f32_generic,

@@ -34,11 +34,11 @@ struct mllm_session {
     int n_ctx;
     float *kv_mem;          /* (n_layer, 2, n_ctx, kv_dim) */
     mllm_kv_layer *kv;      /* (n_layer) */
-    mllm_rt rt;
-    int32_t rt_token;       /* the decode graph's one input token */
-    mllm_graph decode;      /* traced once: one token at rt.pos */
+    mllm_graph decode;      /* traced once: one token */
+    mllm_decoder_inputs decode_in;  /* its inputs: the token id and its position */
     mllm_tensor *decode_logits;
     mllm_graph prefill;     /* traced for prefill_T tokens, reused while T repeats */
+    mllm_decoder_inputs prefill_in;
     mllm_tensor *prefill_logits;
     int prefill_T;
     float *logits;          /* (n_vocab) logits of the last evaluated position */

@@ -16,11 +16,20 @@ MLLM_API void mllm_session_default_params(mllm_session_params *p) {
     p->struct_size = sizeof *p;
 }
 
-static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, mllm_tensor **logits) {
+static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, mllm_decoder_inputs *in,
+                        mllm_tensor **logits) {
     mllm_graph_reset(g);
-    mllm_graph_bind(g, &s->rt);
-    *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, T, first_out);
+    in->ids = mllm_graph_input_i32(g, T, "ids");
+    in->pos = mllm_graph_input_i32(g, T, "pos");
+    *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, in, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
+}
+
+/* The inputs of one call: ids and positions n_past, n_past + 1, ... */
+static void set_inputs(const mllm_session *s, const mllm_decoder_inputs *in, const int32_t *ids, int T) {
+    memcpy(mllm_tensor_i32(in->ids), ids, (size_t)T * sizeof(int32_t));
+    int32_t *pos = mllm_tensor_i32(in->pos);
+    for (int i = 0; i < T; i++) pos[i] = s->n_past + i;
 }
 
 MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p, mllm_session **out) {
@@ -57,9 +66,8 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
     mllm_graph_init(&s->decode, MLLM_MODE_TRACE, s->pool, 256 * 1024);
     mllm_graph_init(&s->prefill, MLLM_MODE_TRACE, s->pool, 256 * 1024);
     s->decode.exact = s->prefill.exact = m->exact;
-    s->rt.tokens = &s->rt_token;
     /* The decode step is traced once here and re-run for every token. */
-    if (!trace_graph(s, &s->decode, 1, 0, &s->decode_logits)) {
+    if (!trace_graph(s, &s->decode, 1, 0, &s->decode_in, &s->decode_logits)) {
         mllm_session_free(s);
         return mllm_err(MLLM_ERR_NOMEM, "could not build the decode graph");
     }
@@ -114,20 +122,18 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
         int T = (int)(n - done > MLLM_PREFILL_CHUNK ? MLLM_PREFILL_CHUNK : n - done);
         mllm_graph *g;
         mllm_tensor *logits;
-        s->rt.pos = s->n_past;
         if (T == 1) {
-            s->rt_token = ids[done];
-            s->rt.tokens = &s->rt_token;
+            set_inputs(s, &s->decode_in, ids + done, 1);
             g = &s->decode;
             logits = s->decode_logits;
         } else {
-            s->rt.tokens = ids + done;
             if (s->prefill_T != T) {
                 s->prefill_T = 0;
-                if (!trace_graph(s, &s->prefill, T, T - 1, &s->prefill_logits))
+                if (!trace_graph(s, &s->prefill, T, T - 1, &s->prefill_in, &s->prefill_logits))
                     return mllm_err(MLLM_ERR_NOMEM, "could not build the prefill graph for %d tokens", T);
                 s->prefill_T = T;
             }
+            set_inputs(s, &s->prefill_in, ids + done, T);
             g = &s->prefill;
             logits = s->prefill_logits;
         }
@@ -155,10 +161,10 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     mllm_graph_init(&g, MLLM_MODE_TRACE, s->pool, 256 * 1024);
     g.exact = s->m->exact;
     mllm_tensor *logits = NULL;
-    s->rt.pos = s->n_past;
-    s->rt.tokens = ids;
-    if (!trace_graph(s, &g, n, first_out, &logits)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
+    mllm_decoder_inputs in;
+    if (!trace_graph(s, &g, n, first_out, &in, &logits)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
     if (st == MLLM_OK) {
+        set_inputs(s, &in, ids, n);
         mllm_graph_execute(&g);
         if (g.failed) st = mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
         if (st == MLLM_OK) st = mllm_model_file_check_intact(s->m->file);

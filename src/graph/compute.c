@@ -14,10 +14,10 @@ static void split(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
 
 static int64_t n_rows(const mllm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 
-static void compute_get_rows(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+static void compute_get_rows(mllm_tensor *t, int ith, int nth) {
     const mllm_tensor *tab = t->src[0];
     for (int64_t i = ith; i < t->ne[1]; i += nth) {
-        int32_t id = g->rt->tokens[i];
+        int32_t id = ((const int32_t *)t->src[1]->data)[i];
         float *dst = (float *)((char *)t->data + (size_t)i * t->nb[1]);
         mllm_cpu_get_row((mllm_dtype)tab->dtype, tab->data, tab->nb[1], t->ne[0], id, dst);
     }
@@ -124,7 +124,7 @@ static void compute_rope(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     float *cs = (float *)g->work + (size_t)ith * (size_t)rp->n_rot;
     float *sn = cs + rp->n_rot / 2;
     for (int64_t tt = 0; tt < T; tt++) {
-        rope_table(rp, g->rt->pos + (int)tt, cs, sn);
+        rope_table(rp, ((const int32_t *)t->src[1]->data)[tt], cs, sn);
         for (int64_t h = ith; h < H; h += nth) {
             float *dst = (float *)t->data + (tt * H + h) * D;
             memcpy(dst, (const float *)x->data + (tt * H + h) * D, (size_t)D * sizeof(float));
@@ -137,7 +137,7 @@ static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_kv_layer *kv = t->pp;
     const mllm_tensor *k = t->src[0], *v = t->src[1];
     int64_t T = mllm_tensor_nelements(k) / kv->kv_dim;
-    const size_t pos0 = (size_t)g->rt->pos;
+    const size_t pos0 = (size_t)((const int32_t *)t->src[2]->data)[0]; /* positions are consecutive */
     for (int64_t tt = ith; tt < T; tt += nth)
         memcpy(kv->k + (pos0 + (size_t)tt) * (size_t)kv->kv_dim, (const float *)k->data + tt * kv->kv_dim,
                (size_t)kv->kv_dim * sizeof(float));
@@ -176,6 +176,7 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D);
     const int window = t->ip[1];
     const bool causal = t->ip[3] == 0;
+    const int32_t *pos = t->src[2]->data;
     const size_t row_bytes = (size_t)H * (size_t)D * sizeof(float);
     const size_t cap = (size_t)MLLM_KV_CAP(kv->n_ctx);
     /* per thread: P (ATTN_TB rows of cap) and one block's P x V (ATTN_TB x D) */
@@ -185,7 +186,7 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
         const int64_t kvh = job % Hkv, t0 = (job / Hkv) * ATTN_TB;
         const int tb = (int)(T - t0 < ATTN_TB ? T - t0 : ATTN_TB);
         /* keys the block's last token sees (all stored ones when not causal) */
-        const int n_max = causal ? g->rt->pos + (int)t0 + tb : g->rt->pos + (int)T;
+        const int n_max = causal ? pos[t0 + tb - 1] + 1 : pos[T - 1] + 1;
         for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
             const float *qh = (const float *)q->data + (t0 * H + h) * D;
             mllm_cpu_mul_mat(MLLM_DTYPE_F32, kv->k + kvh * D, (size_t)kv->kv_dim * sizeof(float), D, qh,
@@ -198,7 +199,7 @@ static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
             const int n_pv = (n_max + 7) / 8 * 8;
             for (int r = 0; r < tb; r++) {
                 float *pr = P + (size_t)r * cap;
-                const int n_kv = causal ? g->rt->pos + (int)t0 + r + 1 : n_max;
+                const int n_kv = causal ? pos[t0 + r] + 1 : n_max;
                 /* A sliding window: keys before n_kv - window get probability 0. */
                 const int lo = window > 0 && n_kv > window ? n_kv - window : 0;
                 k->softmax(pr + lo, n_kv - lo, scale);
@@ -266,7 +267,7 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
 
 void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     switch (t->op) {
-    case MLLM_OP_GET_ROWS: compute_get_rows(g, t, ith, nth); break;
+    case MLLM_OP_GET_ROWS: compute_get_rows(t, ith, nth); break;
     case MLLM_OP_RMSNORM: compute_rmsnorm(t, ith, nth); break;
     case MLLM_OP_MATMUL: compute_matmul(g, t, ith, nth); break;
     case MLLM_OP_ROPE: compute_rope(g, t, ith, nth); break;

@@ -37,7 +37,14 @@ void mllm_graph_reset(mllm_graph *g) {
     g->failed = false;
 }
 
-void mllm_graph_bind(mllm_graph *g, const mllm_rt *rt) { g->rt = rt; }
+mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name) {
+    if (n < 1) { g->failed = true; return NULL; }
+    int64_t ne[1] = {n};
+    void *data = mllm_arena_alloc(&g->arena, (size_t)n * sizeof(int32_t));
+    if (!data) { g->failed = true; return NULL; }
+    memset(data, 0, (size_t)n * sizeof(int32_t));
+    return mllm_tensor_wrap(g, MLLM_DTYPE_I32, 1, ne, data, name);
+}
 
 int64_t mllm_tensor_nelements(const mllm_tensor *t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
@@ -164,12 +171,15 @@ static mllm_tensor *node(mllm_graph *g, mllm_op op, int n_dims, const int64_t *n
     return t;
 }
 
-mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, int n_tokens) {
-    if (!table) return NULL;
-    int64_t ne[2] = {table->ne[0], n_tokens};
+static bool is_i32_vector(const mllm_tensor *t) { return t && t->dtype == MLLM_DTYPE_I32 && t->ne[1] == 1; }
+
+mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, mllm_tensor *ids) {
+    if (!table || !is_i32_vector(ids)) { g->failed = true; return NULL; }
+    int64_t ne[2] = {table->ne[0], ids->ne[0]};
     mllm_tensor *t = node(g, MLLM_OP_GET_ROWS, 2, ne, "inp_embd");
     if (!t) return NULL;
     t->src[0] = table;
+    t->src[1] = ids;
     return emit(g, t);
 }
 
@@ -196,34 +206,41 @@ mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_
     return emit(g, t);
 }
 
-mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, const mllm_rope_params *rp) {
+mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, mllm_tensor *pos, const mllm_rope_params *rp) {
     if (!x) return NULL;
+    if (!is_i32_vector(pos) || pos->ne[0] != x->ne[2]) { g->failed = true; return NULL; }
     mllm_tensor *t = node(g, MLLM_OP_ROPE, 4, x->ne, "rope");
     if (!t) return NULL;
     t->src[0] = x;
+    t->src[1] = pos;
     t->pp = rp;
     return emit(g, t);
 }
 
-mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, const mllm_kv_layer *kv) {
+mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                              const mllm_kv_layer *kv) {
     if (!k || !v) return NULL;
+    if (!is_i32_vector(pos) || pos->ne[0] * kv->kv_dim != mllm_tensor_nelements(k)) { g->failed = true; return NULL; }
     int64_t ne[1] = {1};
     mllm_tensor *t = node(g, MLLM_OP_KV_STORE, 1, ne, "kv_store");
     if (!t) return NULL;
     t->src[0] = k;
     t->src[1] = v;
+    t->src[2] = pos;
     t->pp = kv;
     return emit(g, t);
 }
 
-mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
+mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window) {
     if (!q || !dep) return NULL;
+    if (!is_i32_vector(pos) || pos->ne[0] != q->ne[2]) { g->failed = true; return NULL; }
     int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
     mllm_tensor *t = node(g, MLLM_OP_ATTENTION, 2, ne, "attn");
     if (!t) return NULL;
     t->src[0] = q;
     t->src[1] = dep;
+    t->src[2] = pos;
     t->pp = kv;
     t->ip[0] = n_head_kv;
     t->ip[1] = window > 0 ? window : 0;

@@ -1,7 +1,9 @@
 /* Tensors, the op API and the graph. Model code is written once against
    mllm_op_*(): in EAGER mode each op runs at once; in TRACE mode it records a
-   node, and the graph is then executed as many times as needed, reading the
-   values that change per call (position, token ids) from the bound mllm_rt. */
+   node, and the graph is then executed as many times as needed. What changes
+   from one call to the next (token ids, positions) is graph inputs: I32
+   tensors the caller fills before each execute (mllm_graph_input_i32); ops
+   read them as any other source, nothing reaches a kernel another way. */
 #ifndef MLLM_GRAPH_GRAPH_H
 #define MLLM_GRAPH_GRAPH_H
 #include <stdbool.h>
@@ -13,11 +15,11 @@
 typedef enum {
     MLLM_OP_NONE = 0,  /* a leaf: weight or input */
     MLLM_OP_VIEW,      /* no compute: a reshaped/offset view of src[0] */
-    MLLM_OP_GET_ROWS,  /* rows of src[0] (embedding table) picked by rt->tokens */
+    MLLM_OP_GET_ROWS,  /* rows of src[0] (embedding table) picked by the ids in src[1] (I32) */
     MLLM_OP_RMSNORM,   /* per row of ne[0]: x / rms(x) * w */
     MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias); ip[2]: exact (f32 activations) */
-    MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) at rt->pos + t */
-    MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer */
+    MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) of token t at position src[1][t] (I32) */
+    MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer at the positions src[2] */
     MLLM_OP_ATTENTION, /* causal softmax(fp[0] q k^T) v over the KV layer; ip[1] > 0: a sliding window;
                           ip[3]: not causal (every token sees every stored key: encoders) */
     MLLM_OP_SILU_MUL,  /* silu(src[0]) * src[1] */
@@ -46,12 +48,6 @@ struct mllm_tensor {
     int64_t next_chunk;    /* executor: next row chunk to hand out (atomic) */
     char name[48];
 };
-
-/* Values bound at execute time: what changes from one call to the next. */
-typedef struct {
-    int pos;               /* position of the first token of this pass */
-    const int32_t *tokens; /* n_tokens ids (the T the graph was built for) */
-} mllm_rt;
 
 /* One layer of the KV cache, read and written by KV_STORE / ATTENTION. */
 /* V is stored transposed in blocks of MLLM_KV_VBLOCK positions: block b
@@ -93,7 +89,6 @@ typedef struct {
     mllm_tensor **nodes;   /* in execution order (trace mode) */
     int n_nodes, cap_nodes;
     mllm_pool *pool;
-    const mllm_rt *rt;
     mllm_tensor **views;   /* trace mode: views to resolve after planning */
     int n_views, cap_views;
     void *buf;             /* trace mode: activations, placed by the planner */
@@ -108,7 +103,10 @@ void mllm_graph_init(mllm_graph *g, mllm_mode mode, mllm_pool *pool, size_t aren
 void mllm_graph_free(mllm_graph *g);
 /* Forgets all nodes and activations (keeps the memory for reuse). */
 void mllm_graph_reset(mllm_graph *g);
-void mllm_graph_bind(mllm_graph *g, const mllm_rt *rt);
+/* A graph input: n int32 values in memory the graph owns (until reset or
+   free), to be written through mllm_tensor_i32() before each execute. */
+mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name);
+static inline int32_t *mllm_tensor_i32(mllm_tensor *t) { return (int32_t *)t->data; }
 /* Trace mode: places every activation in one buffer, reusing the memory of
    tensors after their last reader (outputs are kept). Returns false on
    out-of-memory. Must be called once after building, before executing. */
@@ -127,15 +125,18 @@ mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, c
 int64_t mllm_tensor_nelements(const mllm_tensor *t);
 
 /* ---- ops (every op: NULL inputs or a build failure give NULL) -------- */
-mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, int n_tokens);
+/* Positions: one per token, consecutive within one call (the KV cache of a
+   session is one sequence; several sequences per batch come with #14). */
+mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, mllm_tensor *ids);
 mllm_tensor *mllm_op_rmsnorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, float eps);
 mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_tensor *bias);
-mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, const mllm_rope_params *rp);
-mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, const mllm_kv_layer *kv);
+mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, mllm_tensor *pos, const mllm_rope_params *rp);
+mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                              const mllm_kv_layer *kv);
 /* q: (D, H, T); dep: the KV_STORE node that must run first. Out: (D*H, T).
    scale multiplies q.k (1/sqrt(D) for most models); window > 0: a token at
    position p sees positions (p - window, p] only (sliding-window layers). */
-mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep,
+mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window);
 mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);

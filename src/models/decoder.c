@@ -159,15 +159,17 @@ void mllm_decoder_release(mllm_decoder *m) {
     memset(m, 0, sizeof *m);
 }
 
-mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv, int n_tokens,
-                                  int first_out) {
+mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
+                                  const mllm_decoder_inputs *in, int first_out) {
     const mllm_hparams *c = &m->cfg;
-    int64_t T = n_tokens;
-    mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, n_tokens);
+    if (!in->ids || !in->pos) return NULL;
+    const int64_t T = in->ids->ne[0];
+    const int n_tokens = (int)T;
+    mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, in->ids);
     if (c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
     for (int l = 0; l < c->n_layer && x; l++) {
         const mllm_decoder_layer *L = &m->layers[l];
-        mllm_tensor *a = mllm_block_attention(g, c, L, x, &kv[l]);
+        mllm_tensor *a = mllm_block_attention(g, c, L, x, in->pos, &kv[l]);
         x = mllm_op_add(g, x, a);
         mllm_tensor *h = mllm_block_ffn(g, c, L, x);
         x = mllm_op_add(g, x, h);

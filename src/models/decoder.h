@@ -42,11 +42,17 @@ void mllm_decoder_release(mllm_decoder *m);
    path has packed kernels (AVX2); MLLM_REPACK=0 never, MLLM_REPACK=1 always. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
 
-/* Builds (eager: runs) the forward pass of n_tokens tokens bound in g->rt,
-   writing K/V into kv[layer]; returns the logits of tokens [first_out,
-   n_tokens) as (n_vocab x (n_tokens - first_out)), or NULL when the graph
-   could not be built. Generation asks for the last token only. */
-mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv, int n_tokens,
-                                  int first_out);
+/* The graph's inputs: T token ids and their T (consecutive) positions,
+   I32 tensors (mllm_graph_input_i32) the caller fills before executing. */
+typedef struct {
+    mllm_tensor *ids, *pos;
+} mllm_decoder_inputs;
+
+/* Builds (eager: runs) the forward pass of the tokens in `in`, writing K/V
+   into kv[layer]; returns the logits of tokens [first_out, T) as
+   (n_vocab x (T - first_out)), or NULL when the graph could not be built.
+   Generation asks for the last token only. */
+mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
+                                  const mllm_decoder_inputs *in, int first_out);
 
 #endif

@@ -69,12 +69,9 @@ static void test_eager_equals_trace(void **state) {
     for (int i = 0; i < N * K; i++) { w->w1[i] *= 0.3f; w->w2[i] *= 0.3f; w->w3[i] *= 0.3f; }
     for (int nt = 1; nt <= 3; nt++) {
         mllm_pool *pool = mllm_pool_new(nt);
-        mllm_rt rt = {0, NULL};
         mllm_graph eg, tg;
         mllm_graph_init(&eg, MLLM_MODE_EAGER, pool, 4096);
         mllm_graph_init(&tg, MLLM_MODE_TRACE, pool, 4096);
-        mllm_graph_bind(&eg, &rt);
-        mllm_graph_bind(&tg, &rt);
         mllm_tensor *eo = build(&eg, w, input);
         mllm_tensor *to = build(&tg, w, input);
         assert_non_null(eo);

@@ -133,32 +133,32 @@ static void attention_case(int T, int pos0, int W, float scale, int nt, bool cau
     tu_fill_random(V, n * D, 12);
     tu_fill_random(Q, T * H * D, 13);
     mllm_pool *pool = mllm_pool_new(nt);
-    mllm_rt rt = {0, NULL};
     mllm_graph g;
     mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 16);
-    mllm_graph_bind(&g, &rt);
     /* Fill the cache with the earlier positions, then attend with T queries. */
     for (int step = 0; step < 2; step++) {
         const int p0 = step ? pos0 : 0, cnt = step ? T : pos0;
         if (cnt == 0) continue;
-        rt.pos = p0;
+        mllm_tensor *pos = mllm_graph_input_i32(&g, cnt, "pos");
+        for (int i = 0; i < cnt; i++) mllm_tensor_i32(pos)[i] = p0 + i;
         int64_t ks[2] = {kvd, cnt};
         mllm_tensor *k = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ks, K + (size_t)p0 * D, "k");
         mllm_tensor *v = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ks, V + (size_t)p0 * D, "v");
-        mllm_tensor *st = mllm_op_kv_store(&g, k, v, &kv);
+        mllm_tensor *st = mllm_op_kv_store(&g, k, v, pos, &kv);
         if (!step) continue;
         int64_t qs[3] = {D, H, T};
         mllm_tensor *q = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, qs, Q, "q");
         mllm_tensor *a = NULL;
         if (causal) {
-            a = mllm_op_attention(&g, q, st, &kv, 1, scale, W);
+            a = mllm_op_attention(&g, q, st, pos, &kv, 1, scale, W);
         } else { /* eager runs at once: trace the node, then run it */
             mllm_graph tg;
             mllm_graph_init(&tg, MLLM_MODE_TRACE, pool, 1 << 16);
-            mllm_graph_bind(&tg, &rt);
+            mllm_tensor *tpos = mllm_graph_input_i32(&tg, cnt, "pos");
+            memcpy(mllm_tensor_i32(tpos), mllm_tensor_i32(pos), (size_t)cnt * sizeof(int32_t));
             mllm_tensor *dep = mllm_tensor_wrap(&tg, MLLM_DTYPE_F32, 2, ks, K, "dep");
             mllm_tensor *tq = mllm_tensor_wrap(&tg, MLLM_DTYPE_F32, 3, qs, Q, "q");
-            mllm_tensor *ta = mllm_op_attention_noncausal(mllm_op_attention(&tg, tq, dep, &kv, 1, scale, W));
+            mllm_tensor *ta = mllm_op_attention_noncausal(mllm_op_attention(&tg, tq, dep, tpos, &kv, 1, scale, W));
             assert_true(mllm_graph_plan(&tg, &ta, 1));
             mllm_graph_execute(&tg);
             float *copy = malloc((size_t)T * H * D * sizeof(float));
@@ -232,14 +232,14 @@ static void test_yarn_rope(void **state) {
     rp.corr[0] = (float)lo, rp.corr[1] = (float)hi;
     mllm_pool *pool = mllm_pool_new(1);
     for (int pos = 0; pos < 200; pos += 37) {
-        mllm_rt rt = {pos, NULL};
         mllm_graph g;
         mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 14);
-        mllm_graph_bind(&g, &rt);
+        mllm_tensor *pin = mllm_graph_input_i32(&g, 1, "pos");
+        mllm_tensor_i32(pin)[0] = pos;
         float x[D];
         tu_fill_random(x, D, 5 + (uint64_t)pos);
         int64_t ne[3] = {D, 1, 1};
-        mllm_tensor *t = mllm_op_rope(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, ne, x, "x"), &rp);
+        mllm_tensor *t = mllm_op_rope(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, ne, x, "x"), pin, &rp);
         assert_non_null(t);
         float ref[D];
         const double ms = 0.1 * log(factor) + 1.0;
@@ -309,11 +309,9 @@ static void test_layernorm(void **state) {
         tu_fill_random(b, (size_t)n, 41);
         for (int i = 0; i < n * rows; i++) x[i] = x[i] * 3.0f + 1.5f; /* a mean far from 0 */
         mllm_pool *pool = mllm_pool_new(2);
-        mllm_rt rt = {0, NULL};
         for (int variant = 0; variant < 2; variant++) {
             mllm_graph g;
             mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 14);
-            mllm_graph_bind(&g, &rt);
             int64_t ne[2] = {n, rows}, vn[1] = {n};
             mllm_tensor *W = variant ? mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 1, vn, w, "w") : NULL;
             mllm_tensor *B = variant ? mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 1, vn, b, "b") : NULL;

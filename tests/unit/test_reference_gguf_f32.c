@@ -79,9 +79,9 @@ static void run_model(const model_case *mc, bool exact) {
         for (int i = 0; i < n; i++) ids[i] = cJSON_GetArrayItem(ids_j, i)->valueint;
         /* The tokenizer gives the ids the reference was run on. */
         const char *txt = cJSON_GetObjectItem(p, "text")->valuestring;
-        int32_t tk[512];
+        static int32_t tk[8192];
         size_t nt = 0;
-        assert_int_equal(mllm_tokenize(m, txt, strlen(txt), 1, tk, 512, &nt), MLLM_OK);
+        assert_int_equal(mllm_tokenize(m, txt, strlen(txt), 1, tk, 8192, &nt), MLLM_OK);
         assert_int_equal((int)nt, n);
         assert_memory_equal(tk, ids, (size_t)n * sizeof *ids);
         mllm_session_params sp;

@@ -216,9 +216,14 @@ static mllm_status decode(decoder *d, vsrc *vs, const char *format) {
             float acc = 0;
             for (int c = 0; c < ch; c++) {
                 float v = d->chunk[(size_t)i * (size_t)ch + (size_t)c];
-                if (!isfinite(v)) {
-                    return mllm_err(MLLM_ERR_FORMAT, "%s: sample %llu (channel %d) is %s", d->label,
-                                    (unsigned long long)(d->frames + (uint64_t)i), c, isnan(v) ? "NaN" : "infinite");
+                if (!(fabsf(v) <= MLLM_AUDIO_MAX_SAMPLE)) {
+                    unsigned long long at = d->frames + (uint64_t)i;
+                    if (!isfinite(v)) {
+                        return mllm_err(MLLM_ERR_FORMAT, "%s: sample %llu (channel %d) is %s", d->label, at, c,
+                                        isnan(v) ? "NaN" : "infinite");
+                    }
+                    return mllm_err(MLLM_ERR_FORMAT, "%s: sample %llu (channel %d) is %g, over the %g limit (full scale: 1)",
+                                    d->label, at, c, (double)v, (double)MLLM_AUDIO_MAX_SAMPLE);
                 }
                 acc += v;
             }

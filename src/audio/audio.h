@@ -8,7 +8,7 @@
    RIFX / RF64 WAV, Wave64, AIFF, fLaC, OggS, an ID3 tag or an MPEG frame
    sync), so the other two dozen formats libsndfile parses are never
    reached from untrusted input. Every header field is checked against the
-   limits below; truncated files, NaN or infinite samples and absurd sizes
+   limits below; truncated files, NaN, infinite or absurdly loud samples and absurd sizes
    are errors whose message names the file. */
 #ifndef MLLM_AUDIO_AUDIO_H
 #define MLLM_AUDIO_AUDIO_H
@@ -25,6 +25,10 @@
 #define MLLM_AUDIO_MAX_RATE 768000
 /* More channels than any real recording (3rd-order ambisonics is 16). */
 #define MLLM_AUDIO_MAX_CHANNELS 64
+/* Largest sample magnitude (full scale is 1.0): float files may overshoot a
+   little; 60 dB over full scale is a broken file, and bounding it keeps the
+   channel sums and the resampler's output finite. */
+#define MLLM_AUDIO_MAX_SAMPLE 1000.0f
 /* Largest input file (RF64 / W64 can be larger; nothing of 3 hours is). */
 #define MLLM_AUDIO_MAX_FILE_BYTES ((uint64_t)8 << 30)
 
@@ -40,7 +44,8 @@ typedef struct {
    allocated with mllm_malloc (free with mllm_free), *n_samples its count;
    info may be NULL. Errors: MLLM_ERR_IO (cannot open, not a regular file,
    read error), MLLM_ERR_FORMAT (not a known container, libsndfile cannot
-   decode it, a header field out of range, truncated, NaN/Inf samples),
+   decode it, a header field out of range, truncated, NaN/Inf samples or
+   ones over MLLM_AUDIO_MAX_SAMPLE),
    MLLM_ERR_UNSUPPORTED (over a limit above), MLLM_ERR_INVALID_ARG,
    MLLM_ERR_NOMEM. On error *samples is NULL and *n_samples 0. */
 mllm_status mllm_audio_load(const char *path, int out_rate, float **samples, size_t *n_samples,

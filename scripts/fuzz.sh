@@ -39,6 +39,8 @@ trap 'rm -rf "$scratch"' EXIT
 export MLLM_FUZZ_TMP=$scratch
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Leaks inside system libraries we cannot fix (each explained in the file).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 
 status=0
 summary=""

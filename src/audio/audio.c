@@ -36,7 +36,7 @@ static sf_count_t v_len(void *u) { return ((vsrc *)u)->size; }
 static sf_count_t v_seek(sf_count_t off, int whence, void *u) {
     vsrc *s = u;
     sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? s->pos : whence == SEEK_END ? s->size : -1;
-    if (base < 0 || (off < 0 && -off > base) || (off > 0 && off > INT64_MAX - base)) return -1;
+    if (base < 0 || (off < 0 ? off < -base : off > INT64_MAX - base)) return -1;
     s->pos = base + off;
     return s->pos;
 }
@@ -173,7 +173,9 @@ static mllm_status push(decoder *d, const float *mono, long n, bool last) {
 
 static mllm_status check_header(decoder *d, const char *format) {
     const SF_INFO *in = &d->in;
-    if (in->channels <= 0) return mllm_err(MLLM_ERR_FORMAT, "%s: %s header has %d channels", d->label, format, in->channels);
+    if (in->channels <= 0) {
+        return mllm_err(MLLM_ERR_FORMAT, "%s: %s header has %d channels", d->label, format, in->channels);
+    }
     if (in->channels > MLLM_AUDIO_MAX_CHANNELS) {
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %d channels (at most %d)", d->label, in->channels,
                         MLLM_AUDIO_MAX_CHANNELS);
@@ -222,8 +224,9 @@ static mllm_status decode(decoder *d, vsrc *vs, const char *format) {
                         return mllm_err(MLLM_ERR_FORMAT, "%s: sample %llu (channel %d) is %s", d->label, at, c,
                                         isnan(v) ? "NaN" : "infinite");
                     }
-                    return mllm_err(MLLM_ERR_FORMAT, "%s: sample %llu (channel %d) is %g, over the %g limit (full scale: 1)",
-                                    d->label, at, c, (double)v, (double)MLLM_AUDIO_MAX_SAMPLE);
+                    return mllm_err(MLLM_ERR_FORMAT,
+                                    "%s: sample %llu (channel %d) is %g, over the %g limit (full scale: 1)", d->label,
+                                    at, c, (double)v, (double)MLLM_AUDIO_MAX_SAMPLE);
                 }
                 acc += v;
             }
@@ -246,7 +249,10 @@ static mllm_status decode(decoder *d, vsrc *vs, const char *format) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: cannot decode this %s after %llu frames: %s", d->label, format,
                         (unsigned long long)d->frames, sf_error_number(e));
     }
-    if (d->in.frames != SF_COUNT_MAX && d->frames < (uint64_t)d->in.frames) {
+    /* An MP3's length is mpg123's estimate (from the bitrate, for VBR files
+       without a Xing header), so only exact lengths are held to. */
+    bool exact = strcmp(format, "MP3") != 0;
+    if (exact && d->in.frames != SF_COUNT_MAX && d->frames < (uint64_t)d->in.frames) {
         return mllm_err(MLLM_ERR_FORMAT, "%s: truncated %s: its header announces %lld frames, only %llu could be decoded",
                         d->label, format, (long long)d->in.frames, (unsigned long long)d->frames);
     }
@@ -265,7 +271,10 @@ static mllm_status load(vsrc *vs, const char *label, int out_rate, float **sampl
     if (vs->io_errno) return mllm_err(MLLM_ERR_IO, "%s: cannot read: %s", label, strerror(vs->io_errno));
     const char *format = sniff(head, nh);
     /* The bytes are never printed: the path may name any file. */
-    if (!format) return mllm_err(MLLM_ERR_FORMAT, "%s: not an audio file this reader knows (WAV, FLAC, OGG, MP3, AIFF)", label);
+    if (!format) {
+        return mllm_err(MLLM_ERR_FORMAT, "%s: not an audio file this reader knows (WAV, FLAC, OGG, MP3, AIFF)",
+                        label);
+    }
     mllm_status st = check_riff_data(vs, head, label);
     if (st) return st;
     decoder d = {.label = label, .out_rate = out_rate};

@@ -81,7 +81,9 @@ static void compare(const float *mel, int n_mels, const cJSON *meta) {
     mean /= (double)n_mels * MLLM_MEL_N_FRAMES;
     /* Frames 1104.. see only the zero padding: all the floor. */
     for (int b = 0; b < n_mels; b++) {
-        for (int t = 1104; t < MLLM_MEL_N_FRAMES; t++) floor_err = fmax(floor_err, fabs(mel[b * MLLM_MEL_N_FRAMES + t] - floor));
+        for (int t = 1104; t < MLLM_MEL_N_FRAMES; t++) {
+            floor_err = fmax(floor_err, fabs(mel[b * MLLM_MEL_N_FRAMES + t] - floor));
+        }
     }
     printf("%3d bins, frames %d..%d: NMSE %.2e (bound %.0e), max |diff| %.2e; max %.6f (ref %.6f), "
            "mean %.6f (ref %.6f), floor err %.1e\n",

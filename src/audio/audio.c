@@ -209,8 +209,8 @@ static mllm_status decode(decoder *d, vsrc *vs, const char *format) {
         d->src = src_new(AUDIO_RESAMPLER, 1, &e);
         if (!d->src) return mllm_err(MLLM_ERR_NOMEM, "%s: cannot start the resampler: %s", d->label, src_strerror(e));
     }
-    if (d->in.frames != SF_COUNT_MAX && !fbuf_reserve(&d->out, (size_t)((double)d->in.frames * ratio) + 1024))
-        return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", d->label);
+    /* The output grows by doubling as audio is decoded, never to what a
+       header claims: a 4 KB FLAC may announce 3 hours. */
     for (;;) {
         sf_count_t got = sf_readf_float(d->sf, d->chunk, AUDIO_CHUNK_FRAMES);
         if (got < 0) got = 0;

@@ -36,11 +36,15 @@ static double rms(const float *x, size_t n) {
 }
 
 /* Writes `seconds` of a two-channel test signal: left 440 Hz at 0.5, right
-   1000 Hz at 0.3 (ch 1), or just the 440 Hz (mono). */
+   1000 Hz at 0.3 (ch 1), or just the 440 Hz (mono). Returns the path (the
+   caller frees it), or NULL when libsndfile cannot write that format. */
 static const char *write_tone(const char *name, int format, int rate, int channels, double seconds) {
     const char *path = tu_tmp(name);
     SF_INFO in = {.samplerate = rate, .channels = channels, .format = format};
-    if (!sf_format_check(&in)) return NULL;
+    if (!sf_format_check(&in)) {
+        free((void *)path);
+        return NULL;
+    }
     SNDFILE *sf = sf_open(path, SFM_WRITE, &in);
     if (!sf) fail_msg("cannot write %s: %s", path, sf_strerror(NULL));
     size_t frames = (size_t)(seconds * rate);
@@ -89,21 +93,32 @@ static void test_formats(void **state) {
     (void)state;
     const char *p = write_tone("tone.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 44100, 2, 1.0);
     check_tone(p, "WAV", 44100, 2, 1.0, 2e-3);
+    free((void *)p);
     p = write_tone("tone48.wav", SF_FORMAT_WAV | SF_FORMAT_FLOAT, 48000, 1, 1.0);
     check_tone(p, "WAV", 48000, 1, 1.0, 2e-3);
+    free((void *)p);
     p = write_tone("tone8k.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_24, 8000, 2, 1.0);
     check_tone(p, "WAV", 8000, 2, 1.0, 2e-3);
+    free((void *)p);
     p = write_tone("tone16k.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 2, 0.5);
     check_tone(p, "WAV", 16000, 2, 0.5, 2e-3);
+    free((void *)p);
     p = write_tone("tone.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 44100, 2, 1.0);
     check_tone(p, "FLAC", 44100, 2, 1.0, 2e-3);
+    free((void *)p);
     p = write_tone("tone.ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS, 44100, 2, 1.0);
     check_tone(p, "OGG", 44100, 2, 1.0, 2e-2); /* lossy */
+    free((void *)p);
     p = write_tone("tone.aiff", SF_FORMAT_AIFF | SF_FORMAT_PCM_16, 22050, 1, 1.0);
     check_tone(p, "AIFF", 22050, 1, 1.0, 2e-3);
+    free((void *)p);
     p = write_tone("tone.mp3", SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 44100, 2, 1.0);
-    if (p) check_tone(p, "MP3", 44100, 2, 1.0, 3e-2); /* lossy */
-    else printf("SKIPPED: this libsndfile cannot write MP3 (reading is still tested by the fuzz seeds)\n");
+    if (p) {
+        check_tone(p, "MP3", 44100, 2, 1.0, 3e-2); /* lossy */
+        free((void *)p);
+    } else {
+        printf("SKIPPED: this libsndfile cannot write MP3 (reading is still tested by the fuzz seeds)\n");
+    }
 }
 
 /* The memory path decodes the same samples as the file path. */
@@ -130,6 +145,7 @@ static void test_memory(void **state) {
         assert_non_null(strstr(mllm_last_error(), "cut.flac"));
     }
     free(img);
+    free((void *)p);
 }
 
 typedef struct {
@@ -244,7 +260,11 @@ static void test_hostile(void **state) {
     assert_int_equal(mkfifo(fifo, 0600), 0);
     assert_int_equal(mllm_audio_load(fifo, 16000, &x, &n, NULL), MLLM_ERR_IO);
     assert_non_null(strstr(mllm_last_error(), "fifo.wav"));
-    assert_int_equal(mllm_audio_load(tu_tmp("none.wav"), 16000, &x, &n, NULL), MLLM_ERR_IO);
+    const char *none = tu_tmp("none.wav");
+    assert_int_equal(mllm_audio_load(none, 16000, &x, &n, NULL), MLLM_ERR_IO);
+    free((void *)none);
+    free((void *)fifo);
+    free((void *)p);
 }
 
 /* FLAC's STREAMINFO carries the total length: a claim over 3 hours is
@@ -267,6 +287,7 @@ static void test_flac_lengths(void **state) {
     img[24] = 0x20; /* 8192 + the rest: more than the 4000 there are */
     expect_fail(&im, "short.flac", MLLM_ERR_FORMAT, "truncated FLAC");
     free(img);
+    free((void *)p);
 }
 
 static void test_jfk(void **state) {

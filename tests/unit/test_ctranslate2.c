@@ -402,7 +402,10 @@ static void test_files(void **state) {
     assert_int_equal(mkfifo(fifo, 0600), 0);
     assert_int_equal(mllm_ct2_open(fifo, &c), MLLM_ERR_IO);
     assert_non_null(strstr(mllm_last_error(), "fifo.bin"));
-    assert_int_equal(mllm_ct2_open(tu_tmp("none.bin"), &c), MLLM_ERR_IO);
+    const char *none = tu_tmp("none.bin");
+    assert_int_equal(mllm_ct2_open(none, &c), MLLM_ERR_IO);
+    free((void *)none);
+    free((void *)fifo);
     f = fopen(path, "wb");
     fwrite(b.p, 1, 3, f);
     fclose(f);
@@ -410,6 +413,7 @@ static void test_files(void **state) {
     assert_non_null(strstr(mllm_last_error(), "shorter than its 4-byte version"));
     assert_null(c);
     free(b.p);
+    free((void *)path);
 }
 
 /* Opt-in: $MLLM_WHISPER_TINY_DIR (scripts/fetch-model.sh whisper-tiny.en). */

@@ -148,6 +148,7 @@ typedef struct {
 
 static mllm_status push(decoder *d, const float *mono, long n, bool last) {
     if (!d->src) {
+        if (n == 0) return MLLM_OK;
         if (!fbuf_reserve(&d->out, (size_t)n)) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", d->label);
         memcpy(d->out.p + d->out.n, mono, (size_t)n * sizeof *mono);
         d->out.n += (size_t)n;

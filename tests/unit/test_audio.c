@@ -203,6 +203,15 @@ static void test_hostile(void **state) {
     assert_int_equal(mllm_audio_load_memory(ok.p, ok.n, "ok.wav", 16000, &x, &n, NULL), MLLM_OK);
     assert_true(n >= 724 && n <= 727);
     mllm_free(x);
+    /* No frames at all, at the output rate (nothing to resample): an empty
+       result, not an error (regressions/audio/mp3-no-frames-null-offset). */
+    image empty = wav(1, 16000, 0);
+    x = NULL;
+    assert_int_equal(mllm_audio_load_memory(empty.p, empty.n, "empty16k.wav", 16000, &x, &n, NULL), MLLM_OK);
+    assert_non_null(x);
+    assert_int_equal(n, 0);
+    mllm_free(x);
+    free(empty.p);
     /* Each field broken in turn. */
     image im = wav(0, 22050, 100);
     expect_fail(&im, "zero-ch.wav", MLLM_ERR_FORMAT, "libsndfile cannot decode it");

@@ -18,6 +18,11 @@ int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
+/* cmd_info_ct2.c: whether path is a CTranslate2 model (folder or model.bin;
+   out gets the model.bin path), and its listing for mllm info. */
+bool cli_ct2_path(const char *path, char *out, size_t cap);
+int cmd_info_ct2(const char *path, bool tensors);
+
 /* Option parsing helpers: each returns false (after printing why) on a bad
    or missing value. */
 bool cli_int(const char *opt, const char *val, long lo, long hi, long *out);

@@ -14,6 +14,8 @@ static void info_usage(FILE *f) {
             "\n"
             "Prints the model's config (as JSON), its tensor table (name, dtype, shape,\n"
             "bytes) and the ops of the traced one-token decode graph.\n"
+            "A CTranslate2 model (a folder with model.bin, e.g. Whisper's) gets its spec\n"
+            "and variable table only: it cannot be run yet.\n"
             "--verify (.mllm files): recompute every tensor checksum first; exit 1 on a mismatch.\n"
             "--architectures: the architectures this build runs (GGUF general.architecture,\n"
             "Hugging Face model_type and class), from the model registry.\n");
@@ -55,6 +57,8 @@ int cmd_info(int argc, char **argv) {
         else path = argv[i];
     }
     if (!path) { info_usage(stderr); return 2; }
+    char ct2[4096];
+    if (cli_ct2_path(path, ct2, sizeof ct2)) return cmd_info_ct2(ct2, tensors);
     if (verify && cmd_info_verify(path) != 0) return 1;
     mllm_load_params lp;
     mllm_load_default_params(&lp);

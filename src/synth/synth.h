@@ -5,9 +5,14 @@
        mllm_synth_write("qwen3", "tiny", "f16", "gguf", "tiny.gguf", NULL, NULL);
 
    Archs: qwen3 (q/k norm), qwen2 (q/k/v biases, N(0,1)*0.02, f32), llama
-   (llama3 RoPE scaling in tiny and 1b, as Llama-3.2). Presets: tiny (E64,
-   2 layers, vocab 512), 0.6b (Qwen3-0.6B / Qwen2.5-0.5B / SmolLM2-360M
-   shape), 1b (Qwen3-1.7B / Qwen2.5-1.5B / Llama-3.2-1B shape). Formats:
+   (llama3 RoPE scaling in tiny and 1b, as Llama-3.2), smollm3 (no RoPE in
+   every 4th layer), gemma3 (sliding-window layers with their own RoPE base,
+   post norms, GeGLU, sqrt(E) embedding scale, query_pre_attn_scalar; norm
+   weights w in HF, 1 + w in GGUF). Presets: tiny (E64, 2 layers, vocab 512;
+   smollm3 8 layers; gemma3 E96, 6 layers, window 4), 0.6b (Qwen3-0.6B /
+   Qwen2.5-0.5B / SmolLM2-360M shape), 1b (Qwen3-1.7B / Qwen2.5-1.5B /
+   Llama-3.2-1B / Gemma-3-1B shape), 3b (SmolLM3-3B), 270m (Gemma-3-270M).
+   Formats:
    "gguf" (one file) or "hf" (a folder with config.json, model.safetensors,
    tokenizer.json, tokenizer_config.json).
    Matrices are N(0,1)*0.02 in `dtype` (f32|f16|bf16, and for gguf also

@@ -6,9 +6,11 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "formats/hf_config.h"
+#include "models/registry.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,7 +60,47 @@ static const char *torch_dtype(int dt) {
 
 static const char *hf_architecture(const synth_preset *p) {
     if (!strcmp(p->arch, "qwen3")) return "Qwen3ForCausalLM";
+    if (!strcmp(p->arch, "smollm3")) return "SmolLM3ForCausalLM";
+    if (p->gemma) return "Gemma3ForCausalLM";
     return !strcmp(p->arch, "qwen2") ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+}
+
+/* The HF name of a GGUF tensor name: the registry row's table where the
+   family has one (Gemma's four norms per layer), else the Llama names. */
+static bool hf_name(const synth_preset *p, const char *gguf, char *out, size_t cap) {
+    const mllm_arch *row = mllm_arch_find(p->arch);
+    if (!row || !row->hf_layer_names || strncmp(gguf, "blk.", 4) != 0) return mllm_gguf_name_to_hf(gguf, out, cap);
+    char *end;
+    long l = strtol(gguf + 4, &end, 10);
+    if (end == gguf + 4 || *end != '.') return false;
+    for (const mllm_name_pair *np = row->hf_layer_names; np->from; np++)
+        if (!strcmp(end + 1, np->to)) return snprintf(out, cap, "model.layers.%ld.%s", l, np->from) < (int)cap;
+    return false;
+}
+
+/* Gemma 3's config fields beyond the shared ones (Gemma3TextConfig). */
+static void gemma3_config(cJSON *j, const synth_preset *p) {
+    cJSON_AddNullToObject(j, "attn_logit_softcapping");
+    cJSON_AddNullToObject(j, "final_logit_softcapping");
+    cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh");
+    cJSON *types = cJSON_AddArrayToObject(j, "layer_types");
+    for (int l = 0; l < p->L; l++)
+        cJSON_AddItemToArray(types, cJSON_CreateString((l + 1) % p->swa_pattern ? "sliding_attention"
+                                                                                 : "full_attention"));
+    cJSON_AddNumberToObject(j, "query_pre_attn_scalar", p->query_pre_attn_scalar);
+    cJSON_AddNumberToObject(j, "rope_local_base_freq", p->theta_swa);
+    cJSON_AddNumberToObject(j, "sliding_window", p->swa_window);
+    cJSON_AddBoolToObject(j, "use_bidirectional_attention", false);
+}
+
+/* SmolLM3's: no_rope_layers lists 1 (rotates) or 0 per layer. */
+static void smollm3_config(cJSON *j, const synth_preset *p) {
+    cJSON *nr = cJSON_AddArrayToObject(j, "no_rope_layers");
+    for (int l = 0; l < p->L; l++) cJSON_AddItemToArray(nr, cJSON_CreateNumber((l + 1) % p->no_rope_interval != 0));
+    cJSON_AddNumberToObject(j, "no_rope_layer_interval", p->no_rope_interval);
+    cJSON_AddBoolToObject(j, "mlp_bias", false);
+    cJSON_AddNullToObject(j, "sliding_window");
+    cJSON_AddBoolToObject(j, "use_sliding_window", false);
 }
 
 static cJSON *config_json(const synth_preset *p, int dtype, const synth_vocab *v) {
@@ -69,13 +111,15 @@ static cJSON *config_json(const synth_preset *p, int dtype, const synth_vocab *v
     cJSON *j = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(j, "architectures");
     cJSON_AddItemToArray(archs, cJSON_CreateString(hf_architecture(p)));
-    cJSON_AddStringToObject(j, "model_type", p->arch);
+    cJSON_AddStringToObject(j, "model_type", p->gemma ? "gemma3_text" : p->arch);
     if (qwen2) cJSON_AddNumberToObject(j, "attention_dropout", 0.0);
     else cJSON_AddBoolToObject(j, "attention_bias", false);
     cJSON_AddNumberToObject(j, "bos_token_id", v->bos);
     cJSON_AddNumberToObject(j, "eos_token_id", v->eos);
+    /* Gemma3 / SmolLM3 configs default pad_token_id to ids past a tiny vocabulary. */
+    if (p->gemma || p->no_rope_interval > 0) cJSON_AddNumberToObject(j, "pad_token_id", v->pad);
     if (!qwen2) cJSON_AddNumberToObject(j, "head_dim", p->D);
-    cJSON_AddStringToObject(j, "hidden_act", "silu");
+    if (!p->gemma) cJSON_AddStringToObject(j, "hidden_act", "silu");
     cJSON_AddNumberToObject(j, "hidden_size", p->E);
     cJSON_AddNumberToObject(j, "intermediate_size", p->F);
     cJSON_AddNumberToObject(j, "max_position_embeddings", p->ctx);
@@ -100,6 +144,8 @@ static cJSON *config_json(const synth_preset *p, int dtype, const synth_vocab *v
     cJSON_AddStringToObject(j, "torch_dtype", torch_dtype(dtype));
     if (qwen2) cJSON_AddBoolToObject(j, "use_sliding_window", false);
     cJSON_AddNumberToObject(j, "vocab_size", p->V);
+    if (p->gemma) gemma3_config(j, p);
+    if (p->no_rope_interval > 0) smollm3_config(j, p);
     return j;
 }
 
@@ -218,13 +264,13 @@ static cJSON *tokenizer_config_json(const synth_preset *p, const synth_vocab *v)
 static const char *st_dtype(int dt) { return dt == MLLM_DTYPE_F16 ? "F16" : dt == MLLM_DTYPE_BF16 ? "BF16" : "F32"; }
 
 /* safetensors header for the tensor list, padded with spaces to 8 bytes. */
-static char *st_header(synth_tensor *ts, size_t n, size_t *len) {
+static char *st_header(const synth_preset *p, synth_tensor *ts, size_t n, size_t *len) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "__metadata__"), "format", "pt");
     uint64_t off = 0;
     char hf[128];
     for (size_t i = 0; i < n; i++) {
-        if (!mllm_gguf_name_to_hf(ts[i].name, hf, sizeof hf)) continue;
+        if (!hf_name(p, ts[i].name, hf, sizeof hf)) continue;
         cJSON *e = cJSON_AddObjectToObject(j, hf);
         cJSON_AddStringToObject(e, "dtype", st_dtype(ts[i].dtype));
         double shape[2] = {(double)ts[i].ne1, (double)ts[i].ne0};
@@ -249,10 +295,10 @@ static char *st_header(synth_tensor *ts, size_t n, size_t *len) {
     return out;
 }
 
-static mllm_status write_safetensors(const char *dir, synth_tensor *ts, size_t n, synth_progress_fn progress,
-                                     void *user) {
+static mllm_status write_safetensors(const synth_preset *p, const char *dir, synth_tensor *ts, size_t n,
+                                     synth_progress_fn progress, void *user) {
     size_t hlen = 0;
-    char *hdr = st_header(ts, n, &hlen);
+    char *hdr = st_header(p, ts, n, &hlen);
     char *path = join(dir, "model.safetensors");
     uint8_t *chunk = mllm_malloc(HF_CHUNK);
     FILE *f = hdr && path && chunk ? fopen(path, "wb") : NULL;
@@ -265,7 +311,7 @@ static mllm_status write_safetensors(const char *dir, synth_tensor *ts, size_t n
     }
     char hf[128];
     for (size_t i = 0; i < n && !st; i++) {
-        if (!mllm_gguf_name_to_hf(ts[i].name, hf, sizeof hf)) continue;
+        if (!hf_name(p, ts[i].name, hf, sizeof hf)) continue;
         if (progress) {
             char msg[192];
             snprintf(msg, sizeof msg, "[%zu/%zu] %s %s", i + 1, n, hf, st_dtype(ts[i].dtype));
@@ -333,7 +379,7 @@ mllm_status synth_write_hf(const synth_preset *p, int dtype, const char *dir, sy
     if (!st) st = write_json(tmp, "config.json", config_json(p, dtype, &v));
     if (!st) st = write_json(tmp, "tokenizer.json", tokenizer_json(p, &v));
     if (!st) st = write_json(tmp, "tokenizer_config.json", tokenizer_config_json(p, &v));
-    if (!st) st = write_safetensors(tmp, ts, n, progress, user);
+    if (!st) st = write_safetensors(p, tmp, ts, n, progress, user);
     if (!st) st = remove_previous(dir);
     if (!st && rename(tmp, dir) != 0) st = mllm_err(MLLM_ERR_IO, "%s: rename failed: %s", dir, strerror(errno));
     if (st) remove_tmp(tmp);

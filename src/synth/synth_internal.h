@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 typedef struct {
-    const char *arch;     /* "qwen3" | "qwen2" | "llama" */
+    const char *arch;     /* "qwen3" | "qwen2" | "llama" | "smollm3" | "gemma3" */
     const char *preset;
     const char *name;     /* general.name */
     int32_t E, L, H, Hkv, D, F, V, ctx;
@@ -18,6 +18,15 @@ typedef struct {
     float rope_factor, rope_low, rope_high;
     int32_t rope_orig_ctx;
     bool qkv_bias;        /* Qwen2: attn_q/k/v biases */
+    /* SmolLM3: every no_rope_interval-th layer has no RoPE (0: all rotate). */
+    int32_t no_rope_interval;
+    /* Gemma 3: GeGLU, post-attention / post-FFN norms, embeddings scaled by
+       sqrt(E), norm weights stored as w (HF) / 1 + w (GGUF); sliding-window
+       layers (window swa_window, RoPE base theta_swa) with every
+       swa_pattern-th layer global; attention scale 1/sqrt(query_pre_attn_scalar). */
+    bool gemma;
+    int32_t swa_window, swa_pattern;
+    float theta_swa, query_pre_attn_scalar;
 } synth_preset;
 
 /* NULL if the (arch, preset) pair is unknown. */
@@ -29,8 +38,10 @@ bool synth_is_qwen(const synth_preset *p);
 
 /* MATRIX: N(0,1)*0.02 in the file's dtype; BIAS: N(0,1)*0.02, always f32
    (as llama.cpp keeps 1-D tensors; norms too); NORM: 1 + 0.1*N(0,1), f32;
-   CONST: given values, f32. */
-typedef enum { SYNTH_MATRIX, SYNTH_NORM, SYNTH_CONST, SYNTH_BIAS } synth_kind;
+   CONST: given values, f32; NORM_W: a Gemma norm weight w = 0.1*N(0,1), f32,
+   stored as w in HF folders and as 1.0f + w (added in f32, as llama.cpp's
+   converter and transformers' (1 + w) both do) in GGUF (plus_one). */
+typedef enum { SYNTH_MATRIX, SYNTH_NORM, SYNTH_CONST, SYNTH_BIAS, SYNTH_NORM_W } synth_kind;
 
 /* One tensor to generate. Row r of the file holds generated row
    perm(r) (used to store Llama q/k in GGUF's interleaved-RoPE order). */
@@ -40,6 +51,7 @@ typedef struct {
     int64_t ne0, ne1;  /* ne1 = 1 for vectors */
     synth_kind kind;
     int32_t permute_heads; /* > 0: Llama q/k permutation with this many heads */
+    bool plus_one;         /* SYNTH_NORM_W in GGUF: store 1.0f + w */
     const float *values;   /* SYNTH_CONST: ne0 floats */
     /* streaming state */
     int64_t row;

@@ -23,6 +23,11 @@ static const special_tok k_qwen2_special[] = {
 static const special_tok k_llama_special[] = {
     {"<|begin_of_text|>", 3, true}, {"<|end_of_text|>", 3, true}, {"<|start_header_id|>", 3, true},
     {"<|end_header_id|>", 3, true}, {"<|eot_id|>", 3, true}};
+/* Gemma's (its real vocabulary is SentencePiece; this one is byte-level BPE
+   like the others, with Gemma's special tokens and chat format). */
+static const special_tok k_gemma_special[] = {
+    {"<pad>", 3, true}, {"<eos>", 3, true}, {"<bos>", 3, true}, {"<start_of_turn>", 3, true},
+    {"<end_of_turn>", 3, true}};
 
 static const char k_chatml_template[] =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -31,6 +36,10 @@ static const char k_llama_template[] =
     "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
     "'<|end_header_id|>\\n\\n' + message['content'] + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
+static const char k_gemma_template[] =
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}{% set role = 'model' %}"
+    "{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] + "
+    "'<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 static const char k_qwen_regex[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -284,6 +293,7 @@ static mllm_status fill_vocab(const synth_preset *p, const trainer *t, const spe
 
 static const special_tok *specials_of(const synth_preset *p) {
     if (!strcmp(p->arch, "qwen3")) return k_qwen3_special;
+    if (p->gemma) return k_gemma_special;
     return !strcmp(p->arch, "qwen2") ? k_qwen2_special : k_llama_special;
 }
 
@@ -306,12 +316,18 @@ mllm_status synth_vocab_build(const synth_preset *p, synth_vocab *v) {
         return st;
     }
     int32_t s0 = v->first_special;
-    v->bos = s0;                     /* <|endoftext|> / <|begin_of_text|> */
-    v->eos = qwen ? s0 + 2 : s0 + 4; /* <|im_end|> / <|eot_id|> */
-    v->pad = qwen ? s0 : s0 + 1;     /* <|endoftext|> / <|end_of_text|> */
+    if (p->gemma) {
+        v->bos = s0 + 2; /* <bos> */
+        v->eos = s0 + 4; /* <end_of_turn>, what ends a chat turn */
+        v->pad = s0;     /* <pad> */
+    } else {
+        v->bos = s0;                     /* <|endoftext|> / <|begin_of_text|> */
+        v->eos = qwen ? s0 + 2 : s0 + 4; /* <|im_end|> / <|eot_id|> */
+        v->pad = qwen ? s0 : s0 + 1;     /* <|endoftext|> / <|end_of_text|> */
+    }
     v->add_bos = !qwen;
     v->pre = qwen ? "qwen2" : "llama-bpe";
-    v->chat_template = qwen ? k_chatml_template : k_llama_template;
+    v->chat_template = qwen ? k_chatml_template : p->gemma ? k_gemma_template : k_llama_template;
     v->hf_regex = qwen ? k_qwen_regex : k_llama_regex;
     return MLLM_OK;
 }

@@ -3,12 +3,14 @@
    be produced in any order (the GGUF Llama q/k permutation) and GGUF and HF
    files of one preset hold the same numbers. Values: N(0,1) * 0.02 for
    matrices and biases, 1 + 0.1 * N(0,1) for norm weights (not 1.0, so a model that
-   ignores a norm weight is caught). Every dtype is made from the same f32
+   ignores a norm weight is caught; Gemma's norms, which multiply by 1 + w,
+   hold w = 0.1 * N(0,1)). Every dtype is made from the same f32
    values, converted row by row as it is streamed out. */
 #include "synth/synth_internal.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "models/registry.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,7 +50,9 @@ void synth_gen_row(const char *name, synth_kind kind, int64_t row, float *out, i
         double r = sqrt(-2.0 * log(u1));
         double z[2] = {r * cos(two_pi * u2), r * sin(two_pi * u2)};
         for (int k = 0; k < 2 && i + k < n; k++) {
-            out[i + k] = kind == SYNTH_NORM ? (float)(1.0 + 0.1 * z[k]) : (float)(0.02 * z[k]);
+            out[i + k] = kind == SYNTH_NORM     ? (float)(1.0 + 0.1 * z[k])
+                         : kind == SYNTH_NORM_W ? (float)(0.1 * z[k])
+                                                : (float)(0.02 * z[k]);
         }
     }
 }
@@ -88,6 +92,8 @@ static mllm_status next_row(synth_tensor *t) {
         memcpy(vals, t->values, (size_t)t->ne0 * sizeof(float));
     } else {
         synth_gen_row(t->name, t->kind, source_row(t, t->row), vals, t->ne0);
+        if (t->plus_one)
+            for (int64_t i = 0; i < t->ne0; i++) vals[i] += 1.0f;
     }
     /* The dtype table's converter: for q8_0 / q4_0 / q4_1 it is the ggml
        reference quantizer, so a quantized synth file holds exactly the f32
@@ -172,19 +178,24 @@ static void set(synth_tensor *t, const char *name, int dtype, int64_t ne0, int64
 }
 
 synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layout, size_t *n, float **rope_freqs) {
-    size_t per_layer = 9 + (p->qk_norm ? 2 : 0) + (p->qkv_bias ? 3 : 0), cap = 4 + (size_t)p->L * per_layer;
+    size_t per_layer = 9 + (p->qk_norm ? 2 : 0) + (p->qkv_bias ? 3 : 0) + (p->gemma ? 2 : 0);
+    size_t cap = 4 + (size_t)p->L * per_layer;
     synth_tensor *ts = mllm_calloc(cap, sizeof *ts);
     *rope_freqs = NULL;
     if (!ts) return NULL;
     size_t k = 0;
     const int64_t E = p->E, QD = (int64_t)p->H * p->D, KD = (int64_t)p->Hkv * p->D;
-    const bool permute = gguf_layout && !strcmp(p->arch, "llama");
+    /* GGUF files of the pairwise-RoPE rows (llama, smollm3) hold q/k permuted. */
+    const mllm_arch *row = mllm_arch_find(p->arch);
+    const bool permute = gguf_layout && row && !row->rope_neox;
+    /* Gemma's norms: w in HF folders, 1 + w in GGUF. */
+    const synth_kind norm = p->gemma ? SYNTH_NORM_W : SYNTH_NORM;
     char nm[96];
     set(&ts[k++], "token_embd.weight", synth_embd_dtype(dtype), E, p->V, SYNTH_MATRIX);
     for (int l = 0; l < p->L; l++) {
 #define LAYER(suffix, ne0, ne1, kind) \
     (snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix), set(&ts[k++], nm, dtype, ne0, ne1, kind))
-        LAYER("attn_norm.weight", E, 1, SYNTH_NORM);
+        LAYER("attn_norm.weight", E, 1, norm);
         LAYER("attn_q.weight", E, QD, SYNTH_MATRIX);
         if (permute) ts[k - 1].permute_heads = p->H;
         /* Qwen2 only, so never under the Llama permutation (NeoX RoPE). */
@@ -196,16 +207,19 @@ synth_tensor *synth_tensor_list(const synth_preset *p, int dtype, bool gguf_layo
         if (p->qkv_bias) LAYER("attn_v.bias", KD, 1, SYNTH_BIAS);
         LAYER("attn_output.weight", QD, E, SYNTH_MATRIX);
         if (p->qk_norm) {
-            LAYER("attn_q_norm.weight", p->D, 1, SYNTH_NORM);
-            LAYER("attn_k_norm.weight", p->D, 1, SYNTH_NORM);
+            LAYER("attn_q_norm.weight", p->D, 1, norm);
+            LAYER("attn_k_norm.weight", p->D, 1, norm);
         }
-        LAYER("ffn_norm.weight", E, 1, SYNTH_NORM);
+        if (p->gemma) LAYER("post_attention_norm.weight", E, 1, norm);
+        LAYER("ffn_norm.weight", E, 1, norm);
         LAYER("ffn_gate.weight", E, p->F, SYNTH_MATRIX);
         LAYER("ffn_up.weight", E, p->F, SYNTH_MATRIX);
         LAYER("ffn_down.weight", p->F, E, SYNTH_MATRIX);
+        if (p->gemma) LAYER("post_ffw_norm.weight", E, 1, norm);
 #undef LAYER
     }
-    set(&ts[k++], "output_norm.weight", dtype, E, 1, SYNTH_NORM);
+    set(&ts[k++], "output_norm.weight", dtype, E, 1, norm);
+    for (size_t i = 0; i < k; i++) ts[i].plus_one = gguf_layout && ts[i].kind == SYNTH_NORM_W;
     if (!p->tied) set(&ts[k++], "output.weight", synth_embd_dtype(dtype), E, p->V, SYNTH_MATRIX);
     if (gguf_layout && p->llama3_rope) {
         *rope_freqs = llama3_freqs(p);

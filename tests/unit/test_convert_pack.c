@@ -312,8 +312,9 @@ static void test_packed_source_requantized(void **state) {
 
 /* A qwen3 shape whose rows hold 256 values, so k-quants fit (tiny's 64 do
    not): one layer, E = F = 256, tied embedding. */
-static const synth_preset k_k256 = {"qwen3", "k256", "qwen3-k256-synth", 256, 1, 4, 2, 64, 256, 512, 4096,
-                                    1e6f, 1e-6f, true, true, false, 0, 0, 0, 0, false};
+static const synth_preset k_k256 = {"qwen3", "k256", "qwen3-k256-synth", .E = 256, .L = 1, .H = 4, .Hkv = 2,
+                                    .D = 64, .F = 256, .V = 512, .ctx = 4096, .theta = 1e6f, .eps = 1e-6f,
+                                    .qk_norm = true, .tied = true};
 
 static void test_kquants_packed(void **state) {
     (void)state;

@@ -1,27 +1,37 @@
-/* Hugging Face folders and the Llama / Qwen2 / Qwen3 variants against
-   transformers on PyTorch (tools/reference/hf_reference.py, data in
-   tests/data/hf-reference/). The models are the synth tiny presets, written
-   again here (fixed seed: the same bytes torch read, sha256 in the JSON):
-   llama with llama3 RoPE scaling, qwen2 with q/k/v biases, qwen3 with q/k
-   norm, each as an f32 HF folder, an f32 GGUF and an f16 HF folder.
+/* Hugging Face folders and the Llama / Qwen2 / Qwen3 / SmolLM3 / Gemma 3
+   variants against transformers on PyTorch (tools/reference/hf_reference.py,
+   data in tests/data/hf-reference/). The models are the synth tiny presets,
+   written again here (fixed seed: the same bytes torch read, sha256 in the
+   JSON): llama with llama3 RoPE scaling, qwen2 with q/k/v biases, qwen3
+   with q/k norm, smollm3 with no RoPE in layers 3 and 7, gemma3 with
+   sliding-window layers (window 4, shorter than both prompts; RoPE base 1e4
+   vs 1e6 on the global layers 2 and 5), post norms, GeGLU, sqrt(96)-scaled
+   embeddings and query_pre_attn_scalar 24 != head_dim 32; each as an f32 HF
+   folder, an f32 GGUF and an f16 HF folder.
 
    Tolerances. f32 weights, float32 math on both sides: measured NMSE vs
-   torch <= 1.9e-13 (torch float32 is itself <= 9e-14 from float64 here,
-   "nmse_torch_f32_vs_f64"). The bound is F32_NMSE = 1e-11, far under the
-   1e-6 one might pick by habit, because on these tiny random models some
-   real bugs stay small (hf_reference.py --sensitivity): no llama3 scaling
-   at all gives 1.2e-9, a dropped k bias 6e-7, a dropped q bias 4.4e-6.
+   torch <= 1.9e-13 for llama/qwen/smollm3 and <= 3.1e-12 for gemma3 (torch
+   float32 is itself <= 9e-14 resp. 1.5e-12 from float64 here,
+   "nmse_torch_f32_vs_f64": Gemma's post norms rescale small outputs). The
+   bound is F32_NMSE = 1e-11, far under the 1e-6 one might pick by habit,
+   because on these tiny random models some real bugs stay small
+   (hf_reference.py --sensitivity): no llama3 scaling at all gives 1.2e-9, a
+   dropped k bias 6e-7, a dropped q bias 4.4e-6, SmolLM3's no-RoPE layers
+   rotated 7.6e-6, Gemma's tanh GELU as erf 6.9e-9, its window off by one
+   0.9, its sliding window never applied 1.6 (a bug this test found: the
+   graph planner cleared the attention's window).
    - logits at the last position of both prompts (one batched eval) and at
      every position of prompt 0 (token by token through the KV cache);
    - greedy: the same token wherever torch's top1 - top2 margin >= 1e-3
      (torch's token is fed back), and each step's top-3 logits within 1e-5
-     absolute (measured <= 2.6e-7; logits here are ~1);
-   - HF folder vs GGUF in our engine: NMSE < 1e-12 (measured <= 2.4e-14 for
-     llama, 0 for qwen; the llama GGUF has permuted q/k with interleaved
-     RoPE and rope_freqs.weight instead of the config's llama3 scaling);
+     absolute (measured <= 3.9e-7; logits here are ~1);
+   - HF folder vs GGUF in our engine: NMSE < 1e-12 (measured <= 3.9e-14 for
+     llama and smollm3, 0 for qwen and gemma3; the llama and smollm3 GGUFs
+     have permuted q/k with interleaved RoPE, llama's rope_freqs.weight
+     instead of the config's llama3 scaling; gemma3's stores norms as 1 + w);
    - f16 HF folder vs torch float32 on the same f16-rounded weights: NMSE
-     < 1e-6 (measured 4-5e-8: our f16 matmul rounds activations to f16, as
-     ggml does; torch keeps them f32);
+     < 1e-6 (measured 4-9e-8, gemma3 4e-7: our f16 matmul rounds activations
+     to f16, as ggml does; torch keeps them f32);
    - tokenizer ids: exact (tokenizers' encode of the folder's tokenizer.json,
      with and without special tokens, incl. Qwen's NFC normalizer). */
 #include <cjson/cJSON.h>
@@ -41,8 +51,8 @@
 #define GREEDY_MARGIN 1e-3
 #define TOP3_ABS 1e-5
 
-enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, N_ARCH };
-static const char *const k_arch[N_ARCH] = {"llama", "qwen2", "qwen3"};
+enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_SMOLLM3, ARCH_GEMMA3, N_ARCH };
+static const char *const k_arch[N_ARCH] = {"llama", "qwen2", "qwen3", "smollm3", "gemma3"};
 
 typedef struct {
     mllm_model *hf, *gguf, *hf16;
@@ -295,12 +305,15 @@ static void check_tokenizer(int k) {
 ARCH_TESTS(llama, ARCH_LLAMA)
 ARCH_TESTS(qwen2, ARCH_QWEN2)
 ARCH_TESTS(qwen3, ARCH_QWEN3)
+ARCH_TESTS(smollm3, ARCH_SMOLLM3)
+ARCH_TESTS(gemma3, ARCH_GEMMA3)
 
 #define ARCH_ENTRIES(NAME)                                                             \
     cmocka_unit_test(test_##NAME##_logits), cmocka_unit_test(test_##NAME##_greedy), \
         cmocka_unit_test(test_##NAME##_f16), cmocka_unit_test(test_##NAME##_tokenizer)
 
 int main(void) {
-    const struct CMUnitTest tests[] = {ARCH_ENTRIES(llama), ARCH_ENTRIES(qwen2), ARCH_ENTRIES(qwen3)};
+    const struct CMUnitTest tests[] = {ARCH_ENTRIES(llama), ARCH_ENTRIES(qwen2), ARCH_ENTRIES(qwen3),
+                                       ARCH_ENTRIES(smollm3), ARCH_ENTRIES(gemma3)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -335,6 +335,33 @@ static void test_layernorm(void **state) {
     }
 }
 
+/* Planning a traced graph (what a session does) keeps the attention's
+   window: the planner's shared-input flag is a matmul's ip[1], and it once
+   cleared every node's, so sliding layers attended to everything. */
+static void test_plan_keeps_window(void **state) {
+    (void)state;
+    enum { D = 8, NCTX = 16 };
+    mllm_kv_layer kv = {0};
+    kv.n_ctx = NCTX;
+    kv.kv_dim = D;
+    kv.k = calloc((size_t)MLLM_KV_CAP(NCTX) * D, sizeof(float));
+    kv.v = calloc((size_t)MLLM_KV_CAP(NCTX) * D, sizeof(float));
+    float K[2 * D] = {0}, Q[2 * D] = {0};
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_TRACE, NULL, 1 << 16);
+    mllm_tensor *pos = mllm_graph_input_i32(&g, 2, "pos");
+    int64_t ks[2] = {D, 2}, qs[3] = {D, 1, 2};
+    mllm_tensor *k = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ks, K, "k");
+    mllm_tensor *v = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ks, K, "v");
+    mllm_tensor *q = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, qs, Q, "q");
+    mllm_tensor *a = mllm_op_attention(&g, q, mllm_op_kv_store(&g, k, v, pos, &kv), pos, &kv, 1, 0.5f, 5);
+    assert_non_null(a);
+    assert_true(mllm_graph_plan(&g, &a, 1));
+    assert_int_equal(a->ip[1], 5);
+    mllm_graph_free(&g);
+    free(kv.k), free(kv.v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_list),
@@ -345,6 +372,7 @@ int main(void) {
         cmocka_unit_test(test_yarn_rope),
         cmocka_unit_test(test_mllm_config_sections),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_plan_keeps_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

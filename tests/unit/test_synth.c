@@ -114,7 +114,8 @@ static void test_deterministic(void **state) {
 }
 
 /* HF and GGUF forms of one preset and dtype hold the same weights; for
-   llama the GGUF stores q/k rows in interleaved-RoPE order. */
+   llama and smollm3 the GGUF stores q/k rows in interleaved-RoPE order; a
+   Gemma HF folder's norm weights w become 1 + w at load, the GGUF's values. */
 static void compare_forms(const char *arch, const char *dtype) {
     char n1[64], n2[64];
     snprintf(n1, sizeof n1, "%s-%s.gguf", arch, dtype);
@@ -125,9 +126,9 @@ static void compare_forms(const char *arch, const char *dtype) {
     assert_non_null(h->tokenizer_json);
     assert_non_null(h->tokenizer_config);
     mllm_hparams cg = *tu_cfg(g), ch = *tu_cfg(h);
-    bool llama = !strcmp(arch, "llama");
+    bool llama = !strcmp(arch, "llama"), pairwise = llama || !strcmp(arch, "smollm3");
     assert_int_equal(ch.rope_neox, true);
-    assert_int_equal(cg.rope_neox, !llama);
+    assert_int_equal(cg.rope_neox, !pairwise);
     if (llama) {
         assert_int_equal(ch.rope_scaling, MLLM_ROPE_SCALING_LLAMA3);
         assert_true(ch.rope_factor == 32.0f && ch.rope_low_freq_factor == 1.0f && ch.rope_high_freq_factor == 4.0f);
@@ -149,7 +150,7 @@ static void compare_forms(const char *arch, const char *dtype) {
         assert_memory_equal(wh->ne, wg->ne, sizeof wh->ne);
         assert_int_equal(wh->size, wg->size);
         int heads = strstr(wh->name, "attn_q.") ? cg.n_head : strstr(wh->name, "attn_k.") ? cg.n_head_kv : 0;
-        if (!llama || !heads) {
+        if (!pairwise || !heads) {
             if (memcmp(wh->data, wg->data, wh->size)) fail_msg("%s differs", wh->name);
             continue;
         }
@@ -171,6 +172,51 @@ static void test_hf_round_trip(void **state) {
     compare_forms("qwen3", "f16");
     compare_forms("llama", "bf16");
     compare_forms("llama", "f32");
+    compare_forms("smollm3", "f16");
+    compare_forms("gemma3", "f32");
+    compare_forms("gemma3", "bf16");
+}
+
+/* The per-layer attention spec each family's tiny preset exists to test. */
+static void test_family_layer_specs(void **state) {
+    (void)state;
+    static const char *formats[] = {"gguf", "hf"};
+    for (int k = 0; k < 2; k++) {
+        mllm_model_file *f = synth_open("gemma3", "f32", formats[k], k ? "g3-hf" : "g3.gguf");
+        const mllm_hparams *c = tu_cfg(f);
+        assert_string_equal(c->arch, "gemma3");
+        assert_int_equal(c->n_layer, 6);
+        assert_int_equal(c->swa_window, 4);
+        assert_true(c->rope_theta == 1e6f && c->rope_theta_swa == 1e4f);
+        assert_true(c->attn_scale == 1.0f / sqrtf(24.0f));
+        assert_true(c->embd_scale == sqrtf(96.0f));
+        assert_true(c->post_norms && c->qk_norm && c->tied_embd && c->rope_neox);
+        assert_int_equal(c->act, MLLM_ACT_GELU_TANH);
+        for (int l = 0; l < 6; l++) {
+            mllm_layer_spec sp = mllm_hparams_layer(c, l);
+            bool global = l == 2 || l == 5;
+            assert_int_equal(sp.sliding, !global);
+            assert_int_equal(sp.window, global ? 0 : 4);
+            assert_true(sp.rope && sp.rope_theta == (global ? 1e6f : 1e4f));
+        }
+        /* Gemma's norms multiply by 1 + w: the loaded weights are near 1. */
+        const mllm_weight *w = mllm_model_file_find(f, "blk.0.post_ffw_norm.weight");
+        assert_non_null(w);
+        assert_int_equal(w->dtype, MLLM_DTYPE_F32);
+        assert_true(fabsf(((const float *)w->data)[0] - 1.0f) < 0.5f);
+        mllm_model_file_close(f);
+        f = synth_open("smollm3", "f32", formats[k], k ? "s3-hf" : "s3.gguf");
+        c = tu_cfg(f);
+        assert_string_equal(c->arch, "smollm3");
+        assert_int_equal(c->n_layer, 8);
+        assert_int_equal(c->rope_neox, k == 1);
+        for (int l = 0; l < 8; l++) {
+            mllm_layer_spec sp = mllm_hparams_layer(c, l);
+            assert_int_equal(sp.rope, l != 3 && l != 7);
+            assert_false(sp.sliding);
+        }
+        mllm_model_file_close(f);
+    }
 }
 
 static void test_llama_tokenizer_keys(void **state) {
@@ -247,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_tiny_gguf),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_hf_round_trip),
+        cmocka_unit_test(test_family_layer_specs),
         cmocka_unit_test(test_llama_tokenizer_keys),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_out_of_memory),

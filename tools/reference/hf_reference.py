@@ -6,7 +6,10 @@ Nothing of mllm-c runs here except `mllm synth`, which writes the model
 folders (random weights from a fixed seed, so the C test regenerates the same
 bytes). The forward pass is transformers' own Llama / Qwen2 / Qwen3 code:
 AutoModelForCausalLM, float32, attn_implementation="eager"; the tokenizer is
-the `tokenizers` library reading the folder's tokenizer.json.
+the `tokenizers` library reading the folder's tokenizer.json. Gemma 3
+(Gemma3ForCausalLM: GeGLU, post norms, sqrt(E)-scaled embeddings, sliding
+window layers with their own RoPE base, query_pre_attn_scalar) and SmolLM3
+(no RoPE in every 4th layer) run transformers' code for those families.
 
     python3 -m venv build/hfref/venv
     build/hfref/venv/bin/pip install torch transformers safetensors tokenizers numpy
@@ -22,7 +25,7 @@ Output (tests/data/hf-reference/, little-endian float32 files):
   <arch>.p1.last.f32         f32 folder, prompt 1: logits at the last position
   <arch>.f16.p1.last.f32     f16 folder (torch upcasts the f16 weights to float32
                              exactly), prompt 1: logits at the last position
-The folder stays under 100 KB: every-position logits for the short prompt only.
+The folder stays under 200 KB: every-position logits for the short prompt only.
 """
 import argparse
 import datetime
@@ -38,7 +41,7 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ARCHS = ["llama", "qwen2", "qwen3"]
+ARCHS = ["llama", "qwen2", "qwen3", "smollm3", "gemma3"]
 VOCAB = 512
 N_GREEDY = 16
 
@@ -119,6 +122,28 @@ def check_model(model, arch, folder):
         rt = getattr(model.model.rotary_emb, "rope_type", None)
         if rt != "llama3":
             raise SystemExit(f"llama: rotary embedding type is {rt!r}, not llama3")
+    if arch == "smollm3":
+        use = [bool(layer.self_attn.use_rope) for layer in model.model.layers]
+        if all(use) or not any(use):
+            raise SystemExit(f"smollm3: use_rope per layer is {use}: no mix of rotating and non-rotating layers")
+    if arch == "gemma3":
+        cfg = model.config
+        kinds = [layer.self_attn.is_sliding for layer in model.model.layers]
+        windows = {layer.self_attn.sliding_window for layer in model.model.layers if layer.self_attn.is_sliding}
+        if all(kinds) or not any(kinds) or windows != {cfg.sliding_window}:
+            raise SystemExit(f"gemma3: sliding layers {kinds}, windows {windows}")
+        if not all(len(p) > cfg.sliding_window for p in PROMPTS):
+            raise SystemExit("gemma3: a prompt is not longer than the sliding window")
+        thetas = {k: v["rope_theta"] for k, v in cfg.rope_parameters.items()}
+        if thetas["sliding_attention"] == thetas["full_attention"]:
+            raise SystemExit(f"gemma3: one RoPE base for both layer kinds: {thetas}")
+        if attn.scaling == attn.head_dim ** -0.5:
+            raise SystemExit("gemma3: the attention scale is 1/sqrt(head_dim): query_pre_attn_scalar untested")
+        scale = float(model.model.embed_tokens.embed_scale)
+        if scale != float(np.float32(np.sqrt(cfg.hidden_size))) or float(np.sqrt(cfg.hidden_size)).is_integer():
+            raise SystemExit(f"gemma3: embedding scale {scale} (hidden_size {cfg.hidden_size})")
+        if cfg.hidden_activation != "gelu_pytorch_tanh":
+            raise SystemExit(f"gemma3: activation {cfg.hidden_activation}")
     # Tied embeddings: lm_head must be the embedding matrix.
     if not torch.equal(model.lm_head.weight, model.model.embed_tokens.weight):
         raise SystemExit(f"{arch}: lm_head is not tied to embed_tokens")
@@ -299,6 +324,25 @@ def sensitivity(mllm, ref_dir):
         for layer in m.model.layers:
             layer.self_attn.k_norm.weight.data.fill_(1.0)
 
+    def drop_norm(which):
+        def f(m):
+            for layer in m.model.layers:
+                setattr(layer, which, torch.nn.Identity())
+        return f
+
+    def embed_scale(v):
+        def f(m):
+            e = m.model.embed_tokens
+            e.embed_scale = torch.tensor(v, dtype=torch.float64)
+            e.forward = lambda ids: torch.nn.functional.embedding(ids, e.weight).double().mul(v).float()
+        return f
+
+    def norm_minus_one(m):
+        # An engine that forgot Gemma's 1 +: its norms multiply by w alone.
+        for mod in m.modules():
+            if type(mod).__name__ == "Gemma3RMSNorm":
+                mod.weight.data.sub_(1.0)
+
     cases = [
         ("llama", "no llama3 rope scaling", lambda c: c.update(rope_scaling=None), None),
         ("llama", "llama3 high_freq_factor 4 -> 4.4", lambda c: c["rope_scaling"].update(high_freq_factor=4.4), None),
@@ -308,6 +352,27 @@ def sensitivity(mllm, ref_dir):
         ("qwen2", "v_proj bias dropped", None, zero_bias("v_proj")),
         ("qwen2", "rope_theta 1e6 -> 1e4", lambda c: c.update(rope_theta=1e4), None),
         ("qwen3", "k_norm weight ignored (1.0)", None, unit_k_norm),
+        ("smollm3", "no-RoPE layers rotated", lambda c: c.update(no_rope_layers=[1] * len(c["no_rope_layers"])),
+         None),
+        ("smollm3", "no RoPE in layers 2, 6 (not 3, 7)",
+         lambda c: c.update(no_rope_layers=c["no_rope_layers"][1:] + c["no_rope_layers"][:1]), None),
+        ("smollm3", "rope_theta 5e6 -> 1e6", lambda c: c.update(rope_theta=1e6), None),
+        ("gemma3", "sliding window off (all layers global)",
+         lambda c: c.update(layer_types=["full_attention"] * len(c["layer_types"])), None),
+        ("gemma3", "sliding window never reached (4 -> 4096)", lambda c: c.update(sliding_window=4096), None),
+        ("gemma3", "sliding window 4 -> 5 (off by one)", lambda c: c.update(sliding_window=5), None),
+        ("gemma3", "sliding window 4 -> 3 (off by one)", lambda c: c.update(sliding_window=3), None),
+        ("gemma3", "sliding layers at the global RoPE base", lambda c: c.update(rope_local_base_freq=c["rope_theta"]),
+         None),
+        ("gemma3", "global layers at the sliding RoPE base", lambda c: c.update(rope_theta=c["rope_local_base_freq"]),
+         None),
+        ("gemma3", "attention scale 1/sqrt(head_dim)", lambda c: c.update(query_pre_attn_scalar=c["head_dim"]), None),
+        ("gemma3", "post-attention norm dropped", None, drop_norm("post_attention_layernorm")),
+        ("gemma3", "post-FFN norm dropped", None, drop_norm("post_feedforward_layernorm")),
+        ("gemma3", "embedding scale off (1)", None, embed_scale(1.0)),
+        ("gemma3", "embedding scale sqrt(E) in float64", None, embed_scale(float(np.sqrt(96.0)))),
+        ("gemma3", "norm weight w (not 1 + w)", None, norm_minus_one),
+        ("gemma3", "GELU erf instead of tanh", lambda c: c.update(hidden_activation="gelu"), None),
     ]
     work = tempfile.mkdtemp(prefix="hfref-sens-")
     try:
@@ -326,7 +391,7 @@ def sensitivity(mllm, ref_dir):
             got = all_logits(m, PROMPTS[0])
             want = np.fromfile(os.path.join(ref_dir, f"{arch}.p0.all.f32"), dtype="<f4").reshape(got.shape)
             worst = max(nmse(got[i], want[i]) for i in range(len(got)))
-            print(f"{arch:6s} {label:36s} worst-position NMSE {worst:.3g}")
+            print(f"{arch:7s} {label:40s} worst-position NMSE {worst:.3g}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -23,6 +23,15 @@ static const mllm_name_pair k_keys[] = {
     {NULL, NULL},
 };
 
+/* transformers' Gemma3TextConfig defaults, for configs that leave them out. */
+static const mllm_hf_default k_hf_defaults[] = {
+    {"rope.freq_base", 1e6, false},
+    {"rope.freq_base_swa", 1e4, false},
+    {"attention.sliding_window", 4096, true},
+    {"attention.query_pre_attn_scalar", 256, false},
+    {NULL, 0, false},
+};
+
 static const mllm_name_pair k_layer_names[] = {
     {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.k_proj.weight", "attn_k.weight"},
@@ -50,7 +59,8 @@ static mllm_status gemma3_read(const mllm_meta *m, const char *path, mllm_hparam
        HF configs say it as query_pre_attn_scalar. */
     float qpas = 0;
     if ((st = mllm_hp_float(m, "gemma3", "attention.query_pre_attn_scalar", path, &qpas))) return st;
-    if (qpas > 0) hp->attn_scale = 1.0f / sqrtf(qpas);
+    if (hp->attn_scale > 0) { /* the file's own gemma3.attention.scale wins */
+    } else if (qpas > 0) hp->attn_scale = 1.0f / sqrtf(qpas);
     else if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
     else hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     if (hp->swa_window <= 0) return MLLM_OK; /* no sliding window: every layer global */
@@ -109,6 +119,7 @@ const mllm_arch mllm_arch_gemma3 = {
     .rope_neox = true,
     .chat_template = "gemma",
     .hf_keys = k_keys,
+    .hf_defaults = k_hf_defaults,
     .hf_layer_names = k_layer_names,
     .read = gemma3_read,
     .hf_fixup = gemma3_hf_fixup,

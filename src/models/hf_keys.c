@@ -165,6 +165,11 @@ mllm_status mllm_hf_canonicalize_meta(mllm_meta *m, const mllm_arch *row, const 
     for (const mllm_name_pair *p = k_common; p->from && !st; p++) st = map_field(m, row->name, p->from, p->to);
     for (const mllm_name_pair *p = row->hf_keys; p && p->from && !st; p++) st = map_field(m, row->name, p->from, p->to);
     char key[96];
+    for (const mllm_hf_default *d = row->hf_defaults; d && d->key && !st; d++) {
+        snprintf(key, sizeof key, "%s.%s", row->name, d->key);
+        if (!mllm_meta_find(m, key))
+            st = d->integer ? mllm_meta_set_int(m, key, (int64_t)d->value) : mllm_meta_set_float(m, key, d->value);
+    }
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", row->name);
     if (!st && !mllm_meta_find(m, key)) st = mllm_meta_set_float(m, key, 1e-6); /* transformers' default */
     /* HF checkpoints rotate halves (rotate_half) whatever the family; GGUF

@@ -13,6 +13,9 @@
 #include "models/hparams.h"
 
 typedef struct { const char *from, *to; } mllm_name_pair;
+/* A GGUF key suffix and the value transformers' config class gives it when
+   a config.json leaves the field out. */
+typedef struct { const char *key; double value; bool integer; } mllm_hf_default;
 
 typedef struct mllm_arch {
     const char *name;        /* GGUF general.architecture, and the .mllm name */
@@ -23,6 +26,8 @@ typedef struct mllm_arch {
     const char *chat_template; /* builtin template for files that carry none, or NULL */
     /* HF config field -> GGUF key suffix, beyond the ones every decoder shares. */
     const mllm_name_pair *hf_keys;
+    /* Defaults of this family's HF config class for absent fields. */
+    const mllm_hf_default *hf_defaults;
     /* HF tensor name suffix after "model.layers.N." -> GGUF suffix after "blk.N.". */
     const mllm_name_pair *hf_layer_names;
     /* Reads what only this family has (after the shared decoder keys). */

@@ -61,6 +61,15 @@ static void test_gemma3_hf_config(void **state) {
         assert_true(s.rope);
         assert_true(s.rope_theta == (global ? 1e6f : 1e4f));
     }
+    /* Fields a config leaves out take Gemma3TextConfig's defaults. */
+    const char *bare = "{\"model_type\":\"gemma3_text\",\"hidden_size\":640,\"intermediate_size\":2048,"
+                       "\"num_hidden_layers\":6,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+                       "\"head_dim\":128,\"vocab_size\":1000}";
+    assert_int_equal(mllm_family_read_hf_config(bare, strlen(bare), "b.json", &hp), MLLM_OK);
+    assert_true(hp.rope_theta == 1e6f && hp.rope_theta_swa == 1e4f);
+    assert_int_equal(hp.swa_window, 4096);
+    assert_true(fabsf(hp.attn_scale - 1.0f / 16.0f) < 1e-9f); /* 1/sqrt(256), not 1/sqrt(head_dim) */
+    assert_true(mllm_hparams_layer(&hp, 5).sliding == false && mllm_hparams_layer(&hp, 4).sliding);
     /* A bad layer type is refused by name. */
     char *bad = strdup(k_gemma3_270m);
     char *p = strstr(bad, "full_attention");

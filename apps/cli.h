@@ -17,6 +17,7 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_grammar(int argc, char **argv);
 
 /* Option parsing helpers: each returns false (after printing why) on a bad
    or missing value. */

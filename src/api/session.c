@@ -265,6 +265,11 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     mllm_sampler smp;
     st = mllm_sampler_init(&smp, sp, s->m->llama.cfg.n_vocab);
     if (st != MLLM_OK) return st;
+    mllm_constraint con;
+    if (sp->grammar && (st = mllm_constraint_init(&con, s->m, sp->grammar)) != MLLM_OK) {
+        mllm_sampler_free(&smp);
+        return st;
+    }
     atomic_store(&s->cancel, false);
     double t0 = mllm_now_ms();
     st = mllm_session_eval_internal(s, ids, n);
@@ -275,8 +280,19 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     double tg = mllm_now_ms();
     for (int i = 0; st == MLLM_OK && i < sp->max_tokens; i++) {
         if (atomic_load(&s->cancel)) { st = MLLM_ERR_CANCELLED; mllm_err(st, "generation cancelled"); break; }
-        int32_t tok = mllm_sampler_sample(&smp, s->logits, s->tokens, s->n_past);
-        if (!sp->ignore_eos && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
+        const float *logits = s->logits;
+        if (sp->grammar) {
+            bool done;
+            double tm = mllm_now_ms();
+            st = mllm_constraint_apply(&con, s->logits, &logits, &done);
+            s->timings.grammar_ms += mllm_now_ms() - tm;
+            s->timings.n_grammar++;
+            if (st != MLLM_OK || done) break; /* done: the text is complete and nothing may follow */
+        }
+        int32_t tok = mllm_sampler_sample(&smp, logits, s->tokens, s->n_past);
+        /* With a grammar an end token is allowed only where the text is complete: it always ends it. */
+        if ((!sp->ignore_eos || sp->grammar) && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
+        if (sp->grammar && (st = mllm_constraint_accept(&con, tok)) != MLLM_OK) break;
         if (sp->on_logprobs) report_logprobs(&smp, sp, s->logits, tok);
         size_t plen = 0;
         const char *piece = mllm_tokenizer_piece(s->m->tok, tok, &plen);
@@ -304,6 +320,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     if (n_pending && cb) cb(user, -1, pending, n_pending);
     s->timings.gen_ms += mllm_now_ms() - tg;
     mllm_sampler_free(&smp);
+    if (sp->grammar) mllm_constraint_free(&con);
     return st;
 }
 

@@ -88,7 +88,8 @@ static const char *new_name(jsg *J, const char *hint) {
 
 static void write_rule(jsg *J, const char *name, const jsg_buf *body) {
     jsg_printf(&J->out, "%s ::= ", name);
-    jsg_putn(&J->out, body->s ? body->s : "", body->n);
+    /* An empty body would let the next line continue the rule (newlines may follow ::=). */
+    jsg_putn(&J->out, body->n ? body->s : "\"\"", body->n ? body->n : 2);
     jsg_puts(&J->out, "\n");
     if (J->out.n > MLLM_GRAMMAR_MAX_TEXT)
         fail(J, "the grammar grows past MLLM_GRAMMAR_MAX_TEXT (%u bytes)", MLLM_GRAMMAR_MAX_TEXT);

@@ -320,8 +320,9 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s | peak RSS: %.1f MiB",
             tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,
             tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0, ru.ru_maxrss / 1024.0);
-    if (tm.n_grammar)
-        fprintf(stderr, " | grammar: %d masks, %.3f ms each", tm.n_grammar, tm.grammar_ms / tm.n_grammar);
+    if (grammar)
+        fprintf(stderr, " | grammar: %.3f ms per token (%d full masks)", tm.n_gen ? tm.grammar_ms / tm.n_gen : 0.0,
+                tm.n_grammar);
     if (seed < 0 && temp > 0) fprintf(stderr, " | seed %llu", (unsigned long long)used_seed);
     fprintf(stderr, "\n");
     rc = 0;

@@ -446,8 +446,10 @@ typedef struct {
     int n_gen;        /* tokens sampled and delivered */
     double gen_ms;
     /* Appended in ABI 4 (a shorter struct_size gets the fields above). */
-    int n_grammar;      /* token masks computed for a grammar */
-    double grammar_ms;  /* time spent computing them (part of gen_ms) */
+    int n_grammar;      /* full token masks computed for a grammar (when the
+                           sampled token did not fit it) */
+    double grammar_ms;  /* time spent checking tokens against the grammar and
+                           computing masks (part of gen_ms) */
 } mllm_timings;
 /* Copies the session's counters into *out, at most out->struct_size bytes
    (so callers built against an older, shorter struct keep working). Same

@@ -143,6 +143,21 @@ void mllm_constraint_free(mllm_constraint *c) {
     memset(c, 0, sizeof *c);
 }
 
+static bool is_eog(const mllm_constraint *c, int32_t tok) {
+    for (int i = 0; i < c->n_eog; i++)
+        if (c->eog[i] == tok) return true;
+    return false;
+}
+
+bool mllm_constraint_done(const mllm_constraint *c) { return mllm_gmatch_done(c->g->match); }
+
+bool mllm_constraint_allows(mllm_constraint *c, int32_t tok) {
+    if (is_eog(c, tok)) return mllm_gmatch_can_end(c->g->match);
+    size_t len = 0;
+    const char *p = tok >= 0 && tok < c->trie->n_vocab ? trie_piece(c->m->tok, tok, &len) : NULL;
+    return p && len && mllm_gmatch_try(c->g->match, p, len) == MLLM_OK;
+}
+
 mllm_status mllm_constraint_apply(mllm_constraint *c, const float *logits, const float **out, bool *done) {
     *done = false;
     *out = NULL;
@@ -164,8 +179,7 @@ mllm_status mllm_constraint_apply(mllm_constraint *c, const float *logits, const
 }
 
 mllm_status mllm_constraint_accept(mllm_constraint *c, int32_t tok) {
-    for (int i = 0; i < c->n_eog; i++)
-        if (c->eog[i] == tok) return MLLM_OK;
+    if (is_eog(c, tok)) return MLLM_OK;
     size_t len = 0;
     const char *p = trie_piece(c->m->tok, tok, &len);
     if (!p || !len) return mllm_err(MLLM_ERR_UNSUPPORTED, "grammar: token %d is not text", tok);

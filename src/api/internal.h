@@ -79,9 +79,13 @@ typedef struct {
 } mllm_constraint;
 mllm_status mllm_constraint_init(mllm_constraint *c, mllm_model *m, mllm_grammar *g);
 void mllm_constraint_free(mllm_constraint *c);
-/* The logits to sample from (*out), or *done when the grammar is complete
-   and nothing may follow. Errors: MLLM_ERR_UNSUPPORTED (no token continues
-   the grammar; a matcher limit). */
+/* Whether the grammar is complete and nothing may follow (generation ends). */
+bool mllm_constraint_done(const mllm_constraint *c);
+/* Whether token tok may come next (an end token: where the text is complete). */
+bool mllm_constraint_allows(mllm_constraint *c, int32_t tok);
+/* The logits to sample from (*out): those of the tokens the grammar does
+   not allow at -inf; or *done as mllm_constraint_done. Errors:
+   MLLM_ERR_UNSUPPORTED (no token continues the grammar; a matcher limit). */
 mllm_status mllm_constraint_apply(mllm_constraint *c, const float *logits, const float **out, bool *done);
 /* Advances the grammar by the sampled token's bytes. */
 mllm_status mllm_constraint_accept(mllm_constraint *c, int32_t tok);

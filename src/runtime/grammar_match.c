@@ -288,19 +288,36 @@ void mllm_gmatch_free(mllm_gmatch *m) {
     mllm_free(m);
 }
 
+/* Runs the bytes on the state into *f; the buffers then hold the
+   result, to be committed or dropped. */
+static mllm_status run_bytes(mllm_gmatch *m, const char *bytes, size_t n, frame *f) {
+    frame next;
+    *f = m->cur;
+    for (size_t i = 0; i < n; i++) {
+        int r = advance_byte(m, f, (uint8_t)bytes[i], &next);
+        if (r <= 0) return r < 0 ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG;
+        *f = next;
+    }
+    return MLLM_OK;
+}
+
 mllm_status mllm_gmatch_accept(mllm_gmatch *m, const char *bytes, size_t n) {
     uint32_t nodes0 = m->n_nodes, tops0 = m->n_tops;
-    frame f = m->cur, next;
-    for (size_t i = 0; i < n; i++) {
-        int r = advance_byte(m, &f, (uint8_t)bytes[i], &next);
-        if (r <= 0) {
-            m->n_nodes = nodes0;
-            m->n_tops = tops0;
-            return r < 0 ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG;
-        }
-        f = next;
-    }
-    return commit(m, &f) ? MLLM_ERR_NOMEM : MLLM_OK;
+    frame f;
+    mllm_status st = run_bytes(m, bytes, n, &f);
+    if (st == MLLM_OK) return commit(m, &f) ? MLLM_ERR_NOMEM : MLLM_OK;
+    m->n_nodes = nodes0;
+    m->n_tops = tops0;
+    return st;
+}
+
+mllm_status mllm_gmatch_try(mllm_gmatch *m, const char *bytes, size_t n) {
+    uint32_t nodes0 = m->n_nodes, tops0 = m->n_tops;
+    frame f;
+    mllm_status st = run_bytes(m, bytes, n, &f);
+    m->n_nodes = nodes0;
+    m->n_tops = tops0;
+    return st;
 }
 
 bool mllm_gmatch_can_end(const mllm_gmatch *m) {

@@ -35,6 +35,9 @@ mllm_status mllm_gmatch_reset(mllm_gmatch *m);
    rejects them (the state is then unchanged); MLLM_ERR_UNSUPPORTED when a
    limit above is hit (mllm_last_error() names it). */
 mllm_status mllm_gmatch_accept(mllm_gmatch *m, const char *bytes, size_t n);
+/* Whether mllm_gmatch_accept would take the bytes (same statuses); the
+   state is left as it was. */
+mllm_status mllm_gmatch_try(mllm_gmatch *m, const char *bytes, size_t n);
 /* Whether the text so far is a complete match (end of text allowed). */
 bool mllm_gmatch_can_end(const mllm_gmatch *m);
 /* Whether it is complete and nothing may follow. */

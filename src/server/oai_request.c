@@ -162,11 +162,14 @@ static int parse_grammar(const cJSON *root, srv_job *j, srv_err *e) {
         if (!cJSON_IsString(gr)) return srv_fail(e, 400, NULL, "grammar", "'grammar' must be a string (GBNF)");
         if (!gr->valuestring[0]) return 0; /* llama-server: "" means none */
         if (check_text(gr->valuestring, "grammar", e)) return -1;
-        return set_grammar(j, mllm_grammar_new(gr->valuestring, NULL, &g), g, "grammar", e);
+        mllm_status st = mllm_grammar_new(gr->valuestring, NULL, &g);
+        return set_grammar(j, st, g, "grammar", e);
     }
     if (!rf) return 0;
-    if (!strcmp(field(rf, "type")->valuestring, "json_object"))
-        return set_grammar(j, mllm_grammar_from_json_schema("{\"type\":\"object\"}", &g), g, "response_format", e);
+    if (!strcmp(field(rf, "type")->valuestring, "json_object")) {
+        mllm_status st = mllm_grammar_from_json_schema("{\"type\":\"object\"}", &g);
+        return set_grammar(j, st, g, "response_format", e);
+    }
     const cJSON *js = field(rf, "json_schema");
     if (!cJSON_IsObject(js))
         return srv_fail(e, 400, NULL, "response_format.json_schema",

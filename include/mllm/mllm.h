@@ -339,17 +339,21 @@ MLLM_API int mllm_session_n_past(const mllm_session *s);
    cb (may be NULL) for each. Returns MLLM_OK when the model ends the text
    (EOS or another end-of-generation token, which is not delivered; unless
    sp->ignore_eos), after max_tokens tokens (max_tokens <= 0: prefill only),
-   or when cb returns non-zero. The session then holds the prompt and the
+   or when cb returns non-zero, or when sp->grammar is complete and nothing
+   may follow (with a grammar an end token, allowed only where its text is
+   complete, always ends the text). The session then holds the prompt and the
    delivered tokens (except the one on which cb asked to stop), so a later
    call continues the text; mllm_session_reset() starts afresh.
    Blocking; one call per session at a time; cancel it from another thread
    with mllm_session_cancel().
    Errors: MLLM_ERR_INVALID_ARG (s, prompt or sp NULL, sp->struct_size
-   neither sizeof(mllm_sampling) nor the first release's,
+   neither sizeof(mllm_sampling) nor that of ABI 3 or of the first release,
    sampling values out of range, empty prompt on an empty session),
    MLLM_ERR_CONTEXT_FULL (the prompt does not fit: nothing is evaluated; or
    the cache filled up while generating: the tokens delivered so far stay),
-   MLLM_ERR_CANCELLED, MLLM_ERR_NOMEM. */
+   MLLM_ERR_UNSUPPORTED (sp->grammar: no token of the vocabulary continues
+   its text, or it is too ambiguous to follow: the message names the
+   limit), MLLM_ERR_CANCELLED, MLLM_ERR_NOMEM. */
 MLLM_API mllm_status mllm_generate(mllm_session *s, const char *prompt, const mllm_sampling *sp,
                                    mllm_on_token cb, void *user);
 /* Same as mllm_generate, from token ids (added as given: no BOS is put

@@ -5,6 +5,7 @@
    mask walk appends the nodes of each trie depth and drops them when it
    backs up: a stack discipline over the same array. */
 #include "runtime/grammar_match.h"
+#include <stdlib.h>
 #include <string.h>
 #include "core/alloc.h"
 #include "core/error.h"
@@ -38,13 +39,18 @@ struct mllm_gmatch {
     uint32_t cap_remap;
     frame *frames;      /* (cap_frames) mask walk: the state at each trie depth */
     uint32_t cap_frames;
+    uint32_t (*sorted)[3]; /* (cap_sorted) dedup of many tops: (position, parent, top) */
+    uint32_t cap_sorted;
+    uint32_t char_steps;   /* expansion steps for the current character */
+    uint64_t mask_work;    /* steps and comparisons of the current mask walk */
 };
 
 static int limit(const char *what, unsigned n) {
     mllm_err(MLLM_ERR_UNSUPPORTED, "grammar: more than %s (%u) %s; the grammar is too ambiguous to follow",
              what, n, strcmp(what, "MLLM_GRAMMAR_MAX_STACKS") == 0 ? "parses alive at once"
                       : strcmp(what, "MLLM_GRAMMAR_MAX_EXPAND") == 0 ? "expansion steps for one character"
-                                                                     : "stack nodes");
+                      : strcmp(what, "MLLM_GRAMMAR_MAX_MASK_WORK") == 0 ? "steps for one token mask"
+                                                                        : "stack nodes");
     return -1;
 }
 
@@ -82,13 +88,14 @@ static bool is_end(const mllm_gelem *e) { return e->kind == MLLM_GE_END || e->ki
    to character classes (and ACCEPT), appended to f's tops. */
 static int expand(mllm_gmatch *m, const frame *f, uint32_t pos, uint32_t cont) {
     const mllm_gram *g = m->g;
-    uint32_t n = 0, steps = 0;
+    uint32_t n = 0;
     if (grow((void **)&m->work, &m->cap_work, 2, 2 * sizeof *m->work)) return -1;
     m->work[0] = pos;
     m->work[1] = cont;
     n = 1;
     while (n > 0) {
-        if (++steps > MLLM_GRAMMAR_MAX_EXPAND) return limit("MLLM_GRAMMAR_MAX_EXPAND", MLLM_GRAMMAR_MAX_EXPAND);
+        if (++m->char_steps > MLLM_GRAMMAR_MAX_EXPAND) return limit("MLLM_GRAMMAR_MAX_EXPAND", MLLM_GRAMMAR_MAX_EXPAND);
+        m->mask_work++;
         n--;
         uint32_t p = m->work[2 * n], c = m->work[2 * n + 1];
         const mllm_gelem *e = &g->elems[p];
@@ -133,19 +140,50 @@ static bool same_stack(const mllm_gmatch *m, uint32_t a, uint32_t b) {
     return true;
 }
 
+static int by_pos_parent(const void *a, const void *b) {
+    const uint32_t *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
 /* Drops tops that repeat an earlier one (an ambiguous grammar would
-   otherwise double its stacks at every character). */
-static void dedup(mllm_gmatch *m, frame *f) {
+   otherwise double its stacks at every character). Only tops at the same
+   position can be equal: many tops are sorted by position first. */
+static int dedup(mllm_gmatch *m, frame *f) {
     uint32_t *t = m->tops + f->off, k = 0;
-    for (uint32_t i = 0; i < f->n; i++) {
-        bool dup = false;
-        for (uint32_t j = 0; j < k && !dup; j++)
-            dup = t[j] == t[i] || (t[j] < ACCEPT && t[i] < ACCEPT && m->nodes[t[j]].pos == m->nodes[t[i]].pos &&
-                                   same_stack(m, t[j], t[i]));
-        if (!dup) t[k++] = t[i];
+    if (f->n <= 16) {
+        for (uint32_t i = 0; i < f->n; i++) {
+            bool dup = false;
+            for (uint32_t j = 0; j < k && !dup; j++)
+                dup = t[j] == t[i] || (t[j] < ACCEPT && t[i] < ACCEPT && m->nodes[t[j]].pos == m->nodes[t[i]].pos &&
+                                       same_stack(m, t[j], t[i]));
+            if (!dup) t[k++] = t[i];
+        }
+        m->mask_work += (uint64_t)f->n * f->n;
+    } else {
+        if (grow((void **)&m->sorted, &m->cap_sorted, f->n, sizeof *m->sorted)) return -1;
+        uint32_t (*s)[3] = m->sorted;
+        for (uint32_t i = 0; i < f->n; i++) {
+            bool acc = t[i] == ACCEPT;
+            s[i][0] = acc ? UINT32_MAX : m->nodes[t[i]].pos;
+            s[i][1] = acc ? UINT32_MAX : m->nodes[t[i]].parent;
+            s[i][2] = t[i];
+        }
+        qsort(s, f->n, sizeof *s, by_pos_parent);
+        for (uint32_t i = 0, run = 0; i < f->n; i++) {
+            if (i == 0 || s[i][0] != s[i - 1][0]) run = k; /* the kept tops at this position start here */
+            bool dup = false;
+            for (uint32_t j = run; j < k && !dup; j++)
+                dup = t[j] == s[i][2] || (s[i][2] < ACCEPT && same_stack(m, t[j], s[i][2]));
+            m->mask_work += k - run + 1;
+            if (!dup) t[k++] = s[i][2];
+        }
+        m->mask_work += (uint64_t)f->n * 16;
     }
     f->n = k;
     m->n_tops = f->off + k;
+    return 0;
 }
 
 /* Code point c on every stack of in -> out. 1: some stack survives, 0:
@@ -154,6 +192,7 @@ static int advance_cp(mllm_gmatch *m, const frame *in, uint32_t c, frame *out) {
     const mllm_gram *g = m->g;
     memset(out, 0, sizeof *out);
     out->off = m->n_tops;
+    m->char_steps = 0;
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t t = m->tops[in->off + i];
         if (t == ACCEPT) continue;
@@ -162,7 +201,7 @@ static int advance_cp(mllm_gmatch *m, const frame *in, uint32_t c, frame *out) {
         if (expand(m, out, nd.pos + 1, nd.parent)) return -1;
     }
     out->n = m->n_tops - out->off;
-    dedup(m, out);
+    if (dedup(m, out)) return -1;
     return out->n > 0;
 }
 
@@ -257,10 +296,11 @@ mllm_status mllm_gmatch_reset(mllm_gmatch *m) {
     m->n_nodes = 0;
     m->n_tops = 0;
     frame f = {0};
+    m->char_steps = 0;
     for (uint32_t a = g->alt_off[g->root]; a < g->alt_off[g->root + 1]; a++)
         if (expand(m, &f, g->alt_pos[a], NONE)) return MLLM_ERR_UNSUPPORTED;
     f.n = m->n_tops;
-    dedup(m, &f);
+    if (dedup(m, &f)) return MLLM_ERR_NOMEM;
     return commit(m, &f) ? MLLM_ERR_NOMEM : MLLM_OK;
 }
 
@@ -285,6 +325,7 @@ void mllm_gmatch_free(mllm_gmatch *m) {
     mllm_free(m->work);
     mllm_free(m->remap);
     mllm_free(m->frames);
+    mllm_free(m->sorted);
     mllm_free(m);
 }
 
@@ -346,6 +387,7 @@ mllm_status mllm_gmatch_mask(mllm_gmatch *m, const mllm_vocab_trie *t, uint8_t *
     F[0].tops_end = tops0;
     size_t count = 0;
     mllm_status st = MLLM_OK;
+    m->mask_work = 0;
     /* The hot loop: one byte of one trie edge per step. */
     for (uint32_t i = 0; i < t->n_nodes;) {
         uint32_t d = t->depth[i];
@@ -353,6 +395,11 @@ mllm_status mllm_gmatch_mask(mllm_gmatch *m, const mllm_vocab_trie *t, uint8_t *
         m->n_tops = F[d - 1].tops_end;
         int r = advance_byte(m, &F[d - 1], t->byte[i], &F[d]);
         if (r < 0) { st = MLLM_ERR_UNSUPPORTED; break; }
+        if (m->mask_work > MLLM_GRAMMAR_MAX_MASK_WORK) {
+            st = MLLM_ERR_UNSUPPORTED;
+            limit("MLLM_GRAMMAR_MAX_MASK_WORK", MLLM_GRAMMAR_MAX_MASK_WORK);
+            break;
+        }
         if (r == 0) { i = t->skip[i]; continue; }
         F[d].nodes_end = m->n_nodes;
         F[d].tops_end = m->n_tops;

@@ -23,6 +23,7 @@
 #define MLLM_GRAMMAR_MAX_STACKS 1024       /* parses alive at once */
 #define MLLM_GRAMMAR_MAX_EXPAND (1u << 16) /* expansion steps for one character */
 #define MLLM_GRAMMAR_MAX_NODES (1u << 24)  /* stack nodes held (all stacks, a mask walk included) */
+#define MLLM_GRAMMAR_MAX_MASK_WORK (1u << 26) /* expansion steps and comparisons of one token mask */
 
 typedef struct mllm_gmatch mllm_gmatch;
 

@@ -266,7 +266,7 @@ static int parse_class(parser *P, mllm_gvec *v) {
     }
     if (rc == 0) {
         P->pos++; /* ] */
-        qsort(r, n, 2 * sizeof *r, cmp_range);
+        if (n) qsort(r, n, 2 * sizeof *r, cmp_range);
         uint32_t m = 0;
         for (uint32_t i = 0; i < n; i++) {
             if (m && r[2 * i] <= r[2 * (m - 1) + 1] + 1) {

@@ -154,10 +154,32 @@ static long count_kw(jsg *J, const cJSON *s, const char *name, bool *bad) {
 
 static const char *visit(jsg *J, const cJSON *s, const char *hint);
 
+/* Whether s is UTF-8 as the grammar parser reads it (no overlong forms,
+   surrogates or code points past U+10FFFF); cJSON does not check. */
+static bool utf8_ok(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        if (!n) return false;
+        uint32_t c = n == 1 ? *p : *p & (0x7F >> n);
+        for (int k = 1; k < n; k++) {
+            if ((p[k] & 0xC0) != 0x80) return false;
+            c = c << 6 | (p[k] & 0x3F);
+        }
+        static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (c < min[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
+        p += n;
+    }
+    return true;
+}
+
 /* The GBNF literal of a JSON value as cJSON prints it (compact). */
 static bool put_value_literal(jsg *J, jsg_buf *b, const cJSON *v) {
     char *text = cJSON_PrintUnformatted(v);
     if (!text) return nomem(J), false;
+    if (!utf8_ok(text)) {
+        cJSON_free(text);
+        return fail(J, "a value of 'enum' / 'const' is not valid UTF-8"), false;
+    }
     jsg_literal(b, text, strlen(text));
     cJSON_free(text);
     return true;
@@ -355,6 +377,8 @@ static const char *visit_object(jsg *J, const cJSON *s, const char *hint) {
         if (i == np) p[np++] = (prop){v->valuestring, prim(J, JSG_VALUE), false}; /* required, any value */
         p[i].required = true;
     }
+    for (int i = 0; i < np; i++)
+        if (!utf8_ok(p[i].key)) return fail(J, "a property name is not valid UTF-8");
     /* Additional properties: absent means none when properties are listed. */
     bool extra = add ? !cJSON_IsFalse(add) : !props && !req;
     const char *extra_val = NULL, *extra_key = NULL;

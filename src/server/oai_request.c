@@ -184,6 +184,7 @@ static int parse_grammar(const cJSON *root, srv_job *j, srv_err *e) {
                         "'response_format.json_schema.schema' must be a JSON Schema (an object)");
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    if (check_text(text, "response_format.json_schema.schema", e)) { cJSON_free(text); return -1; }
     mllm_status st = mllm_grammar_from_json_schema(text, &g);
     cJSON_free(text);
     return set_grammar(j, st, g, "response_format.json_schema.schema", e);

@@ -222,7 +222,7 @@ mllm_status mllm_gram_build(const mllm_gparsed *p, const char *root_name, mllm_g
         if (!g->elems || !g->rule_start || !g->ranges || !g->alt_off || !g->alt_pos) st = mllm_err(MLLM_ERR_NOMEM, "grammar: out of memory");
     }
     if (st == MLLM_OK) {
-        memcpy(g->ranges, p->ranges, (size_t)p->n_ranges * 2 * sizeof *g->ranges);
+        if (p->n_ranges) memcpy(g->ranges, p->ranges, (size_t)p->n_ranges * 2 * sizeof *g->ranges);
         g->n_ranges = p->n_ranges;
         g->n_rules = p->n_rules;
         g->root = root;

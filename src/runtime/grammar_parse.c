@@ -152,7 +152,7 @@ static int64_t add_ranges(parser *P, const uint32_t *r, uint32_t n) {
         snprintf(lim, sizeof lim, "%u", MLLM_GRAMMAR_MAX_RANGES);
         return fail(P, "more than MLLM_GRAMMAR_MAX_RANGES (%s) character ranges", lim);
     }
-    if (g->n_ranges + n > g->cap_ranges) {
+    if (n && g->n_ranges + n > g->cap_ranges) {
         uint32_t cap = g->cap_ranges ? g->cap_ranges : 64;
         while (cap < g->n_ranges + n) cap *= 2;
         uint32_t *nr = mllm_realloc(g->ranges, (size_t)cap * 2 * sizeof *nr);
@@ -160,7 +160,7 @@ static int64_t add_ranges(parser *P, const uint32_t *r, uint32_t n) {
         g->ranges = nr;
         g->cap_ranges = cap;
     }
-    memcpy(g->ranges + 2 * (size_t)g->n_ranges, r, (size_t)n * 2 * sizeof *r);
+    if (n) memcpy(g->ranges + 2 * (size_t)g->n_ranges, r, (size_t)n * 2 * sizeof *r);
     g->n_ranges += n;
     return g->n_ranges - n;
 }

@@ -28,7 +28,7 @@ CLI_CASES = [  # (schema, prompt)
 SERVER_CASES = [  # (schema, prompt, streamed too)
     ("person", "Invent a character for a story. Reply in JSON.", True),
     ("formats", "When is the next meeting? Reply in JSON with a date, a time and an id.", False),
-    ("numbers_2_to_4", "List a few prices as a JSON array.", True),
+    ("numbers_2_to_4", "List a few prices as a JSON array.", False),
 ]
 
 
@@ -57,7 +57,7 @@ def cli(jsonschema, mllm, model, work, few):
         path = os.path.join(work, name + ".json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(SCHEMAS[name], f, ensure_ascii=False)
-        r = subprocess.run([mllm, "run", "-m", model, "-p", prompt, "--json-schema", path, "-n", "160",
+        r = subprocess.run([mllm, "run", "-m", model, "-p", prompt, "--json-schema", path, "-n", "120",
                             "--temp", "0.9", "--seed", str(10 + i), "-t", "2"], capture_output=True, text=True)
         check(r.returncode == 0, "mllm run --json-schema %s: exit %d: %s" % (name, r.returncode, r.stderr[-500:]))
         validate(jsonschema, SCHEMAS[name], r.stdout, "mllm run --json-schema %s (%r)" % (name, prompt))
@@ -92,7 +92,7 @@ def server(jsonschema, mllm, model, work, few):
         for i, (name, prompt, streamed) in enumerate(SERVER_CASES[:1] if few else SERVER_CASES):
             rf = {"type": "json_schema", "json_schema": {"name": name, "schema": SCHEMAS[name], "strict": True}}
             body = {"messages": [{"role": "user", "content": prompt}], "temperature": 0.9, "seed": 20 + i,
-                    "max_tokens": 160, "response_format": rf}
+                    "max_tokens": 200, "response_format": rf}
             ch = chat(s, body)
             check(ch["finish_reason"] == "stop", "%s: finish_reason %r" % (name, ch["finish_reason"]))
             validate(jsonschema, SCHEMAS[name], ch["message"]["content"], "server json_schema %s" % name)

@@ -47,6 +47,10 @@ static void run_usage(FILE *f) {
             "      --seed S          random seed; same seed, same output (default -1: a random\n"
             "                        one, printed at the end)\n"
             "      --ignore-eos      keep generating past the end-of-sequence token\n"
+            "      --grammar FILE    constrain the output to a GBNF grammar (llama.cpp's format,\n"
+            "                        root rule: root); it ends when the grammar is complete\n"
+            "      --json-schema FILE  constrain the output to JSON that validates against\n"
+            "                        this JSON Schema (see docs/grammar.md for what is supported)\n"
             "      --no-bos          do not add BOS even if the model asks for it\n"
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
             "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
@@ -144,7 +148,7 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     bool exact = false;
-    const char *system = NULL;
+    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
     int32_t bias_ids[RUN_MAX_LOGIT_BIAS];
@@ -173,6 +177,8 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--frequency-penalty")) { VAL(); if (!cli_float(a, v, -100, 100, &frequency)) return 2; }
         else if (!strcmp(a, "--logit-bias")) { VAL(); if (!parse_bias(v, bias_ids, bias, &n_bias)) return 2; }
         else if (!strcmp(a, "--system")) { VAL(); system = v; }
+        else if (!strcmp(a, "--grammar")) { VAL(); grammar_file = v; }
+        else if (!strcmp(a, "--json-schema")) { VAL(); schema_file = v; }
         else if (!strcmp(a, "--raw")) raw = true;
         else if (!strcmp(a, "--context-shift")) shift = true;
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = v; }
@@ -186,8 +192,19 @@ int cmd_run(int argc, char **argv) {
     if (!model) { fprintf(stderr, "mllm run: -m MODEL is required (try mllm run --help)\n"); return 2; }
     if (!prompt && !pfile) { fprintf(stderr, "mllm run: -p PROMPT or -f FILE is required\n"); return 2; }
     if (raw && system) { fprintf(stderr, "mllm run: --system needs the chat template, and --raw turns it off\n"); return 2; }
+    if (grammar_file && schema_file) { fprintf(stderr, "mllm run: give --grammar or --json-schema, not both\n"); return 2; }
+    /* The grammar first: a bad one fails before the model loads. */
+    mllm_grammar *grammar = NULL;
+    if (grammar_file || schema_file) {
+        const char *gf = grammar_file ? grammar_file : schema_file;
+        char *gtext = cli_read_file(gf, NULL);
+        if (!gtext) return 1;
+        mllm_status gst = grammar_file ? mllm_grammar_new(gtext, NULL, &grammar) : mllm_grammar_from_json_schema(gtext, &grammar);
+        free(gtext);
+        if (gst != MLLM_OK) { fprintf(stderr, "mllm run: %s: %s\n", gf, mllm_last_error()); return 1; }
+    }
     char *ptext = pfile ? cli_read_file(pfile, NULL) : NULL;
-    if (pfile && !ptext) return 1;
+    if (pfile && !ptext) { mllm_grammar_free(grammar); return 1; }
     if (!ptext) ptext = strdup(prompt);
 
     int rc = 1;
@@ -291,6 +308,7 @@ int cmd_run(int argc, char **argv) {
     uint64_t used_seed = seed < 0 ? cli_random_seed() : (uint64_t)seed;
     smp.seed = used_seed;
     smp.ignore_eos = ignore_eos;
+    smp.grammar = grammar;
     cli_gen_opts go = {.max_tokens = n_predict, .context_shift = shift, .n_keep = (int)n_keep};
     cli_gen_result gr;
     st = cli_generate(s, &smp, &go, on_token, &rctx, &gr);
@@ -307,6 +325,9 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s | peak RSS: %.1f MiB",
             tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,
             tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0, ru.ru_maxrss / 1024.0);
+    if (grammar)
+        fprintf(stderr, " | grammar: %.3f ms per token (%d full masks)", tm.n_gen ? tm.grammar_ms / tm.n_gen : 0.0,
+                tm.n_grammar);
     if (seed < 0 && temp > 0) fprintf(stderr, " | seed %llu", (unsigned long long)used_seed);
     fprintf(stderr, "\n");
     rc = 0;
@@ -314,6 +335,7 @@ done:
     if (rctx.ids) fclose(rctx.ids);
     free(ids);
     free(ptext);
+    mllm_grammar_free(grammar);
     mllm_session_free(s);
     mllm_model_free(m);
     return rc;

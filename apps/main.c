@@ -13,6 +13,7 @@ static void usage(FILE *f) {
             "  chat        interactive chat with the model's own chat template\n"
             "  serve       OpenAI-compatible HTTP server\n"
             "  template    render a chat template with a JSON context\n"
+            "  grammar     check a GBNF grammar or JSON Schema, print its GBNF or random texts\n"
             "  tokenize    print the token ids (and pieces) of a text\n"
             "  info        print a model's config, tensor table and traced decode graph\n"
             "  bench       time prompt processing and generation (llama-bench style)\n"
@@ -43,6 +44,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "perplexity")) return cmd_perplexity(argc - 1, argv + 1);
     if (!strcmp(c, "convert")) return cmd_convert(argc - 1, argv + 1);
     if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(c, "grammar")) return cmd_grammar(argc - 1, argv + 1);
     fprintf(stderr, "mllm: unknown command '%s' (try mllm --help)\n", c);
     return 2;
 }

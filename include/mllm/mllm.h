@@ -66,12 +66,14 @@ extern "C" {
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
 /* Bumped whenever a struct layout or a signature below changes.
+   4: mllm_sampling grew a grammar (constrained decoding); mllm_generate*
+   still accept the ABI 3 and ABI 2 sizes filled by the caller.
+   mllm_load_params grew `exact`; mllm_model_load still accepts the struct
+   of ABI 1 and of ABI 2/3 (zero-extended).
    3: mllm_sampling grew (presence/frequency penalties, logit bias,
    logprobs callback); mllm_sampling_default writes the new size, so a
    program compiled against an ABI 2 header must be rebuilt (mllm_generate*
-   still accept an ABI 2 struct filled by the caller).
-   4: mllm_load_params grew `exact`; mllm_model_load still accepts the
-   struct of ABI 1 and of ABI 2/3 (zero-extended). */
+   still accept an ABI 2 struct filled by the caller). */
 #define MLLM_ABI_VERSION 4
 
 typedef enum {
@@ -88,6 +90,7 @@ typedef enum {
 
 typedef struct mllm_model mllm_model;     /* weights, config, tokenizer */
 typedef struct mllm_session mllm_session; /* KV cache, position, sampler state */
+typedef struct mllm_grammar mllm_grammar; /* a compiled grammar and how far the text has matched it */
 
 /* The library's version, "MAJOR.MINOR.PATCH" ("0.1.0"): a static string,
    never NULL. May differ from the MLLM_VERSION_* the caller compiled with. */
@@ -259,6 +262,15 @@ typedef struct {
     mllm_on_logprobs on_logprobs;
     void *logprobs_user;     /* passed to on_logprobs */
     int n_top_logprobs;      /* alternatives per token, 0..MLLM_MAX_TOP_LOGPROBS */
+    /* Appended in ABI 4 (the ABI 3 size is still accepted: NULL then).
+       Constrained decoding: every generated token keeps the text a prefix
+       of what the grammar matches, and end-of-generation tokens are allowed
+       only where the text is complete; generation stops when nothing may
+       follow. Generation starts from the grammar's current state and
+       advances it (so a generation continued after a context shift goes
+       on where it was); mllm_grammar_reset() starts over. Not owned; used
+       by one generation at a time. NULL: unconstrained. */
+    mllm_grammar *grammar;
 } mllm_sampling;
 
 /* Fills p with the defaults and struct_size with the library's
@@ -270,7 +282,7 @@ typedef struct {
    repeat_penalty > 0, top_k >= 0, repeat_last_n >= 0, presence and
    frequency penalties and biases finite, logit_bias_ids in [0, n_vocab)
    (and the arrays non-NULL when n_logit_bias > 0), n_top_logprobs in
-   [0, MLLM_MAX_TOP_LOGPROBS].
+   [0, MLLM_MAX_TOP_LOGPROBS], no grammar.
    Penalties follow llama.cpp: over the distinct tokens among the last
    repeat_last_n (prompt and generated), logit is divided (positive) or
    multiplied (negative) by repeat_penalty, then
@@ -334,17 +346,21 @@ MLLM_API int mllm_session_n_past(const mllm_session *s);
    cb (may be NULL) for each. Returns MLLM_OK when the model ends the text
    (EOS or another end-of-generation token, which is not delivered; unless
    sp->ignore_eos), after max_tokens tokens (max_tokens <= 0: prefill only),
-   or when cb returns non-zero. The session then holds the prompt and the
+   or when cb returns non-zero, or when sp->grammar is complete and nothing
+   may follow (with a grammar an end token, allowed only where its text is
+   complete, always ends the text). The session then holds the prompt and the
    delivered tokens (except the one on which cb asked to stop), so a later
    call continues the text; mllm_session_reset() starts afresh.
    Blocking; one call per session at a time; cancel it from another thread
    with mllm_session_cancel().
    Errors: MLLM_ERR_INVALID_ARG (s, prompt or sp NULL, sp->struct_size
-   neither sizeof(mllm_sampling) nor the first release's,
+   neither sizeof(mllm_sampling) nor that of ABI 3 or of the first release,
    sampling values out of range, empty prompt on an empty session),
    MLLM_ERR_CONTEXT_FULL (the prompt does not fit: nothing is evaluated; or
    the cache filled up while generating: the tokens delivered so far stay),
-   MLLM_ERR_CANCELLED, MLLM_ERR_NOMEM. */
+   MLLM_ERR_UNSUPPORTED (sp->grammar: no token of the vocabulary continues
+   its text, or it is too ambiguous to follow: the message names the
+   limit), MLLM_ERR_CANCELLED, MLLM_ERR_NOMEM. */
 MLLM_API mllm_status mllm_generate(mllm_session *s, const char *prompt, const mllm_sampling *sp,
                                    mllm_on_token cb, void *user);
 /* Same as mllm_generate, from token ids (added as given: no BOS is put
@@ -394,6 +410,44 @@ MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const 
    interrupted. NULL: no-op. */
 MLLM_API void mllm_session_cancel(mllm_session *s);
 
+/* ---- grammars (constrained decoding) ---------------------------------- */
+
+/* Compiles a GBNF grammar as llama.cpp writes it (rules `name ::= ...`,
+   alternatives |, "literals", [classes] with ranges and ^, ., ( ),
+   * + ? {m} {m,} {m,n}, # comments; see docs/grammar.md), starting at the
+   rule named root (NULL: "root"). The grammar is independent of any model:
+   the same one may constrain any session (but one generation at a time).
+   On success *out owns it; free it with mllm_grammar_free().
+   Errors: MLLM_ERR_INVALID_ARG (gbnf or out NULL; a bad grammar, with
+   mllm_last_error() = "grammar: line L, column C: what"; an undefined
+   rule, no root, left recursion, a rule that never finishes, a limit:
+   the message names it), MLLM_ERR_NOMEM. Thread-safe. */
+MLLM_API mllm_status mllm_grammar_new(const char *gbnf, const char *root, mllm_grammar **out);
+/* Compiles a JSON Schema (JSON text, NUL-terminated) to a grammar whose
+   texts are JSON documents that validate against it (docs/grammar.md
+   lists the supported keywords; others that constrain a value are
+   refused, never ignored). "{}" or "true": any JSON value;
+   {"type": "object"}: any JSON object (OpenAI's json_object).
+   Errors: MLLM_ERR_INVALID_ARG (bad JSON; unsupported keyword, bad $ref,
+   a limit: mllm_last_error() = "json schema: at #/path: what"),
+   MLLM_ERR_NOMEM. Thread-safe. */
+MLLM_API mllm_status mllm_grammar_from_json_schema(const char *schema, mllm_grammar **out);
+/* The GBNF that mllm_grammar_from_json_schema compiles for a schema,
+   NUL-terminated, into (buf, cap, needed) (buf may be NULL with cap 0).
+   Errors as mllm_grammar_from_json_schema, and MLLM_ERR_BUFFER_TOO_SMALL. */
+MLLM_API mllm_status mllm_json_schema_to_gbnf(const char *schema, char *buf, size_t cap, size_t *needed);
+/* Back to the start of the grammar (nothing matched). NULL: no-op. */
+MLLM_API void mllm_grammar_reset(mllm_grammar *g);
+/* Advances the grammar by len bytes of text, as if they had been
+   generated (a prefix the caller wrote itself). Errors:
+   MLLM_ERR_INVALID_ARG (g NULL, or the grammar rejects the text: nothing
+   is consumed then), MLLM_ERR_UNSUPPORTED (too ambiguous: a matcher limit
+   is named). */
+MLLM_API mllm_status mllm_grammar_accept(mllm_grammar *g, const char *text, size_t len);
+/* 1 if the text so far is a complete match of the grammar, else 0. */
+MLLM_API int mllm_grammar_complete(const mllm_grammar *g);
+MLLM_API void mllm_grammar_free(mllm_grammar *g);
+
 /* Counters since mllm_session_new() or the last mllm_session_reset(). */
 typedef struct {
     uint32_t struct_size; /* set by the caller: sizeof(mllm_timings) */
@@ -402,6 +456,11 @@ typedef struct {
     double prompt_ms;
     int n_gen;        /* tokens sampled and delivered */
     double gen_ms;
+    /* Appended in ABI 4 (a shorter struct_size gets the fields above). */
+    int n_grammar;      /* full token masks computed for a grammar (when the
+                           sampled token did not fit it) */
+    double grammar_ms;  /* time spent checking tokens against the grammar and
+                           computing masks (part of gen_ms) */
 } mllm_timings;
 /* Copies the session's counters into *out, at most out->struct_size bytes
    (so callers built against an older, shorter struct keep working). Same

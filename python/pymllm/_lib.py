@@ -115,6 +115,7 @@ class Sampling(ctypes.Structure):
         ("on_logprobs", ctypes.c_void_p),
         ("logprobs_user", ctypes.c_void_p),
         ("n_top_logprobs", ctypes.c_int),
+        ("grammar", ctypes.c_void_p),  # ABI 4: an mllm_grammar
     ]
 
 
@@ -126,6 +127,8 @@ class Timings(ctypes.Structure):
         ("prompt_ms", ctypes.c_double),
         ("n_gen", ctypes.c_int),
         ("gen_ms", ctypes.c_double),
+        ("n_grammar", ctypes.c_int),
+        ("grammar_ms", ctypes.c_double),
     ]
 
 
@@ -174,6 +177,9 @@ _FUNCTIONS = {
     "mllm_chat_tokenize": (_st, [_vp, ctypes.c_char_p, _c_int32_p, ctypes.c_size_t, _c_size_t_p]),
     "mllm_session_cancel": (None, [_vp]),
     "mllm_session_timings": (None, [_vp, ctypes.POINTER(Timings)]),
+    "mllm_grammar_new": (_st, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_vp)]),
+    "mllm_grammar_from_json_schema": (_st, [ctypes.c_char_p, ctypes.POINTER(_vp)]),
+    "mllm_grammar_free": (None, [_vp]),
     "mllm_detokenize": (ctypes.c_int, [_vp, _c_int32_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p,
                                        ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
 }

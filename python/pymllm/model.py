@@ -95,6 +95,19 @@ class _StopFilter:
         self.buf = ""
 
 
+class _Grammar:
+    """Owns an mllm_grammar handle."""
+
+    def __init__(self, lib, handle):
+        self._lib = lib
+        self.handle = handle
+
+    def __del__(self):
+        if self.handle:
+            self._lib.mllm_grammar_free(self.handle)
+            self.handle = None
+
+
 def _now():
     """Unix time for `created`; SOURCE_DATE_EPOCH pins it, as in libmllm."""
     pinned = os.environ.get("SOURCE_DATE_EPOCH")
@@ -257,8 +270,23 @@ class Model:
 
     # ---- generation -------------------------------------------------------
 
+    def _grammar(self, grammar, json_schema):
+        """An mllm_grammar for a GBNF text or a JSON Schema (a dict or its
+        JSON text), freed when the returned object is."""
+        if grammar is not None and json_schema is not None:
+            raise ValueError("give grammar or json_schema, not both")
+        h = ctypes.c_void_p()
+        if grammar is not None:
+            st = self._lib.mllm_grammar_new(grammar.encode("utf-8"), None, ctypes.byref(h))
+        else:
+            text = json_schema if isinstance(json_schema, str) else json.dumps(json_schema)
+            st = self._lib.mllm_grammar_from_json_schema(text.encode("utf-8"), ctypes.byref(h))
+        _check(self._lib, st)
+        return _Grammar(self._lib, h)
+
     def _sampling(self, max_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
-                  repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False):
+                  repeat_penalty=1.0, repeat_last_n=64, seed=0, ignore_eos=False, grammar=None,
+                  json_schema=None):
         sp = L.Sampling()
         self._lib.mllm_sampling_default(ctypes.byref(sp))
         sp.max_tokens = int(max_tokens)
@@ -270,19 +298,25 @@ class Model:
         sp.repeat_last_n = int(repeat_last_n)
         sp.seed = int(seed)
         sp.ignore_eos = int(bool(ignore_eos))
+        if grammar is not None or json_schema is not None:
+            sp._grammar = self._grammar(grammar, json_schema)  # lives as long as sp
+            sp.grammar = sp._grammar.handle
         return sp
 
     def generate(self, prompt, max_tokens=128, temperature=0.8, top_k=40, top_p=0.95,
                  min_p=0.05, repeat_penalty=1.0, seed=0, stream=False, repeat_last_n=64,
-                 ignore_eos=False, stop=None):
+                 ignore_eos=False, stop=None, grammar=None, json_schema=None):
         """Continues prompt (a str, or a list of token ids used as they are)
         from an empty session. Returns the generated text (without the
         prompt), or with stream=True an iterator of text pieces that join to
         that same text. temperature=0 is greedy; same seed, same text.
         stop: a string or a list of strings; the text ends before the first
-        one that appears (which is not included), and generation stops."""
+        one that appears (which is not included), and generation stops.
+        grammar (GBNF text, llama.cpp's format) or json_schema (a dict or
+        JSON text) constrains the text (docs/grammar.md); chat() takes them
+        too. A bad one raises MllmError naming the place."""
         sp = self._sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                            repeat_last_n, seed, ignore_eos)
+                            repeat_last_n, seed, ignore_eos, grammar, json_schema)
         if isinstance(prompt, str):
             data = prompt.encode("utf-8")
 

@@ -96,6 +96,7 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     if (!m) return;
     mllm_template_free(m->tmpl);
     mllm_free(m->tmpl_error);
+    mllm_vocab_trie_free(atomic_load(&m->trie));
     mllm_tokenizer_free(m->tok);
     mllm_decoder_release(&m->dec);
     mllm_model_file_close(m->file);

@@ -262,6 +262,35 @@ static void report_logprobs(mllm_sampler *smp, const mllm_sampling *sp, const fl
     sp->on_logprobs(sp->logprobs_user, tok, lp, top_ids, top_lp, n_top);
 }
 
+/* llama.cpp's order: sample as usual, and only when the grammar rejects
+   that token compute the full mask and sample again from the allowed
+   tokens (most tokens pass, and one token's check costs microseconds).
+   *tok = -1 when the grammar is complete and nothing may follow. */
+static mllm_status sample_constrained(mllm_session *s, mllm_sampler *smp, mllm_constraint *con, int32_t *tok) {
+    *tok = -1;
+    if (mllm_constraint_done(con)) return MLLM_OK;
+    mllm_rng saved = smp->rng; /* a rejected draw is replayed on the allowed tokens */
+    *tok = mllm_sampler_sample(smp, s->logits, s->tokens, s->n_past);
+    double t0 = mllm_now_ms();
+    bool ok = mllm_constraint_allows(con, *tok);
+    mllm_status st = MLLM_OK;
+    if (!ok) {
+        const float *masked;
+        bool done;
+        st = mllm_constraint_apply(con, s->logits, &masked, &done);
+        s->timings.n_grammar++;
+        *tok = -1;
+        if (st == MLLM_OK && !done) {
+            smp->rng = saved;
+            s->timings.grammar_ms += mllm_now_ms() - t0;
+            *tok = mllm_sampler_sample(smp, masked, s->tokens, s->n_past);
+            return MLLM_OK;
+        }
+    }
+    s->timings.grammar_ms += mllm_now_ms() - t0;
+    return st;
+}
+
 MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size_t n, const mllm_sampling *sp0,
                                        mllm_on_token cb, void *user) {
     if (!s || !sp0 || (!ids && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_generate: NULL argument");
@@ -273,6 +302,11 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     mllm_sampler smp;
     st = mllm_sampler_init(&smp, sp, s->m->dec.cfg.n_vocab);
     if (st != MLLM_OK) return st;
+    mllm_constraint con;
+    if (sp->grammar && (st = mllm_constraint_init(&con, s->m, sp->grammar)) != MLLM_OK) {
+        mllm_sampler_free(&smp);
+        return st;
+    }
     atomic_store(&s->cancel, false);
     double t0 = mllm_now_ms();
     st = mllm_session_eval_internal(s, ids, n);
@@ -283,8 +317,16 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     double tg = mllm_now_ms();
     for (int i = 0; st == MLLM_OK && i < sp->max_tokens; i++) {
         if (atomic_load(&s->cancel)) { st = MLLM_ERR_CANCELLED; mllm_err(st, "generation cancelled"); break; }
-        int32_t tok = mllm_sampler_sample(&smp, s->logits, s->tokens, s->n_past);
-        if (!sp->ignore_eos && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
+        int32_t tok;
+        if (sp->grammar) {
+            st = sample_constrained(s, &smp, &con, &tok);
+            if (st != MLLM_OK || tok < 0) break; /* -1: the text is complete and nothing may follow */
+        } else {
+            tok = mllm_sampler_sample(&smp, s->logits, s->tokens, s->n_past);
+        }
+        /* With a grammar an end token is allowed only where the text is complete: it always ends it. */
+        if ((!sp->ignore_eos || sp->grammar) && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
+        if (sp->grammar && (st = mllm_constraint_accept(&con, tok)) != MLLM_OK) break;
         if (sp->on_logprobs) report_logprobs(&smp, sp, s->logits, tok);
         size_t plen = 0;
         const char *piece = mllm_tokenizer_piece(s->m->tok, tok, &plen);
@@ -312,6 +354,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     if (n_pending && cb) cb(user, -1, pending, n_pending);
     s->timings.gen_ms += mllm_now_ms() - tg;
     mllm_sampler_free(&smp);
+    if (sp->grammar) mllm_constraint_free(&con);
     return st;
 }
 

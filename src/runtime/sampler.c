@@ -27,14 +27,17 @@ _Static_assert(offsetof(mllm_sampling, ignore_eos) == offsetof(mllm_sampling_v1,
 _Static_assert(offsetof(mllm_sampling, presence_penalty) == offsetof(mllm_sampling_v1, ignore_eos) + sizeof(int),
                "mllm_sampling's appended fields must follow ignore_eos");
 
+_Static_assert(MLLM_SAMPLING_ABI3_SIZE == offsetof(mllm_sampling, n_top_logprobs) + sizeof(void *),
+               "mllm_sampling's grammar must follow ABI 3's last field, in its tail padding");
+
 mllm_status mllm_sampling_upgrade(const mllm_sampling *in, mllm_sampling *out) {
     size_t n = in->struct_size;
-    if (n != sizeof *out && n != sizeof(mllm_sampling_v1))
-        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_sampling struct_size %u, expected %zu (or %zu)", in->struct_size,
-                        sizeof *out, sizeof(mllm_sampling_v1));
+    if (n != sizeof *out && n != MLLM_SAMPLING_ABI3_SIZE && n != sizeof(mllm_sampling_v1))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_sampling struct_size %u, expected %zu (or %zu, %zu)",
+                        in->struct_size, sizeof *out, MLLM_SAMPLING_ABI3_SIZE, sizeof(mllm_sampling_v1));
     mllm_sampling_default(out);
     /* An old struct's tail padding is not ours to read as new fields. */
-    memcpy(out, in, n == sizeof *out ? n : offsetof(mllm_sampling, presence_penalty));
+    memcpy(out, in, n == sizeof(mllm_sampling_v1) ? offsetof(mllm_sampling, presence_penalty) : n);
     out->struct_size = sizeof *out;
     return MLLM_OK;
 }

@@ -5,6 +5,7 @@
 #ifndef MLLM_RUNTIME_SAMPLER_H
 #define MLLM_RUNTIME_SAMPLER_H
 #include <mllm/mllm.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "runtime/rng.h"
 
@@ -28,9 +29,14 @@ typedef struct {
     int ignore_eos;
 } mllm_sampling_v1;
 
-/* Copies a caller's struct of any accepted size (sizeof(mllm_sampling) or
-   sizeof(mllm_sampling_v1)) into out, the fields it lacks at their
-   defaults; MLLM_ERR_INVALID_ARG for another size. */
+/* The sizeof of ABI 3's mllm_sampling, which ended at n_top_logprobs (its
+   tail padding is where grammar starts). */
+#define MLLM_SAMPLING_ABI3_SIZE offsetof(mllm_sampling, grammar)
+
+/* Copies a caller's struct of any accepted size (sizeof(mllm_sampling),
+   ABI 3's offsetof(mllm_sampling, grammar), or sizeof(mllm_sampling_v1))
+   into out, the fields it lacks at their defaults; MLLM_ERR_INVALID_ARG
+   for another size. */
 mllm_status mllm_sampling_upgrade(const mllm_sampling *in, mllm_sampling *out);
 /* p must be a full-size struct (mllm_sampling_upgrade). */
 mllm_status mllm_sampler_init(mllm_sampler *s, const mllm_sampling *p, int n_vocab);

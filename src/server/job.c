@@ -50,6 +50,7 @@ void srv_job_unref(srv_job *j) {
     mllm_free(j->text);
     mllm_free(j->bias_ids);
     mllm_free(j->bias);
+    mllm_grammar_free(j->grammar);
     mllm_free(j->lp);
     mllm_free(j);
 }

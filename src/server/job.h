@@ -44,6 +44,7 @@ typedef struct srv_job {
     int logprobs;  /* -1: not asked; else the alternatives per token */
     int32_t *bias_ids; /* (n_bias) logit_bias, which sampling points to */
     float *bias;
+    mllm_grammar *grammar; /* constrained decoding (grammar / response_format), which sampling points to */
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* broadcast on new text and on state changes */

@@ -79,11 +79,6 @@ static int refuse_unsupported(const cJSON *root, bool chat, srv_err *e) {
         !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsString(v->child) &&
           !strcmp(v->child->valuestring, "text")))
         return unsupported(e, "modalities", ": only [\"text\"]");
-    if ((v = field(root, "response_format"))) {
-        const cJSON *t = cJSON_IsObject(v) ? field(v, "type") : NULL;
-        if (!cJSON_IsString(t) || strcmp(t->valuestring, "text"))
-            return unsupported(e, "response_format", ": only {\"type\": \"text\"}");
-    }
     if (!chat && field(root, "top_logprobs")) return unsupported(e, "top_logprobs", " on /v1/completions (use logprobs: N)");
     return 0;
 }
@@ -138,6 +133,61 @@ static int parse_logit_bias(mllm_server *S, const cJSON *root, srv_job *j, srv_e
     j->sampling.logit_bias = j->bias;
     j->sampling.n_logit_bias = k;
     return 0;
+}
+
+/* A compiled grammar for the job, or a 400 that says why it does not compile. */
+static int set_grammar(srv_job *j, mllm_status st, mllm_grammar *g, const char *param, srv_err *e) {
+    if (st == MLLM_ERR_NOMEM) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    if (st != MLLM_OK) return srv_fail(e, 400, NULL, param, "'%s': %s", param, mllm_last_error());
+    j->grammar = g;
+    j->sampling.grammar = g;
+    return 0;
+}
+
+/* Constrained decoding: llama-server's "grammar" (GBNF), or OpenAI's
+   response_format json_object / json_schema (compiled to GBNF). */
+static int parse_grammar(const cJSON *root, srv_job *j, srv_err *e) {
+    const cJSON *gr = field(root, "grammar"), *rf = field(root, "response_format"), *t;
+    mllm_grammar *g = NULL;
+    if (rf) {
+        t = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
+        if (!cJSON_IsString(t))
+            return srv_fail(e, 400, NULL, "response_format", "'response_format' must be an object with a string 'type'");
+        if (!strcmp(t->valuestring, "text")) rf = NULL;
+        else if (strcmp(t->valuestring, "json_object") && strcmp(t->valuestring, "json_schema"))
+            return unsupported(e, "response_format", ": only the types text, json_object and json_schema");
+    }
+    if (gr && rf) return srv_fail(e, 400, NULL, "grammar", "give 'grammar' or 'response_format', not both");
+    if (gr) {
+        if (!cJSON_IsString(gr)) return srv_fail(e, 400, NULL, "grammar", "'grammar' must be a string (GBNF)");
+        if (!gr->valuestring[0]) return 0; /* llama-server: "" means none */
+        if (check_text(gr->valuestring, "grammar", e)) return -1;
+        mllm_status st = mllm_grammar_new(gr->valuestring, NULL, &g);
+        return set_grammar(j, st, g, "grammar", e);
+    }
+    if (!rf) return 0;
+    if (!strcmp(field(rf, "type")->valuestring, "json_object")) {
+        mllm_status st = mllm_grammar_from_json_schema("{\"type\":\"object\"}", &g);
+        return set_grammar(j, st, g, "response_format", e);
+    }
+    const cJSON *js = field(rf, "json_schema");
+    if (!cJSON_IsObject(js))
+        return srv_fail(e, 400, NULL, "response_format.json_schema",
+                        "'response_format.json_schema' must be an object {name, schema, strict}");
+    const cJSON *name = field(js, "name"), *schema = field(js, "schema"), *strict = field(js, "strict");
+    if (name && !cJSON_IsString(name))
+        return srv_fail(e, 400, NULL, "response_format.json_schema.name", "'response_format.json_schema.name' must be a string");
+    if (strict && !cJSON_IsBool(strict)) /* strict or not, the output always follows the schema */
+        return srv_fail(e, 400, NULL, "response_format.json_schema.strict", "'response_format.json_schema.strict' must be a boolean");
+    if (!schema || !(cJSON_IsObject(schema) || cJSON_IsBool(schema)))
+        return srv_fail(e, 400, NULL, "response_format.json_schema.schema",
+                        "'response_format.json_schema.schema' must be a JSON Schema (an object)");
+    char *text = cJSON_PrintUnformatted(schema);
+    if (!text) return srv_fail(e, 500, NULL, NULL, "out of memory");
+    if (check_text(text, "response_format.json_schema.schema", e)) { cJSON_free(text); return -1; }
+    mllm_status st = mllm_grammar_from_json_schema(text, &g);
+    cJSON_free(text);
+    return set_grammar(j, st, g, "response_format.json_schema.schema", e);
 }
 
 static int add_stop(srv_job *j, const char *s, srv_err *e) {
@@ -376,7 +426,7 @@ int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, 
         if (get_bool(so, "include_usage", &q->include_usage, e)) return -1;
     }
     if (parse_sampling(S, root, q, j, e) || parse_logit_bias(S, root, j, e) || parse_logprobs(root, chat, q, j, e) ||
-        parse_stop(root, j, e))
+        parse_stop(root, j, e) || parse_grammar(root, j, e))
         return -1;
     return chat ? render_chat(S, root, q, e) : parse_prompt(S, root, q, e);
 }

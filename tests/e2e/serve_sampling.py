@@ -173,7 +173,7 @@ UNSUPPORTED = [
     ("parallel_tool_calls", False),
     ("functions", [{"name": "f"}]),
     ("function_call", "auto"),
-    ("response_format", {"type": "json_object"}),
+    ("response_format", {"type": "xml"}),
     ("reasoning_effort", "low"),
     ("verbosity", "low"),
     ("n", 2),
@@ -191,6 +191,8 @@ BAD = [  # (path, field, value): wrong values of supported fields
     (C, "logit_bias", {"abc": 1}), (C, "logit_bias", {"99999999": 1}), (C, "logit_bias", {"5": 101}),
     (C, "logit_bias", {"-1": 1}), (C, "logit_bias", [1]), (C, "presence_penalty", 3),
     (C, "frequency_penalty", "high"), (C, "echo", True), (C, "suffix", "x"), (C, "best_of", 2),
+    (C, "grammar", "root ::= ("), (CH, "grammar", 5),
+    (CH, "response_format", "json"),
 ]
 
 

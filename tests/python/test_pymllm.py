@@ -335,3 +335,22 @@ def test_bundled_library_is_used_without_mllm_library():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[1] == os.path.join(site, "pymllm")
+
+
+def test_grammar_and_json_schema_constrain_the_text(qwen):
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["n"], "additionalProperties": False}
+    for seed in range(3):
+        # A random model at temperature 1: only the grammar makes this JSON (whitespace is bounded: it ends).
+        text = qwen.generate("Hello", max_tokens=200, temperature=1.0, seed=seed, json_schema=schema)
+        doc = json.loads(text)
+        assert list(doc) == ["n"] and 0 <= doc["n"] <= 9, text
+    assert qwen.generate("Hello", max_tokens=8, temperature=1.0, seed=1, grammar='root ::= "yes" | "no"') in ("yes", "no")
+    streamed = "".join(qwen.generate("Hello", max_tokens=200, temperature=1.0, seed=0, json_schema=schema, stream=True))
+    assert streamed == qwen.generate("Hello", max_tokens=200, temperature=1.0, seed=0, json_schema=schema)
+    with pytest.raises(pymllm.MllmError) as e:
+        qwen.generate("Hello", grammar="root ::= [a-z")
+    assert e.value.status == _lib.MLLM_ERR_INVALID_ARG and "line 1, column 10" in str(e.value)
+    with pytest.raises(pymllm.MllmError) as e:
+        qwen.generate("Hello", json_schema={"type": "string", "pattern": "a+"})
+    assert "'pattern' is not supported" in str(e.value)

@@ -257,6 +257,21 @@ static void test_v1_struct_size(void **state) {
     assert_int_equal(mllm_sampling_upgrade(&old.as_new, &full), MLLM_ERR_INVALID_ARG);
 }
 
+static void test_abi3_struct_size(void **state) {
+    (void)state;
+    /* ABI 3's struct ended at n_top_logprobs: its size is accepted and the
+       grammar (in what was its tail padding) is NULL, whatever lies there. */
+    mllm_sampling full, old;
+    mllm_sampling_default(&old);
+    memset(&old.grammar, 0xAB, sizeof old.grammar);
+    old.struct_size = (uint32_t)MLLM_SAMPLING_ABI3_SIZE;
+    old.n_top_logprobs = 3;
+    assert_int_equal(mllm_sampling_upgrade(&old, &full), MLLM_OK);
+    assert_int_equal(full.struct_size, sizeof full);
+    assert_int_equal(full.n_top_logprobs, 3);
+    assert_null(full.grammar);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_and_ties),
@@ -267,6 +282,7 @@ int main(void) {
         cmocka_unit_test(test_penalties_match_reference),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_v1_struct_size),
+        cmocka_unit_test(test_abi3_struct_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -502,6 +502,10 @@ bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     const tile_fn(*set)[3] = tiles_for(wt);
     if (!set) return false;
+    /* Decode with q5 weights: the row-by-row vec_dot runs ~1.6x faster than
+       the 4x1 tile here (measured on Qwen2.5-Coder-0.5B, tg 31 vs 19 t/s);
+       same per-block math, so the result does not change. */
+    if (M == 1 && (wt == MLLM_DTYPE_Q5_0 || wt == MLLM_DTYPE_Q5_1)) return false;
     if (M == 1 && wt == MLLM_DTYPE_F16) {
         gemv_f16(W, w_stride, X, K, Y, r0, r1);
         return true;

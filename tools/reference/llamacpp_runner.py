@@ -75,7 +75,7 @@ def margin_top1_top2(logits: np.ndarray) -> float:
 
 class LlamaCppRunner:
     def __init__(self, model_path: str, n_ctx: int = 512, n_threads: int = 2,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, flash: bool = False) -> None:
         if not verbose:
             _silence_logs()
         L.llama_backend_init()
@@ -99,7 +99,8 @@ class LlamaCppRunner:
         cparams.n_threads_batch = n_threads
         cparams.type_k = GGML_TYPE_F32
         cparams.type_v = GGML_TYPE_F32
-        cparams.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        cparams.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash
+                                   else L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
         cparams.offload_kqv = False
         cparams.no_perf = True
         self.cparams = cparams

@@ -4,7 +4,7 @@
    For f32 and the quantized types every matmul tile and the attention give
    the same bits whatever the number of rows evaluated together (packed
    kernels: the same per-lane order for 1..4 rows; attention: P x V over a
-   multiple of 8 positions). f16 / bf16 are not covered: their prefill GEMM
+   multiple of 8 positions), in every registered family. f16 / bf16 are not covered: their prefill GEMM
    sums in another order than decode (documented in mul_mat_avx2.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +12,31 @@
 #include <unistd.h>
 
 #include <mllm/mllm.h>
+#include "quantize/quantize.h"
 #include "synth/synth.h"
 #include "testutil.h"
 
 #define N_IDS 300 /* past the first 256-position block of the V cache */
 
-static mllm_model *load_synth(const char *dtype) {
+static mllm_model *load_synth(const char *arch, const char *dtype) {
     char name[64];
-    snprintf(name, sizeof name, "inv-%s.gguf", dtype);
+    snprintf(name, sizeof name, "inv-%s-%s.gguf", arch, dtype);
     char *path = (char *)tu_tmp(name);
-    if (access(path, F_OK) != 0 && mllm_synth_write("qwen3", "tiny", dtype, "gguf", path, NULL, NULL))
-        fail_msg("synth %s: %s", dtype, mllm_last_error());
+    /* synth writes f32/f16/bf16/q8_0/q4_0/q4_1; q5_0 comes from quantizing f32 */
+    const bool via_quantize = !strcmp(dtype, "q5_0");
+    if (access(path, F_OK) != 0) {
+        char *src = via_quantize ? (char *)tu_tmp("inv-q5-source-f32.gguf") : NULL;
+        if (mllm_synth_write(arch, "tiny", via_quantize ? "f32" : dtype, "gguf", src ? src : path, NULL, NULL))
+            fail_msg("synth %s %s: %s", arch, dtype, mllm_last_error());
+        if (via_quantize) { /* written last, so a file at path is always the quantized one */
+            mllm_quantize_params qp;
+            mllm_quantize_default_params(&qp);
+            qp.type = dtype;
+            qp.pure = true;
+            if (mllm_quantize_file(src, path, &qp, NULL)) fail_msg("quantize %s: %s", dtype, mllm_last_error());
+            free(src);
+        }
+    }
     mllm_model *m = NULL;
     if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
     free(path);
@@ -43,8 +57,8 @@ static void logits_in_cuts(mllm_model *m, const int32_t *ids, const int *cuts, f
     mllm_session_free(s);
 }
 
-static void check_dtype(const char *dtype) {
-    mllm_model *m = load_synth(dtype);
+static void check_dtype_arch(const char *arch, const char *dtype) {
+    mllm_model *m = load_synth(arch, dtype);
     const int n_vocab = mllm_model_n_vocab(m);
     int32_t ids[N_IDS];
     for (int i = 0; i < N_IDS; i++) ids[i] = (int32_t)((i * 37 + 11) % n_vocab);
@@ -63,22 +77,37 @@ static void check_dtype(const char *dtype) {
         }
         int differ = 0;
         for (int v = 0; v < n_vocab; v++) differ += memcmp(&got[v], &ref[v], sizeof(float)) != 0;
-        if (differ) printf("%s cut pattern %zu: %d of %d logits differ from one batch\n", dtype, c, differ, n_vocab);
+        if (differ)
+            printf("%s %s cut pattern %zu: %d of %d logits differ from one batch\n", arch, dtype, c, differ, n_vocab);
         assert_int_equal(differ, 0);
     }
     free(ref), free(got);
     mllm_model_free(m);
 }
 
+static void check_dtype(const char *dtype) { check_dtype_arch("qwen3", dtype); }
+
 static void test_f32(void **state) { (void)state; check_dtype("f32"); }
 static void test_q8_0(void **state) { (void)state; check_dtype("q8_0"); }
 static void test_q4_0(void **state) { (void)state; check_dtype("q4_0"); }
 static void test_q4_1(void **state) { (void)state; check_dtype("q4_1"); }
+static void test_q5_0(void **state) { (void)state; check_dtype("q5_0"); }
+/* Every family: Gemma 3's sliding windows (4 positions in the tiny preset)
+   and post norms, SmolLM3's layers without RoPE, Qwen2's biases, Llama's
+   interleaved RoPE and llama3 scaling. */
+static void test_families(void **state) {
+    (void)state;
+    check_dtype_arch("gemma3", "q8_0");
+    check_dtype_arch("smollm3", "q4_0");
+    check_dtype_arch("qwen2", "q8_0");
+    check_dtype_arch("llama", "q4_1");
+}
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f32), cmocka_unit_test(test_q8_0),
         cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_1),
+        cmocka_unit_test(test_q5_0), cmocka_unit_test(test_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,10 +47,11 @@ typedef enum {
     MLLM_DTYPE_Q6_K_X8 = 206,
     MLLM_DTYPE_Q4_1_X8 = 207,
     MLLM_DTYPE_Q5_K_X8 = 208,
+    MLLM_DTYPE_Q5_0_X8 = 209,
     /* Activation side of q4_0x8 (never stored): q8_0 values with d as float
        and 8 * sum(qs) precomputed, which the kernel subtracts per block. */
     MLLM_DTYPE_Q8_0S = 204,
-    MLLM_DTYPE_COUNT = 209 /* table size; not a type */
+    MLLM_DTYPE_COUNT = 210 /* table size; not a type */
 } mllm_dtype;
 
 typedef uint16_t mllm_f16;  /* IEEE half, raw bits */

@@ -17,7 +17,7 @@
 
 #define TOL 1e-10
 
-static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K,
+static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K,
                                      MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 
@@ -68,7 +68,7 @@ static void test_pack_round_trip(void **state) {
         }
     /* shapes that cannot be packed */
     assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_0, 64, 12), -1);
-    assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q5_0, 64, 16), -1);
+    assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q5_1, 64, 16), -1); /* no packed layout */
     assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_F16, 64, 16), -1);
     assert_int_equal(mllm_repack_type_for(MLLM_DTYPE_Q4_K, 224, 16), -1);
 }

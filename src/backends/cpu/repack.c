@@ -6,6 +6,7 @@
 
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
+#include "backends/cpu/quant5.h"
 
 
 /* Value i of lane r of a q4_0x8 block (inverse of the packing below). */
@@ -103,6 +104,59 @@ static float dot_q4_1(const void *vb, int r, const void *vy) {
     return mllm_f16_to_f32(b->d[r]) * mllm_f16_to_f32(y->d) * (float)s + mllm_f16_to_f32(b->m[r]) * mllm_f16_to_f32(y->s);
 }
 
+/* q5_0x8: value i of lane r (inverse of pack_q5_0). */
+static inline int q5x8_value(const mllm_block_q5_0x8 *b, int r, int i) {
+    const int t = i / 8, w = i % 8;
+    const uint8_t byte = b->qs[32 * t + 4 * r + (w & 3)];
+    const int lo = w < 4 ? byte & 15 : byte >> 4;
+    return lo | ((b->qh[4 * r + (w & 3)] >> (2 * t + (w >= 4))) & 1) << 4;
+}
+
+static void pack_q5_0(const void *const rows[8], void *vout) {
+    mllm_block_q5_0x8 *out = vout;
+    for (int r = 0; r < 8; r++) {
+        const mllm_block_q5_0 *b = rows[r];
+        out->d[r] = b->d;
+        pack_q4_nibbles(b->qs, out->qs, r);
+        uint32_t h;
+        memcpy(&h, b->qh, 4);
+        for (int j = 0; j < 4; j++) {
+            uint8_t v = 0;
+            for (int t = 0; t < 4; t++)
+                v |= (uint8_t)(((h >> (8 * t + j)) & 1) << (2 * t) | ((h >> (8 * t + 4 + j)) & 1) << (2 * t + 1));
+            out->qh[4 * r + j] = v;
+        }
+    }
+}
+
+static void unpack_q5_0(const void *vin, void *const rows[8]) {
+    const mllm_block_q5_0x8 *in = vin;
+    for (int r = 0; r < 8; r++) {
+        mllm_block_q5_0 *b = rows[r];
+        b->d = in->d[r];
+        uint32_t h = 0;
+        for (int i = 0; i < 32; i++) h |= (uint32_t)(q5x8_value(in, r, i) >> 4) << i;
+        memcpy(b->qh, &h, 4);
+        for (int i = 0; i < 16; i++)
+            b->qs[i] = (uint8_t)((q5x8_value(in, r, i) & 15) | (q5x8_value(in, r, i + 16) & 15) << 4);
+    }
+}
+
+static void get_q5_0(const void *vb, int r, float *dst) {
+    const mllm_block_q5_0x8 *b = vb;
+    const float d = mllm_f16_to_f32(b->d[r]);
+    for (int j = 0; j < 32; j++) dst[j] = (float)(q5x8_value(b, r, j) - 16) * d;
+}
+
+/* sum((v - 16) y) = sum(v y) - 2 * s8, s8 = 8 * sum(y) (q8_0s) */
+static float dot_q5_0(const void *vb, int r, const void *vy) {
+    const mllm_block_q5_0x8 *b = vb;
+    const mllm_block_q8_0s *y = vy;
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += q5x8_value(b, r, j) * y->qs[j];
+    return mllm_f16_to_f32(b->d[r]) * y->d * (float)(s - 2 * y->s8);
+}
+
 static void pack_q8_0(const void *const rows[8], void *vout) {
     mllm_block_q8_0x8 *out = vout;
     for (int r = 0; r < 8; r++) {
@@ -163,6 +217,7 @@ typedef struct {
 static const pack_desc k_packs[] = {
     {MLLM_DTYPE_Q4_0_X8, MLLM_DTYPE_Q4_0, 32, sizeof(mllm_block_q4_0), sizeof(mllm_block_q8_0s), pack_q4_0, unpack_q4_0, get_q4_0, dot_q4_0},
     {MLLM_DTYPE_Q4_1_X8, MLLM_DTYPE_Q4_1, 32, sizeof(mllm_block_q4_1), sizeof(mllm_block_q8_1), pack_q4_1, unpack_q4_1, get_q4_1, dot_q4_1},
+    {MLLM_DTYPE_Q5_0_X8, MLLM_DTYPE_Q5_0, 32, sizeof(mllm_block_q5_0), sizeof(mllm_block_q8_0s), pack_q5_0, unpack_q5_0, get_q5_0, dot_q5_0},
     {MLLM_DTYPE_Q8_0_X8, MLLM_DTYPE_Q8_0, 32, sizeof(mllm_block_q8_0), sizeof(mllm_block_q8_0), pack_q8_0, unpack_q8_0, get_q8_0, dot_q8_0},
     {MLLM_DTYPE_Q4_K_X8, MLLM_DTYPE_Q4_K, 256, sizeof(mllm_block_q4_k), sizeof(mllm_block_q8_k), pack_q4_k, unpack_q4_k, get_q4_k, dot_q4_k},
     {MLLM_DTYPE_Q5_K_X8, MLLM_DTYPE_Q5_K, 256, sizeof(mllm_block_q5_k), sizeof(mllm_block_q8_k), pack_q5_k, unpack_q5_k, get_q5_k, dot_q5_k},

@@ -50,6 +50,11 @@ typedef struct {
     uint8_t qh[256];
     uint8_t qs[1024];
 } mllm_block_q5_kx8;
+/* q5_0x8 (8 rows x 32 values, 176 bytes): d[r]; qs as q4_0x8 (the low 4
+   bits); qh[4r + j] holds row r's fifth bits for t in 0..3: bit 2t of value
+   8t + j, bit 2t + 1 of value 8t + 4 + j (real value = d * (v - 16)). */
+typedef struct { mllm_f16 d[8]; uint8_t qh[32]; uint8_t qs[128]; } mllm_block_q5_0x8;
+_Static_assert(sizeof(mllm_block_q5_0x8) == 8 * 22, "q5_0x8 = 8 q5_0 blocks");
 _Static_assert(sizeof(mllm_block_q4_kx8) == 8 * 144, "q4_Kx8 = 8 q4_K blocks");
 _Static_assert(sizeof(mllm_block_q6_kx8) == 8 * 210, "q6_Kx8 = 8 q6_K blocks");
 _Static_assert(sizeof(mllm_block_q5_kx8) == 8 * 176, "q5_Kx8 = 8 q5_K blocks");

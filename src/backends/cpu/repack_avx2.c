@@ -85,6 +85,64 @@ ALWAYS_INLINE void tile_q4_1x8(int RN, const mllm_block_q4_1x8 *w, int64_t nb, c
     tile_q4x8(RN, true, (const uint8_t *)w, nb, X, xs, Y, ys);
 }
 
+/* Bit k of each byte moved to bit 4 (then masked): 16-bit shifts keep each
+   byte's own bits at bit 4 since k <= 7. k is a constant after unrolling. */
+ALWAYS_INLINE __m256i bit_to_4(__m256i v, int k) {
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    switch (k) {
+    case 0: return _mm256_and_si256(_mm256_slli_epi16(v, 4), b4);
+    case 1: return _mm256_and_si256(_mm256_slli_epi16(v, 3), b4);
+    case 2: return _mm256_and_si256(_mm256_slli_epi16(v, 2), b4);
+    case 3: return _mm256_and_si256(_mm256_slli_epi16(v, 1), b4);
+    case 4: return _mm256_and_si256(v, b4);
+    case 5: return _mm256_and_si256(_mm256_srli_epi16(v, 1), b4);
+    case 6: return _mm256_and_si256(_mm256_srli_epi16(v, 2), b4);
+    default: return _mm256_and_si256(_mm256_srli_epi16(v, 3), b4);
+    }
+}
+
+/* q5_0x8 x q8_0s: q4_0x8's nibbles with the fifth bits or-ed in (values
+   0..31); two maddubs reach 2 * 2 * 31 * 128 = 15872, so each t's products
+   widen to int32 at once; the offset 16 comes off as 2 * s8. */
+ALWAYS_INLINE void tile_q5_0x8(int RN, const mllm_block_q5_0x8 *w, int64_t nb, const char *X, size_t xs,
+                               float *Y, size_t ys) {
+    __m256 acc[TILE_N];
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++, w++) {
+        prefetch_ahead(w, sizeof *w);
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)w->qh);
+        const mllm_block_q8_0s *yb[TILE_N];
+        __m256i s32[TILE_N];
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            yb[m] = (const mllm_block_q8_0s *)(X + (size_t)m * xs) + b;
+            s32[m] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * t));
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, m4), bit_to_4(qh, 2 * t));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), bit_to_4(qh, 2 * t + 1));
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(yb[m]->qs + 8 * t)),
+                                                   _mm256_maddubs_epi16(hi, bcast4(yb[m]->qs + 8 * t + 4)));
+                s32[m] = _mm256_add_epi32(s32[m], _mm256_madd_epi16(p, ones));
+            }
+        }
+        const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            const __m256i isum = _mm256_sub_epi32(s32[m], _mm256_set1_epi32(2 * yb[m]->s8));
+            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, _mm256_set1_ps(yb[m]->d)), acc[m]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
+}
+
 /* q8_0x8: signed x signed, so maddubs gets |w| and y with w's sign; a pair
    sum reaches 2 * 127 * 127, so each product vector is widened at once. */
 ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, const char *X,
@@ -126,6 +184,7 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, c
 PACKED_GROUP_SET(tile_q4_0x8, mllm_block_q4_0x8)
 PACKED_GROUP_SET(tile_q8_0x8, mllm_block_q8_0x8)
 PACKED_GROUP_SET(tile_q4_1x8, mllm_block_q4_1x8)
+PACKED_GROUP_SET(tile_q5_0x8, mllm_block_q5_0x8)
 
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,
@@ -133,6 +192,7 @@ bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int
     const mllm_packed_group_fn *set = wt == MLLM_DTYPE_Q4_0_X8   ? tile_q4_0x8_set
                                       : wt == MLLM_DTYPE_Q8_0_X8 ? tile_q8_0x8_set
                                       : wt == MLLM_DTYPE_Q4_1_X8 ? tile_q4_1x8_set
+                                      : wt == MLLM_DTYPE_Q5_0_X8 ? tile_q5_0x8_set
                                                                  : mllm_kquant_x8_tiles_avx2(wt);
     const int qk = mllm_dtype_get(wt) ? mllm_dtype_get(wt)->block_size : 0;
     if (!set || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;

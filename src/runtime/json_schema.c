@@ -487,10 +487,18 @@ static const char *visit_allof(jsg *J, const cJSON *s, const char *hint) {
         const cJSON *x = i < n ? deref(J, cJSON_GetArrayItem(all, i)) : s;
         if (!x) break;
         if (i < n && !is_object_schema(x)) { bad = "every allOf branch must be an object schema"; break; }
-        cJSON_ArrayForEach(p, kw(x, "properties")) {
+        const cJSON *xp = kw(x, "properties");
+        if (xp && !cJSON_IsObject(xp)) { bad = "'properties' must be an object"; break; }
+        cJSON_ArrayForEach(p, xp) {
             const cJSON *had = cJSON_GetObjectItemCaseSensitive(props, p->string);
             if (had && !cJSON_Compare(had, p, true)) { bad = "two allOf branches define a property differently"; break; }
-            if (!had) cJSON_AddItemToObject(props, p->string, cJSON_Duplicate(p, true));
+            if (had) continue;
+            cJSON *dup = cJSON_Duplicate(p, true);
+            if (!dup || !cJSON_AddItemToObject(props, p->string, dup)) { /* not added: still ours */
+                cJSON_Delete(dup);
+                nomem(J);
+                break;
+            }
         }
         cJSON_ArrayForEach(p, kw(x, "required"))
             if (cJSON_IsString(p)) cJSON_AddItemToArray(req, cJSON_CreateString(p->valuestring));

@@ -98,6 +98,7 @@ static void rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn
     /* Same arithmetic as ggml's rope cache: theta advances by repeated float
        multiplication, so angles round exactly like the reference. */
     float theta = (float)pos;
+    const float ms = rp->ext_factor != 0.0f ? rp->attn_factor * (1.0f + 0.1f * logf(1.0f / rp->freq_scale)) : 1.0f;
     for (int i = 0; i < rp->n_rot / 2; i++) {
         float ff = rp->freq_factors ? rp->freq_factors[i] : 1.0f;
         float th = rp->freq_scale * (theta / ff);
@@ -105,7 +106,6 @@ static void rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn
             const float y = ((float)i - rp->corr[0]) / fmaxf(0.001f, rp->corr[1] - rp->corr[0]);
             const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * rp->ext_factor;
             th = th * (1.0f - mix) + (theta / ff) * mix;
-            const float ms = rp->attn_factor * (1.0f + 0.1f * logf(1.0f / rp->freq_scale));
             cs[i] = cosf(th) * ms;
             sn[i] = sinf(th) * ms;
         } else {

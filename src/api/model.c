@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include "backends/cpu/type_kernels.h"
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -59,7 +60,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         lp.struct_size = sizeof lp;
         p = &lp;
     }
-    mllm_dtype_init();
+    mllm_cpu_init();
     double t0 = mllm_now_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");

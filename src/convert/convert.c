@@ -1,5 +1,6 @@
 /* mllm_convert: plan a dtype (and a kernel layout) per tensor, then stream
    every tensor through the row converter into a .mllm v3 (or GGUF) writer. */
+#include "backends/cpu/type_kernels.h"
 #include "convert/convert_internal.h"
 #include "models/registry.h"
 #include "convert/pipeline.h"
@@ -52,8 +53,8 @@ static void convert_unit(cv_tensor *t, int64_t u) {
         if (t->src_plain == t->plain) {
             memcpy(d, s, t->dst_row);
         } else {
-            mllm_dtype_get(t->src_plain)->to_float(s, t->tmp, K);
-            mllm_dtype_get(t->plain)->from_float(t->tmp, d, K);
+            mllm_cpu_type_get(t->src_plain)->to_float(s, t->tmp, K);
+            mllm_cpu_type_get(t->plain)->from_float(t->tmp, d, K);
         }
     }
     if (t->plain_rows) mllm_repack_groups((mllm_dtype)t->dtype, t->plain_rows, t->row, K, 0, 1);
@@ -119,7 +120,7 @@ static mllm_status plan(const mllm_convert_params *p, const mllm_model_file *f, 
         if (c->plain != c->src_plain) {
             mllm_status st = mllm_pipeline_check_dtype(c->plain, p->in, w->name);
             if (st) return st;
-            if (!src || !src->to_float) {
+            if (!src || !mllm_cpu_type_get(c->src_plain)->to_float) {
                 return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': its dtype %s cannot be converted (no to_float)",
                                 p->in, w->name, mllm_dtype_name(w->dtype));
             }
@@ -207,7 +208,7 @@ mllm_status mllm_convert(const mllm_convert_params *p) {
     if (p->pack != MLLM_CONVERT_PACK_NONE && p->pack != MLLM_CONVERT_PACK_X8) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: unknown pack mode %d", (int)p->pack);
     }
-    mllm_dtype_init();
+    mllm_cpu_init();
     mllm_pipeline *pl = NULL;
     mllm_status st;
     if (p->pipeline_path) {

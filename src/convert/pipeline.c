@@ -1,6 +1,7 @@
 /* Quantization pipeline rules (see pipeline.h): parsed from JSON, regexes
    compiled once with PCRE2. */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include "backends/cpu/type_kernels.h"
 #include "convert/pipeline.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -36,12 +37,12 @@ void mllm_pipeline_free(mllm_pipeline *p) {
 mllm_status mllm_pipeline_check_dtype(int dtype, const char *label, const char *what) {
     if (dtype == MLLM_PIPELINE_KEEP) return MLLM_OK;
     const mllm_dtype_traits *tr = mllm_dtype_get(dtype);
-    if (tr && tr->from_float) return MLLM_OK;
+    if (tr && mllm_cpu_type_get(dtype)->from_float) return MLLM_OK;
     char have[512] = "";
     size_t n = 0;
     for (int t = 0; t < MLLM_DTYPE_COUNT && n < sizeof have - 16; t++) {
         const mllm_dtype_traits *x = mllm_dtype_get(t);
-        if (x && x->from_float) n += (size_t)snprintf(have + n, sizeof have - n, " %s", x->name);
+        if (x && mllm_cpu_type_get(t)->from_float) n += (size_t)snprintf(have + n, sizeof have - n, " %s", x->name);
     }
     return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s: dtype '%s' has no quantizer in this build (can produce:%s)", label,
                     what, tr ? tr->name : "?", have);

@@ -1,60 +1,46 @@
 /* The dtype table. Row numbers, block sizes and bytes per block are GGUF's
    (ggml_type), so the GGUF reader can size a tensor of any standard type even
-   when we cannot compute with it ("supported" = false). The kernel pointers of
-   supported rows are filled once by mllm_dtype_init() for this CPU. */
+   when we cannot compute with it ("supported" = false). Formats only: the
+   conversions and dot products of each row are the CPU backend's
+   (backends/cpu/type_kernels.c). */
 #include "core/dtype.h"
 
-#include <ctype.h>
-#include <pthread.h>
-#include <string.h>
+#include "core/dtype_blocks.h"
 
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/fp4.h"
-#include "backends/cpu/kquants.h"
-#include "backends/cpu/quant5.h"
-#include "backends/cpu/repack.h"
+#include <ctype.h>
+#include <string.h>
 
 /* A plain type: one value per "block". */
 #define PLAIN(nm, bytes) { .name = nm, .block_size = 1, .type_size = bytes }
 /* A quantized type we can only size, not compute with. */
 #define SIZED(nm, blk, bytes) { .name = nm, .block_size = blk, .type_size = bytes, .quantized = true }
 
-static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
+static const mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_F32] = { .name = "f32", .block_size = 1, .type_size = 4, .supported = true,
-                         .to_float = mllm_row_f32_to_float, .from_float = mllm_row_float_to_f32,
                          .vec_dot_type = MLLM_DTYPE_F32 },
     [MLLM_DTYPE_F16] = { .name = "f16", .block_size = 1, .type_size = 2, .supported = true,
-                         .to_float = mllm_row_f16_to_float, .from_float = mllm_row_float_to_f16,
                          .vec_dot_type = MLLM_DTYPE_F16 },
     [MLLM_DTYPE_BF16] = { .name = "bf16", .block_size = 1, .type_size = 2, .supported = true,
-                          .to_float = mllm_row_bf16_to_float, .from_float = mllm_row_float_to_bf16,
                           .vec_dot_type = MLLM_DTYPE_BF16 },
     [MLLM_DTYPE_Q4_0] = { .name = "q4_0", .block_size = MLLM_QK4_0, .type_size = sizeof(mllm_block_q4_0),
                           .quantized = true, .supported = true,
-                          .to_float = mllm_dequantize_row_q4_0, .from_float = mllm_quantize_row_q4_0,
                           .vec_dot_type = MLLM_DTYPE_Q8_0 },
     [MLLM_DTYPE_Q4_1] = { .name = "q4_1", .block_size = MLLM_QK4_1, .type_size = sizeof(mllm_block_q4_1),
                           .quantized = true, .supported = true,
-                          .to_float = mllm_dequantize_row_q4_1, .from_float = mllm_quantize_row_q4_1,
                           .vec_dot_type = MLLM_DTYPE_Q8_1 },
     [MLLM_DTYPE_Q8_0] = { .name = "q8_0", .block_size = MLLM_QK8_0, .type_size = sizeof(mllm_block_q8_0),
                           .quantized = true, .supported = true,
-                          .to_float = mllm_dequantize_row_q8_0, .from_float = mllm_quantize_row_q8_0,
                           .vec_dot_type = MLLM_DTYPE_Q8_0 },
     /* q8_1 is mostly the activation side of q4_1 dots (s = d * sum(q)). */
     [MLLM_DTYPE_Q8_1] = { .name = "q8_1", .block_size = MLLM_QK8_1, .type_size = sizeof(mllm_block_q8_1),
                           .quantized = true, .supported = true,
-                          .to_float = mllm_dequantize_row_q8_1, .from_float = mllm_quantize_row_q8_1,
                           .vec_dot_type = MLLM_DTYPE_Q8_1 },
 
     [MLLM_DTYPE_Q5_0] = { .name = "q5_0", .block_size = MLLM_QK5, .type_size = sizeof(mllm_block_q5_0),
                           .quantized = true, .supported = true,
-                          .to_float = mllm_dequantize_row_q5_0, .from_float = mllm_quantize_row_q5_0,
                           .vec_dot_type = MLLM_DTYPE_Q8_0 },
     [MLLM_DTYPE_Q5_1] = { .name = "q5_1", .block_size = MLLM_QK5, .type_size = sizeof(mllm_block_q5_1),
                           .quantized = true, .supported = true,
-                          .to_float = mllm_dequantize_row_q5_1, .from_float = mllm_quantize_row_q5_1,
                           .vec_dot_type = MLLM_DTYPE_Q8_1 },
 
     /* Sized only. Bytes per block from ggml's block structs. */
@@ -62,17 +48,13 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_Q3_K] = SIZED("q3_k", 256, 110), /* hmask[32], qs[64], scales[12], d */
     /* k-quants: quantizers byte-identical to ggml's quantize_row_*_K_ref. */
     [MLLM_DTYPE_Q4_K] = { .name = "q4_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q4_k),
-                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q4_k,
-                          .from_float = mllm_quantize_row_q4_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [MLLM_DTYPE_Q5_K] = { .name = "q5_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q5_k),
-                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q5_k,
-                          .from_float = mllm_quantize_row_q5_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [MLLM_DTYPE_Q6_K] = { .name = "q6_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q6_k),
-                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q6_k,
-                          .from_float = mllm_quantize_row_q6_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [MLLM_DTYPE_Q8_K] = { .name = "q8_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q8_k),
-                          .quantized = true, .supported = true, .to_float = mllm_dequantize_row_q8_k,
-                          .from_float = mllm_quantize_row_q8_k, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [16] = SIZED("iq2_xxs", 256, 66),
     [17] = SIZED("iq2_xs", 256, 74),
     [18] = SIZED("iq3_xxs", 256, 98),
@@ -92,16 +74,11 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     [35] = SIZED("tq2_0", 256, 66),
     /* mxfp4 quantizer: ggml's quantize_row_mxfp4_ref; dots with q8_0 as ggml. */
     [MLLM_DTYPE_MXFP4] = { .name = "mxfp4", .block_size = MLLM_QK_MXFP4, .type_size = sizeof(mllm_block_mxfp4),
-                           .quantized = true, .supported = true, .to_float = mllm_dequantize_row_mxfp4,
-                           .from_float = mllm_quantize_row_mxfp4, .vec_dot_type = MLLM_DTYPE_Q8_0 },
+                           .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_0 },
     [MLLM_DTYPE_W4A32_G32] = { .name = "w4a32", .block_size = MLLM_QK_W4A32_G32,
-                               .type_size = sizeof(mllm_block_w4a32_g32), .quantized = true, .supported = true,
-                               .to_float = mllm_dequantize_row_w4a32_g32,
-                               .from_float = mllm_quantize_row_w4a32_g32, .vec_dot_type = MLLM_DTYPE_F32 },
+                               .type_size = sizeof(mllm_block_w4a32_g32), .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_F32 },
     [MLLM_DTYPE_W4A32_G64] = { .name = "w4a32_g64", .block_size = MLLM_QK_W4A32_G64,
-                               .type_size = sizeof(mllm_block_w4a32_g64), .quantized = true, .supported = true,
-                               .to_float = mllm_dequantize_row_w4a32_g64,
-                               .from_float = mllm_quantize_row_w4a32_g64, .vec_dot_type = MLLM_DTYPE_F32 },
+                               .type_size = sizeof(mllm_block_w4a32_g64), .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_F32 },
     /* Kernel layouts: computed by mllm_cpu_mul_mat, read by row with
        mllm_packed_get_row; no row conversion (rows are interleaved). */
     [MLLM_DTYPE_Q4_0_X8] = { .name = "q4_0x8", .block_size = 32, .type_size = sizeof(mllm_block_q4_0),
@@ -128,24 +105,11 @@ static mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     /* Activation-only: not a weight type (supported = false keeps it out of
        files and of `mllm quantize`). */
     [MLLM_DTYPE_Q8_0S] = { .name = "q8_0s", .block_size = 32, .type_size = sizeof(mllm_block_q8_0s),
-                           .quantized = true, .to_float = mllm_dequantize_row_q8_0s,
-                           .from_float = mllm_quantize_row_q8_0s_generic, .vec_dot_type = MLLM_DTYPE_Q8_0S },
+                           .quantized = true, .vec_dot_type = MLLM_DTYPE_Q8_0S },
 };
-
-static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
-
-static void init_kernels(void) {
-    const char *path = mllm_cpu_path();
-    for (int t = 0; t < MLLM_DTYPE_COUNT; t++) {
-        if (g_table[t].supported) g_table[t].vec_dot = mllm_cpu_vec_dot_for((mllm_dtype)t, path);
-    }
-}
-
-void mllm_dtype_init(void) { pthread_once(&g_init_once, init_kernels); }
 
 const mllm_dtype_traits *mllm_dtype_get(int t) {
     if (t < 0 || t >= MLLM_DTYPE_COUNT || !g_table[t].name) return NULL;
-    mllm_dtype_init();
     return &g_table[t];
 }
 

@@ -73,28 +73,19 @@ _Static_assert(sizeof(mllm_block_q4_1) == 20, "q4_1 block is 20 bytes in GGUF");
 _Static_assert(sizeof(mllm_block_q8_0) == 34, "q8_0 block is 34 bytes in GGUF");
 _Static_assert(sizeof(mllm_block_q8_1) == 36, "q8_1 block is 36 bytes in GGUF");
 
-/* Converts n values (n a multiple of block_size) of one row. */
-typedef void (*mllm_to_float_fn)(const void *src, float *dst, int64_t n);
-typedef void (*mllm_from_float_fn)(const float *src, void *dst, int64_t n);
-/* *s = dot(x[0..n), y[0..n)); x in the row's dtype, y in its vec_dot_type. */
-typedef void (*mllm_vec_dot_fn)(int n, float *s, const void *x, const void *y);
-
+/* A format's description only: how it is laid out and sized. The code that
+   converts or multiplies it belongs to a backend (the CPU's table is
+   backends/cpu/type_kernels.h). */
 typedef struct {
     const char *name;       /* "q4_0", as GGUF tools print it in lower case */
     int block_size;         /* values per block (1 for plain types) */
     size_t type_size;       /* bytes per block */
     bool quantized;
-    bool supported;         /* we can convert and multiply it */
-    mllm_to_float_fn to_float;
-    mllm_from_float_fn from_float;
-    mllm_dtype vec_dot_type; /* what activations are converted to */
+    bool supported;         /* a weight format the engine computes with */
+    mllm_dtype vec_dot_type; /* what activations are converted to for its dots */
     int packed_rows;         /* rows interleaved per group (kernel layouts), else 0 */
-    mllm_vec_dot_fn vec_dot; /* chosen for this CPU at mllm_dtype_init() */
 } mllm_dtype_traits;
 
-/* Fills the kernel pointers for this CPU (MLLM_CPU=generic|avx2|avx512 forces
-   one). Idempotent and thread-safe; called by every entry point that needs it. */
-void mllm_dtype_init(void);
 /* NULL for numbers outside the table or unknown rows. */
 const mllm_dtype_traits *mllm_dtype_get(int t);
 const char *mllm_dtype_name(int t);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "backends/cpu/type_kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -94,12 +95,13 @@ static mllm_status gemma3_hf_fixup(mllm_model_file *f, const mllm_hparams *hp) {
         mllm_weight *w = &f->weights[i];
         if (!is_norm(w->name) || w->n_dims != 1) continue;
         const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
-        if (!tr || !tr->to_float || tr->block_size != 1)
+        const mllm_to_float_fn to_float = mllm_cpu_type_get(w->dtype)->to_float;
+        if (!tr || !to_float || tr->block_size != 1)
             return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: norm '%s' has dtype %s", f->path, w->name,
                             mllm_dtype_name(w->dtype));
         float *v = mllm_malloc_aligned((size_t)w->ne[0] * sizeof(float));
         if (!v) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-        tr->to_float(w->data, v, w->ne[0]);
+        to_float(w->data, v, w->ne[0]);
         for (int64_t k = 0; k < w->ne[0]; k++) v[k] += 1.0f;
         mllm_status st = mllm_model_file_own(f, v);
         if (st) return st;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -60,7 +61,7 @@ static void *quantize_rows(void *vp) {
     worker_arg *a = vp;
     const mllm_weight *w = a->t->w;
     const int64_t K = w->ne[0];
-    const mllm_dtype_traits *src = mllm_dtype_get(w->dtype), *dst = mllm_dtype_get(a->t->dtype);
+    const mllm_cpu_type *src = mllm_cpu_type_get(w->dtype), *dst = mllm_cpu_type_get(a->t->dtype);
     const size_t in_rs = mllm_dtype_row_size((mllm_dtype)w->dtype, K), out_rs = mllm_dtype_row_size((mllm_dtype)a->t->dtype, K);
     float *tmp = w->dtype == MLLM_DTYPE_F32 ? NULL : mllm_malloc((size_t)K * sizeof(float));
     if (w->dtype != MLLM_DTYPE_F32 && !tmp) {
@@ -154,7 +155,7 @@ static mllm_status parse_overrides(const mllm_quantize_params *p, override_rule 
             return mllm_err(MLLM_ERR_INVALID_ARG, "--tensor-type '%s': expected PATTERN=TYPE", spec ? spec : "");
         const int t = mllm_dtype_from_name(eq + 1);
         const mllm_dtype_traits *tr = mllm_dtype_get(t);
-        if (!tr || !tr->supported || !tr->from_float || t == MLLM_DTYPE_Q8_K || t == MLLM_DTYPE_Q8_1)
+        if (!tr || !tr->supported || !mllm_cpu_type_get(t)->from_float || t == MLLM_DTYPE_Q8_K || t == MLLM_DTYPE_Q8_1)
             return mllm_err(MLLM_ERR_INVALID_ARG, "--tensor-type '%s': '%s' is not a type we can write", spec, eq + 1);
         char pat[256];
         const size_t len = (size_t)(eq - spec);
@@ -177,7 +178,7 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
         return mllm_err(MLLM_ERR_INVALID_ARG,
                         "quantize: unknown type '%s' (q4_k_m q4_k_s q5_k_m q5_k_s q6_k q8_0 q4_0 q4_1 q5_0 q5_1 "
                         "mxfp4 w4a32 w4a32_g64 f16 bf16 f32)", p->type ? p->type : "");
-    mllm_dtype_init();
+    mllm_cpu_init();
     override_rule *rules = p->n_tensor_types ? mllm_calloc(p->n_tensor_types, sizeof *rules) : NULL;
     if (p->n_tensor_types && !rules) return mllm_err(MLLM_ERR_NOMEM, "quantize: out of memory");
     size_t n_rules = 0;
@@ -222,7 +223,7 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
                 if (regexec(&rules[k].re, wt->name, 0, NULL, 0) == 0) manual = rules[k].dtype;
             const mllm_dtype_traits *src = mllm_dtype_get(wt->dtype);
             int t = mllm_quant_rules_pick(&r, wt->name, wt->n_dims, wt->ne, wt->dtype, manual);
-            if (t != wt->dtype && (!src || !src->to_float))
+            if (t != wt->dtype && (!src || !mllm_cpu_type_get(wt->dtype)->to_float))
                 st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which we cannot convert", in,
                               wt->name, mllm_dtype_name(wt->dtype));
             if (st) break;

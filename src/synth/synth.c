@@ -1,5 +1,6 @@
 /* mllm_synth_write: presets, argument checks, and the GGUF writer (keys and
    tensor names as llama.cpp writes them, so other GGUF readers load it). */
+#include "backends/cpu/type_kernels.h"
 #include "synth/synth.h"
 #include "synth/synth_internal.h"
 #include "core/alloc.h"
@@ -216,7 +217,7 @@ mllm_status mllm_synth_write(const char *arch, const char *preset, const char *d
     if (dt < 0) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "synth: unknown dtype '%s' (f32|f16|bf16|q8_0|q4_0|q4_1)", dtype);
     }
-    mllm_dtype_init();
+    mllm_cpu_init();
     if (!strcmp(format, "gguf")) return synth_write_gguf(p, dt, out_path, progress, user);
     if (!strcmp(format, "hf")) {
         /* safetensors has no block-quantized types. */

@@ -6,6 +6,7 @@
    ignores a norm weight is caught; Gemma's norms, which multiply by 1 + w,
    hold w = 0.1 * N(0,1)). Every dtype is made from the same f32
    values, converted row by row as it is streamed out. */
+#include "backends/cpu/type_kernels.h"
 #include "synth/synth_internal.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -99,7 +100,7 @@ static mllm_status next_row(synth_tensor *t) {
        reference quantizer, so a quantized synth file holds exactly the f32
        file's values quantized (each row is whole blocks: checked by
        synth_check_blocks). */
-    mllm_dtype_get(t->dtype)->from_float(vals, out, t->ne0);
+    mllm_cpu_type_get(t->dtype)->from_float(vals, out, t->ne0);
     t->row++;
     t->row_bytes = rb;
     t->row_pos = 0;
@@ -156,7 +157,7 @@ int synth_embd_dtype(int dtype) {
 mllm_status synth_check_blocks(const synth_tensor *ts, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(ts[i].dtype);
-        if (!tr || !tr->from_float) {
+        if (!tr || !mllm_cpu_type_get(ts[i].dtype)->from_float) {
             return mllm_err(MLLM_ERR_UNSUPPORTED, "synth: %s: no converter to %s", ts[i].name,
                             mllm_dtype_name(ts[i].dtype));
         }

@@ -3,6 +3,7 @@
    load with the library (so the fuzzers start deep inside the readers).
    Usage: fuzz_make_seeds <corpus folder>. Rerun after a format change and
    commit the result (each seed < 64 KB). */
+#include "backends/cpu/type_kernels.h"
 #include "make_seeds.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -114,12 +115,12 @@ static void add_t(mllm_gguf_writer *w, const char *name, int dtype, int64_t ne0,
         return;
     }
     /* Quantized / f16: converted into a buffer kept until the file is written. */
-    const mllm_dtype_traits *tr = mllm_dtype_get(dtype);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(dtype);
     size_t row = mllm_dtype_row_size((mllm_dtype)dtype, ne0);
     uint8_t *q = malloc(row * (size_t)ne1);
     if (!q || g_n_owned == sizeof g_owned / sizeof *g_owned) abort();
     g_owned[g_n_owned++] = q;
-    for (int64_t r = 0; r < ne1; r++) tr->from_float(g_vals, q + r * row, ne0);
+    for (int64_t r = 0; r < ne1; r++) ktr->from_float(g_vals, q + r * row, ne0);
     check(mllm_gguf_writer_add_tensor(w, name, dtype, nd, ne, q));
 }
 
@@ -690,7 +691,7 @@ int main(int argc, char **argv) {
     }
     g_root = argv[1];
     mkdir(g_root, 0755);
-    mllm_dtype_init();
+    mllm_cpu_init();
     gguf_seeds();
     tokenizer_json_seeds();
     tokenizer_bin_seeds();

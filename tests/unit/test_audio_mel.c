@@ -3,6 +3,7 @@
    tools/reference/whisper_mel_reference.py), 80 and 128 bins; the filterbank's
    shape; silence, a pure tone, trimming past 30 s, NaN input; and the time
    one 30-s window takes. */
+#include "backends/cpu/type_kernels.h"
 #include "testutil.h"
 #include "audio/audio.h"
 #include "audio/mel.h"
@@ -196,7 +197,7 @@ static void test_signals(void **state) {
 }
 
 int main(void) {
-    mllm_dtype_init();
+    mllm_cpu_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jfk_vs_transformers),
         cmocka_unit_test(test_filters),

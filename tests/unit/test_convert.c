@@ -3,6 +3,7 @@
    on the reference models in ../shared/anchor-data; quantizing with --quant
    or a pipeline gives the same bytes as synth's independent quantized GGUF
    files; 1-D tensors are f32; refusals carry clear messages. */
+#include "backends/cpu/type_kernels.h"
 #include "testutil.h"
 #include "convert/convert.h"
 #include "convert/pipeline.h"
@@ -206,7 +207,7 @@ int main(void) {
     /* A packed .mllm and its GGUF source give the same bits only if the
        loader repacks the GGUF too: force it, whatever this CPU's path. */
     setenv("MLLM_REPACK", "1", 1);
-    mllm_dtype_init();
+    mllm_cpu_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_to_mllm_bit_exact),
         cmocka_unit_test(test_gguf_mllm_gguf),

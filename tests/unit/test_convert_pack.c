@@ -8,6 +8,7 @@
    plain dtypes; a packed source converts to other dtypes exactly as its
    plain original does. The same for q4_K / q6_K matrices and their x8
    layouts. */
+#include "backends/cpu/type_kernels.h"
 #include "testutil.h"
 #include "convert/convert.h"
 #include "convert/convert_internal.h"
@@ -183,7 +184,7 @@ static void make_untied(const char *src, const char *dst) {
     float *x = malloc(n * sizeof *x);
     tu_fill_random(x, n, 77);
     uint8_t *q = malloc(mllm_dtype_row_size(MLLM_DTYPE_Q8_0, e->ne[0]) * (size_t)e->ne[1]);
-    mllm_dtype_get(MLLM_DTYPE_Q8_0)->from_float(x, q, (int64_t)n);
+    mllm_cpu_type_get(MLLM_DTYPE_Q8_0)->from_float(x, q, (int64_t)n);
     assert_int_equal(mllm_gguf_writer_add_tensor(w, "output.weight", MLLM_DTYPE_Q8_0, 2, e->ne, q), MLLM_OK);
     if (mllm_gguf_writer_write(w, dst)) fail_msg("%s", mllm_last_error());
     mllm_gguf_writer_free(w);
@@ -371,7 +372,7 @@ int main(void) {
     /* A packed .mllm and its GGUF source give the same bits only if the
        loader repacks the GGUF too: force it, whatever this CPU's path. */
     setenv("MLLM_REPACK", "1", 1);
-    mllm_dtype_init();
+    mllm_cpu_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_to_packed_mllm),
         cmocka_unit_test(test_quantize_then_pack),

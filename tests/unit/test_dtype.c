@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "core/dtype.h"
 #include "testutil.h"
 
@@ -29,6 +30,7 @@ static void test_table_sizes(void **state) {
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(rows[i].t);
+        const mllm_cpu_type *ktr = mllm_cpu_type_get(rows[i].t);
         assert_non_null(tr);
         assert_string_equal(tr->name, rows[i].name);
         assert_int_equal(tr->block_size, rows[i].blk);
@@ -36,10 +38,10 @@ static void test_table_sizes(void **state) {
         assert_int_equal(tr->supported, rows[i].sup);
         assert_int_equal(mllm_dtype_from_name(rows[i].name), rows[i].t);
         if (rows[i].sup) {
-            assert_non_null(tr->to_float);
-            assert_non_null(tr->vec_dot);
-            assert_non_null(tr->from_float);
-            assert_non_null(mllm_dtype_get(tr->vec_dot_type)->from_float);
+            assert_non_null(ktr->to_float);
+            assert_non_null(ktr->vec_dot);
+            assert_non_null(ktr->from_float);
+            assert_non_null(mllm_cpu_type_get(tr->vec_dot_type)->from_float);
         }
     }
     /* Gaps and out-of-range numbers have no row. */
@@ -165,10 +167,10 @@ static void test_known_blocks(void **state) {
     float x[32], neg[32];
     ramp(x);
     for (int j = 0; j < 32; j++) neg[j] = -x[j];
-    const mllm_dtype_traits *q80 = mllm_dtype_get(MLLM_DTYPE_Q8_0);
-    const mllm_dtype_traits *q81 = mllm_dtype_get(MLLM_DTYPE_Q8_1);
-    const mllm_dtype_traits *q40 = mllm_dtype_get(MLLM_DTYPE_Q4_0);
-    const mllm_dtype_traits *q41 = mllm_dtype_get(MLLM_DTYPE_Q4_1);
+    const mllm_cpu_type *q80 = mllm_cpu_type_get(MLLM_DTYPE_Q8_0);
+    const mllm_cpu_type *q81 = mllm_cpu_type_get(MLLM_DTYPE_Q8_1);
+    const mllm_cpu_type *q40 = mllm_cpu_type_get(MLLM_DTYPE_Q4_0);
+    const mllm_cpu_type *q41 = mllm_cpu_type_get(MLLM_DTYPE_Q4_1);
 
     /* q8_0: d = 31/127 -> f16 0x33d0; q = round(j * 127/31). */
     mllm_block_q8_0 b8;
@@ -209,13 +211,13 @@ static void test_known_blocks(void **state) {
     static const uint8_t k_q50[16] = {0x80, 0x7f, 0x7f, 0x6e, 0x6e, 0x5d, 0x5d, 0x4c,
                                       0x4c, 0x3b, 0x3b, 0x2a, 0x2a, 0x19, 0x19, 0x08};
     uint8_t b5[22];
-    mllm_dtype_get(MLLM_DTYPE_Q5_0)->from_float(x, b5, 32);
+    mllm_cpu_type_get(MLLM_DTYPE_Q5_0)->from_float(x, b5, 32);
     assert_int_equal(b5[0] | (b5[1] << 8), 0xbfc0);
     static const uint8_t k_qh[4] = {1, 0, 0, 0};
     assert_memory_equal(b5 + 2, k_qh, 4);
     assert_memory_equal(b5 + 6, k_q50, 16);
     float b5back[32];
-    mllm_dtype_get(MLLM_DTYPE_Q5_0)->to_float(b5, b5back, 32);
+    mllm_cpu_type_get(MLLM_DTYPE_Q5_0)->to_float(b5, b5back, 32);
     assert_true(b5back[0] == 0.0f && b5back[31] == 16 * 1.9375f && b5back[1] == 1.9375f);
 
     /* All-zero block: d = 0, every quant at its zero point. */
@@ -248,8 +250,9 @@ static void test_round_trip(void **state) {
     tu_fill_random(x, N, 42);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(cases[i].t);
-        tr->from_float(x, q, N);
-        tr->to_float(q, y, N);
+        const mllm_cpu_type *ktr = mllm_cpu_type_get(cases[i].t);
+        ktr->from_float(x, q, N);
+        ktr->to_float(q, y, N);
         const double e = tu_nmse(y, x, N);
         printf("%-5s round-trip nmse %.3g (bound %.0e)\n", tr->name, e, cases[i].max_nmse);
         assert_true(e <= cases[i].max_nmse);

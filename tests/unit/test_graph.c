@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/type_kernels.h"
 #include "core/dtype.h"
 #include "graph/graph.h"
 #include "testutil.h"
@@ -58,7 +59,7 @@ static void reference(const weights *w, const float *input, double *out) {
 
 static void test_eager_equals_trace(void **state) {
     (void)state;
-    mllm_dtype_init();
+    mllm_cpu_init();
     weights *w = malloc(sizeof *w);
     float input[K * T];
     tu_fill_random(w->w1, N * K, 1);

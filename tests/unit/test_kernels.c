@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "core/dtype.h"
@@ -30,10 +31,10 @@ static bool have_avx2(void) {
 
 /* A row of n random values in the dtype, plus its exact float image. */
 static void *make_row(mllm_dtype t, const float *src, int64_t n, float *image) {
-    const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     void *q = malloc(mllm_dtype_row_size(t, n) + 64);
-    tr->from_float(src, q, n);
-    tr->to_float(q, image, n);
+    ktr->from_float(src, q, n);
+    ktr->to_float(q, image, n);
     return q;
 }
 
@@ -105,8 +106,8 @@ static void test_vec_dot_known(void **state) {
     for (int j = 0; j < 32; j++) x[j] = (float)j, ones[j] = 1.0f;
     mllm_block_q4_1 bx;
     mllm_block_q8_1 by;
-    mllm_dtype_get(MLLM_DTYPE_Q4_1)->from_float(x, &bx, 32);
-    mllm_dtype_get(MLLM_DTYPE_Q8_1)->from_float(ones, &by, 32);
+    mllm_cpu_type_get(MLLM_DTYPE_Q4_1)->from_float(x, &bx, 32);
+    mllm_cpu_type_get(MLLM_DTYPE_Q8_1)->from_float(ones, &by, 32);
     /* nibbles: 0,0,1,1,...,15,15 -> sum 240 */
     const float dx = mllm_f16_to_f32(0x4022), dy = mllm_f16_to_f32(by.d);
     const float want = (dx * dy) * (float)(240 * 127);
@@ -125,6 +126,7 @@ static void test_vec_dot_known(void **state) {
 static void check_mul_mat(mllm_dtype t, int64_t n_rows, int64_t K, int64_t M, int64_t r0,
                           int64_t r1) {
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     const mllm_dtype vt = tr->vec_dot_type;
     const size_t w_stride = mllm_dtype_row_size(t, K) + 16; /* padded rows */
     const size_t x_stride = mllm_dtype_row_size(vt, K) + 64;
@@ -134,13 +136,13 @@ static void check_mul_mat(mllm_dtype t, int64_t n_rows, int64_t K, int64_t M, in
     float *src = malloc((size_t)K * sizeof(float));
     for (int64_t r = 0; r < n_rows; r++) {
         tu_fill_random(src, (size_t)K, 77 + (uint64_t)r);
-        tr->from_float(src, W + (size_t)r * w_stride, K);
-        tr->to_float(W + (size_t)r * w_stride, wimg + r * K, K);
+        ktr->from_float(src, W + (size_t)r * w_stride, K);
+        ktr->to_float(W + (size_t)r * w_stride, wimg + r * K, K);
     }
     for (int64_t m = 0; m < M; m++) {
         tu_fill_random(src, (size_t)K, 900 + (uint64_t)m);
         mllm_cpu_quantize_row(vt, src, X + (size_t)m * x_stride, K);
-        mllm_dtype_get(vt)->to_float(X + (size_t)m * x_stride, ximg + m * K, K);
+        mllm_cpu_type_get(vt)->to_float(X + (size_t)m * x_stride, ximg + m * K, K);
     }
     const size_t ny = (size_t)M * y_stride;
     float *Y = malloc(ny * sizeof(float)), *Yg = malloc(ny * sizeof(float));
@@ -201,7 +203,7 @@ static void test_mul_mat_large(void **state) {
 }
 
 int main(void) {
-    mllm_dtype_init();
+    mllm_cpu_init();
     printf("cpu path: %s\n", mllm_cpu_path());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_dot_generic), cmocka_unit_test(test_vec_dot_avx2),

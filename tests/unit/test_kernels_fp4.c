@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "backends/cpu/fp4.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
@@ -104,7 +105,8 @@ static void check_type(mllm_dtype t, double rt_bound, double dot_bound) {
     static const int lens[] = {96, 320, 1088};
     enum { TRIALS = 12 };
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
-    const mllm_dtype_traits *ta = mllm_dtype_get(tr->vec_dot_type);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
+    const mllm_cpu_type *kta = mllm_cpu_type_get(tr->vec_dot_type);
     for (int li = 0; li < 3; li++) {
         const int n = lens[li] / tr->block_size * tr->block_size;
         float *w = malloc(sizeof(float) * n), *wb = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n),
@@ -115,11 +117,11 @@ static void check_type(mllm_dtype t, double rt_bound, double dot_bound) {
         for (int k = 0; k < TRIALS; k++) {
             tu_fill_random(w, (size_t)n, 500 + (uint64_t)(k + 13 * li));
             tu_fill_random(a, (size_t)n, 900 + (uint64_t)(k + 13 * li));
-            tr->from_float(w, qw, n);
-            tr->to_float(qw, wb, n);
+            ktr->from_float(w, qw, n);
+            ktr->to_float(qw, wb, n);
             rt += tu_nmse(wb, w, (size_t)n) / TRIALS;
             mllm_cpu_quantize_row(tr->vec_dot_type, a, qa, n);
-            ta->to_float(qa, ab, n);
+            kta->to_float(qa, ab, n);
             ref[k] = (float)dot_double(wb, ab, n);
             mllm_cpu_vec_dot_for(t, "generic")(n, &gen[k], qw, qa);
             simd[k] = gen[k];
@@ -145,12 +147,13 @@ static void test_round_trip_and_dots(void **state) {
 
 static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     const size_t ws = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);
     char *W = malloc(ws * rows), *X = malloc(xs * M);
     float *f = malloc(sizeof(float) * K), *Y = malloc(sizeof(float) * M * rows), *R = malloc(sizeof(float) * M * rows);
     for (int r = 0; r < rows; r++) {
         tu_fill_random(f, (size_t)K, 40 + (uint64_t)r);
-        tr->from_float(f, W + r * ws, K);
+        ktr->from_float(f, W + r * ws, K);
     }
     for (int m = 0; m < M; m++) {
         tu_fill_random(f, (size_t)K, 80 + (uint64_t)m);

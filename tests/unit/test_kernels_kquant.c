@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
@@ -112,11 +113,11 @@ static void test_dequant_matches_layout(void **state) {
     random_q4_k(b4, NB);
     random_q6_k(b6, NB);
     float y[NB * MLLM_QK_K];
-    mllm_dtype_get(MLLM_DTYPE_Q4_K)->to_float(b4, y, NB * MLLM_QK_K);
+    mllm_cpu_type_get(MLLM_DTYPE_Q4_K)->to_float(b4, y, NB * MLLM_QK_K);
     for (int i = 0; i < NB * MLLM_QK_K; i++) assert_true(y[i] == ref_q4_k(&b4[i / 256], i % 256));
-    mllm_dtype_get(MLLM_DTYPE_Q5_K)->to_float(b5, y, NB * MLLM_QK_K);
+    mllm_cpu_type_get(MLLM_DTYPE_Q5_K)->to_float(b5, y, NB * MLLM_QK_K);
     for (int i = 0; i < NB * MLLM_QK_K; i++) assert_true(y[i] == ref_q5_k(&b5[i / 256], i % 256));
-    mllm_dtype_get(MLLM_DTYPE_Q6_K)->to_float(b6, y, NB * MLLM_QK_K);
+    mllm_cpu_type_get(MLLM_DTYPE_Q6_K)->to_float(b6, y, NB * MLLM_QK_K);
     for (int i = 0; i < NB * MLLM_QK_K; i++) assert_true(y[i] == ref_q6_k(&b6[i / 256], i % 256));
 }
 
@@ -181,6 +182,7 @@ static void check_dots(mllm_dtype t) {
     static const int lens[] = {256, 768, 4096};
     enum { TRIALS = 16 };
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     for (int li = 0; li < 3; li++) {
         const int n = lens[li], nb = n / 256;
         void *x = malloc((size_t)nb * tr->type_size);
@@ -191,7 +193,7 @@ static void check_dots(mllm_dtype t) {
             random_blocks(t, x, nb);
             tu_fill_random(yf, (size_t)n, 31 + (uint64_t)k);
             mllm_cpu_quantize_row(MLLM_DTYPE_Q8_K, yf, y, n);
-            tr->to_float(x, xf, n);
+            ktr->to_float(x, xf, n);
             mllm_dequantize_row_q8_k(y, yf, n);
             ref[k] = (float)dot_double(xf, yf, n);
             mllm_cpu_vec_dot_for(t, "generic")(n, &gen[k], x, y);
@@ -217,6 +219,7 @@ static void test_vec_dots(void **state) {
 
 static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     const int nb = K / 256;
     const size_t ws = (size_t)nb * tr->type_size, xs = (size_t)nb * sizeof(mllm_block_q8_k);
     char *W = malloc(ws * (size_t)rows), *X = malloc(xs * (size_t)M);
@@ -224,7 +227,7 @@ static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     float *Y = malloc((size_t)M * rows * sizeof(float)), *ref = malloc((size_t)M * rows * sizeof(float));
     for (int r = 0; r < rows; r++) {
         random_blocks(t, W + r * ws, nb);
-        tr->to_float(W + r * ws, wf + (size_t)r * K, K);
+        ktr->to_float(W + r * ws, wf + (size_t)r * K, K);
     }
     for (int m = 0; m < M; m++) {
         tu_fill_random(xf + (size_t)m * K, (size_t)K, 100 + (uint64_t)m);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/repack.h"
@@ -35,7 +36,7 @@ static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
         tu_fill_random(src, (size_t)K, seed + (uint64_t)r);
         /* a few rows with a large value, so scales differ across lanes */
         if (r % 3 == 0) src[(r * 7) % K] = 9.0f;
-        mllm_dtype_get(t)->from_float(src, W + (size_t)r * rs, K);
+        mllm_cpu_type_get(t)->from_float(src, W + (size_t)r * rs, K);
     }
     free(src);
     return W;
@@ -60,7 +61,7 @@ static void test_pack_round_trip(void **state) {
             /* every row reads back as the plain row */
             float *a = malloc((size_t)K * sizeof(float)), *b = malloc((size_t)K * sizeof(float));
             for (int64_t r = 0; r < N; r++) {
-                mllm_dtype_get(t)->to_float(W + (size_t)r * mllm_dtype_row_size(t, K), a, K);
+                mllm_cpu_type_get(t)->to_float(W + (size_t)r * mllm_dtype_row_size(t, K), a, K);
                 mllm_cpu_get_row((mllm_dtype)packed, P, mllm_dtype_row_size(t, K), K, r, b);
                 assert_memory_equal(a, b, (size_t)K * sizeof(float));
             }
@@ -170,7 +171,7 @@ static void test_packed_mul_mat_large(void **state) {
 }
 
 int main(void) {
-    mllm_dtype_init();
+    mllm_cpu_init();
     printf("cpu path: %s\n", mllm_cpu_path());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pack_round_trip),

@@ -2,6 +2,7 @@
    every header-region byte flipped, every truncation, crafted bad index
    entries (with a valid checksum, so the entry checks themselves are hit),
    data corruption caught by verify, and atomic writes. */
+#include "backends/cpu/type_kernels.h"
 #include "testutil.h"
 #include "core/dtype.h"
 #include "formats/mllmfile.h"
@@ -268,7 +269,7 @@ static void test_atomic_write(void **state) {
 }
 
 int main(void) {
-    mllm_dtype_init();
+    mllm_cpu_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_xxh64_vectors),
         cmocka_unit_test(test_round_trip),

@@ -3,6 +3,7 @@
    mllm_model_load with the HF folder's logits, bit for bit, and convert to
    v3 the same way; refused dtype codes; every header/index byte flipped and
    every truncation gives an error or an in-bounds model, never a crash. */
+#include "backends/cpu/type_kernels.h"
 #include "testutil.h"
 #include "convert/convert.h"
 #include "core/dtype.h"
@@ -76,7 +77,7 @@ static const char *g_hf;
 
 static int setup(void **state) {
     (void)state;
-    mllm_dtype_init();
+    mllm_cpu_init();
     g_hf = tu_tmp("v-hf");
     if (mllm_synth_write("qwen2", "tiny", "f32", "hf", g_hf, NULL, NULL)) return -1;
     mllm_model_file *f;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kquants.h"
 #include "core/dtype.h"
@@ -46,8 +47,9 @@ static void test_zero_blocks(void **state) {
     static const mllm_dtype types[] = {MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
     for (int k = 0; k < 3; k++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(types[k]);
+        const mllm_cpu_type *ktr = mllm_cpu_type_get(types[k]);
         memset(buf, 0xAB, sizeof buf);
-        tr->from_float(x, buf, 256);
+        ktr->from_float(x, buf, 256);
         assert_memory_equal(buf, zero, tr->type_size);
     }
 }
@@ -66,6 +68,7 @@ static void fill_gauss(float *x, size_t n, uint64_t seed) {
 static void check_round_trip(mllm_dtype t, double bound) {
     enum { ROWS = 32, K = 1024 };
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     const size_t rs = mllm_dtype_row_size(t, K);
     float *w = malloc(sizeof(float) * ROWS * K), *back = malloc(sizeof(float) * ROWS * K);
     float *act = malloc(sizeof(float) * K), *dq = malloc(sizeof(float) * ROWS), *df = malloc(sizeof(float) * ROWS);
@@ -75,9 +78,9 @@ static void check_round_trip(mllm_dtype t, double bound) {
     tu_fill_random(act, K, 99);
     mllm_cpu_quantize_row(MLLM_DTYPE_Q8_K, act, qa, K);
     for (int r = 0; r < ROWS; r++) {
-        tr->from_float(w + (size_t)r * K, q + r * rs, K);
-        tr->to_float(q + r * rs, back + (size_t)r * K, K);
-        tr->vec_dot(K, &dq[r], q + r * rs, qa);
+        ktr->from_float(w + (size_t)r * K, q + r * rs, K);
+        ktr->to_float(q + r * rs, back + (size_t)r * K, K);
+        ktr->vec_dot(K, &dq[r], q + r * rs, qa);
         double s = 0;
         for (int i = 0; i < K; i++) s += (double)w[(size_t)r * K + i] * act[i];
         df[r] = (float)s;

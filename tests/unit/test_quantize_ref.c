@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/type_kernels.h"
 #include "core/dtype.h"
 #include "testutil.h"
 
@@ -29,8 +30,9 @@ static void check_type(const char *name) {
     const int t = mllm_dtype_from_name(name);
     assert_true(t >= 0);
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
+    const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     assert_non_null(tr);
-    assert_non_null(tr->from_float);
+    assert_non_null(ktr->from_float);
     float *x = load_input();
     char rel[64];
     snprintf(rel, sizeof rel, "quant/%s.bin", name);
@@ -44,7 +46,7 @@ static void check_type(const char *name) {
     uint8_t *got = calloc(ROWS, row);
     int bad_blocks = 0;
     for (int r = 0; r < ROWS; r++) {
-        tr->from_float(x + (size_t)r * N, got + r * row, N);
+        ktr->from_float(x + (size_t)r * N, got + r * row, N);
         for (size_t b = 0; b < row / tr->type_size; b++) {
             const size_t off = r * row + b * tr->type_size;
             if (memcmp(got + off, want + off, tr->type_size) != 0) {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/type_kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -209,7 +210,7 @@ static void attention_case(int T, int pos0, int W, float scale, int nt, bool cau
 
 static void test_sliding_window_attention(void **state) {
     (void)state;
-    mllm_dtype_init();
+    mllm_cpu_init();
     for (int nt = 1; nt <= 2; nt++) {
         attention_case(5, 0, 0, 0.35f, nt, true);    /* full attention, prefill */
         attention_case(5, 0, 3, 0.35f, nt, true);    /* window inside a prefill */

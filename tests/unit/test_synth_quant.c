@@ -5,6 +5,7 @@
    ggml's bytes in test_dtype), the dequantized matrices are within the
    dtype's error of the f32 values, and the whole model run through the
    public API gives logits close to the f32 model's. */
+#include "backends/cpu/type_kernels.h"
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -97,7 +98,7 @@ static void check_bytes(const char *arch, const quant_case *qc) {
         uint8_t *row = mllm_malloc(rb);
         assert_non_null(row);
         for (int64_t r = 0; r < wr->ne[1]; r++) {
-            mllm_dtype_get(want)->from_float((const float *)wr->data + r * wr->ne[0], row, wr->ne[0]);
+            mllm_cpu_type_get(want)->from_float((const float *)wr->data + r * wr->ne[0], row, wr->ne[0]);
             if (memcmp(row, (const uint8_t *)wq->data + r * rb, rb)) {
                 fail_msg("%s %s: %s row %lld is not the f32 row quantized", arch, qc->name, wr->name, (long long)r);
             }
@@ -112,7 +113,7 @@ static void check_bytes(const char *arch, const quant_case *qc) {
 
 static void test_types_and_bytes(void **state) {
     (void)state;
-    mllm_dtype_init();
+    mllm_cpu_init();
     for (size_t c = 0; c < N_CASES; c++) {
         check_bytes("qwen3", &k_cases[c]);
         check_bytes("llama", &k_cases[c]); /* q/k rows permuted before quantizing */
@@ -122,7 +123,7 @@ static void test_types_and_bytes(void **state) {
 /* Dequantized matrices against the f32 values, one NMSE per matrix. */
 static void test_dequant_error(void **state) {
     (void)state;
-    mllm_dtype_init();
+    mllm_cpu_init();
     mllm_model_file *ref = open_synth("qwen3", "f32");
     for (size_t c = 0; c < N_CASES; c++) {
         const quant_case *qc = &k_cases[c];
@@ -134,7 +135,7 @@ static void test_dequant_error(void **state) {
             size_t n = (size_t)(wr->ne[0] * wr->ne[1]);
             float *deq = mllm_malloc(n * sizeof *deq);
             assert_non_null(deq);
-            mllm_dtype_get(wq->dtype)->to_float(wq->data, deq, (int64_t)n);
+            mllm_cpu_type_get(wq->dtype)->to_float(wq->data, deq, (int64_t)n);
             double e = tu_nmse(deq, wr->data, n);
             mllm_free(deq);
             if (is_embd(wr->name)) worst_embd = e > worst_embd ? e : worst_embd;

@@ -95,8 +95,8 @@ void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n) {
         (avx2 ? mllm_row_float_to_f16_avx2 : mllm_row_float_to_f16)(x, y, n);
         return;
     default: {
-        const mllm_dtype_traits *tr = mllm_dtype_get(t);
-        if (tr && tr->from_float) tr->from_float(x, y, n);
+        const mllm_cpu_type *ct = mllm_cpu_type_get(t);
+        if (ct->from_float) ct->from_float(x, y, n);
     }
     }
 }

@@ -5,21 +5,14 @@
             with an f16 scale per group of 32 / 64, activations kept f32 and
             the dot done in f32 (the MLLM / KleidiAI "W4A32" pipeline: no
             activation quantization error).
-   Private to the dtype table and the CPU kernels. */
+   The CPU kernels of these formats (the blocks are in core/dtype_blocks.h). */
 #ifndef MLLM_BACKENDS_CPU_FP4_H
 #define MLLM_BACKENDS_CPU_FP4_H
 #include <stdint.h>
 
 #include "core/dtype.h"
+#include "core/dtype_blocks.h"
 
-#define MLLM_QK_MXFP4 32
-/* Element j (< 16) is the low nibble of qs[j], element j + 16 the high
-   nibble; a nibble indexes mllm_mxfp4_values (e2m1 doubled: sign bit 3). */
-typedef struct {
-    uint8_t e; /* e8m0: value = 2^(e - 127); we scale by half of it */
-    uint8_t qs[MLLM_QK_MXFP4 / 2];
-} mllm_block_mxfp4;
-_Static_assert(sizeof(mllm_block_mxfp4) == 17, "mxfp4 block is 17 bytes in GGUF");
 
 /* e2m1 values times 2 (so they are integers), as ggml's kvalues_mxfp4. */
 extern const int8_t mllm_mxfp4_values[16];
@@ -31,14 +24,6 @@ static inline float mllm_e8m0_to_f32_half(uint8_t e) {
     return v.f;
 }
 
-/* w4a32: value = d * (q - 8), q in [0, 15]; element j (< G/2) in the low
-   nibble of qs[j], element j + G/2 in the high nibble. */
-#define MLLM_QK_W4A32_G32 32
-#define MLLM_QK_W4A32_G64 64
-typedef struct { mllm_f16 d; uint8_t qs[MLLM_QK_W4A32_G32 / 2]; } mllm_block_w4a32_g32;
-typedef struct { mllm_f16 d; uint8_t qs[MLLM_QK_W4A32_G64 / 2]; } mllm_block_w4a32_g64;
-_Static_assert(sizeof(mllm_block_w4a32_g32) == 18, "w4a32 g32 block is 18 bytes");
-_Static_assert(sizeof(mllm_block_w4a32_g64) == 34, "w4a32 g64 block is 34 bytes");
 
 void mllm_quantize_row_mxfp4(const float *src, void *dst, int64_t n);
 void mllm_dequantize_row_mxfp4(const void *src, float *dst, int64_t n);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "backends/cpu/type_kernels.h"
 #include "core/dtype.h"
 
 typedef struct {

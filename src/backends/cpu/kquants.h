@@ -1,52 +1,13 @@
 /* GGUF "k-quant" blocks (super-blocks of 256 values), bit for bit ggml's.
-   Private to the dtype table and the CPU kernels. */
+   The CPU kernels of these formats (the blocks are in core/dtype_blocks.h). */
 #ifndef MLLM_BACKENDS_CPU_KQUANTS_H
 #define MLLM_BACKENDS_CPU_KQUANTS_H
 #include <stdint.h>
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/dtype_blocks.h"
 
-/* q4_K: 8 sub-blocks of 32; x = d*sc[s]*q - dmin*m[s], q in [0, 15]. The 6-bit
-   sc/m of the 8 sub-blocks are packed in scales[12] (see kq_scale_min). Byte
-   qs[32*c + l] holds element 64c + l (low nibble) and 64c + 32 + l (high). */
-typedef struct {
-    mllm_f16 d, dmin;
-    uint8_t scales[12];
-    uint8_t qs[MLLM_QK_K / 2];
-} mllm_block_q4_k;
-
-/* q5_K: like q4_K with a fifth bit: x = d*sc[s]*q - dmin*m[s], q in [0, 31].
-   Low 4 bits as q4_K's qs; the fifth bit of element 64c + l is bit 2c of
-   qh[l], of element 64c + 32 + l bit 2c+1 of qh[l]. */
-typedef struct {
-    mllm_f16 d, dmin;
-    uint8_t scales[12];
-    uint8_t qh[MLLM_QK_K / 8];
-    uint8_t qs[MLLM_QK_K / 2];
-} mllm_block_q5_k;
-
-/* q6_K: 16 sub-blocks of 16; x = d*scales[e/16]*(q - 32), q in [0, 63]: its
-   low 4 bits in ql, its high 2 bits in qh (layout in kquant_generic.c). */
-typedef struct {
-    uint8_t ql[MLLM_QK_K / 2];
-    uint8_t qh[MLLM_QK_K / 4];
-    int8_t scales[MLLM_QK_K / 16];
-    mllm_f16 d;
-} mllm_block_q6_k;
-
-/* q8_K: activations for k-quant dots. d is a float; bsums[g] = sum of the
-   16 quants of group g, so the min / offset terms need no second pass. */
-typedef struct {
-    float d;
-    int8_t qs[MLLM_QK_K];
-    int16_t bsums[MLLM_QK_K / 16];
-} mllm_block_q8_k;
-
-_Static_assert(sizeof(mllm_block_q4_k) == 144, "q4_K block is 144 bytes in GGUF");
-_Static_assert(sizeof(mllm_block_q5_k) == 176, "q5_K block is 176 bytes in GGUF");
-_Static_assert(sizeof(mllm_block_q6_k) == 210, "q6_K block is 210 bytes in GGUF");
-_Static_assert(sizeof(mllm_block_q8_k) == 292, "q8_K block is 292 bytes in GGUF");
 
 /* The 6-bit scale and min of sub-block j (0..7) of a q4_K block. */
 static inline void kq_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m) {

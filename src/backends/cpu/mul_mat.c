@@ -56,9 +56,10 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
             mllm_mul_mat_packed_generic(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
         return;
     }
-    if (!tr->vec_dot) return;
+    const mllm_vec_dot_fn dot = mllm_cpu_type_get(wt)->vec_dot;
+    if (!dot) return;
     if (simd &&
         mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
-    mul_mat_row_blocked(tr->vec_dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+    mul_mat_row_blocked(dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }

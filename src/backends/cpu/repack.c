@@ -342,5 +342,5 @@ void mllm_cpu_get_row(mllm_dtype t, const void *data, size_t row_stride, int64_t
     if (!tr) return;
     if (tr->packed_rows) mllm_packed_get_row(t, data, K, row, dst);
     else if (t == MLLM_DTYPE_F32) memcpy(dst, (const char *)data + (size_t)row * row_stride, (size_t)K * sizeof(float));
-    else tr->to_float((const char *)data + (size_t)row * row_stride, dst, K);
+    else mllm_cpu_type_get(t)->to_float((const char *)data + (size_t)row * row_stride, dst, K);
 }

@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "core/dtype.h"
+#include "core/dtype_blocks.h"
 
-#define MLLM_PACK_ROWS 8
 
 typedef struct { mllm_f16 d[8]; uint8_t qs[128]; } mllm_block_q4_0x8;
 typedef struct { mllm_f16 d[8]; int8_t qs[256]; } mllm_block_q8_0x8;
@@ -59,14 +59,9 @@ _Static_assert(sizeof(mllm_block_q4_kx8) == 8 * 144, "q4_Kx8 = 8 q4_K blocks");
 _Static_assert(sizeof(mllm_block_q6_kx8) == 8 * 210, "q6_Kx8 = 8 q6_K blocks");
 _Static_assert(sizeof(mllm_block_q5_kx8) == 8 * 176, "q5_Kx8 = 8 q5_K blocks");
 
-/* q8_0s: the q8_0 activation block plus what the q4_0x8 kernel needs per
-   block: d as float (the exact value of q8_0's f16 d) and s8 = 8 * sum(qs),
-   the offset term of q4_0's (v - 8). */
-typedef struct { int32_t s8; float d; int8_t qs[32]; } mllm_block_q8_0s;
 _Static_assert(sizeof(mllm_block_q4_0x8) == 8 * 18, "q4_0x8 = 8 q4_0 blocks");
 _Static_assert(sizeof(mllm_block_q8_0x8) == 8 * 34, "q8_0x8 = 8 q8_0 blocks");
 _Static_assert(sizeof(mllm_block_q4_1x8) == 8 * 20, "q4_1x8 = 8 q4_1 blocks");
-_Static_assert(sizeof(mllm_block_q8_0s) == 40, "q8_0s block is 40 bytes");
 
 /* The packed type for a (K x N) matrix of dtype t, or -1 when t has none or
    the shape does not allow it (N % 8, K % 32). */

@@ -160,8 +160,12 @@ int cmd_serve(int argc, char **argv) {
     mllm_server *srv = NULL;
     st = mllm_server_start(m, &c, &srv);
     if (st != MLLM_OK) { mllm_model_free(m); return cli_fail("serve", st); }
-    fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d slots)\n", c.host,
-            mllm_server_port(srv), c.model_id, c.n_parallel);
+    if (mllm_model_can_generate(m))
+        fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d slots)\n", c.host,
+                mllm_server_port(srv), c.model_id, c.n_parallel);
+    else
+        fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', embeddings only)\n", c.host,
+                mllm_server_port(srv), c.model_id);
     fflush(stderr);
 
     int sig = 0;

@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "  serve       OpenAI-compatible HTTP server\n"
             "  template    render a chat template with a JSON context\n"
             "  grammar     check a GBNF grammar or JSON Schema, print its GBNF or random texts\n"
+            "  embed       print the embedding vector of texts (BERT encoders, decoders)\n"
             "  tokenize    print the token ids (and pieces) of a text\n"
             "  info        print a model's config, tensor table and traced decode graph\n"
             "  bench       time prompt processing and generation (llama-bench style)\n"
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(c, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(c, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(c, "embed")) return cmd_embed(argc - 1, argv + 1);
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(c, "template")) return cmd_template(argc - 1, argv + 1);

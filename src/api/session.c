@@ -38,6 +38,9 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: params struct_size %u, expected %zu",
                         p->struct_size, sizeof *p);
     *out = NULL;
+    if (m->enc)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s is an embedding model (%s encoder): it cannot generate text; "
+                                              "use mllm_embed", m->file->path, m->dec.cfg.arch);
     const mllm_hparams *c = &m->dec.cfg;
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : 0;
     if (n_ctx == 0) n_ctx = c->n_ctx_train > 0 && c->n_ctx_train < MLLM_DEFAULT_CTX ? c->n_ctx_train : MLLM_DEFAULT_CTX;

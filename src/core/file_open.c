@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/alloc.h"
 #include "core/error.h"
 
 static const char *kind_of(mode_t m) {
@@ -50,4 +51,39 @@ FILE *mllm_file_fopen(const char *path) {
         mllm_err(MLLM_ERR_IO, "%s: cannot open: %s", path, strerror(e));
     }
     return f;
+}
+
+mllm_status mllm_file_read_all(const char *path, size_t max, char **out, size_t *len) {
+    *out = NULL;
+    *len = 0;
+    int fd;
+    uint64_t size = 0;
+    mllm_status st = mllm_file_open(path, &fd, &size);
+    if (st) return st;
+    if (size > max) {
+        close(fd);
+        return mllm_err(MLLM_ERR_FORMAT, "%s: %llu bytes, more than the %zu a file of this kind may have", path,
+                        (unsigned long long)size, max);
+    }
+    char *buf = mllm_malloc((size_t)size + 1);
+    if (!buf) {
+        close(fd);
+        return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, (size_t)size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != size) {
+        mllm_free(buf);
+        return mllm_err(MLLM_ERR_IO, "%s: read failed", path);
+    }
+    buf[got] = 0;
+    *out = buf;
+    *len = got;
+    return MLLM_OK;
 }

@@ -11,6 +11,7 @@
 #ifndef MLLM_CORE_FILE_OPEN_H
 #define MLLM_CORE_FILE_OPEN_H
 #include <mllm/mllm.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -23,5 +24,10 @@ mllm_status mllm_file_open(const char *path, int *fd, uint64_t *size);
 /* The same as a stdio stream ("rb"). On failure NULL, with the reason in
    mllm_last_error(). */
 FILE *mllm_file_fopen(const char *path);
+
+/* The whole file, NUL-terminated (*out from mllm_malloc, *len bytes before
+   the NUL). Errors: those of mllm_file_open, MLLM_ERR_FORMAT (over max
+   bytes), MLLM_ERR_NOMEM, MLLM_ERR_IO. */
+mllm_status mllm_file_read_all(const char *path, size_t max, char **out, size_t *len);
 
 #endif

@@ -51,7 +51,10 @@ static mllm_status parse_dtype(const mllm_safetensors *s, const char *name, cons
     if (!strcmp(v, "F32")) { *out = MLLM_DTYPE_F32; *elsize = 4; return MLLM_OK; }
     if (!strcmp(v, "F16")) { *out = MLLM_DTYPE_F16; *elsize = 2; return MLLM_OK; }
     if (!strcmp(v, "BF16")) { *out = MLLM_DTYPE_BF16; *elsize = 2; return MLLM_OK; }
-    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %.16s (only F32, F16 and BF16 are supported)",
+    /* Integer buffers (BERT's embeddings.position_ids) are listed, never computed with. */
+    if (!strcmp(v, "I32")) { *out = MLLM_DTYPE_I32; *elsize = 4; return MLLM_OK; }
+    if (!strcmp(v, "I64")) { *out = MLLM_DTYPE_I64; *elsize = 8; return MLLM_OK; }
+    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %.16s (only F32, F16, BF16, I32 and I64 are supported)",
                     s->path, name, v);
 }
 

@@ -243,7 +243,9 @@ static void compute_unary(mllm_tensor *t, int ith, int nth) {
     const float *x = t->src[0]->data;
     float *y = t->data;
     const float p = t->fp[0];
-    if (t->op == MLLM_OP_SCALE)
+    if (t->op == MLLM_OP_GELU)
+        mllm_cpu_ops_generic()->gelu_erf(y + i0, x + i0, (int)(i1 - i0));
+    else if (t->op == MLLM_OP_SCALE)
         for (int64_t i = i0; i < i1; i++) y[i] = x[i] * p;
     else
         for (int64_t i = i0; i < i1; i++) y[i] = p * tanhf(x[i] / p);
@@ -277,7 +279,8 @@ void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     case MLLM_OP_GELU_MUL:
     case MLLM_OP_ADD: compute_elementwise(t, ith, nth); break;
     case MLLM_OP_SCALE:
-    case MLLM_OP_SOFTCAP: compute_unary(t, ith, nth); break;
+    case MLLM_OP_SOFTCAP:
+    case MLLM_OP_GELU: compute_unary(t, ith, nth); break;
     case MLLM_OP_LAYERNORM: compute_layernorm(t, ith, nth); break;
     default: break;
     }

@@ -7,7 +7,7 @@
 
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
-    "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm",
+    "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm", "gelu",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -296,6 +296,7 @@ mllm_tensor *mllm_op_attention_noncausal(mllm_tensor *a) {
 }
 
 mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unary(g, MLLM_OP_SCALE, x, s, "scale"); }
+mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x) { return unary(g, MLLM_OP_GELU, x, 0.0f, "gelu"); }
 mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
     return unary(g, MLLM_OP_SOFTCAP, x, cap, "softcap");
 }

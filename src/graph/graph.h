@@ -28,6 +28,7 @@ typedef enum {
     MLLM_OP_GELU_MUL,  /* gelu_tanh(src[0]) * src[1] (GeGLU) */
     MLLM_OP_SOFTCAP,   /* fp[0] * tanh(src[0] / fp[0]) */
     MLLM_OP_LAYERNORM, /* per row of ne[0]: (x - mean) / sqrt(var + eps) * w + b (w, b may be NULL) */
+    MLLM_OP_GELU,      /* gelu(src[0]), erf form (BERT's FFN) */
     MLLM_OP_COUNT
 } mllm_op;
 
@@ -143,6 +144,8 @@ mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s);
 mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap);
 mllm_tensor *mllm_op_layernorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, mllm_tensor *b, float eps);
+/* 0.5 x (1 + erf(x / sqrt 2)) per element (not gated: BERT's FFN). */
+mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x);
 /* The attention node a (from mllm_op_attention) made non-causal: for
    encoders (BERT, ViT, Whisper's encoder), whose tokens all see each other.
    Trace mode (in eager mode the node has already run, causally). */

@@ -7,9 +7,8 @@
 #include "core/dtype.h"
 #include "core/error.h"
 
-static mllm_status bind_tensor(mllm_decoder *m, const mllm_model_file *f, const char *name,
-                               int n_dims, int64_t ne0, int64_t ne1, bool required,
-                               mllm_tensor **out) {
+mllm_status mllm_model_bind_tensor(mllm_graph *wg, size_t *n_params, const mllm_model_file *f, const char *name,
+                                   int n_dims, int64_t ne0, int64_t ne1, bool required, mllm_tensor **out) {
     *out = NULL;
     const mllm_weight *w = mllm_model_file_find(f, name);
     if (!w) {
@@ -37,9 +36,9 @@ static mllm_status bind_tensor(mllm_decoder *m, const mllm_model_file *f, const 
         mllm_dtype_row_size(tr->vec_dot_type, ne0) == 0)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': row length %lld is not a multiple of %s's block",
                         f->path, name, (long long)ne0, mllm_dtype_name(w->dtype));
-    *out = mllm_tensor_wrap(&m->wg, w->dtype, w->n_dims, w->ne, w->data, name);
+    *out = mllm_tensor_wrap(wg, w->dtype, w->n_dims, w->ne, w->data, name);
     if (!*out) return mllm_err(MLLM_ERR_NOMEM, "out of memory binding '%s'", name);
-    m->n_params += (size_t)(ne0 * (n_dims > 1 ? ne1 : 1));
+    *n_params += (size_t)(ne0 * (n_dims > 1 ? ne1 : 1));
     return MLLM_OK;
 }
 
@@ -99,7 +98,7 @@ mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const m
     int64_t QD = c->n_head * D, KD = c->n_head_kv * D;
     mllm_status st;
 #define BIND(name, nd, a, b, req, dst) \
-    if ((st = bind_tensor(m, f, name, nd, a, b, req, dst)) != MLLM_OK) return st
+    if ((st = mllm_model_bind_tensor(&m->wg, &m->n_params, f, name, nd, a, b, req, dst)) != MLLM_OK) return st
     BIND("token_embd.weight", 2, E, V, true, &m->tok_embd);
     BIND("output_norm.weight", 1, E, 1, true, &m->output_norm);
     BIND("output.weight", 2, E, V, !c->tied_embd, &m->output);
@@ -159,12 +158,10 @@ void mllm_decoder_release(mllm_decoder *m) {
     memset(m, 0, sizeof *m);
 }
 
-mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
-                                  const mllm_decoder_inputs *in, int first_out) {
+/* The residual stream after the last layer, every token (E x T). */
+static mllm_tensor *run_layers(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
+                               const mllm_decoder_inputs *in) {
     const mllm_hparams *c = &m->cfg;
-    if (!in->ids || !in->pos) return NULL;
-    const int64_t T = in->ids->ne[0];
-    const int n_tokens = (int)T;
     mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, in->ids);
     if (c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
     for (int l = 0; l < c->n_layer && x; l++) {
@@ -174,6 +171,16 @@ mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const ml
         mllm_tensor *h = mllm_block_ffn(g, c, L, x);
         x = mllm_op_add(g, x, h);
     }
+    return x;
+}
+
+mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
+                                  const mllm_decoder_inputs *in, int first_out) {
+    const mllm_hparams *c = &m->cfg;
+    if (!in->ids || !in->pos) return NULL;
+    const int64_t T = in->ids->ne[0];
+    const int n_tokens = (int)T;
+    mllm_tensor *x = run_layers(g, m, kv, in);
     /* Only the positions asked for reach the (large) output projection. */
     if (first_out < 0 || first_out >= n_tokens) first_out = n_tokens - 1;
     x = mllm_op_view_cols(g, x, first_out, T - first_out);
@@ -181,4 +188,11 @@ mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const ml
     mllm_tensor *logits = mllm_op_matmul(g, m->output, x, NULL);
     if (c->final_softcap > 0) logits = mllm_op_softcap(g, logits, c->final_softcap);
     return g->failed ? NULL : logits;
+}
+
+mllm_tensor *mllm_decoder_hidden(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
+                                 const mllm_decoder_inputs *in) {
+    if (!in->ids || !in->pos) return NULL;
+    mllm_tensor *x = mllm_op_rmsnorm(g, run_layers(g, m, kv, in), m->output_norm, m->cfg.rms_eps);
+    return g->failed ? NULL : x;
 }

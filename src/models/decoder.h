@@ -55,4 +55,16 @@ typedef struct {
 mllm_tensor *mllm_decoder_forward(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
                                   const mllm_decoder_inputs *in, int first_out);
 
+/* The final-normed hidden states of every token (n_embd x T), where the
+   logits would be computed from: what decoder embeddings pool. */
+mllm_tensor *mllm_decoder_hidden(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
+                                 const mllm_decoder_inputs *in);
+
+/* Wraps tensor `name` of f as a leaf of wg after checking it: present
+   (unless !required: then *out = NULL), shape ne0 x ne1 (n_dims 1 or 2), a
+   dtype this build computes, vectors f32. Adds its size to *n_params.
+   Errors name the tensor. Shared by the families' bind functions. */
+mllm_status mllm_model_bind_tensor(mllm_graph *wg, size_t *n_params, const mllm_model_file *f, const char *name,
+                                   int n_dims, int64_t ne0, int64_t ne1, bool required, mllm_tensor **out);
+
 #endif

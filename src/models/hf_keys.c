@@ -83,6 +83,14 @@ static mllm_status map_field(mllm_meta *m, const char *arch, const char *field, 
     }
 }
 
+/* The names outside the layers of rows that give none. */
+static const mllm_name_pair k_llama_names[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+    {NULL, NULL},
+};
+
 static mllm_status rename_tensors(mllm_model_file *f, const mllm_arch *row) {
     char out[256];
     for (size_t i = 0; i < f->n_weights; i++) {
@@ -93,16 +101,17 @@ static mllm_status rename_tensors(mllm_model_file *f, const mllm_arch *row) {
         if (!strncmp(hf, nested, strlen(nested)) && snprintf(flat, sizeof flat, "model.%s", hf + strlen(nested)) <
                                                          (int)sizeof flat)
             hf = flat;
+        if (row->hf_strip_prefix && !strncmp(hf, row->hf_strip_prefix, strlen(row->hf_strip_prefix)))
+            hf += strlen(row->hf_strip_prefix);
         bool ok;
         if (!row->hf_layer_names) {
             ok = mllm_hf_name_to_gguf(hf, out, sizeof out);
         } else {
             ok = false;
-            const char *pre = "model.layers.";
-            if (!strcmp(hf, "model.embed_tokens.weight")) ok = snprintf(out, sizeof out, "token_embd.weight") > 0;
-            else if (!strcmp(hf, "model.norm.weight")) ok = snprintf(out, sizeof out, "output_norm.weight") > 0;
-            else if (!strcmp(hf, "lm_head.weight")) ok = snprintf(out, sizeof out, "output.weight") > 0;
-            else if (!strncmp(hf, pre, strlen(pre)) && hf[strlen(pre)] >= '0' && hf[strlen(pre)] <= '9') {
+            const char *pre = row->hf_layer_prefix ? row->hf_layer_prefix : "model.layers.";
+            for (const mllm_name_pair *p = row->hf_names ? row->hf_names : k_llama_names; p->from && !ok; p++)
+                if (!strcmp(hf, p->from)) ok = snprintf(out, sizeof out, "%s", p->to) < (int)sizeof out;
+            if (!ok && !strncmp(hf, pre, strlen(pre)) && hf[strlen(pre)] >= '0' && hf[strlen(pre)] <= '9') {
                 char *end;
                 long l = strtol(hf + strlen(pre), &end, 10);
                 for (const mllm_name_pair *p = row->hf_layer_names; *end == '.' && p->from && !ok; p++)

@@ -20,6 +20,7 @@ typedef enum {
 typedef enum {
     MLLM_ACT_SILU = 0,      /* SwiGLU: silu(gate) * up (Llama, Qwen, SmolLM) */
     MLLM_ACT_GELU_TANH = 1, /* GeGLU: gelu_tanh(gate) * up (Gemma) */
+    MLLM_ACT_GELU_ERF = 2,  /* not gated: down(gelu(up x)), GELU's erf form (BERT) */
 } mllm_ffn_act;
 
 /* Per-layer flags (mllm_hparams.layer_flags). */
@@ -53,7 +54,7 @@ typedef struct {
     float rope_high_freq_factor;  /* llama3 */
     int32_t rope_orig_ctx;        /* llama3 / yarn original context */
     float yarn_beta_fast, yarn_beta_slow; /* yarn ramp (32, 1 by default) */
-    float rms_eps;
+    float rms_eps;        /* the norms' epsilon (LayerNorm's in encoders: BERT's layer_norm_eps) */
     float attn_scale;     /* q.k multiplier before softmax; 1/sqrt(D) unless the config says */
     float embd_scale;     /* token embeddings are multiplied by this (Gemma: sqrt(E)); 1 */
     float final_softcap;  /* logits = c * tanh(logits / c) when > 0 (Gemma 2) */
@@ -63,6 +64,7 @@ typedef struct {
     bool qkv_bias;        /* Qwen2: biases on q, k, v */
     bool qk_norm;         /* Qwen3, Gemma 3: RMSNorm on each q and k head */
     bool tied_embd;       /* no output.weight: logits use token_embd */
+    int32_t n_token_types; /* BERT: rows of token_types.weight (type_vocab_size) */
     uint8_t layer_flags[MLLM_MAX_LAYERS];
 } mllm_hparams;
 

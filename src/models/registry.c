@@ -6,10 +6,11 @@
 #include "core/error.h"
 #include "formats/hf_config.h"
 
-extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3;
+extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3,
+    mllm_arch_bert;
 
 static const mllm_arch *const k_rows[] = {
-    &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3,
+    &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3, &mllm_arch_bert,
 };
 #define N_ROWS (sizeof k_rows / sizeof *k_rows)
 
@@ -84,7 +85,7 @@ mllm_status mllm_family_resolve(mllm_model_file *f, mllm_hparams *hp) {
     }
     if ((st = mllm_hparams_read_decoder(&f->meta, row, f->path, hp))) return st;
     if (hf && row->hf_fixup && (st = row->hf_fixup(f, hp))) return st;
-    return mllm_decoder_check_tensors(f, hp);
+    return row->check_tensors ? row->check_tensors(f, hp) : mllm_decoder_check_tensors(f, hp);
 }
 
 mllm_status mllm_family_open(const char *path, mllm_model_file **out, mllm_hparams *hp) {

@@ -34,6 +34,18 @@ typedef struct mllm_arch {
     mllm_status (*read)(const mllm_meta *m, const char *path, mllm_hparams *hp);
     /* Adjusts HF weights to the GGUF convention (Gemma: norm weights + 1). */
     mllm_status (*hf_fixup)(mllm_model_file *f, const mllm_hparams *hp);
+    /* Encoders (BERT): the graph outputs hidden states for embeddings, not
+       logits; no KV cache, no generation. */
+    bool encoder;
+    /* HF tensor names when they are not Llama's: the prefix of the layers
+       (NULL: "model.layers."), the names outside the layers, whole (NULL:
+       embed_tokens, norm, lm_head), and a prefix some checkpoints put
+       before all of them ("bert."), or NULL. */
+    const char *hf_layer_prefix;
+    const mllm_name_pair *hf_names;
+    const char *hf_strip_prefix;
+    /* Checks the tensors instead of the decoder's check (decoder_check.c). */
+    mllm_status (*check_tensors)(const mllm_model_file *f, mllm_hparams *hp);
 } mllm_arch;
 
 /* NULL when name is not a row. */

@@ -22,7 +22,7 @@ static cJSON *model_object(mllm_server *S) {
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)S->created);
     cJSON_AddStringToObject(m, "owned_by", "mllm");
-    cJSON_AddNumberToObject(m, "context_length", srv_sched_n_ctx(S->sched));
+    cJSON_AddNumberToObject(m, "context_length", S->sched ? srv_sched_n_ctx(S->sched) : mllm_model_n_ctx_train(S->model));
     return m;
 }
 

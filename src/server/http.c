@@ -51,6 +51,8 @@ static const srv_route ROUTES[] = {
     {"/chat/completions", true, false, false, srv_ep_chat},
     {"/v1/completions", true, false, false, srv_ep_completions},
     {"/completions", true, false, false, srv_ep_completions},
+    {"/v1/embeddings", true, false, false, srv_ep_embeddings},
+    {"/embeddings", true, false, false, srv_ep_embeddings},
     {"/tokenize", true, false, false, srv_ep_tokenize},
     {"/detokenize", true, false, false, srv_ep_detokenize},
 };

@@ -3,6 +3,7 @@
 #ifndef MLLM_SERVER_INTERNAL_H
 #define MLLM_SERVER_INTERNAL_H
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <cjson/cJSON.h>
@@ -21,7 +22,9 @@ struct mllm_server {
     struct MHD_Daemon *daemon;
     srv_guard *guard;        /* deadlines and connection caps (guard.h) */
     int quiesced_fd;         /* the listen socket after quiesce: closed after stop */
-    srv_sched *sched;
+    srv_sched *sched;        /* NULL for an embedding-only model (no generation) */
+    pthread_mutex_t embed_mu;/* one embedding request computes at a time (each uses every thread) */
+    bool embed_mu_ok;
     srv_metrics metrics;
     atomic_bool draining;
     atomic_ulong next_id;
@@ -84,6 +87,7 @@ enum MHD_Result srv_ep_tokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_completions(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r);
+enum MHD_Result srv_ep_embeddings(mllm_server *S, srv_req *r); /* embeddings.c */
 enum MHD_Result srv_ep_page(mllm_server *S, srv_req *r); /* web.c: the chat page and its files */
 
 /* Parses the request body as a JSON object; NULL with e filled. */

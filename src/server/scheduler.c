@@ -32,7 +32,7 @@ struct srv_sched {
     bool closed, quit, joined;
 };
 
-int srv_sched_n_ctx(const srv_sched *s) { return s->n_ctx; }
+int srv_sched_n_ctx(const srv_sched *s) { return s ? s->n_ctx : 0; }
 
 static srv_job *queue_pop(srv_sched *S) {
     if (S->q_len == 0) return NULL;
@@ -298,6 +298,7 @@ void srv_sched_cancel(srv_sched *S, srv_job *j) {
 }
 
 void srv_sched_close(srv_sched *S) {
+    if (!S) return;
     pthread_mutex_lock(&S->mu);
     S->closed = true;
     srv_job *j;
@@ -311,6 +312,10 @@ void srv_sched_close(srv_sched *S) {
 }
 
 void srv_sched_gauges(srv_sched *S, srv_metrics_gauges *g) {
+    if (!S) { /* an embedding-only server: no generation slots */
+        g->queue_len = g->slots_total = g->slots_busy = 0;
+        return;
+    }
     pthread_mutex_lock(&S->mu);
     g->queue_len = S->q_len;
     g->slots_total = S->n_slots;

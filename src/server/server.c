@@ -50,6 +50,7 @@ static mllm_status check_config(const mllm_server_config *c) {
 
 static void server_free(mllm_server *S) {
     srv_sched_free(S->sched);
+    if (S->embed_mu_ok) pthread_mutex_destroy(&S->embed_mu);
     mllm_free(S->host);
     mllm_free(S->api_key);
     mllm_free(S->model_id);
@@ -95,8 +96,15 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
     }
-    st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, &S->metrics,
-                       &S->sched);
+    /* An embedding model (BERT) has no generation slots: only /v1/embeddings
+       and the small endpoints answer. */
+    if (mllm_model_can_generate(model))
+        st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, &S->metrics,
+                           &S->sched);
+    if (st == MLLM_OK && pthread_mutex_init(&S->embed_mu, NULL) != 0)
+        st = mllm_err(MLLM_ERR_NOMEM, "server: cannot create a mutex");
+    else if (st == MLLM_OK)
+        S->embed_mu_ok = true;
     if (st == MLLM_OK) st = srv_http_start(S);
     if (st != MLLM_OK) { server_free(S); return st; }
     *out = S;

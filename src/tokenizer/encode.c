@@ -15,6 +15,7 @@ static bool is_space(char c) {
 static mllm_status encode_text(const mllm_tokenizer *t, const char *s, size_t n,
                                bool first_after_special, tok_ids *out) {
     if (n == 0) return MLLM_OK;
+    if (t->kind == TOK_KIND_WORDPIECE) return tok_wordpiece_encode(t, s, n, out);
     bool prefix = (t->add_space_prefix && first_after_special) ||
                   (t->regex_prefix_space && s[0] != ' '); /* HF ByteLevel add_prefix_space */
     if (!prefix && !t->escape_ws) {

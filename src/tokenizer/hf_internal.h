@@ -16,5 +16,8 @@ mllm_status hf_pre_tokenizer(mllm_tokenizer *t, const cJSON *p, hf_flags *f);
 void hf_post_processor(mllm_tokenizer *t, const cJSON *pp, hf_flags *f);
 mllm_status hf_config(mllm_tokenizer *t, const cJSON *cfg, hf_flags *f);
 void hf_guess_special(mllm_tokenizer *t);
+/* A WordPiece model's settings (unk_token, continuing_subword_prefix,
+   max_input_chars_per_word). */
+mllm_status hf_wordpiece_model(mllm_tokenizer *t, const cJSON *model);
 
 #endif

@@ -56,6 +56,15 @@ mllm_status hf_normalizer(mllm_tokenizer *t, const cJSON *n, hf_flags *f) {
             return MLLM_OK;
         }
     }
+    if (is_type(n, "BertNormalizer")) {
+        t->bert_norm.on = true;
+        t->bert_norm.clean_text = bool_of(n, "clean_text", true);
+        t->bert_norm.chinese_chars = bool_of(n, "handle_chinese_chars", true);
+        t->bert_norm.lowercase = bool_of(n, "lowercase", true);
+        /* strip_accents null: as lowercase says */
+        t->bert_norm.strip_accents = bool_of(n, "strip_accents", t->bert_norm.lowercase);
+        return MLLM_OK;
+    }
     const char *ty = str_of(n, "type");
     return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: unsupported normalizer '%s'", t->source,
                     ty ? ty : "?");
@@ -91,6 +100,10 @@ mllm_status hf_pre_tokenizer(mllm_tokenizer *t, const cJSON *p, hf_flags *f) {
     if (is_type(p, "Digits")) {
         const char *re = bool_of(p, "individual_digits", false) ? "\\p{N}" : "\\p{N}+";
         return tok_pretok_add(&t->pre, re, strlen(re), false, t->source);
+    }
+    if (is_type(p, "BertPreTokenizer")) {
+        t->bert_pre = true;
+        return MLLM_OK;
     }
     const char *ty = str_of(p, "type");
     return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: unsupported pre_tokenizer '%s'", t->source,
@@ -195,4 +208,23 @@ void hf_guess_special(mllm_tokenizer *t) {
     static const char *const eos_names[] = {"<|end_of_text|>", "</s>", "<|im_end|>", "<|endoftext|>"};
     if (t->bos < 0) t->bos = find_control(t, bos_names, 3);
     if (t->eos < 0) t->eos = find_control(t, eos_names, 4);
+}
+
+#define WP_MAX_CHARS_LIMIT (1 << 20)
+
+mllm_status hf_wordpiece_model(mllm_tokenizer *t, const cJSON *model) {
+    const char *pre = str_of(model, "continuing_subword_prefix");
+    if (!pre) pre = "##";
+    if (strlen(pre) > TOK_WP_MAX_PREFIX)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: continuing_subword_prefix is longer than %d bytes", t->source,
+                        TOK_WP_MAX_PREFIX);
+    memcpy(t->wp_prefix, pre, strlen(pre) + 1);
+    const cJSON *mc = cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word");
+    t->wp_max_chars = 100;
+    if (mc && !(cJSON_IsNumber(mc) && mc->valuedouble >= 1 && mc->valuedouble <= WP_MAX_CHARS_LIMIT))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: max_input_chars_per_word must be in 1..%d", t->source,
+                        WP_MAX_CHARS_LIMIT);
+    if (mc) t->wp_max_chars = (int32_t)mc->valuedouble;
+    if (t->unk < 0) return mllm_err(MLLM_ERR_FORMAT, "%s: WordPiece model without an unk_token in its vocab", t->source);
+    return MLLM_OK;
 }

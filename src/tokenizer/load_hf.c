@@ -1,5 +1,6 @@
 /* Hugging Face tokenizer.json (+ tokenizer_config.json): BPE models, byte-
-   level (GPT-2 / Llama 3 / Qwen) or SentencePiece-style with byte fallback. */
+   level (GPT-2 / Llama 3 / Qwen) or SentencePiece-style with byte fallback;
+   WordPiece models (BERT). */
 #include "core/alloc.h"
 #include "core/error.h"
 #include "tokenizer/hf_internal.h"
@@ -135,7 +136,8 @@ static mllm_status build(mllm_tokenizer *t, const cJSON *root, const cJSON *cfg)
     t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     if (cJSON_IsString(unk)) t->unk = tok_find(t, unk->valuestring, strlen(unk->valuestring));
-    st = load_merges(t, cJSON_GetObjectItemCaseSensitive(model, "merges"));
+    if (t->kind == TOK_KIND_WORDPIECE) st = hf_wordpiece_model(t, model);
+    else st = load_merges(t, cJSON_GetObjectItemCaseSensitive(model, "merges"));
     if (st) return st;
     hf_post_processor(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), &f);
     if (cfg) {
@@ -172,15 +174,18 @@ mllm_status mllm_tokenizer_from_hf_memory(const char *json, size_t len, const ch
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     if (!st && !cJSON_IsObject(model))
         st = mllm_err(MLLM_ERR_FORMAT, "%s: no \"model\" object", label);
-    if (!st && cJSON_IsString(type) && strcmp(type->valuestring, "BPE") != 0)
-        st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: model type '%s' is not supported (BPE only)",
+    const bool wp = cJSON_IsString(type) && strcmp(type->valuestring, "WordPiece") == 0;
+    if (!st && cJSON_IsString(type) && strcmp(type->valuestring, "BPE") != 0 && !wp)
+        st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: model type '%s' is not supported (BPE, WordPiece)",
                       label, type->valuestring);
-    if (!st && (!cJSON_IsObject(vocab) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(model, "merges"))))
+    if (!st && wp && !cJSON_IsObject(vocab))
+        st = mllm_err(MLLM_ERR_FORMAT, "%s: WordPiece model without a vocab object", label);
+    if (!st && !wp && (!cJSON_IsObject(vocab) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(model, "merges"))))
         st = mllm_err(MLLM_ERR_FORMAT, "%s: BPE model without a vocab object and merges array", label);
     int32_t m = -1;
     if (!st) st = max_id(vocab, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), label, &m);
     mllm_tokenizer *t = NULL;
-    if (!st) st = tok_new(TOK_KIND_BPE, m + 1, label, &t);
+    if (!st) st = tok_new(wp ? TOK_KIND_WORDPIECE : TOK_KIND_BPE, m + 1, label, &t);
     if (!st) st = build(t, root, cfg);
     cJSON_Delete(root);
     cJSON_Delete(cfg);

@@ -64,7 +64,7 @@ const char *mllm_tokenizer_chat_template(const mllm_tokenizer *t) {
 }
 
 const char *mllm_tokenizer_kind(const mllm_tokenizer *t) {
-    return t && t->kind == TOK_KIND_SPM ? "spm" : "bpe";
+    return !t ? "bpe" : t->kind == TOK_KIND_SPM ? "spm" : t->kind == TOK_KIND_WORDPIECE ? "wordpiece" : "bpe";
 }
 
 mllm_token_type mllm_tokenizer_token_type(const mllm_tokenizer *t, int32_t id) {

@@ -12,7 +12,10 @@
 #define TOK_MAX_VOCAB (1 << 22)        /* 4M tokens */
 #define TOK_MAX_TOKEN_BYTES (1 << 16)  /* one token's text */
 
-typedef enum { TOK_KIND_BPE = 0, TOK_KIND_SPM = 1 } tok_kind;
+typedef enum { TOK_KIND_BPE = 0, TOK_KIND_SPM = 1, TOK_KIND_WORDPIECE = 2 } tok_kind;
+
+/* WordPiece's longest continuation prefix ("##"), bytes. */
+#define TOK_WP_MAX_PREFIX 15
 
 /* Per-token attribute flags beyond the type (HF added_tokens lstrip/rstrip). */
 enum { TOK_FLAG_LSTRIP = 1, TOK_FLAG_RSTRIP = 2 };
@@ -50,6 +53,15 @@ struct mllm_tokenizer {
     bool add_space_prefix;   /* dummy-prefix space before the first text */
     bool escape_ws;          /* ' ' -> U+2581 before matching (GGUF/HF SPM) */
     bool strict_chars;       /* llama2.c run.c: unknown chars become bytes at once */
+
+    /* WordPiece (BERT): tokenizers' BertNormalizer, then BertPreTokenizer
+       (whitespace and punctuation split), then greedy longest-match-first. */
+    struct {
+        bool on, clean_text, chinese_chars, strip_accents, lowercase;
+    } bert_norm;
+    bool bert_pre;
+    int32_t wp_max_chars;    /* a longer word is [UNK] (max_input_chars_per_word) */
+    char wp_prefix[TOK_WP_MAX_PREFIX + 1]; /* continuing_subword_prefix */
 
     /* Byte fallback / initial symbols: BPE byte-level char of byte b, or SPM
        <0xXX> token (then the one-byte token); -1 if none. */
@@ -109,5 +121,7 @@ mllm_status tok_ids_push(tok_ids *v, int32_t id);
 mllm_status tok_bpe_encode(const mllm_tokenizer *t, const char *text, size_t len, tok_ids *out);
 /* SentencePiece-style bigram merge of one fragment (already escaped/prefixed). */
 mllm_status tok_spm_encode(const mllm_tokenizer *t, const char *text, size_t len, tok_ids *out);
+/* BERT normalizer + pre-tokenizer + WordPiece of one fragment (wordpiece.c). */
+mllm_status tok_wordpiece_encode(const mllm_tokenizer *t, const char *text, size_t len, tok_ids *out);
 
 #endif

@@ -209,7 +209,7 @@ static int hexval(char c) {
     return -1;
 }
 
-/* Decoded bytes of one token into dst (room for text_len + 1 bytes). */
+/* Decoded bytes of one token into dst (room for text_len + 1 bytes; the NUL after them too). */
 static size_t decode_token(const mllm_tokenizer *t, int32_t id, char *dst) {
     const char *s = t->text_pool + t->text_off[id];
     size_t n = t->text_len[id];
@@ -223,6 +223,18 @@ static size_t decode_token(const mllm_tokenizer *t, int32_t id, char *dst) {
         s[5] == '>' && hexval(s[3]) >= 0 && hexval(s[4]) >= 0) {
         dst[0] = (char)(hexval(s[3]) * 16 + hexval(s[4]));
         return 1;
+    }
+    /* WordPiece: a continuation piece joins the previous one, any other
+       starts a new word (the HF WordPiece decoder's join with spaces). */
+    const size_t pl = strlen(t->wp_prefix);
+    if (t->kind == TOK_KIND_WORDPIECE && pl && n >= pl && memcmp(s, t->wp_prefix, pl) == 0) {
+        memcpy(dst, s + pl, n - pl);
+        return n - pl;
+    }
+    if (t->kind == TOK_KIND_WORDPIECE) {
+        dst[0] = ' ';
+        memcpy(dst + 1, s, n);
+        return n + 1;
     }
     size_t o = 0;
     if (t->kind == TOK_KIND_BPE && t->byte_level) {
@@ -257,7 +269,8 @@ static size_t decode_token(const mllm_tokenizer *t, int32_t id, char *dst) {
 
 static mllm_status build_pieces(mllm_tokenizer *t) {
     size_t cap = 0;
-    for (int32_t id = 0; id < t->n_vocab; id++) cap += (size_t)t->text_len[id] + 1;
+    /* a piece is at most its text plus one byte (WordPiece's space), then a NUL */
+    for (int32_t id = 0; id < t->n_vocab; id++) cap += (size_t)t->text_len[id] + 2;
     mllm_free(t->piece_pool);
     mllm_free(t->piece_off);
     mllm_free(t->piece_len);

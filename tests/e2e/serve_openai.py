@@ -11,29 +11,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "server"))
 import srvtest  # noqa: E402
-from srvtest import check  # noqa: E402
+from srvtest import check, import_openai  # noqa: E402
 
 KEY = "test-key-123"
-
-
-def import_openai(build_dir):
-    """The openai package: installed, or pip-installed into a private folder."""
-    try:
-        import openai  # noqa: F401
-        return openai
-    except ImportError:
-        pass
-    target = os.path.join(build_dir, "pydeps-openai")
-    if not os.path.isdir(os.path.join(target, "openai")):
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                            "--target", target, "openai>=1.0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=300)
-        if r.returncode != 0:
-            print("SKIPPED: cannot pip install openai (%s)" % r.stderr.decode(errors="replace").strip()[-300:])
-            return None
-    sys.path.insert(0, target)
-    import openai
-    return openai
 
 
 def tiny_checks(openai, s):

@@ -34,7 +34,7 @@ void fz_exercise_tokenizer(const mllm_tokenizer *t, fz_input in) {
     check_special(t, mllm_tokenizer_eos(t), n_vocab);
     check_special(t, mllm_tokenizer_eot(t), n_vocab);
     const char *kind = mllm_tokenizer_kind(t);
-    FZ_CHECK(kind && (!strcmp(kind, "bpe") || !strcmp(kind, "spm")));
+    FZ_CHECK(kind && (!strcmp(kind, "bpe") || !strcmp(kind, "spm") || !strcmp(kind, "wordpiece")));
     const char *tmpl = mllm_tokenizer_chat_template(t);
     if (tmpl) FZ_CHECK(strlen(tmpl) < ((size_t)1 << 30));
     int32_t visit = n_vocab < FZ_VOCAB_VISIT ? n_vocab : FZ_VOCAB_VISIT;

@@ -694,6 +694,7 @@ int main(int argc, char **argv) {
     mllm_cpu_init();
     gguf_seeds();
     tokenizer_json_seeds();
+    st_config_seeds();
     tokenizer_bin_seeds();
     safetensors_seeds();
     hf_seeds();

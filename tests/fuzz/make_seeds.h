@@ -32,6 +32,7 @@ extern const char k_bpe_json[];
 extern const char k_bpe_config[];
 
 void tokenizer_json_seeds(void);
+void st_config_seeds(void);
 void tokenizer_bin_seeds(void);
 void template_seeds(void);
 /* make_seeds_media.c: CTranslate2 model.bin and audio files. */

@@ -2,6 +2,7 @@
    templates), written by fuzz_make_seeds (make_seeds.c has the rest). */
 #include "make_seeds.h"
 #include "core/alloc.h"
+#include "formats/st_config.h"
 #include "template/template.h"
 #include "tokenizer/tokenizer.h"
 #include <stdio.h>
@@ -51,11 +52,27 @@ static const char k_spm_json[] =
     "\"a\":7,\"b\":8,\"c\":9,\"\\u2581a\":10,\"ab\":11,\"\\u2581ab\":12,\"bc\":13},"
     "\"merges\":[\"a b\",\"\\u2581 a\",\"\\u2581a b\",\"b c\"]}}";
 
+/* A WordPiece (BERT uncased) tokenizer.json: BertNormalizer, BertPreTokenizer, [CLS] $A [SEP]. */
+static const char k_wp_json[] =
+    "{\"added_tokens\":[{\"id\":0,\"content\":\"[PAD]\",\"special\":true},"
+    "{\"id\":1,\"content\":\"[UNK]\",\"special\":true},{\"id\":2,\"content\":\"[CLS]\",\"special\":true},"
+    "{\"id\":3,\"content\":\"[SEP]\",\"special\":true}],"
+    "\"normalizer\":{\"type\":\"BertNormalizer\",\"clean_text\":true,\"handle_chinese_chars\":true,"
+    "\"strip_accents\":null,\"lowercase\":true},\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},"
+    "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"[CLS]\"}},"
+    "{\"Sequence\":{\"id\":\"A\"}},{\"SpecialToken\":{\"id\":\"[SEP]\"}}],"
+    "\"special_tokens\":{\"[CLS]\":{\"ids\":[2]},\"[SEP]\":{\"ids\":[3]}}},"
+    "\"decoder\":{\"type\":\"WordPiece\",\"prefix\":\"##\"},"
+    "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"continuing_subword_prefix\":\"##\","
+    "\"max_input_chars_per_word\":100,\"vocab\":{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,"
+    "\"a\":4,\"b\":5,\"ab\":6,\"##b\":7,\"##c\":8,\"!\":9,\"\u4e2d\":10,\"e\":11}}}";
+
 void tokenizer_json_seeds(void) {
     struct { const char *name, *json, *cfg; uint8_t flags; } seeds[] = {
         {"bytelevel_cfg.bin", k_bpe_json, k_bpe_config, 3},
         {"bytelevel_nocfg.bin", k_bpe_json, NULL, 1},
         {"spm_bpe.bin", k_spm_json, NULL, 3},
+        {"wordpiece.bin", k_wp_json, NULL, 3},
         {"spm_bpe_cfg.bin", k_spm_json, "{\"add_bos_token\":true,\"bos_token\":\"<s>\",\"chat_template\":\"t\"}", 0},
     };
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
@@ -190,3 +207,22 @@ void template_seeds(void) {
     free(b.p);
 }
 
+
+/* ---- sentence-transformers configs ---------------------------------------- */
+void st_config_seeds(void) {
+    static const char modules[] =
+        "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
+        "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
+        "{\"idx\":2,\"name\":\"2\",\"path\":\"2_Normalize\",\"type\":\"sentence_transformers.models.Normalize\"}]";
+    static const char pooling[] = "{\"word_embedding_dimension\":384,\"pooling_mode_cls_token\":false,"
+                                  "\"pooling_mode_mean_tokens\":true,\"pooling_mode_max_tokens\":false}";
+    static const char sbert[] = "{\"max_seq_length\":256,\"do_lower_case\":false}";
+    mllm_st_config c;
+    expect_ok("st_config", mllm_st_config_parse(modules, pooling, sbert, "seed", &c));
+    buf b = {0};
+    put_part(&b, modules, strlen(modules));
+    put_part(&b, pooling, strlen(pooling));
+    put_part(&b, sbert, strlen(sbert));
+    save("st_config", "minilm.bin", b.p, b.n);
+    free(b.p);
+}

@@ -17,9 +17,9 @@
 static void test_one_list(void **state) {
     (void)state;
     const char *names = mllm_arch_names();
-    const char *want[] = {"llama", "qwen2", "qwen3", "smollm3", "gemma3"};
-    assert_int_equal(mllm_arch_count(), 5);
-    for (int i = 0; i < 5; i++) {
+    const char *want[] = {"llama", "qwen2", "qwen3", "smollm3", "gemma3", "bert"};
+    assert_int_equal(mllm_arch_count(), 6);
+    for (int i = 0; i < 6; i++) {
         assert_non_null(strstr(names, want[i]));
         assert_ptr_equal(mllm_arch_find(want[i]), mllm_arch_at((size_t)i));
     }
@@ -28,6 +28,29 @@ static void test_one_list(void **state) {
     const char *js = "{\"model_type\":\"mamba\",\"hidden_size\":8}";
     assert_int_equal(mllm_family_read_hf_config(js, strlen(js), "c.json", &hp), MLLM_ERR_UNSUPPORTED);
     assert_non_null(strstr(mllm_last_error(), "gemma3")); /* the error lists what is supported */
+}
+
+/* all-MiniLM-L6-v2's config.json: BERT's own fields and defaults. */
+static void test_bert_hf_config(void **state) {
+    (void)state;
+    const char *js = "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\",\"hidden_act\":\"gelu\","
+                     "\"hidden_size\":384,\"intermediate_size\":1536,\"layer_norm_eps\":1e-12,"
+                     "\"max_position_embeddings\":512,\"num_attention_heads\":12,\"num_hidden_layers\":6,"
+                     "\"position_embedding_type\":\"absolute\",\"type_vocab_size\":2,\"vocab_size\":30522}";
+    mllm_hparams hp;
+    assert_int_equal(mllm_family_read_hf_config(js, strlen(js), "c.json", &hp), MLLM_OK);
+    assert_string_equal(hp.arch, "bert");
+    assert_true(hp.row->encoder);
+    assert_int_equal(hp.act, MLLM_ACT_GELU_ERF);
+    assert_int_equal(hp.n_token_types, 2);
+    assert_int_equal(hp.head_dim, 32);
+    assert_int_equal(hp.n_ctx_train, 512);
+    assert_true(fabsf(hp.rms_eps - 1e-12f) < 1e-18f);
+    /* BertConfig's default eps when the field is absent; unsupported activations by name */
+    const char *js2 = "{\"model_type\":\"bert\",\"hidden_size\":8,\"intermediate_size\":16,"
+                      "\"num_attention_heads\":2,\"num_hidden_layers\":1,\"vocab_size\":10,\"hidden_act\":\"relu\"}";
+    assert_int_equal(mllm_family_read_hf_config(js2, strlen(js2), "c.json", &hp), MLLM_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mllm_last_error(), "relu"));
 }
 
 /* gemma-3-270m's config.json (the fields that matter). */
@@ -345,6 +368,27 @@ static void test_layernorm(void **state) {
     }
 }
 
+/* GELU (erf form) against double math, over a range that covers both tails. */
+static void test_gelu_erf(void **state) {
+    (void)state;
+    enum { N = 1001 };
+    float x[N], ref[N];
+    for (int i = 0; i < N; i++) x[i] = -10.0f + 20.0f * (float)i / (N - 1);
+    for (int i = 0; i < N; i++) ref[i] = (float)(0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0))));
+    mllm_pool *pool = mllm_pool_new(3);
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_EAGER, pool, 1 << 14);
+    int64_t ne[1] = {N};
+    mllm_tensor *y = mllm_op_gelu(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 1, ne, x, "x"));
+    assert_non_null(y);
+    for (int i = 0; i < N; i++)
+        if (!(fabsf(((float *)y->data)[i] - ref[i]) <= 1e-6f * (1.0f + fabsf(ref[i]))))
+            fail_msg("gelu(%g) = %g, expected %g", (double)x[i], (double)((float *)y->data)[i], (double)ref[i]);
+    /* the tanh form differs by up to ~1e-3 here: the test tells them apart */
+    mllm_graph_free(&g);
+    mllm_pool_free(pool);
+}
+
 /* Planning a traced graph (what a session does) keeps the attention's
    window: the planner's shared-input flag is a matmul's ip[1], and it once
    cleared every node's, so sliding layers attended to everything. */
@@ -376,12 +420,14 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_list),
         cmocka_unit_test(test_gemma3_hf_config),
+        cmocka_unit_test(test_bert_hf_config),
         cmocka_unit_test(test_gemma3_gguf_keys),
         cmocka_unit_test(test_smollm3_no_rope),
         cmocka_unit_test(test_sliding_window_attention),
         cmocka_unit_test(test_yarn_rope),
         cmocka_unit_test(test_mllm_config_sections),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_gelu_erf),
         cmocka_unit_test(test_plan_keeps_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,9 @@ typedef struct {
     void (*silu_mul)(float *y, const float *g, const float *u, int n);
     /* y = gelu_tanh(g) * u  (GeGLU; GELU in its tanh form, as Gemma uses) */
     void (*gelu_mul)(float *y, const float *g, const float *u, int n);
+    /* y = gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), the exact form BERT's
+       hidden_act "gelu" is. Generic only, like layernorm. */
+    void (*gelu_erf)(float *y, const float *x, int n);
     /* x = softmax(x * scale) in place, over n values; -INFINITY entries give 0 */
     void (*softmax)(float *x, int n, float scale);
     /* Rotates one head of n_rot dims by the angles whose cos/sin are given

@@ -49,6 +49,10 @@ static void mllm_gelu_mul_generic(float *y, const float *g, const float *u, int 
     }
 }
 
+static void mllm_gelu_erf_generic(float *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+
 static void mllm_softmax_generic(float *x, int n, float scale) {
     float max = -INFINITY;
     for (int i = 0; i < n; i++) {
@@ -98,6 +102,7 @@ static const mllm_cpu_ops g_generic = {
     .silu_mul = mllm_silu_mul_generic,
     .gelu_mul = mllm_gelu_mul_generic,
     .layernorm = mllm_layernorm_generic,
+    .gelu_erf = mllm_gelu_erf_generic,
     .softmax = mllm_softmax_generic,
     .rope = mllm_rope_generic,
     .dot_f32 = mllm_dot_f32_generic,

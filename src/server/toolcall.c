@@ -253,10 +253,13 @@ static size_t find(const char *s, size_t n, size_t from, const char *tag) {
     return (size_t)-1;
 }
 
+static size_t bare_calls(parse_ctx *p, const char *s, size_t n, bool final);
+
 static void parse_hermes(parse_ctx *p, const char *s, size_t n, bool final) {
     static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";
     const size_t no = sizeof OPEN - 1, nc = sizeof CLOSE - 1;
-    size_t pos = 0;
+    size_t pos = bare_calls(p, s, n, final);
+    if (pos == (size_t)-1) return;
     while (pos <= n && !p->oom) {
         size_t at = find(s, n, pos, OPEN);
         if (at == (size_t)-1) {
@@ -289,25 +292,34 @@ static void parse_hermes(parse_ctx *p, const char *s, size_t n, bool final) {
     }
 }
 
-static void parse_llama(parse_ctx *p, const char *s, size_t n, bool final) {
+/* Calls written as bare JSON objects at the start of the answer (Llama
+   3.x's syntax; small Hermes models often drop their tags too): after an
+   optional <|python_tag|>, objects whose first key is "name", separated by
+   whitespace or ';'. Returns where they end, or (size_t)-1 when the rest
+   is held (a call, or what may still become one, is incomplete). */
+static size_t bare_calls(parse_ctx *p, const char *s, size_t n, bool final) {
     static const char TAG[] = "<|python_tag|>";
     const size_t nt = sizeof TAG - 1;
-    size_t i = skip_ws(s, n, 0);
-    if (!final && n - i < nt && !memcmp(s + i, TAG, n - i)) return; /* may be the tag */
-    if (n - i >= nt && !memcmp(s + i, TAG, nt)) i = skip_ws(s, n, i + nt);
-    while (i < n && !p->oom) {
-        if (s[i] != '{') break;
+    size_t i = skip_ws(s, n, 0), start = 0;
+    if (!final && n - i < nt && !memcmp(s + i, TAG, n - i)) return (size_t)-1; /* may be the tag */
+    if (n - i >= nt && !memcmp(s + i, TAG, nt)) i = start = skip_ws(s, n, i + nt);
+    while (i < n && !p->oom && s[i] == '{') {
         call_scan c;
         scan_call(s, n, i, &c);
         if (c.st == JS_MORE && !final && (!c.first_known || c.first_is_name)) {
             if (c.first_known && !add_call(p, s, i, &c, true)) break;
-            return; /* a call, or what may still become one: held */
+            return (size_t)-1;
         }
         if (c.st != JS_OK || !c.first_is_name || !add_call(p, s, i, &c, true)) break;
         i = c.end;
         while (i < n && (is_ws(s[i]) || s[i] == ';')) i++;
     }
-    if (i < n) put(p, s + i, n - i);
+    return p->r->n_calls ? i : start; /* no call: all is text, but the tag */
+}
+
+static void parse_llama(parse_ctx *p, const char *s, size_t n, bool final) {
+    size_t i = bare_calls(p, s, n, final);
+    if (i != (size_t)-1) put(p, s + i, n - i);
 }
 
 int srv_tc_parse(srv_tc_style style, const char *text, size_t len, bool final, int max_calls, srv_tc_result *out) {

@@ -5,7 +5,9 @@
      each `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`;
    - Llama 3.1 / 3.2: the answer starts (after an optional <|python_tag|>)
      with `{"name": ..., "parameters": {...}}`, several separated by `;`.
-   "arguments" and "parameters" are accepted in both. The parser is a pure
+   "arguments" and "parameters" are accepted in both, and Hermes answers
+   may also start with bare call objects (small Qwen2.5 models often drop
+   the tags). The parser is a pure
    function of the text so far: a stream re-parses the longer text at each
    step, and what it reports only grows (content, a call's name once its
    string is complete, a call's arguments text), so the differences are the

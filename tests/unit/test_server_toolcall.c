@@ -8,6 +8,8 @@
 #include "server/toolcall.h"
 #include "testutil.h"
 
+static void check_stream(srv_tc_style st, const char *s, int max_calls);
+
 static srv_tc_result parse(srv_tc_style st, const char *s, bool final, int max_calls) {
     srv_tc_result r;
     assert_int_equal(srv_tc_parse(st, s, strlen(s), final, max_calls, &r), 0);
@@ -81,6 +83,23 @@ static void test_hermes_variants(void **state) {
     r = parse(SRV_TC_HERMES, "<tool_call>{\"name\": \"g\\u00e9o\", \"arguments\": {}}</tool_call>", true, 16);
     assert_string_equal(r.calls[0].name, "g\xc3\xa9o");
     srv_tc_result_free(&r);
+}
+
+/* Small Qwen2.5 models often answer the bare object, without the tags. */
+static void test_hermes_bare(void **state) {
+    (void)state;
+    srv_tc_result r = parse(SRV_TC_HERMES, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", true, 16);
+    assert_int_equal(r.n_calls, 1);
+    assert_string_equal(r.calls[0].name, "get_weather");
+    assert_string_equal(r.calls[0].args, "{\"city\": \"Paris\"}");
+    assert_string_equal(r.content, "");
+    srv_tc_result_free(&r);
+    r = parse(SRV_TC_HERMES, "{\"city\": \"Paris\"} is JSON, <tool_call>{\"name\": \"f\"}</tool_call>", true, 16);
+    assert_int_equal(r.n_calls, 1);
+    assert_string_equal(r.calls[0].name, "f");
+    assert_string_equal(r.content, "{\"city\": \"Paris\"} is JSON,");
+    srv_tc_result_free(&r);
+    check_stream(SRV_TC_HERMES, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\nThen text.", 16);
 }
 
 static void test_hermes_malformed(void **state) {
@@ -202,6 +221,7 @@ int main(void) {
         cmocka_unit_test(test_hermes_one),       cmocka_unit_test(test_hermes_several_and_text),
         cmocka_unit_test(test_hermes_variants),  cmocka_unit_test(test_hermes_malformed),
         cmocka_unit_test(test_llama),            cmocka_unit_test(test_stream_every_cut),
+        cmocka_unit_test(test_hermes_bare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

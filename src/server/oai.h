@@ -12,7 +12,7 @@ typedef enum { SRV_TOOLS_NONE, SRV_TOOLS_AUTO, SRV_TOOLS_REQUIRED, SRV_TOOLS_NAM
 
 /* A request's tools (oai_tools.c), while it is parsed. */
 typedef struct {
-    cJSON *tools;          /* clean [{"type": "function", "function": {...}}], NULL: none */
+    cJSON *tools;          /* [{"type": "function", "function": {...}}] as given, checked; NULL: none */
     srv_tool_choice choice;
     int named;             /* SRV_TOOLS_NAMED: the index of the tool */
     bool parallel;         /* parallel_tool_calls */

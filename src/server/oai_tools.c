@@ -32,7 +32,7 @@ static bool name_ok(const char *s) {
 static int oom(srv_err *e) { return srv_fail(e, 500, NULL, NULL, "out of memory"); }
 
 /* One tools[i]: {"type": "function", "function": {"name", "description",
-   "parameters", "strict"}} -> a clean copy for the template. */
+   "parameters", "strict"}}, checked, into out. */
 static int parse_tool(const cJSON *t, int i, cJSON *out, srv_err *e) {
     char p[48];
     snprintf(p, sizeof p, "tools[%d]", i);
@@ -51,15 +51,10 @@ static int parse_tool(const cJSON *t, int i, cJSON *out, srv_err *e) {
         if (!strcmp(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "function"), "name")->valuestring,
                     name->valuestring))
             return srv_fail(e, 400, NULL, p, "two tools are named '%s'", name->valuestring);
-    cJSON *c = cJSON_CreateObject(), *f = cJSON_AddObjectToObject(c, "function");
-    cJSON_AddStringToObject(c, "type", "function");
-    if (!f) { cJSON_Delete(c); return oom(e); }
-    cJSON_AddStringToObject(f, "name", name->valuestring);
-    if (desc) cJSON_AddStringToObject(f, "description", desc->valuestring);
-    /* No parameters: a function without arguments, as OpenAI reads it. */
-    cJSON *pc = params ? cJSON_Duplicate(params, true) : cJSON_Parse("{\"type\":\"object\",\"properties\":{}}");
-    if (!pc) { cJSON_Delete(c); return oom(e); }
-    cJSON_AddItemToObject(f, "parameters", pc);
+    /* The template gets the tool as the client wrote it (transformers
+       passes it so), fields and their order included. */
+    cJSON *c = cJSON_Duplicate(t, true);
+    if (!c) return oom(e);
     cJSON_AddItemToArray(out, c);
     return 0;
 }
@@ -209,7 +204,10 @@ static int tool_grammar(const srv_tools *t, srv_tc_style style, srv_job *j, srv_
         cJSON_AddStringToObject(s, "type", "object");
         cJSON *nm = cJSON_AddObjectToObject(props, "name");
         if (nm) cJSON_AddStringToObject(nm, "const", field(fn, "name")->valuestring);
-        cJSON_AddItemToObject(props, key, cJSON_Duplicate(field(fn, "parameters"), true));
+        /* No parameters: a function without arguments, as OpenAI reads it. */
+        const cJSON *params = field(fn, "parameters");
+        cJSON_AddItemToObject(props, key, params ? cJSON_Duplicate(params, true)
+                                                 : cJSON_Parse("{\"type\":\"object\",\"properties\":{}}"));
         cJSON *req = cJSON_AddArrayToObject(s, "required");
         cJSON_AddItemToArray(req, cJSON_CreateString("name"));
         cJSON_AddItemToArray(req, cJSON_CreateString(key));

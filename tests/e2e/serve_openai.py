@@ -16,26 +16,6 @@ from srvtest import check  # noqa: E402
 KEY = "test-key-123"
 
 
-def import_openai(build_dir):
-    """The openai package: installed, or pip-installed into a private folder."""
-    try:
-        import openai  # noqa: F401
-        return openai
-    except ImportError:
-        pass
-    target = os.path.join(build_dir, "pydeps-openai")
-    if not os.path.isdir(os.path.join(target, "openai")):
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                            "--target", target, "openai>=1.0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=300)
-        if r.returncode != 0:
-            print("SKIPPED: cannot pip install openai (%s)" % r.stderr.decode(errors="replace").strip()[-300:])
-            return None
-    sys.path.insert(0, target)
-    import openai
-    return openai
-
-
 def tiny_checks(openai, s):
     client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key=KEY, max_retries=0, timeout=120)
     ids = [m.id for m in client.models.list().data]
@@ -178,7 +158,7 @@ def smollm2_checks(openai, mllm):
 
 def main(argv):
     mllm, build_dir = argv[0], argv[2]
-    openai = import_openai(build_dir)
+    openai = srvtest.import_openai(build_dir)
     if openai is None:
         return srvtest.SKIP
     work = tempfile.mkdtemp(prefix="mllm-serve-openai-")

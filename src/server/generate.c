@@ -47,34 +47,41 @@ static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
     return 0;
 }
 
-/* Blocks until the job ends; false if the client hung up first (the job
-   is then cancelled). */
-static bool wait_job(mllm_server *S, srv_req *r, srv_job *j) {
+/* Blocks until the job and every choice chained to it end; false if the
+   client hung up first (they are then cancelled). */
+static bool wait_job(mllm_server *S, srv_req *r, srv_job *j0) {
     double last = srv_now_ms();
-    pthread_mutex_lock(&j->mu);
-    while (j->state != SRV_JOB_DONE) {
-        srv_job_wait_locked(j, 200);
-        if (j->state == SRV_JOB_DONE || srv_now_ms() - last < 200) continue;
-        last = srv_now_ms();
-        if (srv_client_gone(r->fd)) {
-            pthread_mutex_unlock(&j->mu);
-            srv_sched_cancel(S->sched, j);
-            return false;
+    for (srv_job *j = j0; j; j = j->next) {
+        pthread_mutex_lock(&j->mu);
+        while (j->state != SRV_JOB_DONE) {
+            srv_job_wait_locked(j, 200);
+            if (j->state == SRV_JOB_DONE || srv_now_ms() - last < 200) continue;
+            last = srv_now_ms();
+            if (srv_client_gone(r->fd)) {
+                pthread_mutex_unlock(&j->mu);
+                srv_sched_cancel(S->sched, j0);
+                return false;
+            }
         }
+        pthread_mutex_unlock(&j->mu);
     }
-    pthread_mutex_unlock(&j->mu);
     return true;
 }
 
-static enum MHD_Result reply_done(mllm_server *S, srv_req *r, const srv_oai_req *q, srv_job *j) {
-    pthread_mutex_lock(&j->mu);
-    srv_finish f = j->finish;
-    cJSON *o = f == SRV_FINISH_STOP || f == SRV_FINISH_LENGTH ? srv_oai_result(S, q, j) : NULL;
+/* All choices are done: the response, or the first choice's error. */
+static enum MHD_Result reply_done(mllm_server *S, srv_req *r, const srv_oai_req *q, srv_job *j0) {
     srv_err e = {0};
-    if (f == SRV_FINISH_ERROR) srv_fail(&e, (unsigned)j->http_status, NULL, NULL, "%s", j->err);
-    else if (f == SRV_FINISH_CANCELLED) srv_fail(&e, 503, "shutting_down", NULL, "the server is shutting down");
-    pthread_mutex_unlock(&j->mu);
-    return e.status ? srv_reply_err(S, r, &e) : srv_reply_json(S, r, 200, o);
+    for (srv_job *j = j0; j && !e.status; j = j->next) {
+        pthread_mutex_lock(&j->mu);
+        if (j->finish == SRV_FINISH_ERROR) srv_fail(&e, (unsigned)j->http_status, NULL, NULL, "%s", j->err);
+        else if (j->finish == SRV_FINISH_CANCELLED) srv_fail(&e, 503, "shutting_down", NULL, "the server is shutting down");
+        pthread_mutex_unlock(&j->mu);
+    }
+    if (e.status) return srv_reply_err(S, r, &e);
+    pthread_mutex_lock(&j0->mu);
+    cJSON *o = srv_oai_result(S, q, j0);
+    pthread_mutex_unlock(&j0->mu);
+    return srv_reply_json(S, r, 200, o);
 }
 
 static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
@@ -91,6 +98,9 @@ static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
     int rc = srv_oai_parse(S, root, chat, &q, j, &e);
     cJSON_Delete(root);
     if (rc == 0) rc = prompt_ids(S, &q, j, &e);
+    /* n > 1: more choices, chained to the first, with seeds seed + 1, ... */
+    for (int c = 1; rc == 0 && c < q.n; c++)
+        if (!srv_job_add_choice(j, c)) rc = srv_fail(&e, 500, NULL, NULL, "out of memory");
     mllm_free(q.prompt);
     q.prompt = NULL;
     if (rc == 0) {

@@ -52,7 +52,40 @@ void srv_job_unref(srv_job *j) {
     mllm_free(j->bias);
     mllm_grammar_free(j->grammar);
     mllm_free(j->lp);
+    srv_job *next = j->next;
     mllm_free(j);
+    srv_job_unref(next);
+}
+
+bool srv_job_add_choice(srv_job *j, int idx) {
+    srv_job *c = srv_job_new(), *last = j;
+    if (!c) return false;
+    while (last->next) last = last->next;
+    last->next = c;
+    c->index = idx;
+    c->ids = mllm_malloc((j->n_ids ? j->n_ids : 1) * sizeof *c->ids);
+    if (!c->ids) return false;
+    memcpy(c->ids, j->ids, j->n_ids * sizeof *c->ids);
+    c->n_ids = j->n_ids;
+    c->sampling = j->sampling; /* bias and grammar: j's, reset before each choice */
+    c->sampling.seed = j->sampling.seed + (uint64_t)idx;
+    for (int i = 0; i < j->n_stop; i++)
+        if (!srv_job_add_stop(c, j->stop[i], j->stop_len[i])) return false;
+    c->n_keep = j->n_keep;
+    c->logprobs = j->logprobs;
+    return true;
+}
+
+void srv_job_cancel_all(srv_job *j) {
+    for (; j; j = j->next) atomic_store(&j->cancel, true);
+}
+
+void srv_job_finish_all(srv_job *j, srv_finish f, int http_status, const char *err) {
+    for (; j; j = j->next) {
+        pthread_mutex_lock(&j->mu);
+        if (j->state != SRV_JOB_DONE) srv_job_finish_locked(j, f, http_status, err);
+        pthread_mutex_unlock(&j->mu);
+    }
 }
 
 bool srv_job_add_stop(srv_job *j, const char *s, size_t len) {

@@ -45,6 +45,12 @@ typedef struct srv_job {
     int32_t *bias_ids; /* (n_bias) logit_bias, which sampling points to */
     float *bias;
     mllm_grammar *grammar; /* constrained decoding (grammar / response_format), which sampling points to */
+    /* n > 1: the next choice of the same request, run right after this one
+       on the same slot, so it reuses the prompt's KV cache (one prefill for
+       all); owned (one reference). Its sampling may point at the first
+       choice's bias and grammar, which outlive it. */
+    struct srv_job *next;
+    int index;     /* choice index */
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* broadcast on new text and on state changes */
@@ -71,6 +77,14 @@ typedef struct srv_job {
 srv_job *srv_job_new(void);
 void srv_job_ref(srv_job *j);
 void srv_job_unref(srv_job *j); /* NULL is a no-op */
+/* The choice of index idx (a copy of j's input with seed + idx) chained
+   after the last one; false when out of memory. */
+bool srv_job_add_choice(srv_job *j, int idx);
+/* Sets cancel on j and every choice chained to it. */
+void srv_job_cancel_all(srv_job *j);
+/* Under no lock: finishes every choice of j that is not done yet (a job
+   leaving the queue unrun). */
+void srv_job_finish_all(srv_job *j, srv_finish f, int http_status, const char *err);
 /* Copies a stop string; false when out of memory or over SRV_MAX_STOP. */
 bool srv_job_add_stop(srv_job *j, const char *s, size_t len);
 

@@ -57,24 +57,25 @@ static int unsupported(srv_err *e, const char *name, const char *why) {
 }
 
 /* Every OpenAI option we do not implement is refused by name, never
-   silently ignored, unless it is given its neutral value (null, n = 1, no
-   tools, a text response format): a client that relies on one must learn
+   silently ignored, unless it is given its neutral value (null,
+   best_of = 1, a text response format): a client that relies on one must learn
    that it did not happen. Fields that change nothing about the answer
    (user, store, metadata, service_tier) are accepted. */
 static int refuse_unsupported(const cJSON *root, bool chat, srv_err *e) {
-    static const char *const never[] = {"tool_choice", "parallel_tool_calls", "functions", "function_call",
-                                        "reasoning_effort", "verbosity", "audio", "prediction",
-                                        "web_search_options", "suffix"};
+    static const char *const never[] = {"functions", "function_call", "reasoning_effort", "verbosity", "audio",
+                                        "prediction", "web_search_options", "suffix"};
     const cJSON *v;
     for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
         if (field(root, never[i])) return unsupported(e, never[i], "");
-    if ((v = field(root, "n")) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
-        return unsupported(e, "n", ": only n = 1");
     if ((v = field(root, "best_of")) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
         return unsupported(e, "best_of", ": only best_of = 1");
     if ((v = field(root, "echo")) && !cJSON_IsFalse(v)) return unsupported(e, "echo", "");
-    if ((v = field(root, "tools")) && !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
-        return unsupported(e, "tools", " (no tool calling yet)");
+    if (!chat) /* tools belong to chat; the legacy endpoint takes a prompt */
+        for (size_t i = 0; i < 3; i++) {
+            static const char *const chat_only[] = {"tools", "tool_choice", "parallel_tool_calls"};
+            if ((v = field(root, chat_only[i])) && !(i == 0 && cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
+                return unsupported(e, chat_only[i], " on /v1/completions (use /v1/chat/completions)");
+        }
     if ((v = field(root, "modalities")) &&
         !(cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsString(v->child) &&
           !strcmp(v->child->valuestring, "text")))
@@ -318,6 +319,7 @@ static cJSON *conversation(mllm_server *S, const cJSON *root, srv_err *e) {
         cJSON_AddStringToObject(o, "content", text);
         mllm_free(text);
         cJSON_AddItemToArray(out, o);
+        if (srv_oai_message_tools(m, role->valuestring, o, i, e)) { cJSON_Delete(out); return NULL; }
         i++;
     }
     return out;
@@ -346,11 +348,13 @@ static size_t system_keep(mllm_server *S, const cJSON *conv, const int32_t *ids,
     return keep;
 }
 
-static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_err *e) {
+static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_job *j, srv_err *e) {
+    srv_tools tools;
+    if (srv_oai_parse_tools(root, &tools, e)) { srv_tools_free(&tools); return -1; }
     cJSON *conv = conversation(S, root, e);
-    if (!conv) return -1;
-    char *json = cJSON_PrintUnformatted(conv);
-    if (!json) { cJSON_Delete(conv); return srv_fail(e, 500, NULL, NULL, "out of memory"); }
+    char *json = conv ? srv_oai_tools_context(S, conv, &tools, q, j, e) : NULL;
+    srv_tools_free(&tools);
+    if (!json) { cJSON_Delete(conv); return -1; }
     /* The ids come from mllm_chat_tokenize, not from tokenizing rendered
        text: a message that says "<|im_end|>" must stay text (special-token
        injection, issue #20). One render when the prompt fits the context;
@@ -405,20 +409,29 @@ static int parse_prompt(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_e
 int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, srv_job *j, srv_err *e) {
     memset(q, 0, sizeof *q);
     q->logprobs = -1;
+    q->n = 1;
     q->chat = chat;
     int64_t now;
     /* Checked when the server started; if the embedding program has set a
        malformed one since, the wall clock. */
     q->created = mllm_clock_now(&now, NULL) == MLLM_OK ? (long long)now : (long long)time(NULL);
-    snprintf(q->id, sizeof q->id, "%s-%016lx", chat ? "chatcmpl" : "cmpl",
-             (unsigned long)atomic_fetch_add(&S->next_id, 1));
+    unsigned long seq = (unsigned long)atomic_fetch_add(&S->next_id, 1);
+    snprintf(q->id, sizeof q->id, "%s-%016lx", chat ? "chatcmpl" : "cmpl", seq);
+    /* The counter starts at the start time (server.c), so ids differ
+       between runs; tool-call ids count from 0 and are the same when the
+       same requests come in the same order. */
+    q->seq = seq - ((unsigned long)S->created << 20);
     /* One model is served, so any name (or none, as llama-server) means
        it: clients and examples that say "gpt-4o" or "model" just work, and
        the response names the real id. A name of the wrong type is still a
        client bug worth a 400. */
     const cJSON *model = field(root, "model");
     if (model && !cJSON_IsString(model)) return srv_fail(e, 400, NULL, "model", "'model' must be a string");
-    if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, chat, e)) return -1;
+    double n = 1;
+    if (get_bool(root, "stream", &q->stream, e) || refuse_unsupported(root, chat, e) ||
+        get_int(root, "n", 1, SRV_MAX_N, &n, NULL, e))
+        return -1;
+    q->n = (int)n;
     const cJSON *so = field(root, "stream_options");
     if (so) {
         if (!cJSON_IsObject(so)) return srv_fail(e, 400, NULL, "stream_options", "'stream_options' must be an object");
@@ -428,7 +441,7 @@ int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, 
     if (parse_sampling(S, root, q, j, e) || parse_logit_bias(S, root, j, e) || parse_logprobs(root, chat, q, j, e) ||
         parse_stop(root, j, e) || parse_grammar(root, j, e))
         return -1;
-    return chat ? render_chat(S, root, q, e) : parse_prompt(S, root, q, e);
+    return chat ? render_chat(S, root, q, j, e) : parse_prompt(S, root, q, e);
 }
 
 void srv_oai_req_free(srv_oai_req *q) {

@@ -6,11 +6,19 @@
 #include "server/oai.h"
 #include "server/utf8.h"
 
+/* The prompt is counted once for all choices (it was evaluated once);
+   the later choices' counts are read under their own lock. */
 static cJSON *usage_json(const srv_job *j) {
     cJSON *u = cJSON_CreateObject();
+    double gen = j->n_gen;
+    for (srv_job *c = j->next; c; c = c->next) {
+        pthread_mutex_lock(&c->mu);
+        gen += c->n_gen;
+        pthread_mutex_unlock(&c->mu);
+    }
     cJSON_AddNumberToObject(u, "prompt_tokens", (double)j->n_ids);
-    cJSON_AddNumberToObject(u, "completion_tokens", j->n_gen);
-    cJSON_AddNumberToObject(u, "total_tokens", (double)j->n_ids + j->n_gen);
+    cJSON_AddNumberToObject(u, "completion_tokens", gen);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)j->n_ids + gen);
     cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
     if (d) cJSON_AddNumberToObject(d, "cached_tokens", (double)j->n_reused);
     return u;
@@ -111,21 +119,72 @@ static const char *finish_reason(const srv_job *j) {
     return j->finish == SRV_FINISH_LENGTH ? "length" : "stop";
 }
 
-cJSON *srv_oai_result(mllm_server *S, const srv_oai_req *q, const srv_job *j) {
-    cJSON *o = envelope(S, q, false);
-    cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
-    if (q->chat) {
-        cJSON *m = cJSON_AddObjectToObject(c, "message");
-        cJSON_AddStringToObject(m, "role", "assistant");
-        add_text(m, "content", j->text, j->len);
-    } else {
-        add_text(c, "text", j->text, j->len);
+void srv_oai_call_id(const srv_oai_req *q, int c, int i, char *out, size_t cap) {
+    snprintf(out, cap, "call_%lx_%d_%d", q->seq, c, i);
+}
+
+/* {"id", "type": "function", "function": {"name", "arguments"}}; name
+   NULL: a streamed delta of the arguments only ({"index", "function":
+   {"arguments"}}). */
+static cJSON *tool_call_json(const srv_oai_req *q, int c, int i, const char *name, const char *args, size_t n) {
+    cJSON *t = cJSON_CreateObject(), *f;
+    cJSON_AddNumberToObject(t, "index", i);
+    if (name) {
+        char id[64];
+        srv_oai_call_id(q, c, i, id, sizeof id);
+        cJSON_AddStringToObject(t, "id", id);
+        cJSON_AddStringToObject(t, "type", "function");
     }
-    add_logprobs(S, q, c, j, 0, srv_job_logprobs_ready_locked(j));
-    cJSON_AddStringToObject(c, "finish_reason", finish_reason(j));
-    cJSON_AddItemToArray(choices, c);
-    cJSON_AddItemToObject(o, "usage", usage_json(j));
+    f = cJSON_AddObjectToObject(t, "function");
+    if (name) cJSON_AddStringToObject(f, "name", name);
+    add_text(f, "arguments", args, n);
+    return t;
+}
+
+/* A chat message with tools offered: the text outside calls as content
+   (null when there is none) and the complete calls as tool_calls. */
+static bool tool_message(const srv_oai_req *q, cJSON *m, const srv_job *j) {
+    srv_tc_result r;
+    if (srv_tc_parse(q->tc_style, j->text, j->len, true, q->max_calls, &r) != 0) {
+        add_text(m, "content", j->text, j->len);
+        return false;
+    }
+    if (r.content_len || r.n_calls == 0) add_text(m, "content", r.content, r.content_len);
+    else cJSON_AddNullToObject(m, "content");
+    cJSON *calls = r.n_calls ? cJSON_AddArrayToObject(m, "tool_calls") : NULL;
+    for (int i = 0; calls && i < r.n_calls; i++) {
+        cJSON *t = tool_call_json(q, j->index, i, r.calls[i].name, r.calls[i].args, r.calls[i].args_len);
+        cJSON_DeleteItemFromObjectCaseSensitive(t, "index"); /* only deltas carry one */
+        cJSON_AddItemToArray(calls, t);
+    }
+    bool any = r.n_calls > 0;
+    srv_tc_result_free(&r);
+    return any;
+}
+
+cJSON *srv_oai_result(mllm_server *S, const srv_oai_req *q, const srv_job *j0) {
+    cJSON *o = envelope(S, q, false);
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    /* The caller holds j0's lock; the others are done and read under theirs. */
+    for (srv_job *j = (srv_job *)j0; j; j = j->next) {
+        if (j != j0) pthread_mutex_lock(&j->mu);
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", j->index);
+        bool calls = false;
+        if (q->chat) {
+            cJSON *m = cJSON_AddObjectToObject(c, "message");
+            cJSON_AddStringToObject(m, "role", "assistant");
+            if (q->tc_style) calls = tool_message(q, m, j);
+            else add_text(m, "content", j->text, j->len);
+        } else {
+            add_text(c, "text", j->text, j->len);
+        }
+        add_logprobs(S, q, c, j, 0, srv_job_logprobs_ready_locked(j));
+        cJSON_AddStringToObject(c, "finish_reason", calls && j->finish == SRV_FINISH_STOP ? "tool_calls" : finish_reason(j));
+        cJSON_AddItemToArray(choices, c);
+        if (j != j0) pthread_mutex_unlock(&j->mu);
+    }
+    cJSON_AddItemToObject(o, "usage", usage_json(j0));
     return o;
 }
 
@@ -146,14 +205,19 @@ static char *sse_event(cJSON *o) {
 }
 
 char *srv_oai_chunk(mllm_server *S, const srv_oai_req *q, const char *text, size_t n, bool role, const char *finish,
-                    const srv_job *j, int lp_from, int lp_to) {
+                    const srv_job *j, int lp_from, int lp_to, int index, const srv_oai_tool_delta *tool) {
     cJSON *o = envelope(S, q, true);
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", index);
     if (q->chat) {
         cJSON *d = cJSON_AddObjectToObject(c, "delta");
         if (role) cJSON_AddStringToObject(d, "role", "assistant");
         if (role || n) add_text(d, "content", text, n);
+        if (tool) {
+            cJSON *calls = cJSON_AddArrayToObject(d, "tool_calls");
+            if (calls)
+                cJSON_AddItemToArray(calls, tool_call_json(q, index, tool->call, tool->name, tool->args, tool->args_len));
+        }
     } else {
         add_text(c, "text", text, n);
     }

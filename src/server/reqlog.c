@@ -42,9 +42,12 @@ void srv_log_request(const srv_req *r, bool completed) {
     put_clean(url, sizeof url, r->url, REQLOG_URL_MAX);
     if (r->status) snprintf(status, sizeof status, "%u", r->status);
     if (r->job) {
-        pthread_mutex_lock(&r->job->mu);
-        int n_gen = r->job->n_gen;
-        pthread_mutex_unlock(&r->job->mu);
+        int n_gen = 0; /* over every choice (n), as usage counts them */
+        for (srv_job *c = r->job; c; c = c->next) {
+            pthread_mutex_lock(&c->mu);
+            n_gen += c->n_gen;
+            pthread_mutex_unlock(&c->mu);
+        }
         snprintf(tokens, sizeof tokens, " prompt=%zu gen=%d", r->job->n_ids, n_gen);
     }
     double ms = srv_now_ms() - r->t0;

@@ -119,8 +119,11 @@ static mllm_status generate_shifting(srv_slot *sl, srv_job *j) {
 
 /* Runs one job on the slot's session: keep the shared KV prefix, evaluate
    the rest of the prompt, generate. */
-static void run_job(srv_slot *sl, srv_job *j) {
+static void run_job(srv_slot *sl, srv_job *j, bool cancelled) {
     srv_sched *S = sl->S;
+    if (cancelled) atomic_store(&j->cancel, true);
+    /* Each choice follows the grammar from its start. */
+    mllm_grammar_reset(j->sampling.grammar);
     pthread_mutex_lock(&j->mu);
     j->state = SRV_JOB_RUNNING;
     j->t_start = srv_now_ms();
@@ -153,8 +156,10 @@ static void run_job(srv_slot *sl, srv_job *j) {
 
     srv_metrics *m = S->metrics;
     count_finish(m, fin);
-    atomic_fetch_add_explicit(&m->prompt_tokens, j->n_ids, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->prompt_tokens_reused, reused, memory_order_relaxed);
+    if (j->index == 0) { /* later choices reuse the first one's prompt: counted once, as in usage */
+        atomic_fetch_add_explicit(&m->prompt_tokens, j->n_ids, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->prompt_tokens_reused, reused, memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&m->generated_tokens, (unsigned long)n_gen, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->prompt_us, (unsigned long)((t1 - t0) * 1e3), memory_order_relaxed);
     atomic_fetch_add_explicit(&m->gen_us, (unsigned long)((t2 - t1) * 1e3), memory_order_relaxed);
@@ -175,7 +180,10 @@ static void *worker_main(void *arg) {
         srv_job *j = sl->job;
         if (!j) break;
         pthread_mutex_unlock(&S->mu);
-        run_job(sl, j);
+        /* The choices of one request (n > 1), one after the other: each
+           syncs to the same prompt, which the KV cache still holds, so only
+           its last token is evaluated again. */
+        for (srv_job *c = j; c; c = c->next) run_job(sl, c, c != j && atomic_load(&j->cancel));
         size_t n = 0;
         const int32_t *toks = mllm_session_tokens(sl->sess, &n);
         pthread_mutex_lock(&S->mu);
@@ -282,16 +290,14 @@ static bool queue_remove(srv_sched *S, srv_job *j) {
 }
 
 void srv_sched_cancel(srv_sched *S, srv_job *j) {
-    atomic_store(&j->cancel, true);
+    srv_job_cancel_all(j);
     pthread_mutex_lock(&S->mu);
     bool queued = queue_remove(S, j);
     for (int i = 0; i < S->n_slots && !queued; i++)
         if (S->slots[i].job == j) mllm_session_cancel(S->slots[i].sess); /* allowed from any thread */
     pthread_mutex_unlock(&S->mu);
     if (queued) {
-        pthread_mutex_lock(&j->mu);
-        srv_job_finish_locked(j, SRV_FINISH_CANCELLED, 0, NULL);
-        pthread_mutex_unlock(&j->mu);
+        srv_job_finish_all(j, SRV_FINISH_CANCELLED, 0, NULL);
         count_finish(S->metrics, SRV_FINISH_CANCELLED);
         srv_job_unref(j);
     }
@@ -303,9 +309,7 @@ void srv_sched_close(srv_sched *S) {
     S->closed = true;
     srv_job *j;
     while ((j = queue_pop(S))) {
-        pthread_mutex_lock(&j->mu);
-        srv_job_finish_locked(j, SRV_FINISH_ERROR, 503, "the server is shutting down");
-        pthread_mutex_unlock(&j->mu);
+        srv_job_finish_all(j, SRV_FINISH_ERROR, 503, "the server is shutting down");
         srv_job_unref(j);
     }
     pthread_mutex_unlock(&S->mu);
@@ -332,7 +336,7 @@ void srv_sched_shutdown(srv_sched *S) {
     for (int i = 0; i < S->n_slots; i++) {
         srv_slot *sl = &S->slots[i];
         if (sl->job) {
-            atomic_store(&sl->job->cancel, true);
+            srv_job_cancel_all(sl->job);
             mllm_session_cancel(sl->sess);
         }
         pthread_cond_signal(&sl->cv);

@@ -62,7 +62,7 @@ TABLE = [
     ("five stop strings", "POST", C, comp(stop=["a", "b", "c", "d", "e"]), 400),
     ("stop not strings", "POST", C, comp(stop=[1]), 400),
     ("empty stop string", "POST", C, comp(stop=""), 400),
-    ("n = 2", "POST", C, comp(n=2), 400),
+    ("n = 9", "POST", C, comp(n=9), 400),
     ("logprobs a boolean (completions wants 0..5)", "POST", C, comp(logprobs=True), 400),
     ("prompt longer than the context", "POST", C, comp(prompt="word " * (CTX * 2)), 400),
     ("prompt + max_tokens over the context", "POST", C, comp(max_tokens=CTX), 400),

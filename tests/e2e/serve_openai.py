@@ -158,7 +158,7 @@ def smollm2_checks(openai, mllm):
 
 def main(argv):
     mllm, build_dir = argv[0], argv[2]
-    openai = import_openai(build_dir)
+    openai = srvtest.import_openai(build_dir)
     if openai is None:
         return srvtest.SKIP
     work = tempfile.mkdtemp(prefix="mllm-serve-openai-")

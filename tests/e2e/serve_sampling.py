@@ -168,21 +168,18 @@ def penalties(s):
 
 
 UNSUPPORTED = [
-    ("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
-    ("tool_choice", "auto"),
-    ("parallel_tool_calls", False),
     ("functions", [{"name": "f"}]),
     ("function_call", "auto"),
     ("response_format", {"type": "xml"}),
     ("reasoning_effort", "low"),
     ("verbosity", "low"),
-    ("n", 2),
     ("audio", {"voice": "alloy", "format": "wav"}),
     ("modalities", ["text", "audio"]),
     ("prediction", {"type": "content", "content": "x"}),
     ("web_search_options", {}),
 ]
 NEUTRAL = [("tools", []), ("response_format", {"type": "text"}), ("n", 1), ("modalities", ["text"]),
+           ("tool_choice", "none"), ("parallel_tool_calls", True),
            ("user", "u1"), ("store", False), ("metadata", {"a": "b"}), ("service_tier", "auto"),
            ("presence_penalty", 0), ("logit_bias", {})]
 BAD = [  # (path, field, value): wrong values of supported fields
@@ -193,6 +190,8 @@ BAD = [  # (path, field, value): wrong values of supported fields
     (C, "frequency_penalty", "high"), (C, "echo", True), (C, "suffix", "x"), (C, "best_of", 2),
     (C, "grammar", "root ::= ("), (CH, "grammar", 5),
     (CH, "response_format", "json"),
+    (CH, "n", 9), (C, "n", 0), (CH, "n", 1.5), (CH, "parallel_tool_calls", "yes"), (CH, "tool_choice", "required"),
+    (C, "tools", [{"type": "function", "function": {"name": "f"}}]),
 ]
 
 

@@ -41,9 +41,15 @@ typedef struct {
     bool gelu;
     const void *Xc;   /* X converted to the weight's vec_dot type (or X) */
     size_t xc_stride;
-    bool convert;
+    bool convert, single;
     int64_t chunk, next;
 } lin_job;
+
+/* Below this many multiply-adds a layer runs on the calling thread: waking
+   the pool and meeting at its barriers costs more than the work (a decoder
+   step's layers are 0.1-0.6 M each; on a loaded machine a descheduled
+   worker makes every barrier wait a time slice). */
+#define WH_PARALLEL_MIN_MACS (2 * 1024 * 1024)
 
 static void lin_fn(void *arg, int ith, int nth) {
     lin_job *j = arg;
@@ -53,7 +59,7 @@ static void lin_fn(void *arg, int ith, int nth) {
         const mllm_dtype vt = (mllm_dtype)mllm_dtype_get(L->dtype)->vec_dot_type;
         for (int64_t m = ith; m < M; m += nth)
             mllm_cpu_quantize_row(vt, j->X + m * K, (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride, K);
-        mllm_pool_barrier(j->w->pool);
+        if (!j->single) mllm_pool_barrier(j->w->pool);
     }
     for (;;) {
         const int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
@@ -89,9 +95,11 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
         j.Xc = X;
     }
     const int nth = mllm_pool_size(w->pool);
+    j.single = nth == 1 || M * (int64_t)L->n_out * L->n_in < WH_PARALLEL_MIN_MACS;
     const int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
-    j.chunk = nth == 1 ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
-    mllm_pool_run(w->pool, lin_fn, &j);
+    j.chunk = j.single ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
+    if (j.single) lin_fn(&j, 0, 1);
+    else mllm_pool_run(w->pool, lin_fn, &j);
     return MLLM_OK;
 }
 
@@ -111,7 +119,7 @@ static void ln_fn(void *arg, int ith, int nth) {
 
 void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y) {
     ln_job j = {n, X, Y, M, dim};
-    if (M == 1) ln_fn(&j, 0, 1);
+    if (M < 64) ln_fn(&j, 0, 1);
     else mllm_pool_run(w->pool, ln_fn, &j);
 }
 
@@ -166,7 +174,8 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     w->att_floats = bytes / sizeof(float);
     j.buf = w->att;
     j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
-    if (j.n_jobs == 1 || nth == 1) att_fn(&j, 0, 1);
+    if (j.n_jobs == 1 || nth == 1 || (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 < WH_PARALLEL_MIN_MACS)
+        att_fn(&j, 0, 1);
     else mllm_pool_run(w->pool, att_fn, &j);
     return MLLM_OK;
 }

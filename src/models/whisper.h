@@ -59,6 +59,12 @@ const mllm_whisper_special *mllm_whisper_tokens(const mllm_whisper *w);
 /* The token lists of config.json: suppress_ids (every step) and
    suppress_ids_begin (the first sampled token). */
 const int32_t *mllm_whisper_suppress(const mllm_whisper *w, bool begin, int *n);
+/* The suppress lists of a config.json text (what the loader reads; exposed
+   for the fuzz target): each a list of at most MLLM_WHISPER_MAX_SUPPRESS
+   ids in [0, n_vocab), absent = empty. Free both with mllm_free. Errors:
+   FORMAT (not an object, not such a list), NOMEM; then both are NULL. */
+mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *label, int n_vocab, int32_t **sup,
+                                      int *n_sup, int32_t **begin, int *n_begin);
 struct mllm_tokenizer *mllm_whisper_tokenizer(const mllm_whisper *w);
 /* The language token for a code ("en", "de"); -1 if unknown. */
 int32_t mllm_whisper_lang_token(const mllm_whisper *w, const char *code);

@@ -263,16 +263,30 @@ static mllm_status read_config(mllm_whisper *w, const char *dir) {
         mllm_file_unmap(base, size);
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: over %u bytes", path, WH_MAX_CONFIG);
     }
-    cJSON *j = cJSON_ParseWithLength(base, size);
+    st = mllm_whisper_config_parse(base, size, path, w->hp.n_vocab, &w->suppress, &w->n_suppress, &w->suppress_begin,
+                                   &w->n_suppress_begin);
     mllm_file_unmap(base, size);
+    return st;
+}
+
+mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *label, int n_vocab, int32_t **sup,
+                                      int *n_sup, int32_t **begin, int *n_begin) {
+    *sup = *begin = NULL;
+    *n_sup = *n_begin = 0;
+    cJSON *j = cJSON_ParseWithLength(json, len);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        return mllm_err(MLLM_ERR_FORMAT, "%s: not a JSON object", path);
+        return mllm_err(MLLM_ERR_FORMAT, "%s: not a JSON object", label);
     }
-    st = id_list(j, "suppress_ids", w->hp.n_vocab, path, &w->suppress, &w->n_suppress);
-    if (st == MLLM_OK)
-        st = id_list(j, "suppress_ids_begin", w->hp.n_vocab, path, &w->suppress_begin, &w->n_suppress_begin);
+    mllm_status st = id_list(j, "suppress_ids", n_vocab, label, sup, n_sup);
+    if (st == MLLM_OK) st = id_list(j, "suppress_ids_begin", n_vocab, label, begin, n_begin);
     cJSON_Delete(j);
+    if (st != MLLM_OK) {
+        mllm_free(*sup);
+        mllm_free(*begin);
+        *sup = *begin = NULL;
+        *n_sup = *n_begin = 0;
+    }
     return st;
 }
 

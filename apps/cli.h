@@ -19,6 +19,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
+int cmd_transcribe(int argc, char **argv);
 
 /* cmd_info_ct2.c: whether path is a CTranslate2 model (folder or model.bin;
    out gets the model.bin path), and its listing for mllm info. */

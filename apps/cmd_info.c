@@ -15,7 +15,7 @@ static void info_usage(FILE *f) {
             "Prints the model's config (as JSON), its tensor table (name, dtype, shape,\n"
             "bytes) and the ops of the traced one-token decode graph.\n"
             "A CTranslate2 model (a folder with model.bin, e.g. Whisper's) gets its spec\n"
-            "and variable table only: it cannot be run yet.\n"
+            "and variable table only (Whisper runs with mllm transcribe).\n"
             "--verify (.mllm files): recompute every tensor checksum first; exit 1 on a mismatch.\n"
             "--architectures: the architectures this build runs (GGUF general.architecture,\n"
             "Hugging Face model_type and class), from the model registry.\n");

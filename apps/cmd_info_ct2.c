@@ -1,7 +1,7 @@
 /* mllm info on a CTranslate2 model (a folder with model.bin, or the
-   model.bin itself): spec, revision and the variable table. These models
-   cannot be loaded or run yet (Whisper: issue #15), so this lists what the
-   file holds and says so; it never goes through the model registry. */
+   model.bin itself): spec, revision and the variable table. Whisper folders
+   run with `mllm transcribe`, not through the model registry, so this lists
+   what the file holds and says which command runs it. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,7 +59,10 @@ int cmd_info_ct2(const char *path, bool tensors) {
         }
         printf("total variable bytes: %llu (%.1f MiB)\n", (unsigned long long)total, total / 1048576.0);
     }
-    printf("note: mllm cannot run CTranslate2 models yet (Whisper speech-to-text: issue #15)\n");
+    if (!strcmp(mllm_ct2_spec_name(c), "WhisperSpec"))
+        printf("note: a Whisper model: run it with mllm transcribe -m FOLDER AUDIO (mllm run/chat/serve do not take it)\n");
+    else
+        printf("note: mllm runs only Whisper's CTranslate2 spec (mllm transcribe), not %s\n", mllm_ct2_spec_name(c));
     mllm_ct2_close(c);
     return 0;
 }

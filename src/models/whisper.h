@@ -1,0 +1,90 @@
+/* Whisper (OpenAI's encoder-decoder speech model) over a CTranslate2
+   folder (model.bin, config.json, tokenizer.json: what faster-whisper
+   reads). The forward is written directly against the CPU kernels rather
+   than the graph: it needs a conv stem, erf GELU, LayerNorm with f16 weights
+   and cross-attention over encoder states computed once per window, none of
+   which the decoder-only graph has.
+
+   Shapes (tiny.en: d 384, 6 heads, 4 + 4 layers, 51864 tokens):
+     mel (n_mels, 3000) -> conv1 (k 3, pad 1) + GELU -> conv2 (k 3, stride 2,
+     pad 1) + GELU -> + stored positions (1500, d) -> pre-LN blocks ->
+     LayerNorm = encoder states (1500, d); per decoder layer K and V of the
+     cross-attention are computed from them once.
+     tokens -> embedding + learned positions (448, d) -> pre-LN blocks
+     (self-attention with a KV cache, cross-attention, FFN) -> LayerNorm ->
+     logits by the tied embedding. */
+#ifndef MLLM_MODELS_WHISPER_H
+#define MLLM_MODELS_WHISPER_H
+#include <mllm/mllm.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Whisper's fixed frame counts: 3000 mel frames -> 1500 encoder positions. */
+#define MLLM_WHISPER_N_FRAMES 3000
+/* Most decoder sequences run together (beam search). */
+#define MLLM_WHISPER_MAX_SEQ 16
+/* Most entries of a suppress list in config.json. */
+#define MLLM_WHISPER_MAX_SUPPRESS 4096
+
+typedef struct {
+    int n_mels, n_audio_ctx, d_model, n_head, head_dim, d_ff;
+    int n_enc_layers, n_dec_layers, n_vocab, n_text_ctx;
+} mllm_whisper_hparams;
+
+/* Token ids of Whisper's special tokens (-1 when the vocabulary has none). */
+typedef struct {
+    int32_t eot, sot, sot_prev, sot_lm, transcribe, translate, no_speech, no_timestamps;
+    int32_t timestamp_begin; /* <|0.00|>; every id from here to n_vocab - 1 is a timestamp */
+    int32_t lang_first;      /* first language token (<|en|>) */
+    int n_lang;              /* language tokens (1 counts for English-only models too) */
+    bool multilingual;
+} mllm_whisper_special;
+
+typedef struct mllm_whisper mllm_whisper;
+
+typedef struct {
+    int n_threads;  /* >= 1 */
+    int weight_type; /* MLLM_DTYPE_F16 (as stored), F32 or Q8_0 (quantized at load) */
+} mllm_whisper_params;
+
+/* Loads dir/model.bin (a CTranslate2 WhisperSpec), dir/config.json
+   (suppress lists) and dir/tokenizer.json. Errors name the file: IO,
+   FORMAT (a variable missing or of the wrong shape), UNSUPPORTED (another
+   spec, an activation other than GELU, quantized CTranslate2 weights). */
+mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out);
+void mllm_whisper_free(mllm_whisper *w);
+const mllm_whisper_hparams *mllm_whisper_hp(const mllm_whisper *w);
+const mllm_whisper_special *mllm_whisper_tokens(const mllm_whisper *w);
+/* The token lists of config.json: suppress_ids (every step) and
+   suppress_ids_begin (the first sampled token). */
+const int32_t *mllm_whisper_suppress(const mllm_whisper *w, bool begin, int *n);
+/* The suppress lists of a config.json text (what the loader reads; exposed
+   for the fuzz target): each a list of at most MLLM_WHISPER_MAX_SUPPRESS
+   ids in [0, n_vocab), absent = empty. Free both with mllm_free. Errors:
+   FORMAT (not an object, not such a list), NOMEM; then both are NULL. */
+mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *label, int n_vocab, int32_t **sup,
+                                      int *n_sup, int32_t **begin, int *n_begin);
+struct mllm_tokenizer *mllm_whisper_tokenizer(const mllm_whisper *w);
+/* The language token for a code ("en", "de"); -1 if unknown. */
+int32_t mllm_whisper_lang_token(const mllm_whisper *w, const char *code);
+
+/* Runs the encoder on one window's log-mel (n_mels, 3000), keeping its
+   states and every decoder layer's cross K/V for the decode calls that
+   follow. */
+mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel);
+/* The last encoder output, (n_audio_ctx, d_model) row-major. */
+const float *mllm_whisper_encoder_states(const mllm_whisper *w);
+
+/* Feeds n_tok tokens to each of n_seq sequences (tokens[s * n_tok + t]) at
+   positions pos0 .. pos0 + n_tok - 1 of their KV caches; logits gets the
+   n_seq x n_vocab scores of each sequence's last token (all_logits: n_seq
+   x n_tok x n_vocab, every token). Errors: INVALID_ARG (no encode yet, a
+   position past n_text_ctx, too many sequences, a token out of range). */
+mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *tokens, int n_tok, int pos0,
+                                float *logits, bool all_logits);
+/* Copies positions [0, n_pos) of sequence src's KV cache into dst (beam
+   search reorders). */
+void mllm_whisper_kv_copy(mllm_whisper *w, int dst, int src, int n_pos);
+
+#endif

@@ -1,0 +1,189 @@
+/* Whisper's forward: the encoder over one 30-s window (conv stem as im2col
+   + matmul, pre-LN blocks), the cross-attention K/V of every decoder layer
+   computed once from its output, and decoder steps over a self-attention
+   KV cache per sequence (several sequences: beam search). */
+#include <math.h>
+#include <string.h>
+#include "backends/cpu/kernels.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "models/whisper_internal.h"
+
+/* cols[t][c * 3 + k] = src[c][(t * stride + k - 1)] (zero outside), src
+   being n_in channels of t_in frames given with channel stride cs and frame
+   stride fs: the kernel-3, pad-1 convolution as one matmul. */
+static void im2col(const float *src, size_t cs, size_t fs, int n_in, int t_in, int stride, int t_out, float *cols) {
+    for (int t = 0; t < t_out; t++) {
+        float *row = cols + (size_t)t * (size_t)n_in * 3;
+        for (int k = 0; k < 3; k++) {
+            const int ti = t * stride + k - 1;
+            if (ti < 0 || ti >= t_in) {
+                for (int c = 0; c < n_in; c++) row[c * 3 + k] = 0.0f;
+                continue;
+            }
+            for (int c = 0; c < n_in; c++) row[c * 3 + k] = src[(size_t)c * cs + (size_t)ti * fs];
+        }
+    }
+}
+
+/* dst[c][j] = src[j * stride + c] for c < d, j < n: V transposed. */
+static void transpose(const float *src, size_t stride, int n, int d, float *dst, size_t dst_stride) {
+    for (int j0 = 0; j0 < n; j0 += 32) {
+        const int j1 = j0 + 32 < n ? j0 + 32 : n;
+        for (int c = 0; c < d; c++)
+            for (int j = j0; j < j1; j++) dst[(size_t)c * dst_stride + (size_t)j] = src[(size_t)j * stride + (size_t)c];
+    }
+}
+
+mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
+    const mllm_whisper_hparams *hp = &w->hp;
+    const int d = hp->d_model, T1 = MLLM_WHISPER_N_FRAMES, T2 = hp->n_audio_ctx, nm = hp->n_mels;
+    const size_t col1 = (size_t)T1 * (size_t)nm * 3, col2 = (size_t)T2 * (size_t)d * 3;
+    const size_t xd = (size_t)T2 * (size_t)d, big = col1 > col2 + xd ? col1 : col2 + xd;
+    /* scratch: cols (or qkv | ffn) | h1 (T1 x d) | x | h | att | tmp */
+    const size_t work = (size_t)T2 * (size_t)(hp->d_ff > 3 * d ? hp->d_ff : 3 * d);
+    const size_t n_a = big > work ? big : work;
+    float *s = wh_scratch(w, n_a + (size_t)T1 * (size_t)d + 4 * xd);
+    if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the encoder");
+    float *a = s, *h1 = a + n_a, *x = h1 + (size_t)T1 * (size_t)d, *h = x + xd, *att = h + xd, *tmp = att + xd;
+    mllm_status st;
+    w->encoded = false;
+
+    im2col(mel, MLLM_WHISPER_N_FRAMES, 1, nm, T1, 1, T1, a);
+    if ((st = wh_linear_run(w, &w->conv1, a, T1, h1, true, NULL)) != MLLM_OK) return st;
+    im2col(h1, 1, (size_t)d, d, T1, 2, T2, a);
+    if ((st = wh_linear_run(w, &w->conv2, a, T2, x, true, NULL)) != MLLM_OK) return st;
+    for (size_t i = 0; i < xd; i++) x[i] += w->enc_pos[i];
+
+    for (int l = 0; l < hp->n_enc_layers; l++) {
+        const wh_enc_layer *L = &w->enc[l];
+        float *qkv = a, *vt = a + (size_t)T2 * (size_t)d * 3;
+        wh_layernorm(w, &L->attn_ln, x, T2, d, h);
+        if ((st = wh_linear_run(w, &L->qkv, h, T2, qkv, false, NULL)) != MLLM_OK) return st;
+        transpose(qkv + 2 * d, (size_t)d * 3, T2, d, vt, (size_t)T2);
+        const wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = T2, .n_k = T2, .q = qkv, .k = qkv + d,
+                            .vt = vt, .q_stride = (size_t)d * 3, .k_stride = (size_t)d * 3, .vt_stride = (size_t)T2,
+                            .out = att, .out_stride = (size_t)d, .causal = -1};
+        if ((st = wh_attention(w, &at)) != MLLM_OK) return st;
+        if ((st = wh_linear_run(w, &L->out, att, T2, tmp, false, x)) != MLLM_OK) return st;
+        wh_layernorm(w, &L->ffn_ln, x, T2, d, h);
+        if ((st = wh_linear_run(w, &L->fc1, h, T2, a, true, NULL)) != MLLM_OK) return st;
+        if ((st = wh_linear_run(w, &L->fc2, a, T2, tmp, false, x)) != MLLM_OK) return st;
+    }
+    wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
+
+    for (int l = 0; l < hp->n_dec_layers; l++) {
+        float *kv = a;
+        if ((st = wh_linear_run(w, &w->dec[l].cross_kv, w->enc_out, T2, kv, false, NULL)) != MLLM_OK) return st;
+        float *K = w->cross_k + (size_t)l * xd, *Vt = w->cross_vt + (size_t)l * xd;
+        for (int j = 0; j < T2; j++) memcpy(K + (size_t)j * (size_t)d, kv + (size_t)j * (size_t)d * 2, (size_t)d * 4);
+        transpose(kv + d, (size_t)d * 2, T2, d, Vt, (size_t)T2);
+    }
+    w->encoded = true;
+    return MLLM_OK;
+}
+
+static mllm_status ensure_cache(mllm_whisper *w, int n_seq) {
+    if (n_seq <= w->n_seq_alloc) return MLLM_OK;
+    const mllm_whisper_hparams *hp = &w->hp;
+    const size_t per = (size_t)hp->n_dec_layers * (size_t)MLLM_WHISPER_MAX_SEQ * (size_t)hp->n_text_ctx * (size_t)hp->d_model;
+    /* Allocated once for the most sequences: a reorder copies between slots. */
+    w->self_k = mllm_malloc_aligned(per * sizeof(float));
+    w->self_vt = mllm_malloc_aligned(per * sizeof(float));
+    if (!w->self_k || !w->self_vt) {
+        mllm_free_aligned(w->self_k);
+        mllm_free_aligned(w->self_vt);
+        w->self_k = w->self_vt = NULL;
+        return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder cache");
+    }
+    w->n_seq_alloc = MLLM_WHISPER_MAX_SEQ;
+    return MLLM_OK;
+}
+
+/* Layer l, sequence s: keys (n_text_ctx, d) and values transposed (d, n_text_ctx). */
+static float *cache_k(mllm_whisper *w, int l, int s) {
+    const size_t one = (size_t)w->hp.n_text_ctx * (size_t)w->hp.d_model;
+    return w->self_k + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)s) * one;
+}
+static float *cache_vt(mllm_whisper *w, int l, int s) {
+    const size_t one = (size_t)w->hp.n_text_ctx * (size_t)w->hp.d_model;
+    return w->self_vt + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)s) * one;
+}
+
+void mllm_whisper_kv_copy(mllm_whisper *w, int dst, int src, int n_pos) {
+    if (dst == src || !w->self_k || n_pos <= 0) return;
+    const int d = w->hp.d_model, ctx = w->hp.n_text_ctx;
+    for (int l = 0; l < w->hp.n_dec_layers; l++) {
+        memcpy(cache_k(w, l, dst), cache_k(w, l, src), (size_t)n_pos * (size_t)d * sizeof(float));
+        float *vd = cache_vt(w, l, dst), *vs = cache_vt(w, l, src);
+        for (int c = 0; c < d; c++) memcpy(vd + (size_t)c * ctx, vs + (size_t)c * ctx, (size_t)n_pos * sizeof(float));
+    }
+}
+
+mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *tokens, int n_tok, int pos0,
+                                float *logits, bool all_logits) {
+    const mllm_whisper_hparams *hp = &w->hp;
+    const int d = hp->d_model, ctx = hp->n_text_ctx;
+    if (!w->encoded) return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: decode before encode");
+    if (n_seq < 1 || n_seq > MLLM_WHISPER_MAX_SEQ || n_tok < 1 || pos0 < 0 || pos0 + n_tok > ctx)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: %d sequences of %d tokens at %d (at most %d sequences, %d positions)",
+                        n_seq, n_tok, pos0, MLLM_WHISPER_MAX_SEQ, ctx);
+    const int R = n_seq * n_tok;
+    for (int i = 0; i < R; i++)
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: token %d out of range", tokens[i]);
+    mllm_status st = ensure_cache(w, n_seq);
+    if (st != MLLM_OK) return st;
+    const size_t rd = (size_t)R * (size_t)d;
+    const size_t wide = (size_t)R * (size_t)(hp->d_ff > 3 * d ? hp->d_ff : 3 * d);
+    float *s = wh_scratch(w, 4 * rd + wide);
+    if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder");
+    float *x = s, *h = x + rd, *att = h + rd, *tmp = att + rd, *a = tmp + rd;
+
+    for (int i = 0; i < R; i++) {
+        mllm_cpu_get_row((mllm_dtype)w->logits.dtype, w->tok_emb, w->logits.row_bytes, d, tokens[i], x + (size_t)i * d);
+        const float *pe = w->dec_pos + (size_t)(pos0 + i % n_tok) * (size_t)d;
+        for (int c = 0; c < d; c++) x[(size_t)i * d + c] += pe[c];
+    }
+    for (int l = 0; l < hp->n_dec_layers; l++) {
+        const wh_dec_layer *L = &w->dec[l];
+        wh_layernorm(w, &L->self_ln, x, R, d, h);
+        if ((st = wh_linear_run(w, &L->self_qkv, h, R, a, false, NULL)) != MLLM_OK) return st;
+        for (int sq = 0; sq < n_seq; sq++) {
+            float *K = cache_k(w, l, sq), *Vt = cache_vt(w, l, sq);
+            for (int t = 0; t < n_tok; t++) {
+                const float *row = a + (size_t)(sq * n_tok + t) * (size_t)d * 3;
+                memcpy(K + (size_t)(pos0 + t) * (size_t)d, row + d, (size_t)d * sizeof(float));
+                for (int c = 0; c < d; c++) Vt[(size_t)c * ctx + (size_t)(pos0 + t)] = row[2 * d + c];
+            }
+            const wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = n_tok, .n_k = pos0 + n_tok,
+                                .q = a + (size_t)sq * n_tok * (size_t)d * 3, .k = K, .vt = Vt,
+                                .q_stride = (size_t)d * 3, .k_stride = (size_t)d, .vt_stride = (size_t)ctx,
+                                .out = att + (size_t)sq * n_tok * (size_t)d, .out_stride = (size_t)d, .causal = pos0};
+            if ((st = wh_attention(w, &at)) != MLLM_OK) return st;
+        }
+        if ((st = wh_linear_run(w, &L->self_out, att, R, tmp, false, x)) != MLLM_OK) return st;
+
+        wh_layernorm(w, &L->cross_ln, x, R, d, h);
+        if ((st = wh_linear_run(w, &L->cross_q, h, R, a, false, NULL)) != MLLM_OK) return st;
+        const size_t xd = (size_t)hp->n_audio_ctx * (size_t)d;
+        const wh_attn ca = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = R, .n_k = hp->n_audio_ctx, .q = a,
+                            .k = w->cross_k + (size_t)l * xd, .vt = w->cross_vt + (size_t)l * xd,
+                            .q_stride = (size_t)d, .k_stride = (size_t)d, .vt_stride = (size_t)hp->n_audio_ctx,
+                            .out = att, .out_stride = (size_t)d, .causal = -1};
+        if ((st = wh_attention(w, &ca)) != MLLM_OK) return st;
+        if ((st = wh_linear_run(w, &L->cross_out, att, R, tmp, false, x)) != MLLM_OK) return st;
+
+        wh_layernorm(w, &L->ffn_ln, x, R, d, h);
+        if ((st = wh_linear_run(w, &L->fc1, h, R, a, true, NULL)) != MLLM_OK) return st;
+        if ((st = wh_linear_run(w, &L->fc2, a, R, tmp, false, x)) != MLLM_OK) return st;
+    }
+    if (all_logits) {
+        wh_layernorm(w, &w->dec_ln, x, R, d, h);
+        return wh_linear_run(w, &w->logits, h, R, logits, false, NULL);
+    }
+    for (int sq = 0; sq < n_seq; sq++)
+        memcpy(tmp + (size_t)sq * d, x + (size_t)(sq * n_tok + n_tok - 1) * (size_t)d, (size_t)d * sizeof(float));
+    wh_layernorm(w, &w->dec_ln, tmp, n_seq, d, h);
+    return wh_linear_run(w, &w->logits, h, n_seq, logits, false, NULL);
+}

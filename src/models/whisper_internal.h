@@ -1,0 +1,92 @@
+/* Private to src/models/whisper_*.c: the weights, the state of one
+   transcription, and the threaded building blocks of the forward. */
+#ifndef MLLM_MODELS_WHISPER_INTERNAL_H
+#define MLLM_MODELS_WHISPER_INTERNAL_H
+#include "core/threadpool.h"
+#include "models/whisper.h"
+#include "tokenizer/tokenizer.h"
+
+/* y = x W^T + b: W is n_out rows of n_in values of dtype `dtype` (CTranslate2
+   stores [out, in], the kernels' row order); b is f32 or NULL. */
+typedef struct {
+    int dtype;
+    const void *w;
+    size_t row_bytes;
+    int n_out, n_in;
+    const float *b;
+} wh_linear;
+
+typedef struct {
+    const float *gamma, *beta;
+} wh_norm;
+
+typedef struct {
+    wh_norm attn_ln, ffn_ln;
+    wh_linear qkv, out, fc1, fc2;
+} wh_enc_layer;
+
+typedef struct {
+    wh_norm self_ln, cross_ln, ffn_ln;
+    wh_linear self_qkv, self_out, cross_q, cross_kv, cross_out, fc1, fc2;
+} wh_dec_layer;
+
+struct mllm_whisper {
+    mllm_whisper_hparams hp;
+    mllm_whisper_special sp;
+    wh_linear conv1, conv2;      /* (d, n_mels * 3) and (d, d * 3): [out][in][k] as stored */
+    const float *enc_pos, *dec_pos;
+    wh_enc_layer *enc;
+    wh_dec_layer *dec;
+    wh_norm enc_ln, dec_ln;
+    wh_linear logits;            /* the token embedding, tied */
+    const void *tok_emb;         /* the same rows, for the lookup */
+    void *weights;               /* one aligned block holding every weight */
+    int32_t *suppress, *suppress_begin;
+    int n_suppress, n_suppress_begin;
+    mllm_tokenizer *tok;
+    char (*lang_codes)[8];       /* sp.n_lang codes, for --language */
+    mllm_pool *pool;
+
+    /* state: encoder output, cross K (n_audio_ctx, d) and V transposed
+       (d, n_audio_ctx) per decoder layer; self K (per seq, n_text_ctx, d)
+       and V^T (per seq, d, n_text_ctx) per layer */
+    bool encoded;
+    float *enc_out, *cross_k, *cross_vt;
+    float *self_k, *self_vt;
+    int n_seq_alloc;
+    /* scratch, grown as needed */
+    float *scratch;
+    size_t scratch_floats;
+    void *xq;                    /* activations converted for the matmul */
+    size_t xq_bytes;
+    float *att;                  /* attention probabilities, per thread */
+    size_t att_floats;
+};
+
+/* Threaded helpers (whisper_ops.c). Y is (M, n_out) row-major. act: apply
+   GELU (erf form) after the bias. acc: if not NULL, acc += result instead of
+   writing Y (Y is then scratch of the same size). */
+mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, int64_t M, float *Y, bool gelu,
+                          float *acc);
+/* Y = LayerNorm(X) per row of n (eps 1e-5). */
+void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y);
+
+/* Multi-head attention: query row i, head h at q[i * q_stride + h * hd];
+   key j at k[j * k_stride + h * hd]; value dim d of key j at
+   vt[h * hd * vt_stride + d * vt_stride + j] (transposed); out row i, head h
+   at out[i * out_stride + h * hd]. causal >= 0: query i sees keys
+   j <= causal + i; -1: all n_k keys. */
+typedef struct {
+    int n_head, hd;
+    int64_t n_q, n_k;
+    const float *q, *k, *vt;
+    size_t q_stride, k_stride, vt_stride, out_stride;
+    float *out;
+    int causal;
+} wh_attn;
+mllm_status wh_attention(mllm_whisper *w, const wh_attn *a);
+
+/* The scratch buffer grown to at least n floats (aligned), or NULL. */
+float *wh_scratch(mllm_whisper *w, size_t n);
+
+#endif

@@ -1,0 +1,441 @@
+/* Loading Whisper from a CTranslate2 folder: hyper-parameters from the
+   variables' shapes, every weight copied once into one aligned block (the
+   file's tensors are unaligned, see formats/ctranslate2.h), matrices kept
+   f16 as stored (or widened to f32 / quantized to q8_0 on request), vectors
+   and position tables widened to f32; the suppress lists from config.json;
+   the special tokens from tokenizer.json. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/file_map.h"
+#include "formats/ctranslate2.h"
+#include "models/whisper_internal.h"
+
+/* Largest config.json read (the real ones are 2-3 KB). */
+#define WH_MAX_CONFIG (1u << 20)
+
+typedef struct {
+    const mllm_ct2 *c;
+    const char *path;
+    int wtype;
+    char *block;     /* NULL: sizing pass */
+    size_t used;
+    float *row;      /* a widened row (n_in floats at most) */
+    void *raw;       /* the row's bytes, aligned */
+    mllm_status st;
+} loader;
+
+static const mllm_ct2_tensor *var(loader *l, const char *name, int rank, uint32_t d0, uint32_t d1, uint32_t d2) {
+    if (l->st != MLLM_OK) return NULL;
+    const mllm_ct2_tensor *t = mllm_ct2_find(l->c, name);
+    const uint32_t want[3] = {d0, d1, d2};
+    bool ok = t && t->rank == rank;
+    for (int i = 0; ok && i < rank; i++) ok = !want[i] || t->dims[i] == want[i];
+    if (ok && t->dtype != MLLM_DTYPE_F16 && t->dtype != MLLM_DTYPE_F32 && t->dtype != MLLM_DTYPE_BF16) {
+        l->st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s is %s; only float16/float32/bfloat16 Whisper weights are read",
+                         l->path, name, mllm_ct2_dtype_name(t->dtype));
+        return NULL;
+    }
+    if (!ok) {
+        l->st = t ? mllm_err(MLLM_ERR_FORMAT, "%s: %s has an unexpected shape for Whisper", l->path, name)
+                  : mllm_err(MLLM_ERR_FORMAT, "%s: no variable %s (not a Whisper model?)", l->path, name);
+        return NULL;
+    }
+    return t;
+}
+
+static void *take(loader *l, size_t bytes) {
+    size_t at = (l->used + 63) & ~(size_t)63;
+    l->used = at + bytes;
+    return l->block ? l->block + at : NULL;
+}
+
+/* Row r of t (n values) as floats in l->row. */
+static const float *widen(loader *l, const mllm_ct2_tensor *t, uint64_t r, int64_t n) {
+    const size_t isz = mllm_dtype_get(t->dtype)->type_size;
+    memcpy(l->raw, (const char *)t->data + r * (uint64_t)n * isz, (size_t)n * isz);
+    mllm_dtype_get(t->dtype)->to_float(l->raw, l->row, n);
+    return l->row;
+}
+
+static const float *f32_of(loader *l, const mllm_ct2_tensor *t) {
+    if (!t) return NULL;
+    const int64_t n = (int64_t)t->n_elements, cols = t->rank >= 2 ? t->dims[t->rank - 1] : n;
+    float *dst = take(l, (size_t)n * sizeof(float));
+    if (!dst) return NULL;
+    for (int64_t r = 0; r < n / cols; r++) memcpy(dst + r * cols, widen(l, t, (uint64_t)r, cols), (size_t)cols * 4);
+    return dst;
+}
+
+static const float *vec(loader *l, const char *name, uint32_t n) { return f32_of(l, var(l, name, 1, n, 0, 0)); }
+
+static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
+    char g[256], b[256];
+    snprintf(g, sizeof g, "%s/gamma", prefix);
+    snprintf(b, sizeof b, "%s/beta", prefix);
+    return (wh_norm){vec(l, g, d), vec(l, b, d)};
+}
+
+/* A matrix of n_out rows of n_in values (conv weights: n_in = channels x
+   3, already in [out][in][k] order). */
+static void matrix(loader *l, const mllm_ct2_tensor *t, int n_out, int n_in, bool bias_needed, const char *bias_name,
+                   wh_linear *L) {
+    if (!t) return;
+    int dt = l->wtype;
+    if (dt == MLLM_DTYPE_Q8_0 && n_in % MLLM_QK8_0 != 0) dt = MLLM_DTYPE_F16; /* conv1 (240 inputs) */
+    if (dt == MLLM_DTYPE_F16 && t->dtype == MLLM_DTYPE_BF16) dt = MLLM_DTYPE_BF16;
+    L->dtype = dt;
+    L->n_out = n_out;
+    L->n_in = n_in;
+    L->row_bytes = mllm_dtype_row_size((mllm_dtype)dt, n_in);
+    char *dst = take(l, L->row_bytes * (size_t)n_out);
+    L->w = dst;
+    if (dst && dt == t->dtype) {
+        memcpy(dst, t->data, t->size);
+    } else if (dst) {
+        for (int r = 0; r < n_out; r++)
+            mllm_dtype_get(dt)->from_float(widen(l, t, (uint64_t)r, n_in), dst + (size_t)r * L->row_bytes, n_in);
+    }
+    L->b = bias_name ? vec(l, bias_name, (uint32_t)n_out) : NULL;
+    (void)bias_needed;
+}
+
+static void linear(loader *l, const char *prefix, int n_out, int n_in, wh_linear *L) {
+    char wn[256], bn[256];
+    snprintf(wn, sizeof wn, "%s/weight", prefix);
+    snprintf(bn, sizeof bn, "%s/bias", prefix);
+    matrix(l, var(l, wn, 2, (uint32_t)n_out, (uint32_t)n_in, 0), n_out, n_in, true, bn, L);
+}
+
+static int scalar(const mllm_ct2 *c, const char *name, int dflt) {
+    const mllm_ct2_tensor *t = mllm_ct2_find(c, name);
+    if (!t || t->rank != 0) return dflt;
+    if (t->dtype == MLLM_DTYPE_I8) return *(const int8_t *)t->data;
+    if (t->dtype == MLLM_DTYPE_I16) {
+        int16_t v;
+        memcpy(&v, t->data, sizeof v);
+        return v;
+    }
+    if (t->dtype == MLLM_DTYPE_I32) {
+        int32_t v;
+        memcpy(&v, t->data, sizeof v);
+        return v;
+    }
+    return dflt;
+}
+
+static int count_layers(const mllm_ct2 *c, const char *side) {
+    int n = 0;
+    char name[128];
+    for (;; n++) {
+        snprintf(name, sizeof name, "%s/layer_%d/ffn/linear_0/weight", side, n);
+        if (!mllm_ct2_find(c, name) || n > 256) return n;
+    }
+}
+
+static void load_all(loader *l, mllm_whisper *w) {
+    const mllm_whisper_hparams *hp = &w->hp;
+    const int d = hp->d_model, f = hp->d_ff;
+    char p[128];
+    matrix(l, var(l, "encoder/conv1/weight", 3, (uint32_t)d, (uint32_t)hp->n_mels, 3), d, hp->n_mels * 3, true,
+           "encoder/conv1/bias", &w->conv1);
+    matrix(l, var(l, "encoder/conv2/weight", 3, (uint32_t)d, (uint32_t)d, 3), d, d * 3, true, "encoder/conv2/bias",
+           &w->conv2);
+    w->enc_pos = f32_of(l, var(l, "encoder/position_encodings/encodings", 2, (uint32_t)hp->n_audio_ctx, (uint32_t)d, 0));
+    w->dec_pos = f32_of(l, var(l, "decoder/position_encodings/encodings", 2, (uint32_t)hp->n_text_ctx, (uint32_t)d, 0));
+    for (int i = 0; i < hp->n_enc_layers; i++) {
+        wh_enc_layer *L = &w->enc[i];
+        snprintf(p, sizeof p, "encoder/layer_%d/self_attention/layer_norm", i);
+        L->attn_ln = norm(l, p, (uint32_t)d);
+        snprintf(p, sizeof p, "encoder/layer_%d/self_attention/linear_0", i);
+        linear(l, p, 3 * d, d, &L->qkv);
+        snprintf(p, sizeof p, "encoder/layer_%d/self_attention/linear_1", i);
+        linear(l, p, d, d, &L->out);
+        snprintf(p, sizeof p, "encoder/layer_%d/ffn/layer_norm", i);
+        L->ffn_ln = norm(l, p, (uint32_t)d);
+        snprintf(p, sizeof p, "encoder/layer_%d/ffn/linear_0", i);
+        linear(l, p, f, d, &L->fc1);
+        snprintf(p, sizeof p, "encoder/layer_%d/ffn/linear_1", i);
+        linear(l, p, d, f, &L->fc2);
+    }
+    w->enc_ln = norm(l, "encoder/layer_norm", (uint32_t)d);
+    for (int i = 0; i < hp->n_dec_layers; i++) {
+        wh_dec_layer *L = &w->dec[i];
+        snprintf(p, sizeof p, "decoder/layer_%d/self_attention/layer_norm", i);
+        L->self_ln = norm(l, p, (uint32_t)d);
+        snprintf(p, sizeof p, "decoder/layer_%d/self_attention/linear_0", i);
+        linear(l, p, 3 * d, d, &L->self_qkv);
+        snprintf(p, sizeof p, "decoder/layer_%d/self_attention/linear_1", i);
+        linear(l, p, d, d, &L->self_out);
+        snprintf(p, sizeof p, "decoder/layer_%d/attention/layer_norm", i);
+        L->cross_ln = norm(l, p, (uint32_t)d);
+        snprintf(p, sizeof p, "decoder/layer_%d/attention/linear_0", i);
+        linear(l, p, d, d, &L->cross_q);
+        snprintf(p, sizeof p, "decoder/layer_%d/attention/linear_1", i);
+        linear(l, p, 2 * d, d, &L->cross_kv);
+        snprintf(p, sizeof p, "decoder/layer_%d/attention/linear_2", i);
+        linear(l, p, d, d, &L->cross_out);
+        snprintf(p, sizeof p, "decoder/layer_%d/ffn/layer_norm", i);
+        L->ffn_ln = norm(l, p, (uint32_t)d);
+        snprintf(p, sizeof p, "decoder/layer_%d/ffn/linear_0", i);
+        linear(l, p, f, d, &L->fc1);
+        snprintf(p, sizeof p, "decoder/layer_%d/ffn/linear_1", i);
+        linear(l, p, d, f, &L->fc2);
+    }
+    w->dec_ln = norm(l, "decoder/layer_norm", (uint32_t)d);
+    matrix(l, var(l, "decoder/embeddings/weight", 2, (uint32_t)hp->n_vocab, (uint32_t)d, 0), hp->n_vocab, d, false,
+           NULL, &w->logits);
+    w->tok_emb = w->logits.w;
+}
+
+static mllm_status read_hparams(const mllm_ct2 *c, const char *path, mllm_whisper_hparams *hp) {
+    if (strcmp(mllm_ct2_spec_name(c), "WhisperSpec") != 0)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: spec %s is not WhisperSpec", path, mllm_ct2_spec_name(c));
+    const mllm_ct2_tensor *c1 = mllm_ct2_find(c, "encoder/conv1/weight");
+    const mllm_ct2_tensor *ep = mllm_ct2_find(c, "encoder/position_encodings/encodings");
+    const mllm_ct2_tensor *dp = mllm_ct2_find(c, "decoder/position_encodings/encodings");
+    const mllm_ct2_tensor *em = mllm_ct2_find(c, "decoder/embeddings/weight");
+    const mllm_ct2_tensor *ff = mllm_ct2_find(c, "encoder/layer_0/ffn/linear_0/weight");
+    if (!c1 || c1->rank != 3 || !ep || ep->rank != 2 || !dp || dp->rank != 2 || !em || em->rank != 2 || !ff ||
+        ff->rank != 2)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: the conv stem, position tables, embedding or FFN is missing", path);
+    hp->d_model = (int)c1->dims[0];
+    hp->n_mels = (int)c1->dims[1];
+    hp->n_audio_ctx = (int)ep->dims[0];
+    hp->n_text_ctx = (int)dp->dims[0];
+    hp->n_vocab = (int)em->dims[0];
+    hp->d_ff = (int)ff->dims[0];
+    hp->n_head = scalar(c, "encoder/num_heads", 0);
+    hp->n_enc_layers = count_layers(c, "encoder");
+    hp->n_dec_layers = count_layers(c, "decoder");
+    if (hp->n_mels != 80 && hp->n_mels != 128)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %d mel bins (80 or 128 are read)", path, hp->n_mels);
+    if (hp->n_audio_ctx != MLLM_WHISPER_N_FRAMES / 2 || hp->n_text_ctx < 8 || hp->n_text_ctx > 4096)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: %d audio / %d text positions (Whisper has 1500 / 448)", path,
+                        hp->n_audio_ctx, hp->n_text_ctx);
+    if (hp->n_head < 1 || hp->d_model % hp->n_head != 0 || hp->d_model > 8192 || hp->d_ff > 65536 ||
+        hp->n_vocab < 1000 || hp->n_vocab > 1000000 || hp->n_enc_layers < 1 || hp->n_dec_layers < 1 ||
+        scalar(c, "decoder/num_heads", hp->n_head) != hp->n_head || em->dims[1] != (uint32_t)hp->d_model)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: inconsistent Whisper dimensions (d %d, heads %d, layers %d+%d)", path,
+                        hp->d_model, hp->n_head, hp->n_enc_layers, hp->n_dec_layers);
+    hp->head_dim = hp->d_model / hp->n_head;
+    /* CTranslate2's ActivationType: 3 is GELU (erf). Whisper never used other
+       settings; refuse them rather than compute something else. */
+    if (scalar(c, "decoder/activation", 3) != 3 || scalar(c, "decoder/pre_norm", 1) != 1 ||
+        scalar(c, "decoder/scale_embeddings", 0) != 0 || scalar(c, "decoder/alibi", 0) != 0)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: activation / norm / embedding settings other than Whisper's", path);
+    return MLLM_OK;
+}
+
+/* An int list of config.json, each id inside the vocabulary. */
+static mllm_status id_list(const cJSON *j, const char *key, int n_vocab, const char *path, int32_t **out, int *n) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
+    *out = NULL;
+    *n = 0;
+    if (!a) return MLLM_OK;
+    int len = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || len > MLLM_WHISPER_MAX_SUPPRESS)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: %s is not an array of at most %d ids", path, key,
+                        MLLM_WHISPER_MAX_SUPPRESS);
+    *out = mllm_calloc((size_t)len + 1, sizeof(int32_t));
+    if (!*out) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", path);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= n_vocab || e->valuedouble != (int)e->valuedouble)
+            return mllm_err(MLLM_ERR_FORMAT, "%s: %s holds an entry that is not a token id below %d", path, key, n_vocab);
+        (*out)[(*n)++] = (int32_t)e->valuedouble;
+    }
+    return MLLM_OK;
+}
+
+static mllm_status read_config(mllm_whisper *w, const char *dir) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    void *base = NULL;
+    size_t size = 0;
+    mllm_status st = mllm_file_map(path, 2, "too short for JSON", &base, &size);
+    if (st != MLLM_OK) return st;
+    if (size > WH_MAX_CONFIG) {
+        mllm_file_unmap(base, size);
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: over %u bytes", path, WH_MAX_CONFIG);
+    }
+    st = mllm_whisper_config_parse(base, size, path, w->hp.n_vocab, &w->suppress, &w->n_suppress, &w->suppress_begin,
+                                   &w->n_suppress_begin);
+    mllm_file_unmap(base, size);
+    return st;
+}
+
+mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *label, int n_vocab, int32_t **sup,
+                                      int *n_sup, int32_t **begin, int *n_begin) {
+    *sup = *begin = NULL;
+    *n_sup = *n_begin = 0;
+    cJSON *j = cJSON_ParseWithLength(json, len);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return mllm_err(MLLM_ERR_FORMAT, "%s: not a JSON object", label);
+    }
+    mllm_status st = id_list(j, "suppress_ids", n_vocab, label, sup, n_sup);
+    if (st == MLLM_OK) st = id_list(j, "suppress_ids_begin", n_vocab, label, begin, n_begin);
+    cJSON_Delete(j);
+    if (st != MLLM_OK) {
+        mllm_free(*sup);
+        mllm_free(*begin);
+        *sup = *begin = NULL;
+        *n_sup = *n_begin = 0;
+    }
+    return st;
+}
+
+/* The id of a special token's text, or -1. */
+static int32_t special(const mllm_tokenizer *t, const char *text) {
+    int32_t ids[4];
+    size_t n = 0;
+    if (mllm_tokenizer_encode(t, text, strlen(text), false, true, ids, 4, &n) != MLLM_OK || n != 1) return -1;
+    return mllm_tokenizer_token_type(t, ids[0]) == MLLM_TOKEN_CONTROL ? ids[0] : -1;
+}
+
+static mllm_status read_tokens(mllm_whisper *w, const char *dir) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= sizeof path)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    mllm_status st = mllm_tokenizer_from_hf(path, NULL, &w->tok);
+    if (st != MLLM_OK) return st;
+    mllm_whisper_special *s = &w->sp;
+    s->eot = special(w->tok, "<|endoftext|>");
+    s->sot = special(w->tok, "<|startoftranscript|>");
+    s->sot_prev = special(w->tok, "<|startofprev|>");
+    s->sot_lm = special(w->tok, "<|startoflm|>");
+    s->transcribe = special(w->tok, "<|transcribe|>");
+    s->translate = special(w->tok, "<|translate|>");
+    s->no_timestamps = special(w->tok, "<|notimestamps|>");
+    s->no_speech = special(w->tok, "<|nospeech|>");
+    if (s->no_speech < 0) s->no_speech = special(w->tok, "<|nocaptions|>");
+    s->lang_first = special(w->tok, "<|en|>");
+    /* As openai-whisper decides it: multilingual vocabularies have 51865+. */
+    s->multilingual = w->hp.n_vocab >= 51865;
+    if (s->eot < 0 || s->sot < 0 || s->no_timestamps < 0 || s->transcribe < 0 || s->lang_first != s->sot + 1 ||
+        s->no_timestamps + 1 >= w->hp.n_vocab)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: Whisper's special tokens are missing", path);
+    s->timestamp_begin = s->no_timestamps + 1;
+    /* Language tokens follow <|startoftranscript|> up to <|translate|>. */
+    s->n_lang = s->multilingual && s->translate > s->lang_first ? s->translate - s->lang_first : 1;
+    w->lang_codes = mllm_calloc((size_t)s->n_lang, sizeof *w->lang_codes);
+    if (!w->lang_codes) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
+    for (int i = 0; i < s->n_lang; i++) {
+        size_t len = 0;
+        const char *txt = mllm_tokenizer_token_text(w->tok, s->lang_first + i, &len);
+        if (txt && len > 4 && len < 4 + sizeof *w->lang_codes && !memcmp(txt, "<|", 2))
+            memcpy(w->lang_codes[i], txt + 2, len - 4);
+    }
+    return MLLM_OK;
+}
+
+static mllm_status alloc_state(mllm_whisper *w) {
+    const mllm_whisper_hparams *hp = &w->hp;
+    const size_t per = (size_t)hp->n_audio_ctx * (size_t)hp->d_model;
+    w->enc_out = mllm_malloc_aligned(per * sizeof(float));
+    w->cross_k = mllm_malloc_aligned(per * (size_t)hp->n_dec_layers * sizeof(float));
+    w->cross_vt = mllm_malloc_aligned(per * (size_t)hp->n_dec_layers * sizeof(float));
+    w->enc = mllm_calloc((size_t)hp->n_enc_layers, sizeof *w->enc);
+    w->dec = mllm_calloc((size_t)hp->n_dec_layers, sizeof *w->dec);
+    if (!w->enc_out || !w->cross_k || !w->cross_vt || !w->enc || !w->dec)
+        return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the encoder state");
+    return MLLM_OK;
+}
+
+mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out) {
+    *out = NULL;
+    int wtype = p ? p->weight_type : MLLM_DTYPE_F16;
+    if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: weights can be kept f16, f32 or q8_0");
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/model.bin", dir) >= sizeof path)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    mllm_ct2 *c = NULL;
+    mllm_status st = mllm_ct2_open(path, &c);
+    if (st != MLLM_OK) return st;
+    mllm_whisper *w = mllm_calloc(1, sizeof *w);
+    if (!w) {
+        mllm_ct2_close(c);
+        return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
+    }
+    st = read_hparams(c, path, &w->hp);
+    if (st == MLLM_OK) st = alloc_state(w);
+    loader l = {.c = c, .path = path, .wtype = wtype};
+    if (st == MLLM_OK) {
+        const int widest = w->hp.d_ff > w->hp.d_model * 3 ? w->hp.d_ff : w->hp.d_model * 3;
+        l.row = mllm_malloc_aligned((size_t)widest * sizeof(float) + 64);
+        l.raw = mllm_malloc_aligned((size_t)widest * sizeof(float) + 64);
+        if (!l.row || !l.raw) st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
+    }
+    if (st == MLLM_OK) {
+        load_all(&l, w); /* sizing pass: every shape checked, nothing written */
+        st = l.st;
+    }
+    if (st == MLLM_OK) {
+        l.block = w->weights = mllm_malloc_aligned(l.used + 64);
+        l.used = 0;
+        if (!l.block) st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for %zu bytes of weights", l.used);
+    }
+    if (st == MLLM_OK) {
+        load_all(&l, w);
+        st = l.st;
+    }
+    if (st == MLLM_OK && mllm_ct2_damaged(c)) st = mllm_err(MLLM_ERR_IO, "%s: the file shrank while read", path);
+    mllm_free_aligned(l.row);
+    mllm_free_aligned(l.raw);
+    mllm_ct2_close(c);
+    if (st == MLLM_OK) st = read_config(w, dir);
+    if (st == MLLM_OK) st = read_tokens(w, dir);
+    if (st == MLLM_OK) {
+        w->pool = mllm_pool_new(p && p->n_threads > 0 ? p->n_threads : 1);
+        if (!w->pool) st = mllm_err(MLLM_ERR_NOMEM, "whisper: cannot start the thread pool");
+    }
+    if (st != MLLM_OK) {
+        mllm_whisper_free(w);
+        return st;
+    }
+    *out = w;
+    return MLLM_OK;
+}
+
+void mllm_whisper_free(mllm_whisper *w) {
+    if (!w) return;
+    mllm_pool_free(w->pool);
+    mllm_tokenizer_free(w->tok);
+    mllm_free(w->lang_codes);
+    mllm_free(w->suppress);
+    mllm_free(w->suppress_begin);
+    mllm_free(w->enc);
+    mllm_free(w->dec);
+    mllm_free_aligned(w->weights);
+    mllm_free_aligned(w->enc_out);
+    mllm_free_aligned(w->cross_k);
+    mllm_free_aligned(w->cross_vt);
+    mllm_free_aligned(w->self_k);
+    mllm_free_aligned(w->self_vt);
+    mllm_free_aligned(w->scratch);
+    mllm_free_aligned(w->xq);
+    mllm_free_aligned(w->att);
+    mllm_free(w);
+}
+
+const mllm_whisper_hparams *mllm_whisper_hp(const mllm_whisper *w) { return &w->hp; }
+const mllm_whisper_special *mllm_whisper_tokens(const mllm_whisper *w) { return &w->sp; }
+struct mllm_tokenizer *mllm_whisper_tokenizer(const mllm_whisper *w) { return w->tok; }
+const float *mllm_whisper_encoder_states(const mllm_whisper *w) { return w->encoded ? w->enc_out : NULL; }
+
+const int32_t *mllm_whisper_suppress(const mllm_whisper *w, bool begin, int *n) {
+    *n = begin ? w->n_suppress_begin : w->n_suppress;
+    return begin ? w->suppress_begin : w->suppress;
+}
+
+int32_t mllm_whisper_lang_token(const mllm_whisper *w, const char *code) {
+    for (int i = 0; i < w->sp.n_lang; i++)
+        if (!strcmp(w->lang_codes[i], code)) return w->sp.lang_first + i;
+    return -1;
+}

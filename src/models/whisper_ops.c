@@ -1,0 +1,181 @@
+/* Whisper's building blocks on the thread pool: linear layers (the CPU
+   matmul kernels, with bias, GELU and residual add fused after each chunk
+   of output rows), LayerNorm, and multi-head attention as two matmuls per
+   (head, block of queries), like the graph's attention. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "backends/cpu/kernels.h"
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "models/whisper_internal.h"
+
+static bool grow(void **p, size_t *cap, size_t need) {
+    if (need <= *cap) return true;
+    void *n = mllm_malloc_aligned(need);
+    if (!n) return false;
+    mllm_free_aligned(*p);
+    *p = n;
+    *cap = need;
+    return true;
+}
+
+float *wh_scratch(mllm_whisper *w, size_t n) {
+    size_t bytes = w->scratch_floats * sizeof(float);
+    void *p = w->scratch;
+    if (!grow(&p, &bytes, n * sizeof(float))) return NULL;
+    w->scratch = p;
+    w->scratch_floats = bytes / sizeof(float);
+    return w->scratch;
+}
+
+static inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+typedef struct {
+    mllm_whisper *w;
+    const wh_linear *L;
+    const float *X;
+    int64_t M;
+    float *Y, *acc;
+    bool gelu;
+    const void *Xc;   /* X converted to the weight's vec_dot type (or X) */
+    size_t xc_stride;
+    bool convert, single;
+    int64_t chunk, next;
+} lin_job;
+
+/* Below this many multiply-adds a layer runs on the calling thread: waking
+   the pool and meeting at its barriers costs more than the work (a decoder
+   step's layers are 0.1-0.6 M each; on a loaded machine a descheduled
+   worker makes every barrier wait a time slice). */
+#define WH_PARALLEL_MIN_MACS (2 * 1024 * 1024)
+
+static void lin_fn(void *arg, int ith, int nth) {
+    lin_job *j = arg;
+    const wh_linear *L = j->L;
+    const int64_t K = L->n_in, N = L->n_out, M = j->M;
+    if (j->convert) {
+        const mllm_dtype vt = (mllm_dtype)mllm_dtype_get(L->dtype)->vec_dot_type;
+        for (int64_t m = ith; m < M; m += nth)
+            mllm_cpu_quantize_row(vt, j->X + m * K, (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride, K);
+        if (!j->single) mllm_pool_barrier(j->w->pool);
+    }
+    for (;;) {
+        const int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        const int64_t r0 = c * j->chunk;
+        if (r0 >= N) break;
+        const int64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
+        mllm_cpu_mul_mat((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        for (int64_t m = 0; m < M; m++) {
+            float *y = j->Y + m * N;
+            float *a = j->acc ? j->acc + m * N : NULL;
+            for (int64_t r = r0; r < r1; r++) {
+                float v = y[r] + (L->b ? L->b[r] : 0.0f);
+                if (j->gelu) v = gelu_erf(v);
+                if (a) a[r] += v;
+                else y[r] = v;
+            }
+        }
+    }
+}
+
+mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, int64_t M, float *Y, bool gelu,
+                          float *acc) {
+    const mllm_dtype_traits *tr = mllm_dtype_get(L->dtype);
+    lin_job j = {.w = w, .L = L, .X = X, .M = M, .Y = Y, .acc = acc, .gelu = gelu};
+    if (tr->vec_dot_type != MLLM_DTYPE_F32) {
+        j.xc_stride = mllm_dtype_row_size((mllm_dtype)tr->vec_dot_type, L->n_in);
+        if (!grow(&w->xq, &w->xq_bytes, j.xc_stride * (size_t)M))
+            return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for activations");
+        j.convert = true;
+        j.Xc = w->xq;
+    } else {
+        j.xc_stride = (size_t)L->n_in * sizeof(float);
+        j.Xc = X;
+    }
+    const int nth = mllm_pool_size(w->pool);
+    j.single = nth == 1 || M * (int64_t)L->n_out * L->n_in < WH_PARALLEL_MIN_MACS;
+    const int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
+    j.chunk = j.single ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
+    if (j.single) lin_fn(&j, 0, 1);
+    else mllm_pool_run(w->pool, lin_fn, &j);
+    return MLLM_OK;
+}
+
+typedef struct {
+    const wh_norm *n;
+    const float *X;
+    float *Y;
+    int64_t M, dim;
+} ln_job;
+
+static void ln_fn(void *arg, int ith, int nth) {
+    ln_job *j = arg;
+    const mllm_cpu_ops *k = mllm_cpu_ops_generic();
+    for (int64_t m = ith; m < j->M; m += nth)
+        k->layernorm(j->Y + m * j->dim, j->X + m * j->dim, j->n->gamma, j->n->beta, (int)j->dim, 1e-5f);
+}
+
+void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y) {
+    ln_job j = {n, X, Y, M, dim};
+    if (M < 64) ln_fn(&j, 0, 1);
+    else mllm_pool_run(w->pool, ln_fn, &j);
+}
+
+/* Queries per attention job: each key and value row read serves this many. */
+#define ATT_QB 32
+
+typedef struct {
+    const wh_attn *a;
+    float *buf;
+    size_t per_thread;
+    int64_t n_jobs, next;
+} att_job;
+
+static void att_fn(void *arg, int ith, int nth) {
+    (void)nth;
+    att_job *j = arg;
+    const wh_attn *a = j->a;
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    float *P = j->buf + (size_t)ith * j->per_thread;
+    const int64_t n_qb = (a->n_q + ATT_QB - 1) / ATT_QB;
+    const float scale = 1.0f / sqrtf((float)a->hd);
+    for (;;) {
+        const int64_t job = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (job >= j->n_jobs) break;
+        const int64_t h = job / n_qb, i0 = (job % n_qb) * ATT_QB;
+        const int nb = (int)(a->n_q - i0 < ATT_QB ? a->n_q - i0 : ATT_QB);
+        const int64_t n_k = a->causal >= 0 ? (a->causal + i0 + nb < a->n_k ? a->causal + i0 + nb : a->n_k) : a->n_k;
+        mllm_cpu_mul_mat(MLLM_DTYPE_F32, a->k + h * a->hd, a->k_stride * sizeof(float), a->hd,
+                         a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd), a->q_stride * sizeof(float), nb, P,
+                         (size_t)n_k, 0, n_k);
+        for (int r = 0; r < nb; r++) {
+            float *p = P + (size_t)r * (size_t)n_k;
+            if (a->causal >= 0)
+                for (int64_t c = a->causal + i0 + r + 1; c < n_k; c++) p[c] = -INFINITY;
+            k->softmax(p, (int)n_k, scale);
+        }
+        mllm_cpu_mul_mat(MLLM_DTYPE_F32, a->vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float),
+                         n_k, P, (size_t)n_k * sizeof(float), nb, a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd),
+                         a->out_stride, 0, a->hd);
+    }
+}
+
+mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
+    const int nth = mllm_pool_size(w->pool);
+    att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k};
+    j.per_thread = (j.per_thread + 15) & ~(size_t)15;
+    size_t bytes = w->att_floats * sizeof(float);
+    void *p = w->att;
+    if (!grow(&p, &bytes, j.per_thread * (size_t)nth * sizeof(float)))
+        return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for attention");
+    w->att = p;
+    w->att_floats = bytes / sizeof(float);
+    j.buf = w->att;
+    j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
+    if (j.n_jobs == 1 || nth == 1 || (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 < WH_PARALLEL_MIN_MACS)
+        att_fn(&j, 0, 1);
+    else mllm_pool_run(w->pool, att_fn, &j);
+    return MLLM_OK;
+}

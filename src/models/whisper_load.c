@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
+#include "backends/cpu/type_kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -57,7 +58,7 @@ static void *take(loader *l, size_t bytes) {
 static const float *widen(loader *l, const mllm_ct2_tensor *t, uint64_t r, int64_t n) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
     memcpy(l->raw, (const char *)t->data + r * (uint64_t)n * isz, (size_t)n * isz);
-    mllm_dtype_get(t->dtype)->to_float(l->raw, l->row, n);
+    mllm_cpu_type_get(t->dtype)->to_float(l->raw, l->row, n);
     return l->row;
 }
 
@@ -97,7 +98,7 @@ static void matrix(loader *l, const mllm_ct2_tensor *t, int n_out, int n_in, boo
         memcpy(dst, t->data, t->size);
     } else if (dst) {
         for (int r = 0; r < n_out; r++)
-            mllm_dtype_get(dt)->from_float(widen(l, t, (uint64_t)r, n_in), dst + (size_t)r * L->row_bytes, n_in);
+            mllm_cpu_type_get(dt)->from_float(widen(l, t, (uint64_t)r, n_in), dst + (size_t)r * L->row_bytes, n_in);
     }
     L->b = bias_name ? vec(l, bias_name, (uint32_t)n_out) : NULL;
     (void)bias_needed;

@@ -132,6 +132,19 @@ class Timings(ctypes.Structure):
     ]
 
 
+class EmbedParams(ctypes.Structure):
+    """mllm_embed_params."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("pooling", ctypes.c_int),      # mllm_pooling: 0 default, 1 mean, 2 cls, 3 last
+        ("normalize", ctypes.c_int),    # -1 as the model says, 0 raw, 1 L2-normalised
+        ("max_tokens", ctypes.c_int32),  # 0: the model's limit
+    ]
+
+
+POOLING = {None: 0, "default": 0, "mean": 1, "cls": 2, "last": 3}
+
+
 # typedef int (*mllm_on_token)(void *user, int32_t id, const char *piece, size_t len);
 ON_TOKEN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
                             ctypes.c_size_t)
@@ -182,8 +195,16 @@ _FUNCTIONS = {
     "mllm_grammar_free": (None, [_vp]),
     "mllm_detokenize": (ctypes.c_int, [_vp, _c_int32_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p,
                                        ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "mllm_embed_default_params": (None, [_vp]),
+    "mllm_model_n_embd": (ctypes.c_int32, [_vp]),
+    "mllm_model_can_generate": (ctypes.c_int, [_vp]),
+    "mllm_embed": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(EmbedParams),
+                         ctypes.POINTER(ctypes.c_float), ctypes.c_size_t, _c_size_t_p]),
+    "mllm_embed_tokenize": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(EmbedParams),
+                                  _c_int32_p, ctypes.c_size_t, _c_size_t_p]),
 }
-OPTIONAL = {"mllm_chat_render", "mllm_chat", "mllm_chat_tokenize"}
+OPTIONAL = {"mllm_chat_render", "mllm_chat", "mllm_chat_tokenize", "mllm_embed_default_params",
+            "mllm_model_n_embd", "mllm_model_can_generate", "mllm_embed", "mllm_embed_tokenize"}
 
 
 def _candidates():
@@ -228,7 +249,9 @@ def _bind(lib, path):
     load_params_type = LoadParamsBase if size == ctypes.sizeof(LoadParamsBase) else LoadParams
     for fill, struct in ((lib.mllm_load_default_params, load_params_type),
                          (lib.mllm_session_default_params, SessionParams),
-                         (lib.mllm_sampling_default, Sampling)):
+                         (lib.mllm_sampling_default, Sampling)) + (
+                            ((lib.mllm_embed_default_params, EmbedParams),)
+                            if has(lib, "mllm_embed_default_params") else ()):
         size = _struct_size(lib, fill)
         # An older library fills only the first mllm_sampling (Sampling is
         # larger, so that is safe) and reads struct_size, which it set.

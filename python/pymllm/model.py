@@ -225,6 +225,72 @@ class Model:
         """The EOS token id, -1 if none."""
         return self._lib.mllm_model_eos(self._model())
 
+    @property
+    def n_embd(self):
+        """The size of the vectors embed() returns (the hidden size)."""
+        self._need("mllm_model_n_embd")
+        return self._lib.mllm_model_n_embd(self._model())
+
+    @property
+    def can_generate(self):
+        """False for an embedding-only model (BERT): generate/chat raise."""
+        self._need("mllm_model_can_generate")
+        return bool(self._lib.mllm_model_can_generate(self._model()))
+
+    # ---- embeddings -------------------------------------------------------
+
+    def _need(self, name):
+        if not L.has(self._lib, name):
+            raise MllmError(L.MLLM_ERR_UNSUPPORTED, f"this libmllm has no {name}")
+
+    def _embed_params(self, pooling, normalize, max_tokens):
+        if pooling not in L.POOLING:
+            raise MllmError(L.MLLM_ERR_INVALID_ARG,
+                            f"pooling {pooling!r}: expected one of mean, cls, last (or None)")
+        p = L.EmbedParams()
+        self._lib.mllm_embed_default_params(ctypes.byref(p))
+        p.pooling = L.POOLING[pooling]
+        if normalize is not None:
+            p.normalize = 1 if normalize else 0
+        p.max_tokens = int(max_tokens)
+        return p
+
+    def embed(self, text, pooling=None, normalize=None, max_tokens=0):
+        """The embedding of text (a str: one list of floats) or of each text of
+        a list (a list of lists), as mllm_embed computes it: pooled as the
+        model's sentence-transformers config says (pooling="mean"|"cls"|"last"
+        overrides; decoders: mean), L2-normalised unless normalize=False,
+        truncated at the model's token limit (or max_tokens)."""
+        self._need("mllm_embed")
+        if isinstance(text, (list, tuple)):
+            return [self.embed(t, pooling, normalize, max_tokens) for t in text]
+        if not isinstance(text, str):
+            raise MllmError(L.MLLM_ERR_INVALID_ARG, "embed() takes a str or a list of str")
+        p = self._embed_params(pooling, normalize, max_tokens)
+        data = text.encode("utf-8")
+        n = self._lib.mllm_model_n_embd(self._model())
+        out = (ctypes.c_float * max(n, 1))()
+        got = ctypes.c_size_t(0)
+        with self._lock:
+            _check(self._lib, self._lib.mllm_embed(self._model(), data, len(data), ctypes.byref(p), out, n,
+                                                   ctypes.byref(got)))
+        return list(out[:got.value])
+
+    def embed_tokens(self, text, pooling=None, max_tokens=0):
+        """The token ids embed() would use for text (special tokens added,
+        truncated)."""
+        self._need("mllm_embed_tokenize")
+        p = self._embed_params(pooling, None, max_tokens)
+        data = text.encode("utf-8")
+        m, n = self._model(), ctypes.c_size_t(0)
+        st = self._lib.mllm_embed_tokenize(m, data, len(data), ctypes.byref(p), None, 0, ctypes.byref(n))
+        if st != L.MLLM_ERR_BUFFER_TOO_SMALL:
+            _check(self._lib, st)
+        ids = (ctypes.c_int32 * max(n.value, 1))()
+        _check(self._lib, self._lib.mllm_embed_tokenize(m, data, len(data), ctypes.byref(p), ids, n.value,
+                                                        ctypes.byref(n)))
+        return list(ids[:n.value])
+
     # ---- tokens -----------------------------------------------------------
 
     def tokenize(self, text, add_special=True):

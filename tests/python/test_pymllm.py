@@ -12,6 +12,7 @@ import pytest
 import pymllm
 from pymllm import _lib
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = ["Hello world", "Grüße, 世界! 123", "  two  spaces\nand a newline\t", ""]
 
 
@@ -354,3 +355,63 @@ def test_grammar_and_json_schema_constrain_the_text(qwen):
     with pytest.raises(pymllm.MllmError) as e:
         qwen.generate("Hello", json_schema={"type": "string", "pattern": "a+"})
     assert "'pattern' is not supported" in str(e.value)
+
+
+# ---- embeddings ---------------------------------------------------------
+
+def cli_embed(mllm_bin, model, text, *extra):
+    out = subprocess.run([mllm_bin, "embed", "-m", model, "-p", text, "-o", "json", *extra],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["data"][0]["embedding"]
+
+
+def cosine(a, b):
+    dot = sum(x * y for x, y in zip(a, b))
+    na = sum(x * x for x in a) ** 0.5
+    nb = sum(y * y for y in b) ** 0.5
+    return dot / (na * nb)
+
+
+@pytest.mark.parametrize("text", ["Hello world", "Grüße, 世界! 123"])
+def test_embed_decoder_matches_cli(qwen, synth_model, mllm_bin, text):
+    v = qwen.embed(text)
+    assert len(v) == qwen.n_embd and qwen.can_generate
+    # the CLI prints 9 significant digits: the same vector to that precision
+    ref = cli_embed(mllm_bin, synth_model, text)
+    assert max(abs(a - b) for a, b in zip(v, ref)) < 1e-7
+    assert abs(sum(x * x for x in v) - 1.0) < 1e-5  # L2-normalised by default
+    last = qwen.embed(text, pooling="last", normalize=False)
+    ref_last = cli_embed(mllm_bin, synth_model, text, "--pooling", "last", "--no-normalize")
+    assert max(abs(a - b) for a, b in zip(last, ref_last)) < 1e-6 * max(1.0, max(map(abs, ref_last)))
+    assert qwen.embed([text, text]) == [v, v]
+
+
+def test_embed_bad_pooling_is_invalid_arg(qwen):
+    with pytest.raises(pymllm.MllmError) as e:
+        qwen.embed("x", pooling="max")
+    assert e.value.status == _lib.MLLM_ERR_INVALID_ARG
+    with pytest.raises(pymllm.MllmError):
+        qwen.embed(42)
+
+
+def test_embed_minilm_against_sentence_transformers():
+    """all-MiniLM-L6-v2 (scripts/fetch-minilm.sh) against the vectors of
+    tools/reference/embed_reference.py (sentence-transformers, committed)."""
+    d = os.environ.get("MLLM_MINILM_DIR")
+    if not d or not os.path.isdir(d):
+        pytest.skip("SKIPPED: MLLM_MINILM_DIR is unset (scripts/fetch-minilm.sh)")
+    ref = json.load(open(os.path.join(REPO_ROOT, "tests", "data", "minilm", "embeddings.json")))
+    toks = json.load(open(os.path.join(REPO_ROOT, "tests", "data", "minilm", "tokens.json")))
+    with pymllm.Model(d, n_threads=2) as m:
+        assert not m.can_generate and m.n_embd == 384
+        got = m.embed(ref["texts"])
+        for text, g, r in zip(ref["texts"], got, ref["embeddings"]):
+            assert cosine(g, r) >= 0.9999, text
+        # tokens.json holds the HF ids untruncated: the texts within the limit
+        short = [(t, ids) for t, ids in zip(toks["texts"], toks["ids"]) if len(ids) <= ref["max_seq_length"]]
+        assert len(short) >= 8
+        for text, ids in short:
+            assert m.embed_tokens(text) == ids, text
+        with pytest.raises(pymllm.MllmError) as e:
+            m.generate("hello", max_tokens=1)
+        assert e.value.status == _lib.MLLM_ERR_UNSUPPORTED

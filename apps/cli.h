@@ -53,6 +53,8 @@ void cli_spec_defaults(cli_spec_opts *o);
 int cli_spec_arg(cli_spec_opts *o, int argc, char **argv, int *i);
 /* Loads o->draft (NULL without one, or when speculation is off). */
 mllm_status cli_spec_load(const cli_spec_opts *o, int n_threads, mllm_model **draft);
+/* The parameters the options say, with draft as the draft model. */
+void cli_spec_params(const cli_spec_opts *o, mllm_model *draft, mllm_speculative_params *p);
 /* Sets the session's speculation; errors are printed. */
 mllm_status cli_spec_apply(const cli_spec_opts *o, mllm_model *draft, mllm_session *s);
 /* " | lookup: a/d accepted in n passes ..." on stderr (nothing if none). */

@@ -57,13 +57,17 @@ mllm_status cli_spec_load(const cli_spec_opts *o, int n_threads, mllm_model **dr
     return st;
 }
 
+void cli_spec_params(const cli_spec_opts *o, mllm_model *draft, mllm_speculative_params *p) {
+    mllm_speculative_default_params(p);
+    p->mode = o->mode;
+    p->draft = draft;
+    p->lookup = o->lookup;
+    p->n_draft_max = (int)o->n_max;
+}
+
 mllm_status cli_spec_apply(const cli_spec_opts *o, mllm_model *draft, mllm_session *s) {
     mllm_speculative_params p;
-    mllm_speculative_default_params(&p);
-    p.mode = o->mode;
-    p.draft = draft;
-    p.lookup = o->lookup;
-    p.n_draft_max = (int)o->n_max;
+    cli_spec_params(o, draft, &p);
     mllm_status st = mllm_session_set_speculative(s, &p);
     if (st != MLLM_OK) cli_fail("cannot use the draft model", st);
     return st;

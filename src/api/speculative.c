@@ -384,8 +384,9 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     int k = 0;
     mllm_status st = MLLM_OK;
     sp->pass_draft_evals = 0;
-    /* The first pass of a session is a plain one: the clock's reference. */
-    if (cap > 0 && sp->c1_n > 0) {
+    /* The controller times passes against a one-token pass: with the clock
+       (greedy MLLM_SPEC_AUTO) the session's first pass is a plain one. */
+    if (cap > 0 && (sp->c1_n > 0 || sp->p.mode != MLLM_SPEC_AUTO || !sp->greedy)) {
         s->tokens[n0] = tok; /* the context the proposers see: what s holds, then tok */
         int want = sp->src[SRC_LOOKUP].n_cur < cap ? sp->src[SRC_LOOKUP].n_cur : cap;
         if (sp->p.lookup && src_on(sp, SRC_LOOKUP) &&

@@ -38,13 +38,14 @@ char *cli_read_file(const char *path, size_t *len);
 /* Prints "mllm: <what>: <status> (<detail>)" to stderr, returns 1. */
 int cli_fail(const char *what, mllm_status st);
 
-/* Speculative decoding options (cli_spec.c): --draft, --draft-max,
+/* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,
    --no-lookup, --speculative, --no-speculative. */
 typedef struct {
     const char *draft; /* draft model path or NULL */
     int mode;          /* mllm_spec_mode */
     bool lookup;
     long n_max;
+    double p_min;
 } cli_spec_opts;
 extern const char *const cli_spec_usage; /* the options' --help lines */
 void cli_spec_defaults(cli_spec_opts *o);

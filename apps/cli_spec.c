@@ -7,6 +7,7 @@ const char *const cli_spec_usage =
     "      --draft PATH      a draft model with the same vocabulary: it proposes tokens,\n"
     "                        the model checks them in one pass (greedy output unchanged)\n"
     "      --draft-max N     most tokens proposed per pass, 1..16 (default 8; adapts)\n"
+    "      --draft-p-min P   the draft stops proposing below this probability (default 0.5)\n"
     "      --no-lookup       no prompt lookup (proposals copied from an earlier match of\n"
     "                        the last tokens in the context; on by default)\n"
     "      --speculative M   auto (default: speculate where it is measured to pay), off,\n"
@@ -18,6 +19,7 @@ void cli_spec_defaults(cli_spec_opts *o) {
     o->mode = MLLM_SPEC_AUTO;
     o->lookup = true;
     o->n_max = 8;
+    o->p_min = 0.5;
 }
 
 int cli_spec_arg(cli_spec_opts *o, int argc, char **argv, int *i) {
@@ -27,6 +29,8 @@ int cli_spec_arg(cli_spec_opts *o, int argc, char **argv, int *i) {
         o->draft = v;
     } else if (!strcmp(a, "--draft-max")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_int(a, v, 1, MLLM_SPEC_MAX_DRAFT, &o->n_max)) return -1;
+    } else if (!strcmp(a, "--draft-p-min")) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_float(a, v, 0, 1, &o->p_min)) return -1;
     } else if (!strcmp(a, "--no-lookup")) {
         o->lookup = false;
     } else if (!strcmp(a, "--no-speculative")) {
@@ -63,6 +67,7 @@ void cli_spec_params(const cli_spec_opts *o, mllm_model *draft, mllm_speculative
     p->draft = draft;
     p->lookup = o->lookup;
     p->n_draft_max = (int)o->n_max;
+    p->draft_p_min = (float)o->p_min;
 }
 
 mllm_status cli_spec_apply(const cli_spec_opts *o, mllm_model *draft, mllm_session *s) {

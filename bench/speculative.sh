@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Speculative decoding, side by side with llama.cpp (bench/RESULTS.md):
-#   bench/speculative.sh LLAMA_BIN_DIR TARGET.gguf DRAFT.gguf [ROUNDS] [N]
+#   bench/speculative.sh LLAMA_BIN_DIR TARGET.gguf DRAFT.gguf [ROUNDS] [N] [PROMPTS...]
 # For each prompt of bench/spec_prompts (code*.txt: a draft model; edit*.txt:
-# prompt lookup) it runs every configuration once per round, alternating,
+# prompt lookup; PROMPTS: those files only) it runs every configuration once
+# per round (llama.cpp's LLAMA_ROUNDS, default ROUNDS, of them), alternating,
 # greedy, 2 threads, N tokens (default 128), and prints each one's median
 # decode speed and the md5 of mllm's output (identical to plain decoding).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 L=$1 T=$2 D=$3 ROUNDS=${4:-3} N=${5:-128}
+shift 5 2>/dev/null || shift $#
+PROMPTS=("$@")
+[ ${#PROMPTS[@]} -gt 0 ] || PROMPTS=(bench/spec_prompts/*.txt)
+LLAMA_ROUNDS=${LLAMA_ROUNDS:-$ROUNDS}
 M=build/release/mllm
 out=$(mktemp -d)
 gen_tps() { sed -n 's/.*generation: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tokens\/s.*/\1/p' "$1"; }
@@ -28,12 +33,17 @@ run_cfg() { # name prompt-file round
     esac >"$log.tps"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print NR ? (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2) : "-"}'; }
-for p in bench/spec_prompts/*.txt; do
+for p in "${PROMPTS[@]}"; do
     case $(basename "$p") in
     code*) cfgs="mllm-plain mllm-draft llama-spec" ;;
     edit*) cfgs="mllm-plain mllm-lookup mllm-draft llama-lookup llama-spec" ;;
     esac
-    for r in $(seq 1 "$ROUNDS"); do for c in $cfgs; do run_cfg "$c" "$p" "$r"; done; done
+    for r in $(seq 1 "$ROUNDS"); do
+        for c in $cfgs; do
+            case $c in llama-*) [ "$r" -le "$LLAMA_ROUNDS" ] || continue ;; esac
+            run_cfg "$c" "$p" "$r"
+        done
+    done
     for c in $cfgs; do
         tps=$(cat "$out/$c.$(basename "$p")".*.tps | median)
         all=$(cat "$out/$c.$(basename "$p")".*.tps | tr '\n' ' ')

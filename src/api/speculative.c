@@ -18,9 +18,10 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
 #define SPEC_BACKOFF_MAX 1024
 /* With temperature > 0 the controller uses a cost model, not the clock, so
    that a seed gives the same text on every run: a pass over T tokens costs
-   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (measured on the
-   2-core test machine with Qwen2.5-Coder-1.5B Q4_K_M: bench/RESULTS.md), a
-   draft pass the ratio of the draft's weight bytes to the model's. */
+   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
+   bandwidth-bound decode: the weights are read once for all T tokens; not
+   yet measured on a quiet machine, bench/RESULTS.md), a draft pass the ratio
+   of the draft's weight bytes to the model's. */
 #define SPEC_VERIFY_COST 0.06
 
 typedef struct {

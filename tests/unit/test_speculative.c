@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <mllm/mllm.h>
+#include "runtime/ngram_lookup.h"
 #include "synth/synth.h"
 #include "testutil.h"
 
@@ -334,6 +335,26 @@ static void test_vocab_checked(void **state) {
     mllm_model_free(t), mllm_model_free(d);
 }
 
+/* The n-gram match: longest n first, latest occurrence first, bounded by
+   cap and by the context's end; nothing on short or unmatched contexts. */
+static void test_ngram_lookup(void **state) {
+    (void)state;
+    int32_t out[8];
+    const int32_t a[] = {1, 2, 3, 9, 1, 2, 3, 7, 8, 5, 2, 3};
+    /* "2 3" last occurred before "7 8 5"; the 3-gram "5 2 3" never did. */
+    assert_int_equal(mllm_ngram_lookup(a, 12, 2, 4, 8, out), 5);
+    assert_int_equal(out[0], 7);
+    assert_int_equal(out[4], 3);
+    assert_int_equal(mllm_ngram_lookup(a, 12, 2, 4, 2, out), 2);
+    /* "1 2 3" (prefix of 7) matched at 0: continues with 9, 1, 2, 3 */
+    assert_int_equal(mllm_ngram_lookup(a, 7, 3, 3, 8, out), 4);
+    assert_int_equal(out[0], 9);
+    assert_int_equal(mllm_ngram_lookup(a, 2, 2, 4, 8, out), 0);  /* too short */
+    const int32_t b[] = {4, 5, 6};
+    assert_int_equal(mllm_ngram_lookup(b, 3, 1, 4, 8, out), 0);  /* no repeat */
+    assert_int_equal(mllm_ngram_lookup(a, 12, 1, 4, 0, out), 0); /* cap 0 */
+}
+
 /* ---- real files -------------------------------------------------------- */
 
 static mllm_model *load_env(const char *var) {
@@ -407,6 +428,7 @@ int main(void) {
         cmocka_unit_test(test_stop_inside_a_pass),
         cmocka_unit_test(test_sampling_keeps_distribution),
         cmocka_unit_test(test_vocab_checked),
+        cmocka_unit_test(test_ngram_lookup),
         cmocka_unit_test(test_real_qwen_draft),
         cmocka_unit_test(test_real_smollm2_lookup),
     };

@@ -38,6 +38,29 @@ char *cli_read_file(const char *path, size_t *len);
 /* Prints "mllm: <what>: <status> (<detail>)" to stderr, returns 1. */
 int cli_fail(const char *what, mllm_status st);
 
+/* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,
+   --no-lookup, --speculative, --no-speculative. */
+typedef struct {
+    const char *draft; /* draft model path or NULL */
+    int mode;          /* mllm_spec_mode */
+    bool lookup;
+    long n_max;
+    double p_min;
+} cli_spec_opts;
+extern const char *const cli_spec_usage; /* the options' --help lines */
+void cli_spec_defaults(cli_spec_opts *o);
+/* argv[*i] is one of the options: 1 (its value consumed), -1 (bad value,
+   printed), 0 (not one of them). */
+int cli_spec_arg(cli_spec_opts *o, int argc, char **argv, int *i);
+/* Loads o->draft (NULL without one, or when speculation is off). */
+mllm_status cli_spec_load(const cli_spec_opts *o, int n_threads, mllm_model **draft);
+/* The parameters the options say, with draft as the draft model. */
+void cli_spec_params(const cli_spec_opts *o, mllm_model *draft, mllm_speculative_params *p);
+/* Sets the session's speculation; errors are printed. */
+mllm_status cli_spec_apply(const cli_spec_opts *o, mllm_model *draft, mllm_session *s);
+/* " | lookup: a/d accepted in n passes ..." on stderr (nothing if none). */
+void cli_spec_report(const mllm_session *s);
+
 /* A seed from /dev/urandom (--seed -1, the default, as in llama.cpp). */
 uint64_t cli_random_seed(void);
 

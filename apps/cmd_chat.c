@@ -32,6 +32,8 @@ static void chat_usage(FILE *f) {
             "      --temp/--top-k/--top-p/--min-p/--repeat-penalty/--seed  as in mllm run\n"
             "                          (--seed -1, the default, draws one and prints it)\n"
             "      --verbose           after each reply, print prompt tokens reused vs computed\n"
+            "                          and how speculation did\n"
+            "%s"
             "\n"
             "In the chat: arrow keys edit the line and walk the history (libedit, on a\n"
             "terminal); a line ending in \\ continues on the next line; /reset clears the\n"
@@ -42,7 +44,8 @@ static void chat_usage(FILE *f) {
             "go to stderr.\n"
             "\n"
             "When the conversation no longer fits the context, the oldest turns are dropped\n"
-            "(the system prompt is kept) and a note goes to stderr.\n");
+            "(the system prompt is kept) and a note goes to stderr.\n",
+            cli_spec_usage);
 }
 
 static mllm_session *volatile g_session;
@@ -237,9 +240,12 @@ static int user_turn(chat_state *c, const char *text) {
     c->computed_total += computed;
     c->generated_total += gen;
     double tps = t1.gen_ms - t0.gen_ms > 0 ? gen * 1e3 / (t1.gen_ms - t0.gen_ms) : 0.0;
-    if (c->verbose)
-        fprintf(stderr, "[turn %ld: prompt tokens reused %zu, computed %ld; generated %ld; %.1f tokens/s]\n", c->turns,
+    if (c->verbose) {
+        fprintf(stderr, "[turn %ld: prompt tokens reused %zu, computed %ld; generated %ld; %.1f tokens/s", c->turns,
                 reused, computed, gen, tps);
+        cli_spec_report(c->s); /* since the start of the chat */
+        fprintf(stderr, "]\n");
+    }
     else
         fprintf(stderr, "[%ld tokens, %.1f tokens/s]\n", gen, tps);
     return 0;
@@ -353,8 +359,13 @@ int cmd_chat(int argc, char **argv) {
     chat_state c = {.think = -1};
     long n_predict = 512, threads = 0, ctx = 0, top_k = 40, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
+    cli_spec_opts so;
+    cli_spec_defaults(&so);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int sa = cli_spec_arg(&so, argc, argv, &i);
+        if (sa < 0) return 2;
+        if (sa > 0) continue;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { chat_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
@@ -400,6 +411,13 @@ int cmd_chat(int argc, char **argv) {
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;
     if ((st = mllm_session_new(c.m, &sp, &c.s)) != MLLM_OK) { mllm_model_free(c.m); return cli_fail("cannot create session", st); }
+    mllm_model *dm = NULL;
+    if (cli_spec_load(&so, (int)threads, &dm) != MLLM_OK || cli_spec_apply(&so, dm, c.s) != MLLM_OK) {
+        mllm_session_free(c.s);
+        mllm_model_free(dm);
+        mllm_model_free(c.m);
+        return 1;
+    }
     mllm_sampling_default(&c.smp);
     c.smp.temperature = (float)temp;
     c.smp.top_k = (int)top_k;
@@ -442,6 +460,7 @@ int cmd_chat(int argc, char **argv) {
     g_session = NULL;
     cJSON_Delete(c.messages);
     mllm_session_free(c.s);
+    mllm_model_free(dm);
     mllm_model_free(c.m);
     return 0;
 }

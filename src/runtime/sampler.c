@@ -167,16 +167,20 @@ void mllm_sampler_logprobs(mllm_sampler *s, const float *logits, int32_t id, int
     }
 }
 
-int32_t mllm_sampler_sample(mllm_sampler *s, const float *logits, const int32_t *recent,
-                            int n_recent) {
+/* Penalties and biases into s->logits (the working copy). */
+static float *processed(mllm_sampler *s, const float *logits, const int32_t *recent, int n_recent) {
     const mllm_sampling *p = &s->p;
-    int n = s->n_vocab;
     float *l = s->logits;
-    memcpy(l, logits, (size_t)n * sizeof(float));
+    memcpy(l, logits, (size_t)s->n_vocab * sizeof(float));
     penalize(s, l, recent, n_recent);
     for (int i = 0; i < p->n_logit_bias; i++) l[p->logit_bias_ids[i]] += p->logit_bias[i];
-    if (p->temperature <= 0) return mllm_argmax(l, n);
+    return l;
+}
 
+int mllm_sampler_dist(mllm_sampler *s, const float *logits, const int32_t *recent, int n_recent, double *sum_out) {
+    const mllm_sampling *p = &s->p;
+    int n = s->n_vocab;
+    float *l = processed(s, logits, recent, n_recent);
     /* Candidates sorted by logit; top-k bounds how many we keep. */
     int k = p->top_k > 0 && p->top_k < n ? p->top_k : n;
     g_sort_keys = l;
@@ -206,10 +210,32 @@ int32_t mllm_sampler_sample(mllm_sampler *s, const float *logits, const int32_t 
     }
     sum = 0;
     for (int i = 0; i < k; i++) sum += (s->prob[i] = expf((l[s->idx[i]] - mx) / p->temperature));
-    double r = mllm_rng_uniform(&s->rng) * sum, acc = 0;
+    *sum_out = sum;
+    return k;
+}
+
+int32_t mllm_sampler_draw(mllm_rng *rng, const int32_t *idx, const float *w, int k, double sum) {
+    double r = mllm_rng_uniform(rng) * sum, acc = 0;
     for (int i = 0; i < k; i++) {
-        acc += s->prob[i];
-        if (r < acc) return s->idx[i];
+        acc += w[i];
+        if (r < acc) return idx[i];
     }
-    return s->idx[k - 1];
+    return idx[k - 1];
+}
+
+int32_t mllm_sampler_sample(mllm_sampler *s, const float *logits, const int32_t *recent,
+                            int n_recent) {
+    if (s->p.temperature <= 0) return mllm_argmax(processed(s, logits, recent, n_recent), s->n_vocab);
+    double sum;
+    int k = mllm_sampler_dist(s, logits, recent, n_recent, &sum);
+    return mllm_sampler_draw(&s->rng, s->idx, s->prob, k, sum);
+}
+
+float mllm_sampler_greedy_confidence(const mllm_sampler *s, int32_t best) {
+    const float *l = s->logits;
+    const float mx = l[best], cut = mx - 20.0f; /* below: e^-20 each, nothing even over 150k tokens */
+    float sum = 0;
+    for (int i = 0; i < s->n_vocab; i++)
+        if (l[i] > cut) sum += expf(l[i] - mx);
+    return 1.0f / sum;
 }

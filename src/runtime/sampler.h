@@ -45,6 +45,16 @@ void mllm_sampler_free(mllm_sampler *s);
    (prompt and generated) for the repetition penalty. */
 int32_t mllm_sampler_sample(mllm_sampler *s, const float *logits, const int32_t *recent,
                             int n_recent);
+/* The distribution mllm_sampler_sample draws from when temperature > 0
+   (penalties, biases, top-k, top-p, min-p, temperature): its k candidates
+   are s->idx[0..k), most likely first, with weights s->prob[0..k) summing
+   to *sum (not normalised). Valid until the next call on s. */
+int mllm_sampler_dist(mllm_sampler *s, const float *logits, const int32_t *recent, int n_recent, double *sum);
+/* One draw from weights w[0..k) (total sum) over ids idx[0..k). */
+int32_t mllm_sampler_draw(mllm_rng *rng, const int32_t *idx, const float *w, int k, double sum);
+/* After a greedy mllm_sampler_sample that returned best: the softmax
+   probability of best among the processed logits (how sure the model is). */
+float mllm_sampler_greedy_confidence(const mllm_sampler *s, int32_t best);
 /* Log-softmax of the raw logits (temperature 1, nothing applied): *lp for
    id, and the n_top most likely ids with theirs, most likely first. */
 void mllm_sampler_logprobs(mllm_sampler *s, const float *logits, int32_t id, int n_top, int32_t *top_ids,

@@ -200,7 +200,7 @@ static void *worker_main(void *arg) {
 }
 
 mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue, bool context_shift,
-                          srv_metrics *metrics, srv_sched **out) {
+                          const mllm_speculative_params *spec, srv_metrics *metrics, srv_sched **out) {
     *out = NULL;
     if (!m || n_slots < 1 || max_queue < 0)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: %d slots, queue %d", n_slots, max_queue);
@@ -225,6 +225,7 @@ mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, 
         pthread_cond_init(&sl->cv, NULL);
         S->n_slots = i + 1;
         mllm_status st = mllm_session_new(m, &sp, &sl->sess);
+        if (st == MLLM_OK && spec) st = mllm_session_set_speculative(sl->sess, spec);
         if (st != MLLM_OK) { srv_sched_free(S); return st; }
         S->n_ctx = mllm_session_n_ctx(sl->sess);
         sl->cache = mllm_malloc((size_t)S->n_ctx * sizeof(int32_t));

@@ -13,10 +13,11 @@ typedef struct srv_sched srv_sched;
 
 typedef enum { SRV_SUBMIT_OK = 0, SRV_SUBMIT_FULL = 1, SRV_SUBMIT_CLOSED = 2 } srv_submit;
 
-/* context_shift: a job whose context fills goes on after dropping old
+/* spec (NULL: the default): how every slot's session speculates.
+   context_shift: a job whose context fills goes on after dropping old
    tokens (srv_job.n_keep are kept) instead of ending with "length". */
 mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue, bool context_shift,
-                          srv_metrics *metrics, srv_sched **out);
+                          const mllm_speculative_params *spec, srv_metrics *metrics, srv_sched **out);
 /* The context length of every slot. */
 int srv_sched_n_ctx(const srv_sched *s);
 /* Takes a reference on the job when it is accepted. */

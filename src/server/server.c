@@ -99,8 +99,8 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
     /* An embedding model (BERT) has no generation slots: only /v1/embeddings
        and the small endpoints answer. */
     if (mllm_model_can_generate(model))
-        st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, &S->metrics,
-                           &S->sched);
+        st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, c->speculative,
+                           &S->metrics, &S->sched);
     if (st == MLLM_OK && pthread_mutex_init(&S->embed_mu, NULL) != 0)
         st = mllm_err(MLLM_ERR_NOMEM, "server: cannot create a mutex");
     else if (st == MLLM_OK)

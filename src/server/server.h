@@ -57,6 +57,10 @@ typedef struct {
     const char *allowed_origins; /* NULL: no cross-origin requests; "*"; or "https://a.example,http://b:3000" */
     bool log_requests;     /* one line per request on stderr (default true) */
     bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
+    /* How each slot speculates (NULL: the session default, prompt lookup in
+       MLLM_SPEC_AUTO). Each slot gets its own draft session on p->draft.
+       Per slot, one sequence at a time: batching slots together is #14. */
+    const mllm_speculative_params *speculative;
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

@@ -1,0 +1,452 @@
+/* Speculative decoding: proposers, one-pass verification, the accept /
+   resample rule and the controller that turns a proposer off where it does
+   not pay (docs/speculative.md). */
+#include "api/speculative.h"
+#include <math.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/error.h"
+#include "runtime/ngram_lookup.h"
+
+enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
+
+/* The controller judges a proposer every SPEC_WINDOW passes; one that does
+   not pay rests for SPEC_BACKOFF_MIN generated tokens, twice as long after
+   each further failure (up to SPEC_BACKOFF_MAX), then is tried again. */
+#define SPEC_WINDOW 8
+#define SPEC_BACKOFF_MIN 32
+#define SPEC_BACKOFF_MAX 1024
+/* With temperature > 0 the controller uses a cost model, not the clock, so
+   that a seed gives the same text on every run: a pass over T tokens costs
+   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
+   bandwidth-bound decode: the weights are read once for all T tokens; not
+   yet measured on a quiet machine, bench/RESULTS.md), a draft pass the ratio
+   of the draft's weight bytes to the model's. */
+#define SPEC_VERIFY_COST 0.06
+
+typedef struct {
+    int off_until; /* generated-token index from which it may propose again */
+    int backoff;
+    int n_cur;     /* proposal length, adapted to what was accepted */
+    int w_passes;  /* the current window: passes, tokens they gave, their cost */
+    double w_gain, w_cost;
+} spec_src;
+
+struct mllm_spec {
+    mllm_speculative_params p;
+    mllm_session *draft;   /* on p.draft, sharing the target's pool */
+    double draft_ratio;    /* the draft's weight bytes / the model's */
+    double c1_ms;          /* one-token pass of the model, moving average */
+    int c1_n;
+    mllm_speculative_stats stats;
+    /* the generation */
+    bool active, greedy, have_dsmp;
+    mllm_sampler dsmp;     /* the draft's sampler: the same settings as the model's */
+    mllm_rng rng;          /* the draft's own draws */
+    spec_src src[SRC_N];
+    int gen_i;             /* tokens advanced in this generation */
+    /* the pass in flight: proposals queue[qi..qn) at the positions after n_past */
+    int32_t queue[MLLM_SPEC_MAX_DRAFT];
+    int qn, qi, q_src;
+    const float *rows;     /* (qn + 1, n_vocab) the model's logits of that pass */
+    double pass_ms;
+    int pass_draft_evals;
+    /* sampling with a draft: the draft's distribution of each proposal */
+    int32_t *qidx;         /* (n_draft_max, draft n_vocab) */
+    float *qprob;
+    int qk[MLLM_SPEC_MAX_DRAFT];
+    float *dense, *resid;  /* (n_scratch) scratch, dense all zero between uses */
+    int n_scratch;
+};
+
+MLLM_API void mllm_speculative_default_params(mllm_speculative_params *p) {
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->mode = MLLM_SPEC_AUTO;
+    p->lookup = 1;
+    p->n_draft_max = 8;
+    p->ngram_min = 2;
+    p->ngram_max = 4;
+    p->draft_p_min = 0.5f;
+}
+
+static void free_draft_bufs(struct mllm_spec *sp) {
+    mllm_free(sp->qidx);
+    mllm_free(sp->qprob);
+    mllm_free(sp->dense);
+    mllm_free(sp->resid);
+    sp->qidx = NULL;
+    sp->qprob = sp->dense = sp->resid = NULL;
+    sp->n_scratch = 0;
+}
+
+void mllm_spec_free(struct mllm_spec *sp) {
+    if (!sp) return;
+    mllm_session_free(sp->draft);
+    if (sp->have_dsmp) mllm_sampler_free(&sp->dsmp);
+    free_draft_bufs(sp);
+    mllm_free(sp);
+}
+
+void mllm_spec_reset_stats(struct mllm_spec *sp) {
+    if (sp) memset(&sp->stats, 0, sizeof sp->stats);
+}
+
+static struct mllm_spec *spec_of(mllm_session *s) {
+    if (!s->spec && (s->spec = mllm_calloc(1, sizeof *s->spec))) mllm_speculative_default_params(&s->spec->p);
+    return s->spec;
+}
+
+static double weight_bytes(const mllm_model *m) {
+    double b = 0;
+    for (size_t i = 0; i < m->file->n_weights; i++) b += (double)m->file->weights[i].size;
+    return b;
+}
+
+/* Same tokens under the same ids: a proposal is only worth checking if the
+   draft's id means the model's. */
+static mllm_status check_vocab(const mllm_model *t, const mllm_model *d) {
+    int32_t nt = mllm_tokenizer_n_vocab(t->tok), nd = mllm_tokenizer_n_vocab(d->tok);
+    int dv = t->dec.cfg.n_vocab - d->dec.cfg.n_vocab;
+    if (nt != nd || dv > 128 || dv < -128)
+        return mllm_err(MLLM_ERR_INVALID_ARG,
+                        "draft %s: its vocabulary (%d tokens, %d logits) is not the model's (%d tokens, %d logits)",
+                        d->file->path, nd, d->dec.cfg.n_vocab, nt, t->dec.cfg.n_vocab);
+    for (int32_t id = 0; id < nt; id++) {
+        size_t la = 0, lb = 0;
+        const char *a = mllm_tokenizer_token_text(t->tok, id, &la), *b = mllm_tokenizer_token_text(d->tok, id, &lb);
+        if (la != lb || (la && memcmp(a, b, la) != 0))
+            return mllm_err(MLLM_ERR_INVALID_ARG, "draft %s: token %d is '%.*s' there and '%.*s' in the model",
+                            d->file->path, id, (int)(lb > 64 ? 64 : lb), b ? b : "", (int)(la > 64 ? 64 : la),
+                            a ? a : "");
+    }
+    if (mllm_tokenizer_bos(t->tok) != mllm_tokenizer_bos(d->tok) ||
+        mllm_tokenizer_eos(t->tok) != mllm_tokenizer_eos(d->tok))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "draft %s: BOS/EOS %d/%d, the model's %d/%d", d->file->path,
+                        mllm_tokenizer_bos(d->tok), mllm_tokenizer_eos(d->tok), mllm_tokenizer_bos(t->tok),
+                        mllm_tokenizer_eos(t->tok));
+    return MLLM_OK;
+}
+
+MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_speculative_params *p0) {
+    if (!s) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_set_speculative: NULL session");
+    mllm_speculative_params p;
+    mllm_speculative_default_params(&p);
+    if (p0) {
+        if (p0->struct_size != sizeof p)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_speculative_params struct_size %u, expected %zu",
+                            p0->struct_size, sizeof p);
+        p = *p0;
+    }
+    if (p.mode < MLLM_SPEC_AUTO || p.mode > MLLM_SPEC_ALWAYS || p.n_draft_max < 1 ||
+        p.n_draft_max > MLLM_SPEC_MAX_DRAFT || p.ngram_min < 1 || p.ngram_max > 8 || p.ngram_min > p.ngram_max ||
+        !(p.draft_p_min >= 0 && p.draft_p_min <= 1))
+        return mllm_err(MLLM_ERR_INVALID_ARG,
+                        "speculative: mode %d, n_draft_max %d (1..%d), ngram %d..%d (1..8), draft_p_min %g (0..1)",
+                        p.mode, p.n_draft_max, MLLM_SPEC_MAX_DRAFT, p.ngram_min, p.ngram_max, p.draft_p_min);
+    mllm_session *d = NULL;
+    if (p.draft) {
+        if (p.draft->enc)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "draft %s is an embedding model", p.draft->file->path);
+        mllm_status st = check_vocab(s->m, p.draft);
+        if (st != MLLM_OK) return st;
+        mllm_session_params dp;
+        mllm_session_default_params(&dp);
+        dp.n_ctx = s->n_ctx;
+        /* The draft runs between the model's passes, never beside them: the
+           same threads (a second pool would spin on the cores they need). */
+        if ((st = mllm_session_create(p.draft, &dp, s->pool, &d)) != MLLM_OK) return st;
+    }
+    struct mllm_spec *sp = spec_of(s);
+    if (!sp) {
+        mllm_session_free(d);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    mllm_session_free(sp->draft);
+    free_draft_bufs(sp); /* sized for the old draft */
+    sp->draft = d;
+    sp->draft_ratio = d ? weight_bytes(p.draft) / weight_bytes(s->m) : 0;
+    sp->p = p;
+    return MLLM_OK;
+}
+
+MLLM_API void mllm_session_speculative_stats(const mllm_session *s, mllm_speculative_stats *out) {
+    if (!s || !out || out->struct_size < sizeof(uint32_t)) return;
+    mllm_speculative_stats t = {0};
+    if (s->spec) t = s->spec->stats;
+    size_t n = out->struct_size < sizeof t ? out->struct_size : sizeof t;
+    t.struct_size = out->struct_size;
+    memcpy(out, &t, n);
+}
+
+mllm_status mllm_spec_begin(mllm_session *s, const mllm_sampling *p) {
+    struct mllm_spec *sp = spec_of(s);
+    if (!sp) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    sp->qn = sp->qi = 0;
+    sp->gen_i = 0;
+    sp->greedy = p->temperature <= 0;
+    sp->active = sp->p.mode != MLLM_SPEC_OFF && !p->grammar && (sp->p.lookup || sp->draft);
+    for (int i = 0; i < SRC_N; i++)
+        sp->src[i] = (spec_src){.backoff = SPEC_BACKOFF_MIN,
+                                .n_cur = i == SRC_DRAFT ? (sp->p.n_draft_max + 1) / 2 : sp->p.n_draft_max};
+    mllm_rng_seed(&sp->rng, p->seed ^ 0x5851F42D4C957F2Dull);
+    if (!sp->active) return MLLM_OK;
+    int nv = s->m->dec.cfg.n_vocab, nvd = sp->draft ? sp->draft->m->dec.cfg.n_vocab : 0;
+    int n_scratch = nv > nvd ? nv : nvd;
+    if (!sp->greedy && sp->n_scratch < n_scratch) {
+        free_draft_bufs(sp);
+        sp->dense = mllm_calloc((size_t)n_scratch, sizeof(float));
+        sp->resid = mllm_malloc((size_t)n_scratch * sizeof(float));
+        if (sp->draft) {
+            sp->qidx = mllm_malloc((size_t)sp->p.n_draft_max * (size_t)nvd * sizeof(int32_t));
+            sp->qprob = mllm_malloc((size_t)sp->p.n_draft_max * (size_t)nvd * sizeof(float));
+        }
+        if (!sp->dense || !sp->resid || (sp->draft && (!sp->qidx || !sp->qprob))) {
+            free_draft_bufs(sp);
+            return mllm_err(MLLM_ERR_NOMEM, "out of memory for speculative sampling");
+        }
+        sp->n_scratch = n_scratch;
+    }
+    if (!sp->draft) return MLLM_OK;
+    mllm_status st = mllm_sampler_init(&sp->dsmp, p, nvd);
+    if (st != MLLM_OK) return st;
+    sp->have_dsmp = true;
+    /* The draft's prefill of what the model holds (only what it lacks). */
+    mllm_session *d = sp->draft;
+    int k = 0;
+    while (k < s->n_past && k < d->n_past && d->tokens[k] == s->tokens[k]) k++;
+    d->n_past = k;
+    return mllm_session_eval_internal(d, s->tokens + k, (size_t)(s->n_past - k));
+}
+
+void mllm_spec_end(mllm_session *s) {
+    struct mllm_spec *sp = s->spec;
+    if (!sp) return;
+    sp->qn = sp->qi = 0;
+    sp->active = false;
+    if (sp->have_dsmp) mllm_sampler_free(&sp->dsmp);
+    sp->have_dsmp = false;
+}
+
+/* Probability of id among candidates (idx, w) of total sum; 0 if absent. */
+static double prob_of(const int32_t *idx, const float *w, int k, double sum, int32_t id) {
+    for (int i = 0; i < k; i++)
+        if (idx[i] == id) return w[i] / sum;
+    return 0;
+}
+
+int32_t mllm_spec_sample(mllm_session *s, mllm_sampler *smp) {
+    struct mllm_spec *sp = s->spec;
+    /* Greedy: the draw is the argmax whatever was proposed; a proposal is
+       kept exactly when it is that token (mllm_spec_advance compares). */
+    if (!sp || !sp->active || sp->qi >= sp->qn || sp->greedy)
+        return mllm_sampler_sample(smp, s->logits, s->tokens, s->n_past);
+    int32_t d = sp->queue[sp->qi];
+    double sum;
+    int k = mllm_sampler_dist(smp, s->logits, s->tokens, s->n_past, &sum);
+    double pd = prob_of(smp->idx, smp->prob, k, sum, d), qd = 1; /* lookup: q is all on d */
+    const int32_t *qi = NULL;
+    const float *qp = NULL;
+    int qk = 0;
+    if (sp->q_src == SRC_DRAFT) {
+        size_t nvd = (size_t)sp->draft->m->dec.cfg.n_vocab;
+        qi = sp->qidx + (size_t)sp->qi * nvd;
+        qp = sp->qprob + (size_t)sp->qi * nvd;
+        qk = sp->qk[sp->qi];
+        qd = prob_of(qi, qp, qk, 1.0, d);
+    }
+    /* Accept with probability min(1, p(d) / q(d)). */
+    if (mllm_rng_uniform(&smp->rng) * qd < pd) return d;
+    /* Rejected: a draw from norm(max(p - q, 0)), which never gives d. */
+    if (qi) {
+        for (int j = 0; j < qk; j++) sp->dense[qi[j]] = qp[j];
+    } else {
+        sp->dense[d] = 1;
+    }
+    double rs = 0;
+    for (int i = 0; i < k; i++) {
+        double r = smp->prob[i] / sum - sp->dense[smp->idx[i]];
+        sp->resid[i] = r > 0 ? (float)r : 0.0f;
+        rs += sp->resid[i];
+    }
+    if (qi) {
+        for (int j = 0; j < qk; j++) sp->dense[qi[j]] = 0;
+    } else {
+        sp->dense[d] = 0;
+    }
+    if (rs <= 0) return mllm_sampler_draw(&smp->rng, smp->idx, smp->prob, k, sum); /* rounding: p == q */
+    return mllm_sampler_draw(&smp->rng, smp->idx, sp->resid, k, rs);
+}
+
+/* Brings the draft to hold ctx[0..n) with the logits after it, evaluating
+   only what it lacks. */
+static mllm_status draft_sync(struct mllm_spec *sp, const int32_t *ctx, int n) {
+    mllm_session *d = sp->draft;
+    int k = 0;
+    while (k < n && k < d->n_past && d->tokens[k] == ctx[k]) k++;
+    if (k == n && d->n_past == n) return MLLM_OK; /* its logits are the last token's */
+    if (k == n) k = n - 1;
+    d->n_past = k;
+    sp->pass_draft_evals++;
+    return mllm_session_eval_internal(d, ctx + k, (size_t)(n - k));
+}
+
+/* Up to cap draft tokens after ctx[0..n) into sp->queue; their count. */
+static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *ctx, int n, int cap,
+                         mllm_status *st) {
+    mllm_session *d = sp->draft;
+    if ((*st = draft_sync(sp, ctx, n)) != MLLM_OK) return 0;
+    size_t nvd = (size_t)d->m->dec.cfg.n_vocab;
+    int i = 0;
+    for (; i < cap; i++) {
+        int32_t tok;
+        float conf;
+        if (sp->greedy) {
+            tok = mllm_sampler_sample(&sp->dsmp, d->logits, d->tokens, d->n_past);
+            conf = mllm_sampler_greedy_confidence(&sp->dsmp, tok);
+        } else {
+            double sum;
+            int k = mllm_sampler_dist(&sp->dsmp, d->logits, d->tokens, d->n_past, &sum);
+            conf = (float)(sp->dsmp.prob[0] / sum);
+            tok = mllm_sampler_draw(&sp->rng, sp->dsmp.idx, sp->dsmp.prob, k, sum);
+            int32_t *qi = sp->qidx + (size_t)i * nvd;
+            float *qp = sp->qprob + (size_t)i * nvd;
+            memcpy(qi, sp->dsmp.idx, (size_t)k * sizeof *qi);
+            for (int j = 0; j < k; j++) qp[j] = (float)(sp->dsmp.prob[j] / sum);
+            sp->qk[i] = k;
+        }
+        /* Unsure: the model would likely reject it, and the ones after it. */
+        if (conf < sp->p.draft_p_min || tok >= s->m->dec.cfg.n_vocab) break;
+        sp->queue[i] = tok;
+        if (i + 1 < cap) {
+            sp->pass_draft_evals++;
+            if ((*st = mllm_session_eval_internal(d, &tok, 1)) != MLLM_OK) return 0;
+        }
+    }
+    return i;
+}
+
+static void note_plain_ms(struct mllm_spec *sp, double ms) {
+    sp->c1_ms = sp->c1_n ? 0.8 * sp->c1_ms + 0.2 * ms : ms;
+    sp->c1_n++;
+    sp->stats.n_plain++;
+}
+
+/* The controller: a window of passes of one proposer, judged every
+   SPEC_WINDOW passes by the tokens they gave per unit of cost against one
+   token per one-token pass. */
+static void judge(struct mllm_spec *sp, spec_src *r, int gain) {
+    if (sp->p.mode != MLLM_SPEC_AUTO) return;
+    r->w_passes++;
+    r->w_gain += gain;
+    r->w_cost += sp->greedy ? sp->pass_ms / sp->c1_ms
+                            : 1 + SPEC_VERIFY_COST * sp->qn + sp->pass_draft_evals * sp->draft_ratio;
+    if (r->w_passes < SPEC_WINDOW) return;
+    if (r->w_gain / r->w_cost < 1.0) {
+        r->off_until = sp->gen_i + r->backoff;
+        r->backoff = r->backoff * 2 < SPEC_BACKOFF_MAX ? r->backoff * 2 : SPEC_BACKOFF_MAX;
+        sp->stats.n_turned_off++;
+    } else {
+        r->backoff = SPEC_BACKOFF_MIN;
+    }
+    r->w_passes = 0;
+    r->w_gain = r->w_cost = 0;
+}
+
+/* A pass ended with `accepted` of its proposals kept: statistics, the
+   proposal length (longer after a full acceptance, just past the accepted
+   run after a rejection) and the controller. */
+static void finish_pass(struct mllm_spec *sp, int accepted) {
+    spec_src *r = &sp->src[sp->q_src];
+    if (sp->q_src == SRC_LOOKUP) {
+        sp->stats.n_lookup_passes++;
+        sp->stats.n_lookup_drafted += sp->qn;
+        sp->stats.n_lookup_accepted += accepted;
+    } else {
+        sp->stats.n_draft_passes++;
+        sp->stats.n_draft_drafted += sp->qn;
+        sp->stats.n_draft_accepted += accepted;
+    }
+    if (accepted == sp->qn) r->n_cur = r->n_cur + 2 < sp->p.n_draft_max ? r->n_cur + 2 : sp->p.n_draft_max;
+    else r->n_cur = accepted + 1;
+    judge(sp, r, accepted + 1);
+}
+
+static bool src_on(const struct mllm_spec *sp, int src) {
+    return sp->p.mode == MLLM_SPEC_ALWAYS || sp->gen_i >= sp->src[src].off_until;
+}
+
+/* tok after what s holds: proposals, then one pass over tok and them. */
+static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int remaining) {
+    int n0 = s->n_past, cap = s->n_ctx - n0 - 1;
+    if (cap > remaining) cap = remaining;
+    if (cap > MLLM_SPEC_MAX_DRAFT) cap = MLLM_SPEC_MAX_DRAFT;
+    double t0 = mllm_now_ms();
+    int k = 0;
+    mllm_status st = MLLM_OK;
+    sp->pass_draft_evals = 0;
+    /* The controller times passes against a one-token pass: with the clock
+       (greedy MLLM_SPEC_AUTO) the session's first pass is a plain one. */
+    if (cap > 0 && (sp->c1_n > 0 || sp->p.mode != MLLM_SPEC_AUTO || !sp->greedy)) {
+        s->tokens[n0] = tok; /* the context the proposers see: what s holds, then tok */
+        int want = sp->src[SRC_LOOKUP].n_cur < cap ? sp->src[SRC_LOOKUP].n_cur : cap;
+        if (sp->p.lookup && src_on(sp, SRC_LOOKUP) &&
+            (k = mllm_ngram_lookup(s->tokens, n0 + 1, sp->p.ngram_min, sp->p.ngram_max, want, sp->queue)))
+            sp->q_src = SRC_LOOKUP;
+        if (!k && sp->draft && src_on(sp, SRC_DRAFT)) {
+            want = sp->src[SRC_DRAFT].n_cur < cap ? sp->src[SRC_DRAFT].n_cur : cap;
+            k = propose_draft(s, sp, s->tokens, n0 + 1, want, &st);
+            if (st != MLLM_OK) return st;
+            sp->q_src = SRC_DRAFT;
+            if (!k) { /* the draft's time for nothing: counted against it as a pass that gave one token */
+                double t1 = mllm_now_ms();
+                if ((st = mllm_session_eval_internal(s, &tok, 1)) != MLLM_OK) return st;
+                note_plain_ms(sp, mllm_now_ms() - t1);
+                sp->pass_ms = mllm_now_ms() - t0;
+                sp->qn = 0;
+                judge(sp, &sp->src[SRC_DRAFT], 1);
+                return MLLM_OK;
+            }
+        }
+    }
+    if (!k) {
+        st = mllm_session_eval_internal(s, &tok, 1);
+        note_plain_ms(sp, mllm_now_ms() - t0);
+        return st;
+    }
+    int32_t ids[MLLM_SPEC_MAX_DRAFT + 1];
+    ids[0] = tok;
+    memcpy(ids + 1, sp->queue, (size_t)k * sizeof *ids);
+    const float *rows;
+    if ((st = mllm_session_eval_rows(s, ids, k + 1, &rows)) != MLLM_OK) return st;
+    /* The session holds tok; the proposals' KV rows wait past n_past. */
+    s->n_past = n0 + 1;
+    memcpy(s->logits, rows, (size_t)s->m->dec.cfg.n_vocab * sizeof(float));
+    sp->rows = rows;
+    sp->qn = k;
+    sp->qi = 0;
+    sp->pass_ms = mllm_now_ms() - t0;
+    return MLLM_OK;
+}
+
+mllm_status mllm_spec_advance(mllm_session *s, int32_t tok, int remaining) {
+    struct mllm_spec *sp = s->spec;
+    if (!sp || !sp->active) return mllm_session_eval_internal(s, &tok, 1);
+    sp->gen_i++;
+    if (sp->qi < sp->qn) {
+        if (tok == sp->queue[sp->qi]) { /* kept: already evaluated */
+            size_t nv = (size_t)s->m->dec.cfg.n_vocab;
+            sp->qi++;
+            s->n_past++;
+            memcpy(s->logits, sp->rows + (size_t)sp->qi * nv, nv * sizeof(float));
+            if (sp->qi == sp->qn) {
+                finish_pass(sp, sp->qn);
+                sp->qn = sp->qi = 0;
+            }
+            return MLLM_OK;
+        }
+        finish_pass(sp, sp->qi);
+        sp->qn = sp->qi = 0;
+    }
+    return pass(s, sp, tok, remaining);
+}

@@ -1,0 +1,29 @@
+/* Speculative decoding inside the generation loop (mllm_generate_ids): a
+   proposer (prompt lookup, a draft model) guesses the tokens after the one
+   just sampled, the model evaluates them all in one pass, and the loop then
+   takes them one by one as if it had sampled them: a proposed token that
+   the sampler keeps costs no evaluation (its KV rows and next logits are
+   already there). The session only ever holds delivered tokens, so a
+   generation that stops in the middle of a proposal leaves it exactly as
+   plain decoding would. */
+#ifndef MLLM_API_SPECULATIVE_H
+#define MLLM_API_SPECULATIVE_H
+#include "api/internal.h"
+#include "runtime/sampler.h"
+
+void mllm_spec_free(struct mllm_spec *sp);
+void mllm_spec_reset_stats(struct mllm_spec *sp);
+/* Starts a generation with sampling p (the prompt is evaluated): decides
+   whether it speculates and brings a draft model's session up to date. */
+mllm_status mllm_spec_begin(mllm_session *s, const mllm_sampling *p);
+/* The next token from s->logits: a plain draw, or the verdict on the
+   proposed token there (greedy: the same draw; sampling: accepted with
+   probability min(1, p/q), else a draw from norm(max(p - q, 0))). */
+int32_t mllm_spec_sample(mllm_session *s, mllm_sampler *smp);
+/* Makes the session hold tok (delivered) with the logits after it: free
+   when it was the proposed token, else an evaluation, speculative when a
+   proposer has tokens; remaining = how many more tokens may be delivered. */
+mllm_status mllm_spec_advance(mllm_session *s, int32_t tok, int remaining);
+void mllm_spec_end(mllm_session *s);
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Speculative decoding from the command line (docs/speculative.md): mllm run,
+# mllm chat and mllm serve with --draft and prompt lookup give the greedy
+# text of --no-speculative; a draft with another vocabulary is refused with
+# a message naming the token.
+set -euo pipefail
+mllm=$1 shared=$2 build=$3
+tmp=$(mktemp -d "$build/e2e-spec.XXXXXX")
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/checks.sh"
+"$mllm" synth --arch qwen3 --preset tiny --dtype f32 --format gguf -o "$tmp/t.gguf" >/dev/null 2>&1
+"$mllm" synth --arch qwen3 --preset tiny --dtype q4_0 --format gguf -o "$tmp/d.gguf" >/dev/null 2>&1
+"$mllm" synth --arch llama --preset tiny --format gguf -o "$tmp/other.gguf" >/dev/null 2>&1
+
+P="Once upon a time there was a little"
+run() { "$mllm" run --raw -m "$tmp/t.gguf" -p "$P" -n 40 --temp 0 --repeat-penalty 1.3 --ids-out "$tmp/$1.ids" "${@:2}" \
+            >"$tmp/$1.out" 2>"$tmp/$1.err"; }
+run plain --no-speculative
+run lookup --speculative always
+run draft --speculative always --no-lookup --draft "$tmp/d.gguf" --draft-p-min 0 --draft-max 4
+run auto --draft "$tmp/d.gguf" --draft-p-min 0
+for c in lookup draft auto; do expect "run: $c == plain" "$(cat "$tmp/$c.ids")" "$(cat "$tmp/plain.ids")"; done
+expect "run: lookup counted" "$(grep -c '| lookup: [0-9]*/[0-9]* accepted' "$tmp/lookup.err")" "1"
+expect "run: draft counted" "$(grep -c '| draft: [0-9]*/[0-9]* accepted' "$tmp/draft.err")" "1"
+
+rc=0; "$mllm" run --raw -m "$tmp/t.gguf" -p "$P" -n 4 --draft "$tmp/other.gguf" >/dev/null 2>"$tmp/bad.err" || rc=$?
+expect "other vocabulary refused" "$rc $(grep -c "token 473 is .* there and .* in the model" "$tmp/bad.err")" "1 1"
+rc=0; "$mllm" run --raw -m "$tmp/t.gguf" -p "$P" --speculative sometimes >/dev/null 2>"$tmp/bad.err" || rc=$?
+expect "bad --speculative" "$rc" "2"
+
+printf 'Hello there\nAnd more\n' | "$mllm" chat -m "$tmp/t.gguf" --temp 0 -n 24 --no-speculative >"$tmp/c0.out" 2>/dev/null
+printf 'Hello there\nAnd more\n' | "$mllm" chat -m "$tmp/t.gguf" --temp 0 -n 24 --speculative always --draft "$tmp/d.gguf" \
+    --draft-p-min 0 >"$tmp/c1.out" 2>/dev/null
+expect "chat: draft == plain" "$(cat "$tmp/c1.out")" "$(cat "$tmp/c0.out")"
+
+if command -v curl >/dev/null; then
+    "$mllm" serve -m "$tmp/t.gguf" --host 127.0.0.1 --port 0 --alias tiny --parallel 2 --draft "$tmp/d.gguf" \
+        --draft-p-min 0 --speculative always >"$tmp/s.log" 2>&1 &
+    PIDS+=($!)
+    PORT=""
+    for _ in $(seq 600); do
+        PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/s.log")
+        [ -n "$PORT" ] && break
+        sleep 0.1
+    done
+    ref=$("$mllm" run --raw -m "$tmp/t.gguf" -p "$P" -n 24 --temp 0 --no-speculative 2>/dev/null)
+    ref=${ref#"$P"}
+    out=$(curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' \
+        -d '{"model":"tiny","prompt":"'"$P"'","max_tokens":24,"temperature":0}')
+    text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["choices"][0]["text"])' "$out")
+    expect "serve: draft == plain run" "$text" "$ref"
+    kill -INT "${PIDS[0]}"; wait "${PIDS[0]}" || true
+    if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/s.log"; then bad "sanitizer report"; cat "$tmp/s.log"; fi
+else
+    echo "SKIPPED serve checks: curl is not installed"
+fi
+finish speculative_cli

@@ -5,13 +5,15 @@
    Decode (M = 1) runs the 4x1 tile: one pass over the weights, 4 rows sharing
    each activation load. The per-block math (and so the result) is the same as
    the AVX2 vec_dots: exact int32 block sums, float accumulation in 8 lanes.
-   The k-quants have no tile here: in models their matrices are packed
-   (repack_kquant_avx2.c), and the rare unpacked one (rows not a multiple
-   of 8) runs the row-blocked vec_dot loop of mul_mat.c. */
+   The k-quants' tiles run the per-block math of their vec_dots
+   (kquant_avx2.h); in models their matrices are mostly packed
+   (repack_kquant_avx2.c), these serve the rest (rows not a multiple of 8,
+   MLLM_REPACK=0). */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/kquant_avx2.h"
 #include "core/alloc.h"
 #include "backends/cpu/quant5.h"
 #include "backends/cpu/simd_avx2.h"
@@ -215,6 +217,48 @@ ALWAYS_INLINE void tile_q5_1(int RM, int RN, const char *W, size_t ws, const cha
     tile_q5(RM, RN, true, W, ws, X, xs, K, Y, ys);
 }
 
+/* q4_K / q5_K / q6_K x q8_K32: each (weight row, activation row) pair
+   accumulates the vec_dot's per-block lanes, so the result is the
+   vec_dot's bit for bit; the tile keeps the blocks in L1 for reuse. */
+ALWAYS_INLINE void tile_kq(int RM, int RN, mllm_dtype wt, const char *W, size_t ws, const char *X, size_t xs,
+                           int64_t K, float *Y, size_t ys) {
+    __m256 acc[TILE_M][TILE_N];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
+    const size_t wb = wt == MLLM_DTYPE_Q4_K ? sizeof(mllm_block_q4_k)
+                    : wt == MLLM_DTYPE_Q5_K ? sizeof(mllm_block_q5_k) : sizeof(mllm_block_q6_k);
+    const int64_t nb = K / MLLM_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) {
+            const char *xb = W + (size_t)r * ws + (size_t)b * wb;
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                const mllm_block_q8_k32 *yb = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
+                acc[r][m] = wt == MLLM_DTYPE_Q6_K ? kq32_block_q6_k(acc[r][m], (const mllm_block_q6_k *)xb, yb)
+                                                  : kq32_block_k45(acc[r][m], xb, yb, wt == MLLM_DTYPE_Q5_K);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    STORE_TILE(RM, RN, acc, 0.0f);
+}
+
+ALWAYS_INLINE void tile_q4_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_kq(RM, RN, MLLM_DTYPE_Q4_K, W, ws, X, xs, K, Y, ys);
+}
+ALWAYS_INLINE void tile_q5_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_kq(RM, RN, MLLM_DTYPE_Q5_K, W, ws, X, xs, K, Y, ys);
+}
+ALWAYS_INLINE void tile_q6_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_kq(RM, RN, MLLM_DTYPE_Q6_K, W, ws, X, xs, K, Y, ys);
+}
+
 /* Float weights (f32 / f16 / bf16): 8 values per step, one accumulator per
    output; the tail (K % 8) is summed in double like the generic dot. */
 #define FLOAT_TILE(NAME, T, LOAD8, TO_F32)                                                          \
@@ -271,6 +315,9 @@ TILE_SET(tile_q4_0)
 TILE_SET(tile_q4_1)
 TILE_SET(tile_q5_0)
 TILE_SET(tile_q5_1)
+TILE_SET(tile_q4_k)
+TILE_SET(tile_q5_k)
+TILE_SET(tile_q6_k)
 TILE_SET(tile_f32)
 TILE_SET(tile_f16)
 TILE_SET(tile_bf16)
@@ -282,6 +329,9 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
     case MLLM_DTYPE_Q4_1: return tile_q4_1_set;
     case MLLM_DTYPE_Q5_0: return tile_q5_0_set;
     case MLLM_DTYPE_Q5_1: return tile_q5_1_set;
+    case MLLM_DTYPE_Q4_K: return tile_q4_k_set;
+    case MLLM_DTYPE_Q5_K: return tile_q5_k_set;
+    case MLLM_DTYPE_Q6_K: return tile_q6_k_set;
     case MLLM_DTYPE_F32: return tile_f32_set;
     case MLLM_DTYPE_F16: return tile_f16_set;
     case MLLM_DTYPE_BF16: return tile_bf16_set;

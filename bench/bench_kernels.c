@@ -2,14 +2,18 @@
    GB/s of weights streamed) and prefill (M = 64, compute-bound: GFLOP/s).
    Not part of ctest. Build against the static library, e.g.:
      cc -O2 -std=c17 -Iinclude -Isrc bench/bench_kernels.c build/<dir>/libmllm.a \
-        -lpcre2-8 -lcjson -lutf8proc -lpthread -lm -o bench_kernels
+        -lpcre2-8 -lcjson -lutf8proc -lmicrohttpd -lsndfile -lsamplerate -lz -lpthread -lm -o bench_kernels
    Usage: bench_kernels [rows K]   (MLLM_CPU=generic|avx2 picks the path) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/repack.h"
+#include "backends/cpu/type_kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 
@@ -28,15 +32,19 @@ static void fill(float *x, size_t n, uint64_t seed) {
     }
 }
 
-/* Seconds per call, the best of repeated calls over at least min_s. */
-static double time_mul_mat(mllm_dtype t, const void *W, size_t ws, int64_t K, const void *X,
-                           size_t xs, int64_t M, float *Y, int64_t rows, double min_s) {
-    mllm_cpu_mul_mat(t, W, ws, K, X, xs, M, Y, (size_t)rows, 0, rows); /* warm up */
+/* Seconds per call, the best of repeated calls over at least min_s; the
+   activation row conversion is timed with the matmul (part of every call). */
+static double time_call(mllm_dtype t, const void *W, size_t ws, int64_t K, const float *src, void *X, size_t xs,
+                        int64_t M, float *Y, int64_t rows, double min_s) {
+    const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type;
     const double start = now_s();
     double best = 1e30, t1;
     do {
         const double t0 = now_s();
-        mllm_cpu_mul_mat(t, W, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
+        if (vt != MLLM_DTYPE_F32)
+            for (int64_t m = 0; m < M; m++) mllm_cpu_quantize_row(vt, src + m * K, (char *)X + (size_t)m * xs, K);
+        mllm_cpu_mul_mat(t, W, ws, K, vt == MLLM_DTYPE_F32 ? (const void *)src : X, vt == MLLM_DTYPE_F32 ? (size_t)K * 4 : xs,
+                         M, Y, (size_t)rows, 0, rows);
         t1 = now_s();
         if (t1 - t0 < best) best = t1 - t0;
     } while (t1 - start < min_s);
@@ -46,29 +54,42 @@ static double time_mul_mat(mllm_dtype t, const void *W, size_t ws, int64_t K, co
 int main(int argc, char **argv) {
     const int64_t rows = argc > 2 ? atoll(argv[1]) : 4096, K = argc > 2 ? atoll(argv[2]) : 4096;
     const int64_t M_prefill = 64;
-    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q6_K,
-                                       MLLM_DTYPE_F16, MLLM_DTYPE_BF16, MLLM_DTYPE_F32};
-    mllm_dtype_init();
-    printf("path %s, W %lld x %lld, 1 thread, best-of thread CPU time\n", mllm_cpu_path(), (long long)rows, (long long)K);
-    printf("%-5s %14s %12s %18s\n", "dtype", "decode GB/s", "decode ms", "prefill64 GFLOP/s");
+    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0, MLLM_DTYPE_Q8_0,
+                                       MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K, MLLM_DTYPE_F16,
+                                       MLLM_DTYPE_BF16, MLLM_DTYPE_F32};
+    mllm_cpu_init();
+    printf("path %s, W %lld x %lld, 1 thread, best-of thread CPU time (activation conversion included)\n",
+           mllm_cpu_path(), (long long)rows, (long long)K);
+    printf("%-9s %-7s %12s %12s %18s\n", "dtype", "act", "decode GB/s", "decode ms", "prefill64 GFLOP/s");
     float *src = mllm_malloc((size_t)(K > M_prefill ? K : M_prefill) * (size_t)K * sizeof(float));
     float *Y = mllm_malloc((size_t)(rows * M_prefill) * sizeof(float));
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const mllm_dtype t = types[ti];
+    /* the plain types, then the packed x8 layouts the models run (repacked
+       here from the plain matrix; rows must be a multiple of 8) */
+    for (size_t ti = 0; ti < 2 * sizeof types / sizeof types[0]; ti++) {
+        const bool packed = ti >= sizeof types / sizeof types[0];
+        const mllm_dtype plain = types[ti % (sizeof types / sizeof types[0])];
+        const int pt = packed ? mllm_repack_type_for(plain, K, rows) : (int)plain;
+        if (pt < 0 || mllm_dtype_row_size(plain, K) == 0) continue;
+        const mllm_dtype t = (mllm_dtype)pt;
         const mllm_dtype_traits *tr = mllm_dtype_get(t);
-        const size_t ws = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);
-        char *W = mllm_malloc_aligned(ws * (size_t)rows), *X = mllm_malloc_aligned(xs * (size_t)M_prefill);
+        const size_t ws = mllm_dtype_row_size(plain, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);
+        char *W = mllm_malloc_aligned(ws * (size_t)rows), *X = mllm_malloc_aligned(xs * (size_t)M_prefill + 64);
         fill(src, (size_t)K, 1);
-        for (int64_t r = 0; r < rows && tr->from_float; r++) {
+        for (int64_t r = 0; r < rows; r++) {
             src[r % K] += 0.5f; /* rows differ a little; quantizing every row is slow enough */
-            tr->from_float(src, W + (size_t)r * ws, K);
+            mllm_cpu_type_get(plain)->from_float(src, W + (size_t)r * ws, K);
         }
-        if (!tr->from_float) memset(W, 0x11, ws * (size_t)rows); /* read-only k-quants: any bytes time the same */
+        if (packed) {
+            char *P = mllm_malloc_aligned(ws * (size_t)rows);
+            mllm_repack_groups(t, W, P, K, 0, rows / 8);
+            mllm_free_aligned(W);
+            W = P;
+        }
         fill(src, (size_t)(M_prefill * K), 2);
-        for (int64_t m = 0; m < M_prefill; m++) mllm_cpu_quantize_row(tr->vec_dot_type, src + m * K, X + (size_t)m * xs, K);
-        const double td = time_mul_mat(t, W, ws, K, X, xs, 1, Y, rows, 0.5);
-        const double tp = time_mul_mat(t, W, ws, K, X, xs, M_prefill, Y, rows, 1.0);
-        printf("%-5s %14.2f %12.3f %18.2f\n", tr->name, (double)(ws * (size_t)rows) / td / 1e9, td * 1e3,
+        const double td = time_call(t, W, ws, K, src, X, xs, 1, Y, rows, 0.5);
+        const double tp = time_call(t, W, ws, K, src, X, xs, M_prefill, Y, rows, 1.0);
+        printf("%-9s %-7s %12.2f %12.3f %18.2f\n", tr->name, mllm_dtype_name(tr->vec_dot_type),
+               (double)(ws * (size_t)rows) / td / 1e9, td * 1e3,
                2.0 * (double)rows * (double)K * (double)M_prefill / tp / 1e9);
         mllm_free_aligned(W), mllm_free_aligned(X);
     }

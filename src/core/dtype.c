@@ -48,11 +48,11 @@ static const mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_Q3_K] = SIZED("q3_k", 256, 110), /* hmask[32], qs[64], scales[12], d */
     /* k-quants: quantizers byte-identical to ggml's quantize_row_*_K_ref. */
     [MLLM_DTYPE_Q4_K] = { .name = "q4_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q4_k),
-                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K32 },
     [MLLM_DTYPE_Q5_K] = { .name = "q5_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q5_k),
-                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K32 },
     [MLLM_DTYPE_Q6_K] = { .name = "q6_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q6_k),
-                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
+                          .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K32 },
     [MLLM_DTYPE_Q8_K] = { .name = "q8_k", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q8_k),
                           .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K },
     [16] = SIZED("iq2_xxs", 256, 66),
@@ -88,10 +88,10 @@ static const mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
                              .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_0,
                              .packed_rows = MLLM_PACK_ROWS },
     [MLLM_DTYPE_Q4_K_X8] = { .name = "q4_kx8", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q4_k),
-                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K,
+                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K32,
                              .packed_rows = MLLM_PACK_ROWS },
     [MLLM_DTYPE_Q6_K_X8] = { .name = "q6_kx8", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q6_k),
-                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K,
+                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K32,
                              .packed_rows = MLLM_PACK_ROWS },
     [MLLM_DTYPE_Q4_1_X8] = { .name = "q4_1x8", .block_size = 32, .type_size = sizeof(mllm_block_q4_1),
                              .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_1,
@@ -100,12 +100,15 @@ static const mllm_dtype_traits g_table[MLLM_DTYPE_COUNT] = {
                              .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_0S,
                              .packed_rows = MLLM_PACK_ROWS },
     [MLLM_DTYPE_Q5_K_X8] = { .name = "q5_kx8", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q5_k),
-                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K,
+                             .quantized = true, .supported = true, .vec_dot_type = MLLM_DTYPE_Q8_K32,
                              .packed_rows = MLLM_PACK_ROWS },
     /* Activation-only: not a weight type (supported = false keeps it out of
        files and of `mllm quantize`). */
     [MLLM_DTYPE_Q8_0S] = { .name = "q8_0s", .block_size = 32, .type_size = sizeof(mllm_block_q8_0s),
                            .quantized = true, .vec_dot_type = MLLM_DTYPE_Q8_0S },
+    /* Activation-only, as q8_0s: the k-quants' activations (dtype_blocks.h). */
+    [MLLM_DTYPE_Q8_K32] = { .name = "q8_k32", .block_size = MLLM_QK_K, .type_size = sizeof(mllm_block_q8_k32),
+                            .quantized = true, .vec_dot_type = MLLM_DTYPE_Q8_K32 },
 };
 
 const mllm_dtype_traits *mllm_dtype_get(int t) {

@@ -51,7 +51,12 @@ typedef enum {
     /* Activation side of q4_0x8 (never stored): q8_0 values with d as float
        and 8 * sum(qs) precomputed, which the kernel subtracts per block. */
     MLLM_DTYPE_Q8_0S = 204,
-    MLLM_DTYPE_COUNT = 210 /* table size; not a type */
+    /* Activation side of the k-quants (never stored): 256 int8 values with
+       one float scale per 32 (q8_K has one per 256), so each 32-value
+       sub-block of q4_K / q5_K / q6_K meets activations rounded on its own
+       scale. */
+    MLLM_DTYPE_Q8_K32 = 210,
+    MLLM_DTYPE_COUNT = 211 /* table size; not a type */
 } mllm_dtype;
 
 typedef uint16_t mllm_f16;  /* IEEE half, raw bits */

@@ -46,6 +46,17 @@ typedef struct {
     int16_t bsums[MLLM_QK_K / 16];
 } mllm_block_q8_k;
 
+/* q8_K32: the k-quants' activations. d[j] is the float scale of values
+   32j..32j+31 (amax / 127, rounded half to even as q8_0's activations);
+   bsums[g] = sum of the 16 quants of group g, for q4_K / q5_K's min term
+   (groups 2j, 2j+1) and q6_K's -32 offset (each 16-value sub-block). */
+typedef struct {
+    float d[MLLM_QK_K / 32];
+    int8_t qs[MLLM_QK_K];
+    int16_t bsums[MLLM_QK_K / 16];
+} mllm_block_q8_k32;
+
+_Static_assert(sizeof(mllm_block_q8_k32) == 320, "q8_K32 block is 320 bytes");
 _Static_assert(sizeof(mllm_block_q4_k) == 144, "q4_K block is 144 bytes in GGUF");
 _Static_assert(sizeof(mllm_block_q5_k) == 176, "q5_K block is 176 bytes in GGUF");
 _Static_assert(sizeof(mllm_block_q6_k) == 210, "q6_K block is 210 bytes in GGUF");

@@ -136,7 +136,7 @@ static mllm_status parse_entry(mllm_mllmfile *m, uint64_t i, const uint8_t *p, u
     *used = padded <= left ? padded : left;
     uint32_t dtype = rd32(p + 4), n_dims = rd32(p + 8);
     const mllm_dtype_traits *tr = dtype < MLLM_DTYPE_COUNT ? mllm_dtype_get((int)dtype) : NULL;
-    if (!tr || dtype == MLLM_DTYPE_Q8_0S) return entry_err(m, i, t, "unknown dtype");
+    if (!tr || dtype == MLLM_DTYPE_Q8_0S || dtype == MLLM_DTYPE_Q8_K32) return entry_err(m, i, t, "unknown dtype");
     t->dtype = (int)dtype;
     if (n_dims < 1 || n_dims > MLLM_FILE_MAX_DIMS || rd32(p + 12) != 0 || rd64(p + 72) != 0) {
         return entry_err(m, i, t, "dimension count not in 1..4, or reserved fields not zero");

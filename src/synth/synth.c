@@ -17,6 +17,9 @@ static const synth_preset k_presets[] = {
     /*             E     L   H   Hkv  D    F     V       ctx */
     {"qwen3", "tiny", "qwen3-tiny-synth", SHAPE(64, 2, 4, 2, 16, 128, 512, 4096), .theta = 1e6f, .eps = 1e-6f,
      .qk_norm = true, .tied = true},
+    /* tiny with rows of 256 values, the k-quants' block (tests of q4_K / q6_K models) */
+    {"qwen3", "tiny256", "qwen3-tiny256-synth", SHAPE(256, 2, 4, 2, 64, 512, 512, 4096), .theta = 1e6f,
+     .eps = 1e-6f, .qk_norm = true, .tied = true},
     {"qwen3", "0.6b", "qwen3-0.6b-synth", SHAPE(1024, 28, 16, 8, 128, 3072, 151936, 40960), .theta = 1e6f,
      .eps = 1e-6f, .qk_norm = true, .tied = true},
     /* Qwen3-1.7B's shape */

@@ -18,21 +18,28 @@
 
 #define N_IDS 300 /* past the first 256-position block of the V cache */
 
+/* The k-quant files come from the tiny256 preset (rows of 256 values);
+   MLLM_REPACK=0 at load keeps their plain layouts (the vec_dot path). */
+static bool is_kquant(const char *dtype) { return strlen(dtype) >= 4 && !strncmp(dtype + 2, "_k", 2); }
+
 static mllm_model *load_synth(const char *arch, const char *dtype) {
-    char name[64];
+    char name[64], src_name[64];
     snprintf(name, sizeof name, "inv-%s-%s.gguf", arch, dtype);
     char *path = (char *)tu_tmp(name);
-    /* synth writes f32/f16/bf16/q8_0/q4_0/q4_1; q5_0 comes from quantizing f32 */
-    const bool via_quantize = !strcmp(dtype, "q5_0");
+    const char *preset = is_kquant(dtype) ? "tiny256" : "tiny";
+    /* synth writes f32/f16/bf16/q8_0/q4_0/q4_1; q5_0 and the k-quants come
+       from quantizing f32 */
+    const bool via_quantize = !strcmp(dtype, "q5_0") || is_kquant(dtype);
     if (access(path, F_OK) != 0) {
-        char *src = via_quantize ? (char *)tu_tmp("inv-q5-source-f32.gguf") : NULL;
-        if (mllm_synth_write(arch, "tiny", via_quantize ? "f32" : dtype, "gguf", src ? src : path, NULL, NULL))
+        snprintf(src_name, sizeof src_name, "inv-%s-%s-source-f32.gguf", arch, preset);
+        char *src = via_quantize ? (char *)tu_tmp(src_name) : NULL;
+        if (mllm_synth_write(arch, preset, via_quantize ? "f32" : dtype, "gguf", src ? src : path, NULL, NULL))
             fail_msg("synth %s %s: %s", arch, dtype, mllm_last_error());
         if (via_quantize) { /* written last, so a file at path is always the quantized one */
             mllm_quantize_params qp;
             mllm_quantize_default_params(&qp);
             qp.type = dtype;
-            qp.pure = true;
+            qp.pure = strcmp(dtype, "q4_k_m") != 0; /* q4_k_m: its mix of q4_K, q6_K and q5_0 / q8_0 */
             if (mllm_quantize_file(src, path, &qp, NULL)) fail_msg("quantize %s: %s", dtype, mllm_last_error());
             free(src);
         }
@@ -92,6 +99,17 @@ static void test_q8_0(void **state) { (void)state; check_dtype("q8_0"); }
 static void test_q4_0(void **state) { (void)state; check_dtype("q4_0"); }
 static void test_q4_1(void **state) { (void)state; check_dtype("q4_1"); }
 static void test_q5_0(void **state) { (void)state; check_dtype("q5_0"); }
+/* q8_K32 activations: packed q4_Kx8 / q5_Kx8 / q6_Kx8 tiles (1..4 rows), then the
+   plain layouts' vec_dots */
+static void test_kquants(void **state) {
+    (void)state;
+    static const char *const types[] = {"q4_k_s", "q5_k_s", "q6_k", "q4_k_m"};
+    for (int plain = 0; plain < 2; plain++) {
+        if (plain) setenv("MLLM_REPACK", "0", 1);
+        for (size_t i = 0; i < sizeof types / sizeof *types; i++) check_dtype(types[i]);
+    }
+    unsetenv("MLLM_REPACK");
+}
 /* Every family: Gemma 3's sliding windows (4 positions in the tiny preset)
    and post norms, SmolLM3's layers without RoPE, Qwen2's biases, Llama's
    interleaved RoPE and llama3 scaling. */
@@ -107,7 +125,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f32), cmocka_unit_test(test_q8_0),
         cmocka_unit_test(test_q4_0), cmocka_unit_test(test_q4_1),
-        cmocka_unit_test(test_q5_0), cmocka_unit_test(test_families),
+        cmocka_unit_test(test_q5_0), cmocka_unit_test(test_kquants),
+        cmocka_unit_test(test_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@ static void test_table_sizes(void **state) {
         {28, 1, 8, "f64", false},    {29, 256, 56, "iq1_m", false}, {30, 1, 2, "bf16", true},
         {34, 256, 54, "tq1_0", false}, {35, 256, 66, "tq2_0", false}, {39, 32, 17, "mxfp4", true},
         {200, 32, 18, "w4a32", true}, {201, 64, 34, "w4a32_g64", true},
+        {210, 256, 320, "q8_k32", false},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(rows[i].t);
@@ -71,8 +72,15 @@ static void test_table_sizes(void **state) {
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q8_0)->vec_dot_type, MLLM_DTYPE_Q8_0);
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_0)->vec_dot_type, MLLM_DTYPE_Q8_0);
     assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_1)->vec_dot_type, MLLM_DTYPE_Q8_1);
-    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_K)->vec_dot_type, MLLM_DTYPE_Q8_K);
-    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q6_K)->vec_dot_type, MLLM_DTYPE_Q8_K);
+    /* k-quants: q8_K32 (one scale per 32 values; llama.cpp's q8_K has one per 256) */
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_K)->vec_dot_type, MLLM_DTYPE_Q8_K32);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q5_K)->vec_dot_type, MLLM_DTYPE_Q8_K32);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q6_K)->vec_dot_type, MLLM_DTYPE_Q8_K32);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q4_K_X8)->vec_dot_type, MLLM_DTYPE_Q8_K32);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q5_K_X8)->vec_dot_type, MLLM_DTYPE_Q8_K32);
+    assert_int_equal(mllm_dtype_get(MLLM_DTYPE_Q6_K_X8)->vec_dot_type, MLLM_DTYPE_Q8_K32);
+    assert_false(mllm_dtype_get(MLLM_DTYPE_Q8_K32)->supported); /* activation-only */
+    assert_false(mllm_dtype_in_gguf(MLLM_DTYPE_Q8_K32));
 }
 
 static void test_f16_special(void **state) {

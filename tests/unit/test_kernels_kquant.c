@@ -1,12 +1,18 @@
-/* k-quants (q4_K, q5_K, q6_K weights; q8_K activations). Weights are random
-   blocks (every bit pattern, not only what a quantizer writes; the
-   quantizers are tested in test_quantize_kquant.c). Checks:
+/* k-quants (q4_K, q5_K, q6_K weights; q8_K32 activations, q8_K kept for
+   GGUF). Weights are random blocks (every bit pattern, not only what a
+   quantizer writes; the quantizers are tested in test_quantize_kquant.c).
+   Checks:
      dequantization == an independent per-element decoder written here from
        the GGUF bit layout (exact), plus a hand-built q4_K block;
      q8_K quantizer: hand-computed quants, bsums, d;
-     vec_dot generic vs double reference on dequantized values: nmse < 1e-10;
-     AVX2 vec_dot vs generic: nmse < 1e-10 (exact int sums, float order);
-     mul_mat (M = 1, 3, 5; rows not a multiple of 4) vs reference: < 1e-10. */
+     q8_K32 quantizer: hand-computed quants and scales per 32, bsums, and
+       the AVX2 one gives the same bytes on odd lengths;
+     vec_dot generic vs a double dot of the dequantized values: nmse < 1e-10
+       (exact int sums per 32-value sub-block, float rounding only);
+     AVX2 vec_dot vs generic: nmse < 1e-10 (the same sums, float order);
+     mul_mat (M = 1, 3, 5; rows not a multiple of 4 or 8, so the plain
+       layout's path) vs reference: < 1e-10, and equal to the vec_dot bit
+       for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +178,51 @@ static void test_q8_k_known_block(void **state) {
     free(v), free(back), free(q);
 }
 
+/* Block j of 32 values: x = (j + 1) * (l - 10) for l < 32, so amax = 21 (j + 1)
+   at l = 31 and d[j] = 21 (j + 1) / 127; q = round_half_even(127 (l - 10) / 21). */
+static void test_q8_k32_known_block(void **state) {
+    (void)state;
+    float x[256];
+    for (int e = 0; e < 256; e++) x[e] = (float)((e / 32 + 1) * (e % 32 - 10));
+    mllm_block_q8_k32 b;
+    mllm_quantize_row_q8_k32_generic(x, &b, 256);
+    for (int j = 0; j < 8; j++) {
+        assert_true(b.d[j] == 21.0f * (float)(j + 1) / 127.0f);
+        assert_int_equal(b.qs[32 * j + 31], 127);
+        assert_int_equal(b.qs[32 * j + 10], 0);
+        assert_int_equal(b.qs[32 * j + 0], -60); /* -1270 / 21 = -60.48 */
+        assert_int_equal(b.qs[32 * j + 13], 18); /* 381 / 21 = 18.14 */
+    }
+    for (int g = 0; g < 16; g++) {
+        int sum = 0;
+        for (int k = 0; k < 16; k++) sum += b.qs[16 * g + k];
+        assert_int_equal(b.bsums[g], sum);
+    }
+    /* an all-zero sub-block: d = 0, quants 0 */
+    for (int l = 0; l < 32; l++) x[64 + l] = 0.0f;
+    mllm_quantize_row_q8_k32_generic(x, &b, 256);
+    assert_true(b.d[2] == 0.0f);
+    for (int l = 0; l < 32; l++) assert_int_equal(b.qs[64 + l], 0);
+    /* AVX2 = generic byte for byte, and the round trip is q8_0-tight */
+    enum { N = 4352 };
+    float *v = malloc(N * sizeof(float)), *back = malloc(N * sizeof(float));
+    mllm_block_q8_k32 *q = malloc(N / 256 * sizeof *q), *q2 = malloc(N / 256 * sizeof *q2);
+    tu_fill_random(v, N, 6);
+    v[777] = 30.0f; /* one sub-block with a large value */
+    mllm_quantize_row_q8_k32_generic(v, q, N);
+    if (mllm_cpu_has_avx2()) {
+        mllm_quantize_row_q8_k32_avx2(v, q2, N);
+        assert_memory_equal(q, q2, N / 256 * sizeof *q);
+    } else {
+        printf("SKIPPED avx2 q8_k32: this CPU has no AVX2\n");
+    }
+    mllm_dequantize_row_q8_k32(q, back, N);
+    const double e = tu_nmse(back, v, N);
+    printf("q8_k32 round-trip nmse %.3g (bound 2e-4)\n", e);
+    assert_true(e < 2e-4);
+    free(v), free(back), free(q), free(q2);
+}
+
 static double dot_double(const float *a, const float *b, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += (double)a[i] * b[i];
@@ -179,30 +230,30 @@ static double dot_double(const float *a, const float *b, int n) {
 }
 
 static void check_dots(mllm_dtype t) {
-    static const int lens[] = {256, 768, 4096};
+    static const int lens[] = {256, 768, 4352};
     enum { TRIALS = 16 };
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
     const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     for (int li = 0; li < 3; li++) {
         const int n = lens[li], nb = n / 256;
         void *x = malloc((size_t)nb * tr->type_size);
-        mllm_block_q8_k *y = malloc((size_t)nb * sizeof *y);
+        mllm_block_q8_k32 *y = malloc((size_t)nb * sizeof *y);
         float *xf = malloc((size_t)n * sizeof(float)), *yf = malloc((size_t)n * sizeof(float));
         float gen[TRIALS], simd[TRIALS], ref[TRIALS];
         for (int k = 0; k < TRIALS; k++) {
             random_blocks(t, x, nb);
             tu_fill_random(yf, (size_t)n, 31 + (uint64_t)k);
-            mllm_cpu_quantize_row(MLLM_DTYPE_Q8_K, yf, y, n);
+            mllm_cpu_quantize_row(tr->vec_dot_type, yf, y, n);
             ktr->to_float(x, xf, n);
-            mllm_dequantize_row_q8_k(y, yf, n);
+            mllm_dequantize_row_q8_k32(y, yf, n);
             ref[k] = (float)dot_double(xf, yf, n);
             mllm_cpu_vec_dot_for(t, "generic")(n, &gen[k], x, y);
             simd[k] = gen[k];
             if (mllm_cpu_has_avx2()) mllm_cpu_vec_dot_for(t, "avx2")(n, &simd[k], x, y);
         }
         const double e_ref = tu_nmse(gen, ref, TRIALS), e_simd = tu_nmse(simd, gen, TRIALS);
-        if (e_ref > 1e-10 || e_simd > 1e-10)
-            printf("%s n=%d: generic vs ref %.3g, avx2 vs generic %.3g\n", tr->name, n, e_ref, e_simd);
+        printf("%s x q8_k32 n=%d: generic vs double ref %.3g, avx2 vs generic %.3g (bound 1e-10)\n", tr->name, n,
+               e_ref, e_simd);
         assert_true(e_ref <= 1e-10);
         assert_true(e_simd <= 1e-10);
         free(x), free(y), free(xf), free(yf);
@@ -221,7 +272,7 @@ static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     const mllm_dtype_traits *tr = mllm_dtype_get(t);
     const mllm_cpu_type *ktr = mllm_cpu_type_get(t);
     const int nb = K / 256;
-    const size_t ws = (size_t)nb * tr->type_size, xs = (size_t)nb * sizeof(mllm_block_q8_k);
+    const size_t ws = (size_t)nb * tr->type_size, xs = (size_t)nb * sizeof(mllm_block_q8_k32);
     char *W = malloc(ws * (size_t)rows), *X = malloc(xs * (size_t)M);
     float *wf = malloc((size_t)rows * K * sizeof(float)), *xf = malloc((size_t)M * K * sizeof(float));
     float *Y = malloc((size_t)M * rows * sizeof(float)), *ref = malloc((size_t)M * rows * sizeof(float));
@@ -231,8 +282,8 @@ static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     }
     for (int m = 0; m < M; m++) {
         tu_fill_random(xf + (size_t)m * K, (size_t)K, 100 + (uint64_t)m);
-        mllm_cpu_quantize_row(MLLM_DTYPE_Q8_K, xf + (size_t)m * K, X + m * xs, K);
-        mllm_dequantize_row_q8_k(X + m * xs, xf + (size_t)m * K, K);
+        mllm_cpu_quantize_row(tr->vec_dot_type, xf + (size_t)m * K, X + m * xs, K);
+        mllm_dequantize_row_q8_k32(X + m * xs, xf + (size_t)m * K, K);
     }
     mllm_cpu_mul_mat(t, W, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
     for (int m = 0; m < M; m++)
@@ -241,6 +292,13 @@ static void check_mul_mat(mllm_dtype t, int rows, int K, int M) {
     const double e = tu_nmse(Y, ref, (size_t)M * rows);
     if (e > 1e-10) printf("mul_mat %s rows=%d K=%d M=%d: nmse %.3g\n", tr->name, rows, K, M, e);
     assert_true(e <= 1e-10);
+    /* the tiles run the vec_dot's per-block math: its bits, whatever M */
+    for (int m = 0; m < M; m++)
+        for (int r = 0; r < rows; r++) {
+            float d;
+            ktr->vec_dot(K, &d, W + r * ws, X + m * xs);
+            assert_memory_equal(&d, &Y[m * rows + r], sizeof d);
+        }
     free(W), free(X), free(wf), free(xf), free(Y), free(ref);
 }
 
@@ -257,7 +315,8 @@ static void test_mul_mat(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequant_matches_layout), cmocka_unit_test(test_q4_k_known_block),
-        cmocka_unit_test(test_q8_k_known_block),       cmocka_unit_test(test_vec_dots),
+        cmocka_unit_test(test_q8_k_known_block),       cmocka_unit_test(test_q8_k32_known_block),
+        cmocka_unit_test(test_vec_dots),
         cmocka_unit_test(test_mul_mat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,10 +73,10 @@ static void check_round_trip(mllm_dtype t, double bound) {
     float *w = malloc(sizeof(float) * ROWS * K), *back = malloc(sizeof(float) * ROWS * K);
     float *act = malloc(sizeof(float) * K), *dq = malloc(sizeof(float) * ROWS), *df = malloc(sizeof(float) * ROWS);
     uint8_t *q = malloc(rs * ROWS);
-    mllm_block_q8_k *qa = malloc(sizeof(mllm_block_q8_k) * K / 256);
+    mllm_block_q8_k32 *qa = malloc(sizeof(mllm_block_q8_k32) * K / 256);
     fill_gauss(w, (size_t)ROWS * K, 7 + (uint64_t)t);
     tu_fill_random(act, K, 99);
-    mllm_cpu_quantize_row(MLLM_DTYPE_Q8_K, act, qa, K);
+    mllm_cpu_quantize_row(tr->vec_dot_type, act, qa, K);
     for (int r = 0; r < ROWS; r++) {
         ktr->from_float(w + (size_t)r * K, q + r * rs, K);
         ktr->to_float(q + r * rs, back + (size_t)r * K, K);

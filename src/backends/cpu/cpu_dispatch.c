@@ -88,6 +88,9 @@ void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n) {
     case MLLM_DTYPE_Q8_0S:
         (avx2 ? mllm_quantize_row_q8_0s_avx2 : mllm_quantize_row_q8_0s_generic)(x, y, n);
         return;
+    case MLLM_DTYPE_Q8_K32:
+        (avx2 ? mllm_quantize_row_q8_k32_avx2 : mllm_quantize_row_q8_k32_generic)(x, y, n);
+        return;
     case MLLM_DTYPE_Q8_1:
         (avx2 ? mllm_quantize_row_q8_1_act_avx2 : mllm_quantize_row_q8_1_act_generic)(x, y, n);
         return;

@@ -4,13 +4,17 @@
    and reused for 4 weight rows, and the 12 partial sums stay in registers.
    Decode (M = 1) runs the 4x1 tile: one pass over the weights, 4 rows sharing
    each activation load. The per-block math (and so the result) is the same as
-   the AVX2 vec_dots: exact int32 block sums, float accumulation in 8 lanes. */
+   the AVX2 vec_dots: exact int32 block sums, float accumulation in 8 lanes.
+   The k-quants' tiles run the per-block math of their vec_dots
+   (kquant_avx2.h); in models their matrices are mostly packed
+   (repack_kquant_avx2.c), these serve the rest (rows not a multiple of 8,
+   MLLM_REPACK=0). */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/kquant_avx2.h"
 #include "core/alloc.h"
-#include "backends/cpu/kquants.h"
 #include "backends/cpu/quant5.h"
 #include "backends/cpu/simd_avx2.h"
 
@@ -213,119 +217,46 @@ ALWAYS_INLINE void tile_q5_1(int RM, int RN, const char *W, size_t ws, const cha
     tile_q5(RM, RN, true, W, ws, X, xs, K, Y, ys);
 }
 
-/* q4_K x q8_K: per 256-value block, 8 sub-blocks of 32 with 6-bit scales sc
-   and mins m: dot = d_x*d_y*sum_j sc_j*sum(q*y) - dmin_x*d_y*sum_j m_j*ysum_j,
-   ysum_j from q8_K's bsums. The min term is 8 int16 products per block. */
-ALWAYS_INLINE void tile_q4_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs,
-                             int64_t K, float *Y, size_t ys) {
-    __m256 acc[TILE_M][TILE_N];
-    float mins[TILE_M][TILE_N];
-#pragma GCC unroll 4
-    for (int r = 0; r < RM; r++)
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps(), mins[r][m] = 0.0f;
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const int64_t nb = K / MLLM_QK_K;
-    for (int64_t b = 0; b < nb; b++) {
-        const mllm_block_q8_k *yb[TILE_N];
-        __m128i ysum[TILE_N]; /* 8 int16: sums of the 8 sub-blocks of 32 */
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            yb[m] = (const mllm_block_q8_k *)(X + (size_t)m * xs) + b;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)yb[m]->bsums);
-            ysum[m] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < RM; r++) {
-            const mllm_block_q4_k *xb = (const mllm_block_q4_k *)(W + (size_t)r * ws) + b;
-            uint8_t sc[8], mn[8];
-            for (int j = 0; j < 8; j++) kq_scale_min(j, xb->scales, &sc[j], &mn[j]);
-            const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
-            __m256i sumi[TILE_N];
-#pragma GCC unroll 4
-            for (int m = 0; m < RN; m++) sumi[m] = _mm256_setzero_si256();
-            for (int c = 0; c < 4; c++) {
-                const __m256i q = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * c));
-                const __m256i lo = _mm256_and_si256(q, low4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-                const __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
-#pragma GCC unroll 4
-                for (int m = 0; m < RN; m++) {
-                    const int8_t *yq = yb[m]->qs + 64 * c;
-                    const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)yq));
-                    const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(yq + 32)));
-                    sumi[m] = _mm256_add_epi32(sumi[m], _mm256_add_epi32(_mm256_madd_epi16(plo, slo),
-                                                                           _mm256_madd_epi16(phi, shi)));
-                }
-            }
-            const float dx = f16_to_f32_hw(xb->d), dmx = f16_to_f32_hw(xb->dmin);
-#pragma GCC unroll 4
-            for (int m = 0; m < RN; m++) {
-                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * yb[m]->d), _mm256_cvtepi32_ps(sumi[m]), acc[r][m]);
-                __m128i t = _mm_madd_epi16(mins16, ysum[m]);
-                t = _mm_add_epi32(t, _mm_unpackhi_epi64(t, t));
-                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 1));
-                mins[r][m] += dmx * yb[m]->d * (float)_mm_cvtsi128_si32(t);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    STORE_TILE(RM, RN, acc, -mins[r][m]);
-}
-
-/* q6_K x q8_K: q in [0, 63] rebuilt from ql/qh; the -32 offset folds into
-   the start value -32*sum_g sc_g*bsum_g (16 int16 products). */
-ALWAYS_INLINE void tile_q6_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs,
-                             int64_t K, float *Y, size_t ys) {
+/* q4_K / q5_K / q6_K x q8_K32: each (weight row, activation row) pair
+   accumulates the vec_dot's per-block lanes, so the result is the
+   vec_dot's bit for bit; the tile keeps the blocks in L1 for reuse. */
+ALWAYS_INLINE void tile_kq(int RM, int RN, mllm_dtype wt, const char *W, size_t ws, const char *X, size_t xs,
+                           int64_t K, float *Y, size_t ys) {
     __m256 acc[TILE_M][TILE_N];
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
-    const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
+    const size_t wb = wt == MLLM_DTYPE_Q4_K ? sizeof(mllm_block_q4_k)
+                    : wt == MLLM_DTYPE_Q5_K ? sizeof(mllm_block_q5_k) : sizeof(mllm_block_q6_k);
     const int64_t nb = K / MLLM_QK_K;
     for (int64_t b = 0; b < nb; b++) {
-        const mllm_block_q8_k *yb[TILE_N];
-        __m256i bsums[TILE_N];
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            yb[m] = (const mllm_block_q8_k *)(X + (size_t)m * xs) + b;
-            bsums[m] = _mm256_loadu_si256((const __m256i *)yb[m]->bsums);
-        }
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
-            const mllm_block_q6_k *xb = (const mllm_block_q6_k *)(W + (size_t)r * ws) + b;
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)xb->scales));
-            __m256i sumi[TILE_N];
+            const char *xb = W + (size_t)r * ws + (size_t)b * wb;
 #pragma GCC unroll 4
-            for (int m = 0; m < RN; m++)
-                sumi[m] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums[m]), 5));
-            for (int h = 0; h < 2; h++) {
-                const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * h));
-                const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(xb->ql + 64 * h + 32));
-                const __m256i qh = _mm256_loadu_si256((const __m256i *)(xb->qh + 32 * h));
-                for (int k = 0; k < 4; k++) {
-                    const __m256i lsrc = (k & 1) ? ql1 : ql0;
-                    const __m256i l = _mm256_and_si256(k < 2 ? lsrc : _mm256_srli_epi16(lsrc, 4), low4);
-                    const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), three);
-                    const __m256i q = _mm256_or_si256(l, _mm256_slli_epi16(hb, 4));
-                    const int g = 8 * h + 2 * k;
-                    const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(xb->scales[g + 1]), _mm_set1_epi16(xb->scales[g]));
-#pragma GCC unroll 4
-                    for (int m = 0; m < RN; m++) {
-                        const __m256i yv = _mm256_loadu_si256((const __m256i *)(yb[m]->qs + 128 * h + 32 * k));
-                        sumi[m] = _mm256_add_epi32(sumi[m], _mm256_madd_epi16(_mm256_maddubs_epi16(q, yv), scv));
-                    }
-                }
+            for (int m = 0; m < RN; m++) {
+                const mllm_block_q8_k32 *yb = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
+                acc[r][m] = wt == MLLM_DTYPE_Q6_K ? kq32_block_q6_k(acc[r][m], (const mllm_block_q6_k *)xb, yb)
+                                                  : kq32_block_k45(acc[r][m], xb, yb, wt == MLLM_DTYPE_Q5_K);
             }
-            const float dx = f16_to_f32_hw(xb->d);
-#pragma GCC unroll 4
-            for (int m = 0; m < RN; m++)
-                acc[r][m] = _mm256_fmadd_ps(_mm256_set1_ps(dx * yb[m]->d), _mm256_cvtepi32_ps(sumi[m]), acc[r][m]);
         }
     }
 #pragma GCC unroll 4
     STORE_TILE(RM, RN, acc, 0.0f);
+}
+
+ALWAYS_INLINE void tile_q4_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_kq(RM, RN, MLLM_DTYPE_Q4_K, W, ws, X, xs, K, Y, ys);
+}
+ALWAYS_INLINE void tile_q5_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_kq(RM, RN, MLLM_DTYPE_Q5_K, W, ws, X, xs, K, Y, ys);
+}
+ALWAYS_INLINE void tile_q6_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,
+                             float *Y, size_t ys) {
+    tile_kq(RM, RN, MLLM_DTYPE_Q6_K, W, ws, X, xs, K, Y, ys);
 }
 
 /* Float weights (f32 / f16 / bf16): 8 values per step, one accumulator per
@@ -385,6 +316,7 @@ TILE_SET(tile_q4_1)
 TILE_SET(tile_q5_0)
 TILE_SET(tile_q5_1)
 TILE_SET(tile_q4_k)
+TILE_SET(tile_q5_k)
 TILE_SET(tile_q6_k)
 TILE_SET(tile_f32)
 TILE_SET(tile_f16)
@@ -398,6 +330,7 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
     case MLLM_DTYPE_Q5_0: return tile_q5_0_set;
     case MLLM_DTYPE_Q5_1: return tile_q5_1_set;
     case MLLM_DTYPE_Q4_K: return tile_q4_k_set;
+    case MLLM_DTYPE_Q5_K: return tile_q5_k_set;
     case MLLM_DTYPE_Q6_K: return tile_q6_k_set;
     case MLLM_DTYPE_F32: return tile_f32_set;
     case MLLM_DTYPE_F16: return tile_f16_set;

@@ -1,6 +1,7 @@
 /* AVX2 activation conversions: same bytes as the *_act_generic / f16 row
    functions (checked by test_kernels_quant), just faster. */
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/kquants.h"
 #include "backends/cpu/simd_avx2.h"
 
 /* round half to even, as _MM_ROUND_NEAREST in ggml (an immediate, even at -O0) */
@@ -55,6 +56,28 @@ void mllm_quantize_row_q8_1_act_avx2(const float *src, void *dst, int64_t n) {
         const float d = amax / 127.0f;
         y[i].d = (mllm_f16)_cvtss_sh(d, 0);
         y[i].s = (mllm_f16)_cvtss_sh(d * (float)sum, 0);
+    }
+}
+
+/* The sums of quants 0..15 and 16..31 of a 32-byte run, as q8_K32's bsums. */
+static inline void bsums_32(const int8_t *qs, int16_t *out) {
+    const __m256i q = _mm256_loadu_si256((const __m256i *)qs);
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+    __m128i s = _mm_hadd_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+    s = _mm_hadd_epi32(s, s); /* values 0..15, 16..31, repeated */
+    out[0] = (int16_t)_mm_cvtsi128_si32(s);
+    out[1] = (int16_t)_mm_extract_epi32(s, 1);
+}
+
+void mllm_quantize_row_q8_k32_avx2(const float *src, void *dst, int64_t n) {
+    mllm_block_q8_k32 *y = dst;
+    for (int64_t i = 0; i < n / MLLM_QK_K; i++) {
+        for (int j = 0; j < 8; j++) {
+            float amax;
+            (void)quantize_block_32(src + i * MLLM_QK_K + 32 * j, &amax, y[i].qs + 32 * j);
+            y[i].d[j] = amax / 127.0f;
+            bsums_32(y[i].qs + 32 * j, y[i].bsums + 2 * j);
+        }
     }
 }
 

@@ -219,9 +219,9 @@ static const pack_desc k_packs[] = {
     {MLLM_DTYPE_Q4_1_X8, MLLM_DTYPE_Q4_1, 32, sizeof(mllm_block_q4_1), sizeof(mllm_block_q8_1), pack_q4_1, unpack_q4_1, get_q4_1, dot_q4_1},
     {MLLM_DTYPE_Q5_0_X8, MLLM_DTYPE_Q5_0, 32, sizeof(mllm_block_q5_0), sizeof(mllm_block_q8_0s), pack_q5_0, unpack_q5_0, get_q5_0, dot_q5_0},
     {MLLM_DTYPE_Q8_0_X8, MLLM_DTYPE_Q8_0, 32, sizeof(mllm_block_q8_0), sizeof(mllm_block_q8_0), pack_q8_0, unpack_q8_0, get_q8_0, dot_q8_0},
-    {MLLM_DTYPE_Q4_K_X8, MLLM_DTYPE_Q4_K, 256, sizeof(mllm_block_q4_k), sizeof(mllm_block_q8_k), pack_q4_k, unpack_q4_k, get_q4_k, dot_q4_k},
-    {MLLM_DTYPE_Q5_K_X8, MLLM_DTYPE_Q5_K, 256, sizeof(mllm_block_q5_k), sizeof(mllm_block_q8_k), pack_q5_k, unpack_q5_k, get_q5_k, dot_q5_k},
-    {MLLM_DTYPE_Q6_K_X8, MLLM_DTYPE_Q6_K, 256, sizeof(mllm_block_q6_k), sizeof(mllm_block_q8_k), pack_q6_k, unpack_q6_k, get_q6_k, dot_q6_k},
+    {MLLM_DTYPE_Q4_K_X8, MLLM_DTYPE_Q4_K, 256, sizeof(mllm_block_q4_k), sizeof(mllm_block_q8_k32), pack_q4_k, unpack_q4_k, get_q4_k, dot_q4_k},
+    {MLLM_DTYPE_Q5_K_X8, MLLM_DTYPE_Q5_K, 256, sizeof(mllm_block_q5_k), sizeof(mllm_block_q8_k32), pack_q5_k, unpack_q5_k, get_q5_k, dot_q5_k},
+    {MLLM_DTYPE_Q6_K_X8, MLLM_DTYPE_Q6_K, 256, sizeof(mllm_block_q6_k), sizeof(mllm_block_q8_k32), pack_q6_k, unpack_q6_k, get_q6_k, dot_q6_k},
 };
 
 static const pack_desc *desc_of(mllm_dtype t, bool by_plain) {

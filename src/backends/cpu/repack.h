@@ -92,7 +92,7 @@ void mllm_q5_kx8_get(const mllm_block_q5_kx8 *b, int r, float *dst);
 float mllm_q5_kx8_dot(const mllm_block_q5_kx8 *b, int r, const void *q8k);
 void mllm_pack_q6_k(const void *const rows[8], mllm_block_q6_kx8 *out);
 void mllm_unpack_q6_k(const mllm_block_q6_kx8 *in, void *const rows[8]);
-/* Row r (0..7) of one packed block as 256 floats / its dot with a q8_K block. */
+/* Row r (0..7) of one packed block as 256 floats / its dot with a q8_K32 block. */
 void mllm_q4_kx8_get(const mllm_block_q4_kx8 *b, int r, float *dst);
 void mllm_q6_kx8_get(const mllm_block_q6_kx8 *b, int r, float *dst);
 float mllm_q4_kx8_dot(const mllm_block_q4_kx8 *b, int r, const void *q8k);

@@ -1,6 +1,6 @@
 /* The q4_Kx8 / q6_Kx8 packed layouts (repack.h): packing one block of 8
    rows, unpacking it byte for byte, and the plain-C row read and dot that
-   specify what the AVX2 kernels compute. */
+   specify what the AVX2 kernels compute (with q8_K32 activations). */
 #include <string.h>
 
 #include "backends/cpu/kquants.h"
@@ -90,20 +90,20 @@ static void k45_get(const void *vb, k45_value_fn q, int r, float *dst) {
     }
 }
 
+/* Row r's dot with a q8_K32 block: kq32_combine over its exact sub-block sums. */
 static float k45_dot(const void *vb, k45_value_fn q, int r, const void *q8k) {
     const mllm_block_q4_kx8 *b = vb;
-    const mllm_block_q8_k *y = q8k;
-    int32_t sumi = 0, summ = 0;
+    const mllm_block_q8_k32 *y = q8k;
+    int32_t a[8], mins[8];
     for (int j = 0; j < 8; j++) {
         uint8_t sc, m;
         k45_scale_min(b, r, j, &sc, &m);
         int32_t dot = 0;
         for (int l = 0; l < 32; l++) dot += q(vb, r, 32 * j + l) * y->qs[32 * j + l];
-        sumi += sc * dot;
-        summ += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        a[j] = sc * dot;
+        mins[j] = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
     }
-    const float dy = y->d;
-    return mllm_f16_to_f32(b->d[r]) * dy * (float)sumi - mllm_f16_to_f32(b->dmin[r]) * dy * (float)summ;
+    return kq32_combine(a, mins, y->d, mllm_f16_to_f32(b->d[r]), mllm_f16_to_f32(b->dmin[r]));
 }
 
 void mllm_q4_kx8_get(const mllm_block_q4_kx8 *b, int r, float *dst) { k45_get(b, q4kx8_q, r, dst); }
@@ -195,12 +195,13 @@ void mllm_q6_kx8_get(const mllm_block_q6_kx8 *b, int r, float *dst) {
 }
 
 float mllm_q6_kx8_dot(const mllm_block_q6_kx8 *b, int r, const void *q8k) {
-    const mllm_block_q8_k *y = q8k;
-    int32_t sumi = 0;
+    const mllm_block_q8_k32 *y = q8k;
+    static const int32_t zero[8];
+    int32_t a[8] = {0};
     for (int s = 0; s < 16; s++) {
         int32_t dot = 0;
         for (int l = 0; l < 16; l++) dot += (q6kx8_v(b, r, 16 * s + l) - 32) * y->qs[16 * s + l];
-        sumi += q6kx8_scale(b, r, s) * dot;
+        a[s / 2] += q6kx8_scale(b, r, s) * dot;
     }
-    return mllm_f16_to_f32(b->d[r]) * y->d * (float)sumi;
+    return kq32_combine(a, zero, y->d, mllm_f16_to_f32(b->d[r]), 0.0f);
 }

@@ -1,7 +1,10 @@
-/* AVX2 tiles for the q4_Kx8 / q6_Kx8 packed layouts (repack.h) against q8_K
-   activations: one ymm lane per output row, one tile = one 8-row group x up
-   to 4 activation rows. Per-sub-block scales reach the lanes as int16 pairs
-   (s, s), so one madd both widens the int16 products and applies the scale.
+/* AVX2 tiles for the q4_Kx8 / q5_Kx8 / q6_Kx8 packed layouts (repack.h)
+   against q8_K32 activations: one ymm lane per output row, one tile = one
+   8-row group x up to 4 activation rows. Per-sub-block weight scales reach
+   the lanes as int16 pairs (s, s), so one madd both widens the int16
+   products and applies the scale; each 32-value sub-block's exact int32 sum
+   is then converted and multiplied by its activation scale d[j] in float
+   (kq32_combine, kquants.h, up to float order).
 
    Integer ranges: q4_K nibble x int8 pairs <= 3810, 8 of them per int16
    lane (one 32-value sub-block) <= 30480; q6_K 6-bit x int8 pairs <= 16002,
@@ -33,8 +36,6 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wb, int64_t nb, cons
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f), m6 = _mm256_set1_epi8(63), m30 = _mm256_set1_epi8(0x30);
     const __m256i dup_even = DUP(0), dup_odd = DUP(8);
-    const __m256i pair = _mm256_setr_epi8(0, Z, 8, Z, 1, Z, 9, Z, 2, Z, 10, Z, 3, Z, 11, Z,
-                                          4, Z, 12, Z, 5, Z, 13, Z, 6, Z, 14, Z, 7, Z, 15, Z);
     const __m256i bit4 = _mm256_set1_epi8(0x10);
     for (int64_t b = 0; b < nb; b++, wb += bsize) {
         prefetch_ahead(wb, bsize);
@@ -54,24 +55,35 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wb, int64_t nb, cons
         /* chunk c: sub-blocks 2c and 2c + 1 for all 8 rows, in both halves */
         const __m256i scb[4] = {_mm256_permute2x128_si256(sc03, sc03, 0x00), _mm256_permute2x128_si256(sc03, sc03, 0x11),
                                 _mm256_permute2x128_si256(sc47, sc47, 0x00), _mm256_permute2x128_si256(sc47, sc47, 0x11)};
-        const __m256i mnb[4] = {_mm256_permute2x128_si256(mn03, mn03, 0x00), _mm256_permute2x128_si256(mn03, mn03, 0x11),
-                                _mm256_permute2x128_si256(mn47, mn47, 0x00), _mm256_permute2x128_si256(mn47, mn47, 0x11)};
-        const mllm_block_q8_k *y[TILE_N];
-        __m256i isum[TILE_N], imin[TILE_N];
+        const mllm_block_q8_k32 *y[TILE_N];
+        __m256 sa[TILE_N];
+        /* The min term first: acc -= dmin * sum_j m_j * (ysum_j * dy_j),
+           ysum_j = sum of sub-block j's 32 activation quants. */
+        float yt[TILE_N][8];
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
-            y[m] = (const mllm_block_q8_k *)(X + (size_t)m * xs) + b;
-            /* ysum[j] = sum of sub-block j's 32 activations */
+            y[m] = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
             const __m128i ysum = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[m]->bsums),
                                                 _mm_loadu_si128((const __m128i *)(y[m]->bsums + 8)));
-            imin[m] = _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[0], pair), _mm256_broadcastd_epi32(ysum));
-            imin[m] = _mm256_add_epi32(imin[m], _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[1], pair),
-                                                                  _mm256_broadcastd_epi32(_mm_shuffle_epi32(ysum, 0x55))));
-            imin[m] = _mm256_add_epi32(imin[m], _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[2], pair),
-                                                                  _mm256_broadcastd_epi32(_mm_shuffle_epi32(ysum, 0xaa))));
-            imin[m] = _mm256_add_epi32(imin[m], _mm256_madd_epi16(_mm256_shuffle_epi8(mnb[3], pair),
-                                                                  _mm256_broadcastd_epi32(_mm_shuffle_epi32(ysum, 0xff))));
-            isum[m] = _mm256_setzero_si256();
+            _mm256_storeu_ps(yt[m], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(ysum)), _mm256_loadu_ps(y[m]->d)));
+            sa[m] = _mm256_setzero_ps();
+        }
+        {
+            const __m128i mq[4] = {_mm256_castsi256_si128(mn03), _mm256_extracti128_si256(mn03, 1),
+                                   _mm256_castsi256_si128(mn47), _mm256_extracti128_si256(mn47, 1)};
+            __m256 sb[TILE_N];
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                const __m128i bytes = j % 2 ? _mm_unpackhi_epi64(mq[j / 2], mq[j / 2]) : mq[j / 2];
+                const __m256 mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)); /* m_j of the 8 rows */
+#pragma GCC unroll 4
+                for (int m = 0; m < RN; m++)
+                    sb[m] = j == 0 ? _mm256_mul_ps(mf, _mm256_set1_ps(yt[m][0]))
+                                   : _mm256_fmadd_ps(mf, _mm256_set1_ps(yt[m][j]), sb[m]);
+            }
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->dmin));
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) acc[m] = _mm256_fnmadd_ps(sb[m], dmin, acc[m]);
         }
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) {
@@ -79,6 +91,9 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wb, int64_t nb, cons
             /* q4_K: 8 products of <= 3810 per int16 lane; q5_K (values to
                31, <= 7874): 4, so the sums are taken every 4 steps */
             const int n_half = Q5 ? 2 : 1, tn = Q5 ? 4 : 8;
+            __m256i alo[TILE_N], ahi[TILE_N]; /* sc * sum(q * y) of sub-blocks 2c, 2c + 1, per row */
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) alo[m] = ahi[m] = _mm256_setzero_si256();
             for (int half = 0; half < n_half; half++) {
                 __m256i slo[TILE_N], shi[TILE_N];
 #pragma GCC unroll 4
@@ -104,19 +119,21 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wb, int64_t nb, cons
                     }
                 }
 #pragma GCC unroll 4
-                for (int m = 0; m < RN; m++)
-                    isum[m] = _mm256_add_epi32(isum[m], _mm256_add_epi32(_mm256_madd_epi16(slo[m], sce),
-                                                                         _mm256_madd_epi16(shi[m], sco)));
+                for (int m = 0; m < RN; m++) {
+                    alo[m] = _mm256_add_epi32(alo[m], _mm256_madd_epi16(slo[m], sce));
+                    ahi[m] = _mm256_add_epi32(ahi[m], _mm256_madd_epi16(shi[m], sco));
+                }
+            }
+            /* each sub-block's exact sum times its own activation scale */
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                sa[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(alo[m]), _mm256_set1_ps(y[m]->d[2 * c]), sa[m]);
+                sa[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ahi[m]), _mm256_set1_ps(y[m]->d[2 * c + 1]), sa[m]);
             }
         }
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->dmin));
 #pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) {
-            const __m256 dy = _mm256_set1_ps(y[m]->d);
-            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(d, dy), acc[m]);
-            acc[m] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[m]), _mm256_mul_ps(dmin, dy), acc[m]);
-        }
+        for (int m = 0; m < RN; m++) acc[m] = _mm256_fmadd_ps(sa[m], d, acc[m]);
     }
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
@@ -155,21 +172,25 @@ ALWAYS_INLINE void tile_q6_kx8(int RN, const mllm_block_q6_kx8 *w, int64_t nb, c
     const __m256i second = _mm256_add_epi8(first, _mm256_set1_epi8(2));
     for (int64_t b = 0; b < nb; b++, w++) {
         prefetch_ahead(w, sizeof *w);
-        const mllm_block_q8_k *y[TILE_N];
-        __m256i isum[TILE_N];
+        const mllm_block_q8_k32 *y[TILE_N];
+        __m256 sa[TILE_N];
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
-            y[m] = (const mllm_block_q8_k *)(X + (size_t)m * xs) + b;
-            isum[m] = _mm256_setzero_si256();
+            y[m] = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
+            sa[m] = _mm256_setzero_ps();
         }
 #pragma GCC unroll 1
-        for (int u = 0; u < 8; u++) {
+        for (int u = 0; u < 8; u++) { /* values 32u..32u + 31: activation scale d[u] */
             /* scales of sub-blocks 2u, 2u + 1 as an int16 pair per row */
             const __m256i scp = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w->scales + 16 * u)));
             const __m256i sce = _mm256_shuffle_epi8(scp, first), sco = _mm256_shuffle_epi8(scp, second);
             const __m256i qh0 = _mm256_loadu_si256((const __m256i *)(w->qh + 64 * u));
             const __m256i qh1 = _mm256_loadu_si256((const __m256i *)(w->qh + 64 * u + 32));
-            __m256i pe[TILE_N] = {0}, po[TILE_N] = {0};
+            __m256i pe[TILE_N] = {0}, po[TILE_N] = {0}, isum[TILE_N];
+            /* the -32 offset: 32 * (s0 * bsum0 + s1 * bsum1) off each row */
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++)
+                isum[m] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scp, bcast4(y[m]->bsums + 2 * u)), 5));
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 const __m256i l = _mm256_loadu_si256((const __m256i *)(w->ql + 32 * (4 * u + i)));
@@ -188,15 +209,12 @@ ALWAYS_INLINE void tile_q6_kx8(int RN, const mllm_block_q6_kx8 *w, int64_t nb, c
                     }
                 }
             }
-            /* the -32 offset: 32 * (s0 * bsum0 + s1 * bsum1) off each row */
 #pragma GCC unroll 4
-            for (int m = 0; m < RN; m++)
-                isum[m] = _mm256_sub_epi32(isum[m], _mm256_slli_epi32(_mm256_madd_epi16(scp, bcast4(y[m]->bsums + 2 * u)), 5));
+            for (int m = 0; m < RN; m++) sa[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_set1_ps(y[m]->d[u]), sa[m]);
         }
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
 #pragma GCC unroll 4
-        for (int m = 0; m < RN; m++)
-            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(d, _mm256_set1_ps(y[m]->d)), acc[m]);
+        for (int m = 0; m < RN; m++) acc[m] = _mm256_fmadd_ps(sa[m], d, acc[m]);
     }
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);

@@ -44,6 +44,14 @@ static inline __m256i dot_u8_i8_lanes(__m256i ux, __m256i y) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), _mm256_set1_epi16(1));
 }
 
+/* Lane j = the sum of the 8 int32 lanes of v[j] (exact, 6 hadds). */
+static inline __m256i mm256_hsum8_epi32(const __m256i v[8]) {
+    const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    const __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
 /* 8 bf16 -> 8 floats: bf16 is the top half of a float. */
 static inline __m256 load_bf16x8(const mllm_bf16 *p) {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));

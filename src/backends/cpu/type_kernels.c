@@ -31,6 +31,7 @@ static mllm_cpu_type g_types[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_W4A32_G32] = {.to_float = mllm_dequantize_row_w4a32_g32, .from_float = mllm_quantize_row_w4a32_g32},
     [MLLM_DTYPE_W4A32_G64] = {.to_float = mllm_dequantize_row_w4a32_g64, .from_float = mllm_quantize_row_w4a32_g64},
     [MLLM_DTYPE_Q8_0S] = {.to_float = mllm_dequantize_row_q8_0s, .from_float = mllm_quantize_row_q8_0s_generic},
+    [MLLM_DTYPE_Q8_K32] = {.to_float = mllm_dequantize_row_q8_k32, .from_float = mllm_quantize_row_q8_k32_generic},
 };
 
 static const mllm_cpu_type g_none; /* types the CPU has no code for */

@@ -6,7 +6,9 @@
 #include <string.h>
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
+#include "formats/ctranslate2.h"
 #include "models/whisper_internal.h"
 
 /* cols[t][c * 3 + k] = src[c][(t * stride + k - 1)] (zero outside), src
@@ -71,6 +73,7 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
         if ((st = wh_linear_run(w, &L->fc2, a, T2, tmp, false, x)) != MLLM_OK) return st;
     }
     wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
+    if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
 
     for (int l = 0; l < hp->n_dec_layers; l++) {
         float *kv = a;
@@ -140,8 +143,15 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
     if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder");
     float *x = s, *h = x + rd, *att = h + rd, *tmp = att + rd, *a = tmp + rd;
 
+    const bool packed = mllm_dtype_get(w->logits.dtype)->packed_rows;
     for (int i = 0; i < R; i++) {
-        mllm_cpu_get_row((mllm_dtype)w->logits.dtype, w->tok_emb, w->logits.row_bytes, d, tokens[i], x + (size_t)i * d);
+        /* plain rows may be unaligned in the file's mapping: copied first */
+        const char *row = (const char *)w->tok_emb + (size_t)tokens[i] * w->logits.row_bytes;
+        if (packed) mllm_cpu_get_row((mllm_dtype)w->logits.dtype, w->tok_emb, w->logits.row_bytes, d, tokens[i], x + (size_t)i * d);
+        else {
+            memcpy(a, row, w->logits.row_bytes);
+            mllm_cpu_get_row((mllm_dtype)w->logits.dtype, a, w->logits.row_bytes, d, 0, x + (size_t)i * d);
+        }
         const float *pe = w->dec_pos + (size_t)(pos0 + i % n_tok) * (size_t)d;
         for (int c = 0; c < d; c++) x[(size_t)i * d + c] += pe[c];
     }
@@ -178,6 +188,7 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
         if ((st = wh_linear_run(w, &L->fc1, h, R, a, true, NULL)) != MLLM_OK) return st;
         if ((st = wh_linear_run(w, &L->fc2, a, R, tmp, false, x)) != MLLM_OK) return st;
     }
+    if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
     if (all_logits) {
         wh_layernorm(w, &w->dec_ln, x, R, d, h);
         return wh_linear_run(w, &w->logits, h, R, logits, false, NULL);

@@ -40,7 +40,8 @@ struct mllm_whisper {
     wh_norm enc_ln, dec_ln;
     wh_linear logits;            /* the token embedding, tied */
     const void *tok_emb;         /* the same rows, for the lookup */
-    void *weights;               /* one aligned block holding every weight */
+    void *weights;               /* one aligned block: every converted weight */
+    struct mllm_ct2 *ct2;        /* the open model.bin: weights kept as stored point into its mapping */
     int32_t *suppress, *suppress_begin;
     int n_suppress, n_suppress_begin;
     mllm_tokenizer *tok;

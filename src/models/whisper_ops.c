@@ -30,8 +30,6 @@ float *wh_scratch(mllm_whisper *w, size_t n) {
     return w->scratch;
 }
 
-static inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-
 typedef struct {
     mllm_whisper *w;
     const wh_linear *L;
@@ -53,6 +51,7 @@ typedef struct {
 
 static void lin_fn(void *arg, int ith, int nth) {
     lin_job *j = arg;
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const wh_linear *L = j->L;
     const int64_t K = L->n_in, N = L->n_out, M = j->M;
     if (j->convert) {
@@ -67,15 +66,12 @@ static void lin_fn(void *arg, int ith, int nth) {
         if (r0 >= N) break;
         const int64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
         mllm_cpu_mul_mat((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        const int n = (int)(r1 - r0);
         for (int64_t m = 0; m < M; m++) {
-            float *y = j->Y + m * N;
-            float *a = j->acc ? j->acc + m * N : NULL;
-            for (int64_t r = r0; r < r1; r++) {
-                float v = y[r] + (L->b ? L->b[r] : 0.0f);
-                if (j->gelu) v = gelu_erf(v);
-                if (a) a[r] += v;
-                else y[r] = v;
-            }
+            float *y = j->Y + m * N + r0;
+            if (L->b) k->add_f32(y, y, L->b + r0, n);
+            if (j->gelu) k->gelu_erf(y, y, n);
+            if (j->acc) k->add_f32(j->acc + m * N + r0, j->acc + m * N + r0, y, n);
         }
     }
 }
@@ -123,8 +119,13 @@ void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, 
     else mllm_pool_run(w->pool, ln_fn, &j);
 }
 
-/* Queries per attention job: each key and value row read serves this many. */
-#define ATT_QB 32
+/* Queries per attention job: each key and value row read serves this many
+   (48 = 8 of the GEMM's 6-row tiles; P is 48 x 1500 floats = 288 KB, in L2). */
+#define ATT_QB 48
+/* From this many queries in a job on, the two products run on the packed
+   f32 GEMM (~1.7x the tiles on the encoder's 1500 x 1500 x 64 products);
+   decoder steps (a few queries) stay on the tiles. */
+#define ATT_GEMM_MIN_Q 16
 
 typedef struct {
     const wh_attn *a;
@@ -147,18 +148,20 @@ static void att_fn(void *arg, int ith, int nth) {
         const int64_t h = job / n_qb, i0 = (job % n_qb) * ATT_QB;
         const int nb = (int)(a->n_q - i0 < ATT_QB ? a->n_q - i0 : ATT_QB);
         const int64_t n_k = a->causal >= 0 ? (a->causal + i0 + nb < a->n_k ? a->causal + i0 + nb : a->n_k) : a->n_k;
-        mllm_cpu_mul_mat(MLLM_DTYPE_F32, a->k + h * a->hd, a->k_stride * sizeof(float), a->hd,
-                         a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd), a->q_stride * sizeof(float), nb, P,
-                         (size_t)n_k, 0, n_k);
+        const bool gemm = nb >= ATT_GEMM_MIN_Q;
+        const float *kh = a->k + h * a->hd, *qh = a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd);
+        const float *vh = a->vt + (size_t)h * (size_t)a->hd * a->vt_stride;
+        float *oh = a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd);
+        if (gemm) mllm_cpu_gemm_f32(kh, a->k_stride * sizeof(float), a->hd, qh, a->q_stride * sizeof(float), nb, P, (size_t)n_k, 0, n_k);
+        else mllm_cpu_mul_mat(MLLM_DTYPE_F32, kh, a->k_stride * sizeof(float), a->hd, qh, a->q_stride * sizeof(float), nb, P, (size_t)n_k, 0, n_k);
         for (int r = 0; r < nb; r++) {
             float *p = P + (size_t)r * (size_t)n_k;
             if (a->causal >= 0)
                 for (int64_t c = a->causal + i0 + r + 1; c < n_k; c++) p[c] = -INFINITY;
             k->softmax(p, (int)n_k, scale);
         }
-        mllm_cpu_mul_mat(MLLM_DTYPE_F32, a->vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float),
-                         n_k, P, (size_t)n_k * sizeof(float), nb, a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd),
-                         a->out_stride, 0, a->hd);
+        if (gemm) mllm_cpu_gemm_f32(vh, a->vt_stride * sizeof(float), n_k, P, (size_t)n_k * sizeof(float), nb, oh, a->out_stride, 0, a->hd);
+        else mllm_cpu_mul_mat(MLLM_DTYPE_F32, vh, a->vt_stride * sizeof(float), n_k, P, (size_t)n_k * sizeof(float), nb, oh, a->out_stride, 0, a->hd);
     }
 }
 

@@ -1,4 +1,5 @@
-/* Prefill matmul for f16 / bf16 weights, AVX2 + FMA: an
+/* Prefill matmul for f16 / bf16 (and, for Whisper's attention, f32)
+   weights, AVX2 + FMA: an
    outer-product kernel on packed weight panels, the usual BLAS blocking.
    A panel is 16 weight rows x up to 1024 values of K, widened to f32 and
    stored k-major (16 floats per k), packed once and then used by every
@@ -19,11 +20,13 @@
 
 /* 8 floats of row i of the panel's source, widened. */
 static inline __m256 load8(mllm_dtype wt, const char *row, int64_t k) {
+    if (wt == MLLM_DTYPE_F32) return _mm256_loadu_ps((const float *)row + k);
     if (wt == MLLM_DTYPE_F16) return load_f16x8((const mllm_f16 *)row + k);
     return load_bf16x8((const mllm_bf16 *)row + k);
 }
 
 static inline float load1(mllm_dtype wt, const char *row, int64_t k) {
+    if (wt == MLLM_DTYPE_F32) return ((const float *)row)[k];
     if (wt == MLLM_DTYPE_F16) return f16_to_f32_hw(((const mllm_f16 *)row)[k]);
     return mllm_bf16_to_f32(((const mllm_bf16 *)row)[k]);
 }

@@ -62,6 +62,8 @@ struct mllm_whisper {
     size_t xq_bytes;
     float *att;                  /* attention probabilities, per thread */
     size_t att_floats;
+    float *att_pack;             /* the encoder's K and V^T in GEMM panels */
+    size_t att_pack_floats;
 };
 
 /* Threaded helpers (whisper_ops.c). Y is (M, n_out) row-major. act: apply

@@ -454,6 +454,7 @@ void mllm_whisper_free(mllm_whisper *w) {
     mllm_free_aligned(w->scratch);
     mllm_free_aligned(w->xq);
     mllm_free_aligned(w->att);
+    mllm_free_aligned(w->att_pack);
     mllm_free(w);
 }
 

@@ -132,7 +132,21 @@ typedef struct {
     float *buf;
     size_t per_thread;
     int64_t n_jobs, next;
+    /* encoder: every head's K (n_k x hd) and V^T (hd x n_k) packed once
+       into the GEMM's panels (else NULL) */
+    float *kp, *vp;
+    size_t kp_head, vp_head;
 } att_job;
+
+static void pack_fn(void *arg, int ith, int nth) {
+    att_job *j = arg;
+    const wh_attn *a = j->a;
+    for (int h = ith; h < a->n_head; h += nth) {
+        mllm_cpu_gemm_f32_pack(a->k + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
+        mllm_cpu_gemm_f32_pack(a->vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float), a->n_k,
+                               a->hd, j->vp + (size_t)h * j->vp_head);
+    }
+}
 
 static void att_fn(void *arg, int ith, int nth) {
     (void)nth;
@@ -149,6 +163,15 @@ static void att_fn(void *arg, int ith, int nth) {
         const int nb = (int)(a->n_q - i0 < ATT_QB ? a->n_q - i0 : ATT_QB);
         const int64_t n_k = a->causal >= 0 ? (a->causal + i0 + nb < a->n_k ? a->causal + i0 + nb : a->n_k) : a->n_k;
         const bool gemm = nb >= ATT_GEMM_MIN_Q;
+        if (j->kp) {
+            const size_t qs = a->q_stride * sizeof(float);
+            mllm_cpu_gemm_f32_packed(j->kp + (size_t)h * j->kp_head, a->hd, n_k, a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd),
+                                     qs, nb, P, (size_t)n_k);
+            for (int r = 0; r < nb; r++) k->softmax(P + (size_t)r * (size_t)n_k, (int)n_k, scale);
+            mllm_cpu_gemm_f32_packed(j->vp + (size_t)h * j->vp_head, n_k, a->hd, P, (size_t)n_k * sizeof(float), nb,
+                                     a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd), a->out_stride);
+            continue;
+        }
         const float *kh = a->k + h * a->hd, *qh = a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd);
         const float *vh = a->vt + (size_t)h * (size_t)a->hd * a->vt_stride;
         float *oh = a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd);
@@ -177,6 +200,20 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     w->att_floats = bytes / sizeof(float);
     j.buf = w->att;
     j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
+    if (a->causal < 0 && a->n_q >= 4 * ATT_QB) {
+        j.kp_head = mllm_cpu_gemm_f32_packed_size(a->hd, a->n_k);
+        j.vp_head = mllm_cpu_gemm_f32_packed_size(a->n_k, a->hd);
+        bytes = w->att_pack_floats * sizeof(float);
+        p = w->att_pack;
+        if (!grow(&p, &bytes, (j.kp_head + j.vp_head) * (size_t)a->n_head * sizeof(float)))
+            return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for attention");
+        w->att_pack = p;
+        w->att_pack_floats = bytes / sizeof(float);
+        j.kp = w->att_pack;
+        j.vp = j.kp + j.kp_head * (size_t)a->n_head;
+        if (nth == 1) pack_fn(&j, 0, 1);
+        else mllm_pool_run(w->pool, pack_fn, &j);
+    }
     if (j.n_jobs == 1 || nth == 1 || (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 < WH_PARALLEL_MIN_MACS)
         att_fn(&j, 0, 1);
     else mllm_pool_run(w->pool, att_fn, &j);

@@ -81,6 +81,17 @@ void mllm_cpu_mul_mat_exact(mllm_dtype wt, const void *W, size_t w_stride, int64
 void mllm_cpu_gemm_f32(const float *W, size_t w_stride, int64_t K, const float *X, size_t x_stride, int64_t M,
                        float *Y, size_t y_stride, int64_t r0, int64_t r1);
 
+/* The same product on weights packed once (N rows of K f32 values, stride
+   w_stride bytes) into the GEMM's panel layout, for weights that meet many
+   activation blocks (Whisper's per-head K and V): for each block of 1024
+   values of K, for each 16 rows (zero-padded), the panel k-major.
+   mllm_cpu_gemm_f32_packed_size gives its floats; Y[m][r] for every r < N.
+   The generic path runs a plain loop over the same layout. */
+size_t mllm_cpu_gemm_f32_packed_size(int64_t K, int64_t N);
+void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t N, float *dst);
+void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
+                              float *Y, size_t y_stride);
+
 /* n values of a plain row of dtype t as floats: F16C for f16 / bf16 on
    AVX2 (the same values as the dtype's to_float, faster), to_float else. */
 void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n);

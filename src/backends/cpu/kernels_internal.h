@@ -55,6 +55,12 @@ bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* n f16 or bf16 values widened to f32 with F16C / shifts (unaligned src). */
 void mllm_widen_row_avx2(mllm_dtype t, const void *src, float *dst, int64_t n);
+/* The float GEMM's panels: NR weight rows x up to KC values of K, k-major
+   (p[k * NR + i]); mllm_cpu_gemm_f32_pack's layout (kernels.h). */
+#define MLLM_GEMM_NR 16
+#define MLLM_GEMM_KC 1024
+void mllm_gemm_f32_packed_avx2(const float *P, int64_t K, int64_t N, const float *A, size_t lda, int64_t M,
+                               float *Y, size_t y_stride);
 /* mllm_cpu_gemm_f32's AVX2 half: false when out of memory for the panel. */
 bool mllm_gemm_f32_avx2(const float *W, size_t w_stride, int64_t K, const float *X, size_t x_stride, int64_t M,
                         float *Y, size_t y_stride, int64_t r0, int64_t r1);

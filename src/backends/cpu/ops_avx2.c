@@ -121,12 +121,17 @@ static void softmax_avx2(float *x, int n, float scale) {
         return;
     }
     const __m256 vm = _mm256_set1_ps(max);
-    double sum = 0.0;
+    /* summed in double, 4 lanes (no horizontal sum per step) */
+    __m256d acc = _mm256_setzero_pd();
     for (i = 0; i + 8 <= n; i += 8) {
         const __m256 e = mm256_expf(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
         _mm256_storeu_ps(x + i, e);
-        sum += (double)mm256_hsum_ps(e);
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(e)),
+                                               _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1))));
     }
+    double dl[4];
+    _mm256_storeu_pd(dl, acc);
+    double sum = (dl[0] + dl[1]) + (dl[2] + dl[3]);
     for (; i < n; i++) {
         x[i] = expf(x[i] - max);
         sum += (double)x[i];

@@ -396,6 +396,7 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
     st = read_hparams(c, path, &w->hp);
     if (st == MLLM_OK) st = alloc_state(w);
     loader l = {.c = c, .path = path, .wtype = wtype};
+    w->cross_f16 = wtype != MLLM_DTYPE_F32; /* f32 weights: the exact path, f32 throughout */
     if (st == MLLM_OK) {
         const int widest = w->hp.d_ff > w->hp.d_model * 3 ? w->hp.d_ff : w->hp.d_model * 3;
         l.row = mllm_malloc_aligned((size_t)widest * sizeof(float) + 64);

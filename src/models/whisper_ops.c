@@ -142,8 +142,9 @@ static void pack_fn(void *arg, int ith, int nth) {
     att_job *j = arg;
     const wh_attn *a = j->a;
     for (int h = ith; h < a->n_head; h += nth) {
-        mllm_cpu_gemm_f32_pack(a->k + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
-        mllm_cpu_gemm_f32_pack(a->vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float), a->n_k,
+        const float *K = a->k, *Vt = a->vt;
+        mllm_cpu_gemm_f32_pack(K + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
+        mllm_cpu_gemm_f32_pack(Vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float), a->n_k,
                                a->hd, j->vp + (size_t)h * j->vp_head);
     }
 }
@@ -162,35 +163,54 @@ static void att_fn(void *arg, int ith, int nth) {
         const int64_t h = job / n_qb, i0 = (job % n_qb) * ATT_QB;
         const int nb = (int)(a->n_q - i0 < ATT_QB ? a->n_q - i0 : ATT_QB);
         const int64_t n_k = a->causal >= 0 ? (a->causal + i0 + nb < a->n_k ? a->causal + i0 + nb : a->n_k) : a->n_k;
-        const bool gemm = nb >= ATT_GEMM_MIN_Q;
+        const bool gemm = nb >= ATT_GEMM_MIN_Q && !a->kv_f16;
+        const float *qh = a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd);
+        float *oh = a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd);
         if (j->kp) {
-            const size_t qs = a->q_stride * sizeof(float);
-            mllm_cpu_gemm_f32_packed(j->kp + (size_t)h * j->kp_head, a->hd, n_k, a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd),
-                                     qs, nb, P, (size_t)n_k);
+            mllm_cpu_gemm_f32_packed(j->kp + (size_t)h * j->kp_head, a->hd, n_k, qh, a->q_stride * sizeof(float), nb, P,
+                                     (size_t)n_k);
             for (int r = 0; r < nb; r++) k->softmax(P + (size_t)r * (size_t)n_k, (int)n_k, scale);
-            mllm_cpu_gemm_f32_packed(j->vp + (size_t)h * j->vp_head, n_k, a->hd, P, (size_t)n_k * sizeof(float), nb,
-                                     a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd), a->out_stride);
+            mllm_cpu_gemm_f32_packed(j->vp + (size_t)h * j->vp_head, n_k, a->hd, P, (size_t)n_k * sizeof(float), nb, oh,
+                                     a->out_stride);
             continue;
         }
-        const float *kh = a->k + h * a->hd, *qh = a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd);
-        const float *vh = a->vt + (size_t)h * (size_t)a->hd * a->vt_stride;
-        float *oh = a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd);
-        if (gemm) mllm_cpu_gemm_f32(kh, a->k_stride * sizeof(float), a->hd, qh, a->q_stride * sizeof(float), nb, P, (size_t)n_k, 0, n_k);
-        else mllm_cpu_mul_mat(MLLM_DTYPE_F32, kh, a->k_stride * sizeof(float), a->hd, qh, a->q_stride * sizeof(float), nb, P, (size_t)n_k, 0, n_k);
+        const size_t es = a->kv_f16 ? 2 : 4; /* bytes per K / V value */
+        const mllm_dtype kt = a->kv_f16 ? MLLM_DTYPE_F16 : MLLM_DTYPE_F32;
+        const char *kh = (const char *)a->k + (size_t)(h * a->hd) * es;
+        const char *vh = (const char *)a->vt + (size_t)h * (size_t)a->hd * a->vt_stride * es;
+        const void *xq = qh;
+        size_t xq_stride = a->q_stride * sizeof(float);
+        mllm_f16 *p16 = (mllm_f16 *)(P + (size_t)ATT_QB * (size_t)n_k); /* q, then P, as f16 */
+        if (a->kv_f16) {
+            for (int r = 0; r < nb; r++)
+                mllm_cpu_quantize_row(MLLM_DTYPE_F16, qh + (size_t)r * a->q_stride, p16 + (size_t)r * a->hd, a->hd);
+            xq = p16;
+            xq_stride = (size_t)a->hd * 2;
+        }
+        if (gemm) mllm_cpu_gemm_f32((const float *)kh, a->k_stride * es, a->hd, qh, xq_stride, nb, P, (size_t)n_k, 0, n_k);
+        else mllm_cpu_mul_mat(kt, kh, a->k_stride * es, a->hd, xq, xq_stride, nb, P, (size_t)n_k, 0, n_k);
         for (int r = 0; r < nb; r++) {
             float *p = P + (size_t)r * (size_t)n_k;
             if (a->causal >= 0)
                 for (int64_t c = a->causal + i0 + r + 1; c < n_k; c++) p[c] = -INFINITY;
             k->softmax(p, (int)n_k, scale);
         }
-        if (gemm) mllm_cpu_gemm_f32(vh, a->vt_stride * sizeof(float), n_k, P, (size_t)n_k * sizeof(float), nb, oh, a->out_stride, 0, a->hd);
-        else mllm_cpu_mul_mat(MLLM_DTYPE_F32, vh, a->vt_stride * sizeof(float), n_k, P, (size_t)n_k * sizeof(float), nb, oh, a->out_stride, 0, a->hd);
+        const void *xp = P;
+        size_t xp_stride = (size_t)n_k * sizeof(float);
+        if (a->kv_f16) {
+            mllm_cpu_quantize_row(MLLM_DTYPE_F16, P, p16, (int64_t)nb * n_k); /* rows are contiguous */
+            xp = p16;
+            xp_stride = (size_t)n_k * 2;
+        }
+        if (gemm) mllm_cpu_gemm_f32((const float *)vh, a->vt_stride * es, n_k, P, xp_stride, nb, oh, a->out_stride, 0, a->hd);
+        else mllm_cpu_mul_mat(kt, vh, a->vt_stride * es, n_k, xp, xp_stride, nb, oh, a->out_stride, 0, a->hd);
     }
 }
 
 mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     const int nth = mllm_pool_size(w->pool);
-    att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k};
+    /* P (ATT_QB x n_k floats), then room for its f16 copy (or the queries') */
+    att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k * (a->kv_f16 ? 2 : 1) + (size_t)ATT_QB * (size_t)a->hd};
     j.per_thread = (j.per_thread + 15) & ~(size_t)15;
     size_t bytes = w->att_floats * sizeof(float);
     void *p = w->att;
@@ -200,7 +220,7 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     w->att_floats = bytes / sizeof(float);
     j.buf = w->att;
     j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
-    if (a->causal < 0 && a->n_q >= 4 * ATT_QB) {
+    if (a->causal < 0 && a->n_q >= 4 * ATT_QB && !a->kv_f16) {
         j.kp_head = mllm_cpu_gemm_f32_packed_size(a->hd, a->n_k);
         j.vp_head = mllm_cpu_gemm_f32_packed_size(a->n_k, a->hd);
         bytes = w->att_pack_floats * sizeof(float);

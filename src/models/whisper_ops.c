@@ -44,10 +44,16 @@ typedef struct {
 } lin_job;
 
 /* Below this many multiply-adds a layer runs on the calling thread: waking
-   the pool and meeting at its barriers costs more than the work (a decoder
-   step's layers are 0.1-0.6 M each; on a loaded machine a descheduled
-   worker makes every barrier wait a time slice). */
-#define WH_PARALLEL_MIN_MACS (2 * 1024 * 1024)
+   the pool and meeting at its barriers costs more than the work. A decoder
+   step's layers are 0.1-3 M each and its logits 20 M per sequence; on this
+   project's loaded 2-vCPU machine (load average 10-12), jfk.wav beam 5 with
+   2 threads took decoder 3.3-5.9 s at a 2 M threshold, 1.5-1.6 s at 16 M
+   (only beam search's logits and the encoder threaded) and 1.1-1.3 s all on
+   one thread (0.95-1.16 s at 32 M, beam search's logits threaded, vs
+   1.55-1.72 s): a descheduled worker makes every barrier wait a time
+   slice. 128 M threads the encoder's layers (200 M and up) and its
+   attention, and runs every decoder step on the calling thread. */
+#define WH_PARALLEL_MIN_MACS (128 * 1024 * 1024)
 
 static void lin_fn(void *arg, int ith, int nth) {
     lin_job *j = arg;
@@ -92,7 +98,9 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
     }
     const int nth = mllm_pool_size(w->pool);
     j.single = nth == 1 || M * (int64_t)L->n_out * L->n_in < WH_PARALLEL_MIN_MACS;
-    const int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
+    /* many chunks: a worker descheduled while it holds one delays the end
+       barrier by at most that chunk */
+    const int64_t target = (int64_t)nth * 8;
     j.chunk = j.single ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
     if (j.single) lin_fn(&j, 0, 1);
     else mllm_pool_run(w->pool, lin_fn, &j);
@@ -115,7 +123,7 @@ static void ln_fn(void *arg, int ith, int nth) {
 
 void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y) {
     ln_job j = {n, X, Y, M, dim};
-    if (M < 64) ln_fn(&j, 0, 1);
+    if (M * dim < (1 << 20)) ln_fn(&j, 0, 1); /* 1500 x 384: 0.2 ms, less than a pool round */
     else mllm_pool_run(w->pool, ln_fn, &j);
 }
 

@@ -40,6 +40,9 @@ typedef struct {
     const void *Xc;   /* X converted to the weight's vec_dot type (or X) */
     size_t xc_stride;
     bool convert, single;
+    /* f16 / bf16 weights, many rows: Xc is f32, rounded through the
+       vec_dot type (the same values the tiles would see), for the GEMM */
+    bool gemm;
     int64_t chunk, next;
 } lin_job;
 
@@ -55,6 +58,13 @@ typedef struct {
    attention, and runs every decoder step on the calling thread. */
 #define WH_PARALLEL_MIN_MACS (128 * 1024 * 1024)
 
+/* From this many rows on, f16 / bf16 layers run on mllm_cpu_gemm (the
+   encoder, a prompt): the activations are rounded and widened once, shared
+   by the threads, instead of widened again by every chunk's call (each
+   thread held its own M x K float copy: 9 MB for fc2). */
+#define WH_GEMM_MIN_M 16
+#define WH_GEMM_MAX_K 16384
+
 static void lin_fn(void *arg, int ith, int nth) {
     lin_job *j = arg;
     const mllm_cpu_ops *k = mllm_cpu_ops_get();
@@ -62,8 +72,16 @@ static void lin_fn(void *arg, int ith, int nth) {
     const int64_t K = L->n_in, N = L->n_out, M = j->M;
     if (j->convert) {
         const mllm_dtype vt = (mllm_dtype)mllm_dtype_get(L->dtype)->vec_dot_type;
-        for (int64_t m = ith; m < M; m += nth)
-            mllm_cpu_quantize_row(vt, j->X + m * K, (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride, K);
+        mllm_f16 half[WH_GEMM_MAX_K];
+        for (int64_t m = ith; m < M; m += nth) {
+            char *dst = (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride;
+            if (!j->gemm) {
+                mllm_cpu_quantize_row(vt, j->X + m * K, dst, K);
+                continue;
+            }
+            mllm_cpu_quantize_row(vt, j->X + m * K, half, K);
+            mllm_cpu_to_float(vt, half, (float *)(void *)dst, K);
+        }
         if (!j->single) mllm_pool_barrier(j->w->pool);
     }
     for (;;) {
@@ -71,7 +89,8 @@ static void lin_fn(void *arg, int ith, int nth) {
         const int64_t r0 = c * j->chunk;
         if (r0 >= N) break;
         const int64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
-        mllm_cpu_mul_mat((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        if (j->gemm) mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        else mllm_cpu_mul_mat((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
         const int n = (int)(r1 - r0);
         for (int64_t m = 0; m < M; m++) {
             float *y = j->Y + m * N + r0;
@@ -86,8 +105,9 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
                           float *acc) {
     const mllm_dtype_traits *tr = mllm_dtype_get(L->dtype);
     lin_job j = {.w = w, .L = L, .X = X, .M = M, .Y = Y, .acc = acc, .gelu = gelu};
+    j.gemm = (L->dtype == MLLM_DTYPE_F16 || L->dtype == MLLM_DTYPE_BF16) && M >= WH_GEMM_MIN_M && L->n_in <= WH_GEMM_MAX_K;
     if (tr->vec_dot_type != MLLM_DTYPE_F32) {
-        j.xc_stride = mllm_dtype_row_size((mllm_dtype)tr->vec_dot_type, L->n_in);
+        j.xc_stride = j.gemm ? (size_t)L->n_in * sizeof(float) : mllm_dtype_row_size((mllm_dtype)tr->vec_dot_type, L->n_in);
         if (!grow(&w->xq, &w->xq_bytes, j.xc_stride * (size_t)M))
             return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for activations");
         j.convert = true;
@@ -195,7 +215,7 @@ static void att_fn(void *arg, int ith, int nth) {
             xq = p16;
             xq_stride = (size_t)a->hd * 2;
         }
-        if (gemm) mllm_cpu_gemm_f32((const float *)kh, a->k_stride * es, a->hd, qh, xq_stride, nb, P, (size_t)n_k, 0, n_k);
+        if (gemm) mllm_cpu_gemm(MLLM_DTYPE_F32, kh, a->k_stride * es, a->hd, qh, xq_stride, nb, P, (size_t)n_k, 0, n_k);
         else mllm_cpu_mul_mat(kt, kh, a->k_stride * es, a->hd, xq, xq_stride, nb, P, (size_t)n_k, 0, n_k);
         for (int r = 0; r < nb; r++) {
             float *p = P + (size_t)r * (size_t)n_k;
@@ -210,7 +230,7 @@ static void att_fn(void *arg, int ith, int nth) {
             xp = p16;
             xp_stride = (size_t)n_k * 2;
         }
-        if (gemm) mllm_cpu_gemm_f32((const float *)vh, a->vt_stride * es, n_k, P, xp_stride, nb, oh, a->out_stride, 0, a->hd);
+        if (gemm) mllm_cpu_gemm(MLLM_DTYPE_F32, vh, a->vt_stride * es, n_k, P, xp_stride, nb, oh, a->out_stride, 0, a->hd);
         else mllm_cpu_mul_mat(kt, vh, a->vt_stride * es, n_k, xp, xp_stride, nb, oh, a->out_stride, 0, a->hd);
     }
 }

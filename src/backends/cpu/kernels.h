@@ -73,13 +73,15 @@ void mllm_cpu_mul_mat_exact(mllm_dtype wt, const void *W, size_t w_stride, int64
                             size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
                             float *row);
 
-/* mllm_cpu_mul_mat for f32 weights and f32 activations (strides in bytes)
-   through the packed-panel GEMM where the CPU has it (else the f32 tiles):
-   ~1.7x the tiles' speed with many activation rows, but the sums run in
-   another order, so a row's result depends on the batch. For callers that
-   do not need batch invariance (Whisper's attention over 1500 frames). */
-void mllm_cpu_gemm_f32(const float *W, size_t w_stride, int64_t K, const float *X, size_t x_stride, int64_t M,
-                       float *Y, size_t y_stride, int64_t r0, int64_t r1);
+/* mllm_cpu_mul_mat for float weights (f32, f16, bf16) with f32 activation
+   rows (strides in bytes), through the packed-panel GEMM where the CPU has
+   it: with many activation rows ~1.7x the f32 dot tiles, and no per-call
+   widening of the activations (what mllm_cpu_mul_mat does for f16). The
+   sums run in another order, so a row's result depends on the batch: for
+   callers that do not need batch invariance (Whisper's encoder). Without
+   AVX2: the f32 tiles for f32, else the exact dequantize-and-dot loop. */
+void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                   int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 
 /* The same product on weights packed once (N rows of K f32 values, stride
    w_stride bytes) into the GEMM's panel layout, for weights that meet many

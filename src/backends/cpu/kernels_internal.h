@@ -61,9 +61,9 @@ void mllm_widen_row_avx2(mllm_dtype t, const void *src, float *dst, int64_t n);
 #define MLLM_GEMM_KC 1024
 void mllm_gemm_f32_packed_avx2(const float *P, int64_t K, int64_t N, const float *A, size_t lda, int64_t M,
                                float *Y, size_t y_stride);
-/* mllm_cpu_gemm_f32's AVX2 half: false when out of memory for the panel. */
-bool mllm_gemm_f32_avx2(const float *W, size_t w_stride, int64_t K, const float *X, size_t x_stride, int64_t M,
-                        float *Y, size_t y_stride, int64_t r0, int64_t r1);
+/* mllm_cpu_gemm's AVX2 half: false when out of memory for the panel. */
+bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                    int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* Float-weight GEMM for prefill (gemm_float_avx2.c): Y[m][r] = dot(W row r,
    A row m) for r in [r0, r1), m < M; W of dtype f16 / bf16 / f32, A in f32
    with row stride lda floats; panel: 1024 * 16 floats, 32-byte aligned. */

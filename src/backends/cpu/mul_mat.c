@@ -1,5 +1,6 @@
 /* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m).
    Chooses the blocked SIMD kernel of this CPU path, else the plain loop. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/kernels_internal.h"
@@ -64,20 +65,19 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
     mul_mat_row_blocked(dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }
 
-void mllm_cpu_gemm_f32(const float *W, size_t w_stride, int64_t K, const float *X, size_t x_stride, int64_t M,
-                       float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                   int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     if (r1 <= r0 || M <= 0) return;
     if (strcmp(mllm_cpu_path(), "generic") != 0 &&
-        mllm_gemm_f32_avx2(W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        mllm_gemm_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
-    mllm_cpu_mul_mat(MLLM_DTYPE_F32, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
-}
-
-void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n) {
-    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && strcmp(mllm_cpu_path(), "generic") != 0)
-        mllm_widen_row_avx2(t, src, dst, n);
-    else if (t == MLLM_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
-    else mllm_cpu_type_get(t)->to_float(src, dst, n);
+    if (wt == MLLM_DTYPE_F32) {
+        mllm_cpu_mul_mat(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+        return;
+    }
+    float *row = malloc((size_t)K * sizeof(float));
+    if (row) mllm_cpu_mul_mat_exact(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1, row);
+    free(row);
 }
 
 size_t mllm_cpu_gemm_f32_packed_size(int64_t K, int64_t N) {
@@ -122,4 +122,11 @@ void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float 
             Y[(size_t)m * y_stride + r] = (float)s;
         }
     }
+}
+
+void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n) {
+    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && strcmp(mllm_cpu_path(), "generic") != 0)
+        mllm_widen_row_avx2(t, src, dst, n);
+    else if (t == MLLM_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
+    else mllm_cpu_type_get(t)->to_float(src, dst, n);
 }

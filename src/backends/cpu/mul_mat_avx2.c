@@ -473,11 +473,11 @@ static bool mul_mat_widened(mllm_dtype wt, const char *w, size_t w_stride, int64
     return true;
 }
 
-bool mllm_gemm_f32_avx2(const float *W, size_t w_stride, int64_t K, const float *X, size_t x_stride, int64_t M,
-                        float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                    int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     float *panel = widen_scratch(PANEL_FLOATS);
     if (!panel) return false;
-    mllm_gemm_float_avx2(MLLM_DTYPE_F32, W, w_stride, K, X, x_stride / sizeof(float), M, Y, y_stride, r0, r1, panel);
+    mllm_gemm_float_avx2(wt, W, w_stride, K, X, x_stride / sizeof(float), M, Y, y_stride, r0, r1, panel);
     return true;
 }
 

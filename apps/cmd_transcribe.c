@@ -35,7 +35,8 @@ static void usage(FILE *f) {
             "  --timestamps         decode Whisper's timestamp tokens (segments from the\n"
             "                       model; without it, one segment per 30-s window)\n"
             "  -o FORMAT            txt (default), srt, vtt or json\n"
-            "  --weights T          keep the weights as f16 (default, as stored), f32 or q8_0\n"
+            "  --weights T          f16 (default: as stored, used in place from the file),\n"
+            "                       f32, q8_0 or q4_0 (converted at load)\n"
             "  --seed N             seed of the fallback's sampling (default 0)\n"
             "  -q, --quiet          no progress or timings on stderr\n");
 }
@@ -158,8 +159,9 @@ int cmd_transcribe(int argc, char **argv) {
     if (!strcmp(wt, "f16")) wp.weight_type = MLLM_DTYPE_F16;
     else if (!strcmp(wt, "f32")) wp.weight_type = MLLM_DTYPE_F32;
     else if (!strcmp(wt, "q8_0")) wp.weight_type = MLLM_DTYPE_Q8_0;
+    else if (!strcmp(wt, "q4_0")) wp.weight_type = MLLM_DTYPE_Q4_0;
     else {
-        fprintf(stderr, "mllm transcribe: --weights takes f16, f32 or q8_0, not '%s'\n", wt);
+        fprintf(stderr, "mllm transcribe: --weights takes f16, f32, q8_0 or q4_0, not '%s'\n", wt);
         return 2;
     }
     char bin[4096];

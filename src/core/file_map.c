@@ -135,3 +135,9 @@ bool mllm_file_map_damaged(const void *base) {
     guard_slot *s = slot_of(base);
     return s && atomic_load(&s->damaged);
 }
+
+void mllm_file_map_drop(const void *p, size_t n) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}

@@ -30,6 +30,12 @@ mllm_status mllm_file_map(const char *path, size_t min_size, const char *too_sho
                           size_t *size);
 void mllm_file_unmap(void *base, size_t size);
 
+/* Drops the whole pages inside [p, p + n) of a read-only file mapping from
+   this process (madvise DONTNEED: they are read again from the page cache
+   if touched later). For loaders that convert mapped weights into their own
+   copy, so resident memory stays about one copy, not two. */
+void mllm_file_map_drop(const void *p, size_t n);
+
 /* Whether a read inside the mapping that starts at base hit a page past the
    end of the file (the file shrank after it was mapped). Cheap: one atomic
    load when no fault was ever caught. */

@@ -9,13 +9,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file_map.h"
 
 #define ITEM_BYTES (1u << 20) /* one unit of work: about 1 MiB of weights */
 #define MAX_THREADS 8
@@ -36,13 +36,6 @@ typedef struct {
     int64_t next; /* atomic */
 } pack_plan;
 
-/* Drops the whole pages inside [p, p + n) from this process. */
-static void drop_pages(const void *p, size_t n) {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-}
-
 static void *pack_worker(void *arg) {
     pack_plan *pl = arg;
     for (;;) {
@@ -57,7 +50,7 @@ static void *pack_worker(void *arg) {
         mllm_repack_groups((mllm_dtype)jb->packed, jb->src, jb->dst, K, g0, g1);
         if (jb->drop_source) {
             const size_t gb = 8 * jb->t->nb[1];
-            drop_pages((const char *)jb->src + (size_t)g0 * gb, (size_t)(g1 - g0) * gb);
+            mllm_file_map_drop((const char *)jb->src + (size_t)g0 * gb, (size_t)(g1 - g0) * gb);
         }
     }
     return NULL;

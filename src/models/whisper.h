@@ -45,7 +45,10 @@ typedef struct mllm_whisper mllm_whisper;
 
 typedef struct {
     int n_threads;  /* >= 1 */
-    int weight_type; /* MLLM_DTYPE_F16 (as stored), F32 or Q8_0 (quantized at load) */
+    /* MLLM_DTYPE_F16 (as stored: used in place from the file's mapping), F32
+       (widened), Q8_0 or Q4_0 (quantized at load and packed into the x8
+       layouts; conv1, 240 inputs, stays f16) */
+    int weight_type;
 } mllm_whisper_params;
 
 /* Loads dir/model.bin (a CTranslate2 WhisperSpec), dir/config.json

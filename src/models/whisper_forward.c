@@ -6,7 +6,9 @@
 #include <string.h>
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
+#include "formats/ctranslate2.h"
 #include "models/whisper_internal.h"
 
 /* cols[t][c * 3 + k] = src[c][(t * stride + k - 1)] (zero outside), src
@@ -71,13 +73,22 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
         if ((st = wh_linear_run(w, &L->fc2, a, T2, tmp, false, x)) != MLLM_OK) return st;
     }
     wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
+    if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
 
     for (int l = 0; l < hp->n_dec_layers; l++) {
         float *kv = a;
         if ((st = wh_linear_run(w, &w->dec[l].cross_kv, w->enc_out, T2, kv, false, NULL)) != MLLM_OK) return st;
-        float *K = w->cross_k + (size_t)l * xd, *Vt = w->cross_vt + (size_t)l * xd;
-        for (int j = 0; j < T2; j++) memcpy(K + (size_t)j * (size_t)d, kv + (size_t)j * (size_t)d * 2, (size_t)d * 4);
-        transpose(kv + d, (size_t)d * 2, T2, d, Vt, (size_t)T2);
+        float *vt = kv + 2 * xd; /* V^T in f32 first */
+        transpose(kv + d, (size_t)d * 2, T2, d, vt, (size_t)T2);
+        if (w->cross_f16) {
+            mllm_f16 *K = (mllm_f16 *)w->cross_k + (size_t)l * xd, *Vt = (mllm_f16 *)w->cross_vt + (size_t)l * xd;
+            for (int j = 0; j < T2; j++) mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2, K + (size_t)j * (size_t)d, d);
+            mllm_cpu_quantize_row(MLLM_DTYPE_F16, vt, Vt, (int64_t)xd);
+        } else {
+            float *K = (float *)w->cross_k + (size_t)l * xd, *Vt = (float *)w->cross_vt + (size_t)l * xd;
+            for (int j = 0; j < T2; j++) memcpy(K + (size_t)j * (size_t)d, kv + (size_t)j * (size_t)d * 2, (size_t)d * 4);
+            memcpy(Vt, vt, xd * sizeof(float));
+        }
     }
     w->encoded = true;
     return MLLM_OK;
@@ -140,8 +151,15 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
     if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder");
     float *x = s, *h = x + rd, *att = h + rd, *tmp = att + rd, *a = tmp + rd;
 
+    const bool packed = mllm_dtype_get(w->logits.dtype)->packed_rows;
     for (int i = 0; i < R; i++) {
-        mllm_cpu_get_row((mllm_dtype)w->logits.dtype, w->tok_emb, w->logits.row_bytes, d, tokens[i], x + (size_t)i * d);
+        /* plain rows may be unaligned in the file's mapping: copied first */
+        const char *row = (const char *)w->tok_emb + (size_t)tokens[i] * w->logits.row_bytes;
+        if (packed) mllm_cpu_get_row((mllm_dtype)w->logits.dtype, w->tok_emb, w->logits.row_bytes, d, tokens[i], x + (size_t)i * d);
+        else {
+            memcpy(a, row, w->logits.row_bytes);
+            mllm_cpu_get_row((mllm_dtype)w->logits.dtype, a, w->logits.row_bytes, d, 0, x + (size_t)i * d);
+        }
         const float *pe = w->dec_pos + (size_t)(pos0 + i % n_tok) * (size_t)d;
         for (int c = 0; c < d; c++) x[(size_t)i * d + c] += pe[c];
     }
@@ -168,9 +186,10 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
         if ((st = wh_linear_run(w, &L->cross_q, h, R, a, false, NULL)) != MLLM_OK) return st;
         const size_t xd = (size_t)hp->n_audio_ctx * (size_t)d;
         const wh_attn ca = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = R, .n_k = hp->n_audio_ctx, .q = a,
-                            .k = w->cross_k + (size_t)l * xd, .vt = w->cross_vt + (size_t)l * xd,
+                            .k = (const char *)w->cross_k + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
+                            .vt = (const char *)w->cross_vt + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
                             .q_stride = (size_t)d, .k_stride = (size_t)d, .vt_stride = (size_t)hp->n_audio_ctx,
-                            .out = att, .out_stride = (size_t)d, .causal = -1};
+                            .out = att, .out_stride = (size_t)d, .causal = -1, .kv_f16 = w->cross_f16};
         if ((st = wh_attention(w, &ca)) != MLLM_OK) return st;
         if ((st = wh_linear_run(w, &L->cross_out, att, R, tmp, false, x)) != MLLM_OK) return st;
 
@@ -178,6 +197,7 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
         if ((st = wh_linear_run(w, &L->fc1, h, R, a, true, NULL)) != MLLM_OK) return st;
         if ((st = wh_linear_run(w, &L->fc2, a, R, tmp, false, x)) != MLLM_OK) return st;
     }
+    if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
     if (all_logits) {
         wh_layernorm(w, &w->dec_ln, x, R, d, h);
         return wh_linear_run(w, &w->logits, h, R, logits, false, NULL);

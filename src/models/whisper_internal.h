@@ -40,7 +40,8 @@ struct mllm_whisper {
     wh_norm enc_ln, dec_ln;
     wh_linear logits;            /* the token embedding, tied */
     const void *tok_emb;         /* the same rows, for the lookup */
-    void *weights;               /* one aligned block holding every weight */
+    void *weights;               /* one aligned block: every converted weight */
+    struct mllm_ct2 *ct2;        /* the open model.bin: weights kept as stored point into its mapping */
     int32_t *suppress, *suppress_begin;
     int n_suppress, n_suppress_begin;
     mllm_tokenizer *tok;
@@ -51,7 +52,9 @@ struct mllm_whisper {
        (d, n_audio_ctx) per decoder layer; self K (per seq, n_text_ctx, d)
        and V^T (per seq, d, n_text_ctx) per layer */
     bool encoded;
-    float *enc_out, *cross_k, *cross_vt;
+    float *enc_out;
+    void *cross_k, *cross_vt;    /* f16 (cross_f16) or f32 */
+    bool cross_f16;              /* all but f32 weights: half the bytes each decoder step reads */
     float *self_k, *self_vt;
     int n_seq_alloc;
     /* scratch, grown as needed */
@@ -61,6 +64,8 @@ struct mllm_whisper {
     size_t xq_bytes;
     float *att;                  /* attention probabilities, per thread */
     size_t att_floats;
+    float *att_pack;             /* the encoder's K and V^T in GEMM panels */
+    size_t att_pack_floats;
 };
 
 /* Threaded helpers (whisper_ops.c). Y is (M, n_out) row-major. act: apply
@@ -75,14 +80,18 @@ void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, 
    key j at k[j * k_stride + h * hd]; value dim d of key j at
    vt[h * hd * vt_stride + d * vt_stride + j] (transposed); out row i, head h
    at out[i * out_stride + h * hd]. causal >= 0: query i sees keys
-   j <= causal + i; -1: all n_k keys. */
+   j <= causal + i; -1: all n_k keys. kv_f16: k and vt hold f16 (strides
+   in values), and q and the probabilities are rounded to f16 for the f16
+   kernels, as CTranslate2's float16 does; else all f32. */
 typedef struct {
     int n_head, hd;
     int64_t n_q, n_k;
-    const float *q, *k, *vt;
+    const float *q;
+    const void *k, *vt;
     size_t q_stride, k_stride, vt_stride, out_stride;
     float *out;
     int causal;
+    bool kv_f16;
 } wh_attn;
 mllm_status wh_attention(mllm_whisper *w, const wh_attn *a);
 

@@ -1,12 +1,15 @@
 /* Loading Whisper from a CTranslate2 folder: hyper-parameters from the
-   variables' shapes, every weight copied once into one aligned block (the
-   file's tensors are unaligned, see formats/ctranslate2.h), matrices kept
-   f16 as stored (or widened to f32 / quantized to q8_0 on request), vectors
-   and position tables widened to f32; the suppress lists from config.json;
-   the special tokens from tokenizer.json. */
+   variables' shapes; matrices kept as stored are used in place from the
+   file's mapping (kept open), the rest (f32 widening, q8_0 / q4_0
+   quantization, repacked into the x8 kernel layouts, and the f32 vectors and
+   position tables) copied once into one aligned block, the file pages they
+   came from dropped; the suppress lists from config.json; the special tokens
+   from tokenizer.json. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/repack.h"
 #include "backends/cpu/type_kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -26,6 +29,7 @@ typedef struct {
     size_t used;
     float *row;      /* a widened row (n_in floats at most) */
     void *raw;       /* the row's bytes, aligned */
+    void *group;     /* 8 converted rows, before they are packed */
     mllm_status st;
 } loader;
 
@@ -58,7 +62,7 @@ static void *take(loader *l, size_t bytes) {
 static const float *widen(loader *l, const mllm_ct2_tensor *t, uint64_t r, int64_t n) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
     memcpy(l->raw, (const char *)t->data + r * (uint64_t)n * isz, (size_t)n * isz);
-    mllm_cpu_type_get(t->dtype)->to_float(l->raw, l->row, n);
+    mllm_cpu_to_float(t->dtype, l->raw, l->row, n);
     return l->row;
 }
 
@@ -68,6 +72,7 @@ static const float *f32_of(loader *l, const mllm_ct2_tensor *t) {
     float *dst = take(l, (size_t)n * sizeof(float));
     if (!dst) return NULL;
     for (int64_t r = 0; r < n / cols; r++) memcpy(dst + r * cols, widen(l, t, (uint64_t)r, cols), (size_t)cols * 4);
+    mllm_file_map_drop(t->data, t->size);
     return dst;
 }
 
@@ -80,28 +85,52 @@ static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
     return (wh_norm){vec(l, g, d), vec(l, b, d)};
 }
 
+/* Whether the kernels can read t's rows where the file has them. The file's
+   tensors are unaligned (formats/ctranslate2.h): fine for the AVX2 float
+   kernels, which load 8 values at a time without alignment and have no
+   scalar tail when n_in % 8 == 0; the generic ones read element by element,
+   so there the data must be aligned to its item size. */
+static bool in_place(const mllm_ct2_tensor *t, int n_in) {
+    const size_t isz = mllm_dtype_get(t->dtype)->type_size;
+    if ((uintptr_t)t->data % isz == 0) return true;
+    return n_in % 8 == 0 && strcmp(mllm_cpu_path(), "generic") != 0;
+}
+
 /* A matrix of n_out rows of n_in values (conv weights: n_in = channels x
-   3, already in [out][in][k] order). */
+   3, already in [out][in][k] order): in place when kept as stored, else
+   converted (and, for q8_0 / q4_0, packed 8 rows at a time into the x8
+   layout the AVX2 prefill tiles read) into the block. */
 static void matrix(loader *l, const mllm_ct2_tensor *t, int n_out, int n_in, bool bias_needed, const char *bias_name,
                    wh_linear *L) {
     if (!t) return;
     int dt = l->wtype;
-    if (dt == MLLM_DTYPE_Q8_0 && n_in % MLLM_QK8_0 != 0) dt = MLLM_DTYPE_F16; /* conv1 (240 inputs) */
+    const bool quant = dt == MLLM_DTYPE_Q8_0 || dt == MLLM_DTYPE_Q4_0;
+    if (quant && n_in % MLLM_QK8_0 != 0) dt = MLLM_DTYPE_F16; /* conv1 (240 inputs) */
     if (dt == MLLM_DTYPE_F16 && t->dtype == MLLM_DTYPE_BF16) dt = MLLM_DTYPE_BF16;
-    L->dtype = dt;
+    const int packed = quant ? mllm_repack_type_for((mllm_dtype)dt, n_in, n_out) : -1;
+    L->dtype = packed >= 0 ? packed : dt;
     L->n_out = n_out;
     L->n_in = n_in;
     L->row_bytes = mllm_dtype_row_size((mllm_dtype)dt, n_in);
-    char *dst = take(l, L->row_bytes * (size_t)n_out);
-    L->w = dst;
-    if (dst && dt == t->dtype) {
-        memcpy(dst, t->data, t->size);
-    } else if (dst) {
-        for (int r = 0; r < n_out; r++)
-            mllm_cpu_type_get(dt)->from_float(widen(l, t, (uint64_t)r, n_in), dst + (size_t)r * L->row_bytes, n_in);
-    }
     L->b = bias_name ? vec(l, bias_name, (uint32_t)n_out) : NULL;
     (void)bias_needed;
+    if (dt == t->dtype && in_place(t, n_in)) {
+        L->w = t->data;
+        return;
+    }
+    char *dst = take(l, L->row_bytes * (size_t)n_out);
+    L->w = dst;
+    if (!dst) return;
+    for (int r0 = 0; r0 < n_out; r0 += 8) {
+        const int nr = n_out - r0 < 8 ? n_out - r0 : 8;
+        char *out = packed >= 0 ? l->group : dst + (size_t)r0 * L->row_bytes;
+        /* q8_0 through the activation quantizer (AVX2; ties to even, see
+           kernels.h), the others through their from_float */
+        for (int r = 0; r < nr; r++)
+            mllm_cpu_quantize_row((mllm_dtype)dt, widen(l, t, (uint64_t)(r0 + r), n_in), out + (size_t)r * L->row_bytes, n_in);
+        if (packed >= 0) mllm_repack_groups((mllm_dtype)packed, l->group, dst + (size_t)r0 * L->row_bytes, n_in, 0, 1);
+    }
+    mllm_file_map_drop(t->data, t->size);
 }
 
 static void linear(loader *l, const char *prefix, int n_out, int n_in, wh_linear *L) {
@@ -351,8 +380,8 @@ static mllm_status alloc_state(mllm_whisper *w) {
 mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out) {
     *out = NULL;
     int wtype = p ? p->weight_type : MLLM_DTYPE_F16;
-    if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: weights can be kept f16, f32 or q8_0");
+    if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0 && wtype != MLLM_DTYPE_Q4_0)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: weights can be kept f16, f32, q8_0 or q4_0");
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/model.bin", dir) >= sizeof path)
         return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
@@ -367,11 +396,13 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
     st = read_hparams(c, path, &w->hp);
     if (st == MLLM_OK) st = alloc_state(w);
     loader l = {.c = c, .path = path, .wtype = wtype};
+    w->cross_f16 = wtype != MLLM_DTYPE_F32; /* f32 weights: the exact path, f32 throughout */
     if (st == MLLM_OK) {
         const int widest = w->hp.d_ff > w->hp.d_model * 3 ? w->hp.d_ff : w->hp.d_model * 3;
         l.row = mllm_malloc_aligned((size_t)widest * sizeof(float) + 64);
         l.raw = mllm_malloc_aligned((size_t)widest * sizeof(float) + 64);
-        if (!l.row || !l.raw) st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
+        l.group = mllm_malloc_aligned(8 * (size_t)widest * sizeof(float) + 64);
+        if (!l.row || !l.raw || !l.group) st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
     }
     if (st == MLLM_OK) {
         load_all(&l, w); /* sizing pass: every shape checked, nothing written */
@@ -389,7 +420,8 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
     if (st == MLLM_OK && mllm_ct2_damaged(c)) st = mllm_err(MLLM_ERR_IO, "%s: the file shrank while read", path);
     mllm_free_aligned(l.row);
     mllm_free_aligned(l.raw);
-    mllm_ct2_close(c);
+    mllm_free_aligned(l.group);
+    w->ct2 = c; /* in-place weights point into its mapping */
     if (st == MLLM_OK) st = read_config(w, dir);
     if (st == MLLM_OK) st = read_tokens(w, dir);
     if (st == MLLM_OK) {
@@ -407,6 +439,7 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
 void mllm_whisper_free(mllm_whisper *w) {
     if (!w) return;
     mllm_pool_free(w->pool);
+    mllm_ct2_close(w->ct2);
     mllm_tokenizer_free(w->tok);
     mllm_free(w->lang_codes);
     mllm_free(w->suppress);
@@ -422,6 +455,7 @@ void mllm_whisper_free(mllm_whisper *w) {
     mllm_free_aligned(w->scratch);
     mllm_free_aligned(w->xq);
     mllm_free_aligned(w->att);
+    mllm_free_aligned(w->att_pack);
     mllm_free(w);
 }
 

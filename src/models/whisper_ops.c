@@ -30,8 +30,6 @@ float *wh_scratch(mllm_whisper *w, size_t n) {
     return w->scratch;
 }
 
-static inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-
 typedef struct {
     mllm_whisper *w;
     const wh_linear *L;
@@ -42,23 +40,48 @@ typedef struct {
     const void *Xc;   /* X converted to the weight's vec_dot type (or X) */
     size_t xc_stride;
     bool convert, single;
+    /* f16 / bf16 weights, many rows: Xc is f32, rounded through the
+       vec_dot type (the same values the tiles would see), for the GEMM */
+    bool gemm;
     int64_t chunk, next;
 } lin_job;
 
 /* Below this many multiply-adds a layer runs on the calling thread: waking
-   the pool and meeting at its barriers costs more than the work (a decoder
-   step's layers are 0.1-0.6 M each; on a loaded machine a descheduled
-   worker makes every barrier wait a time slice). */
-#define WH_PARALLEL_MIN_MACS (2 * 1024 * 1024)
+   the pool and meeting at its barriers costs more than the work. A decoder
+   step's layers are 0.1-3 M each and its logits 20 M per sequence; on this
+   project's loaded 2-vCPU machine (load average 10-12), jfk.wav beam 5 with
+   2 threads took decoder 3.3-5.9 s at a 2 M threshold, 1.5-1.6 s at 16 M
+   (only beam search's logits and the encoder threaded) and 1.1-1.3 s all on
+   one thread (0.95-1.16 s at 32 M, beam search's logits threaded, vs
+   1.55-1.72 s): a descheduled worker makes every barrier wait a time
+   slice. 128 M threads the encoder's layers (200 M and up) and its
+   attention, and runs every decoder step on the calling thread. */
+#define WH_PARALLEL_MIN_MACS (128 * 1024 * 1024)
+
+/* From this many rows on, f16 / bf16 layers run on mllm_cpu_gemm (the
+   encoder, a prompt): the activations are rounded and widened once, shared
+   by the threads, instead of widened again by every chunk's call (each
+   thread held its own M x K float copy: 9 MB for fc2). */
+#define WH_GEMM_MIN_M 16
+#define WH_GEMM_MAX_K 16384
 
 static void lin_fn(void *arg, int ith, int nth) {
     lin_job *j = arg;
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const wh_linear *L = j->L;
     const int64_t K = L->n_in, N = L->n_out, M = j->M;
     if (j->convert) {
         const mllm_dtype vt = (mllm_dtype)mllm_dtype_get(L->dtype)->vec_dot_type;
-        for (int64_t m = ith; m < M; m += nth)
-            mllm_cpu_quantize_row(vt, j->X + m * K, (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride, K);
+        mllm_f16 half[WH_GEMM_MAX_K];
+        for (int64_t m = ith; m < M; m += nth) {
+            char *dst = (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride;
+            if (!j->gemm) {
+                mllm_cpu_quantize_row(vt, j->X + m * K, dst, K);
+                continue;
+            }
+            mllm_cpu_quantize_row(vt, j->X + m * K, half, K);
+            mllm_cpu_to_float(vt, half, (float *)(void *)dst, K);
+        }
         if (!j->single) mllm_pool_barrier(j->w->pool);
     }
     for (;;) {
@@ -66,16 +89,14 @@ static void lin_fn(void *arg, int ith, int nth) {
         const int64_t r0 = c * j->chunk;
         if (r0 >= N) break;
         const int64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
-        mllm_cpu_mul_mat((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        if (j->gemm) mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        else mllm_cpu_mul_mat((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
+        const int n = (int)(r1 - r0);
         for (int64_t m = 0; m < M; m++) {
-            float *y = j->Y + m * N;
-            float *a = j->acc ? j->acc + m * N : NULL;
-            for (int64_t r = r0; r < r1; r++) {
-                float v = y[r] + (L->b ? L->b[r] : 0.0f);
-                if (j->gelu) v = gelu_erf(v);
-                if (a) a[r] += v;
-                else y[r] = v;
-            }
+            float *y = j->Y + m * N + r0;
+            if (L->b) k->add_f32(y, y, L->b + r0, n);
+            if (j->gelu) k->gelu_erf(y, y, n);
+            if (j->acc) k->add_f32(j->acc + m * N + r0, j->acc + m * N + r0, y, n);
         }
     }
 }
@@ -84,8 +105,9 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
                           float *acc) {
     const mllm_dtype_traits *tr = mllm_dtype_get(L->dtype);
     lin_job j = {.w = w, .L = L, .X = X, .M = M, .Y = Y, .acc = acc, .gelu = gelu};
+    j.gemm = (L->dtype == MLLM_DTYPE_F16 || L->dtype == MLLM_DTYPE_BF16) && M >= WH_GEMM_MIN_M && L->n_in <= WH_GEMM_MAX_K;
     if (tr->vec_dot_type != MLLM_DTYPE_F32) {
-        j.xc_stride = mllm_dtype_row_size((mllm_dtype)tr->vec_dot_type, L->n_in);
+        j.xc_stride = j.gemm ? (size_t)L->n_in * sizeof(float) : mllm_dtype_row_size((mllm_dtype)tr->vec_dot_type, L->n_in);
         if (!grow(&w->xq, &w->xq_bytes, j.xc_stride * (size_t)M))
             return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for activations");
         j.convert = true;
@@ -96,7 +118,9 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
     }
     const int nth = mllm_pool_size(w->pool);
     j.single = nth == 1 || M * (int64_t)L->n_out * L->n_in < WH_PARALLEL_MIN_MACS;
-    const int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
+    /* many chunks: a worker descheduled while it holds one delays the end
+       barrier by at most that chunk */
+    const int64_t target = (int64_t)nth * 8;
     j.chunk = j.single ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
     if (j.single) lin_fn(&j, 0, 1);
     else mllm_pool_run(w->pool, lin_fn, &j);
@@ -119,19 +143,39 @@ static void ln_fn(void *arg, int ith, int nth) {
 
 void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y) {
     ln_job j = {n, X, Y, M, dim};
-    if (M < 64) ln_fn(&j, 0, 1);
+    if (M * dim < (1 << 20)) ln_fn(&j, 0, 1); /* 1500 x 384: 0.2 ms, less than a pool round */
     else mllm_pool_run(w->pool, ln_fn, &j);
 }
 
-/* Queries per attention job: each key and value row read serves this many. */
-#define ATT_QB 32
+/* Queries per attention job: each key and value row read serves this many
+   (48 = 8 of the GEMM's 6-row tiles; P is 48 x 1500 floats = 288 KB, in L2). */
+#define ATT_QB 48
+/* From this many queries in a job on, the two products run on the packed
+   f32 GEMM (~1.7x the tiles on the encoder's 1500 x 1500 x 64 products);
+   decoder steps (a few queries) stay on the tiles. */
+#define ATT_GEMM_MIN_Q 16
 
 typedef struct {
     const wh_attn *a;
     float *buf;
     size_t per_thread;
     int64_t n_jobs, next;
+    /* encoder: every head's K (n_k x hd) and V^T (hd x n_k) packed once
+       into the GEMM's panels (else NULL) */
+    float *kp, *vp;
+    size_t kp_head, vp_head;
 } att_job;
+
+static void pack_fn(void *arg, int ith, int nth) {
+    att_job *j = arg;
+    const wh_attn *a = j->a;
+    for (int h = ith; h < a->n_head; h += nth) {
+        const float *K = a->k, *Vt = a->vt;
+        mllm_cpu_gemm_f32_pack(K + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
+        mllm_cpu_gemm_f32_pack(Vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float), a->n_k,
+                               a->hd, j->vp + (size_t)h * j->vp_head);
+    }
+}
 
 static void att_fn(void *arg, int ith, int nth) {
     (void)nth;
@@ -147,24 +191,54 @@ static void att_fn(void *arg, int ith, int nth) {
         const int64_t h = job / n_qb, i0 = (job % n_qb) * ATT_QB;
         const int nb = (int)(a->n_q - i0 < ATT_QB ? a->n_q - i0 : ATT_QB);
         const int64_t n_k = a->causal >= 0 ? (a->causal + i0 + nb < a->n_k ? a->causal + i0 + nb : a->n_k) : a->n_k;
-        mllm_cpu_mul_mat(MLLM_DTYPE_F32, a->k + h * a->hd, a->k_stride * sizeof(float), a->hd,
-                         a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd), a->q_stride * sizeof(float), nb, P,
-                         (size_t)n_k, 0, n_k);
+        const bool gemm = nb >= ATT_GEMM_MIN_Q && !a->kv_f16;
+        const float *qh = a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd);
+        float *oh = a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd);
+        if (j->kp) {
+            mllm_cpu_gemm_f32_packed(j->kp + (size_t)h * j->kp_head, a->hd, n_k, qh, a->q_stride * sizeof(float), nb, P,
+                                     (size_t)n_k);
+            for (int r = 0; r < nb; r++) k->softmax(P + (size_t)r * (size_t)n_k, (int)n_k, scale);
+            mllm_cpu_gemm_f32_packed(j->vp + (size_t)h * j->vp_head, n_k, a->hd, P, (size_t)n_k * sizeof(float), nb, oh,
+                                     a->out_stride);
+            continue;
+        }
+        const size_t es = a->kv_f16 ? 2 : 4; /* bytes per K / V value */
+        const mllm_dtype kt = a->kv_f16 ? MLLM_DTYPE_F16 : MLLM_DTYPE_F32;
+        const char *kh = (const char *)a->k + (size_t)(h * a->hd) * es;
+        const char *vh = (const char *)a->vt + (size_t)h * (size_t)a->hd * a->vt_stride * es;
+        const void *xq = qh;
+        size_t xq_stride = a->q_stride * sizeof(float);
+        mllm_f16 *p16 = (mllm_f16 *)(P + (size_t)ATT_QB * (size_t)n_k); /* q, then P, as f16 */
+        if (a->kv_f16) {
+            for (int r = 0; r < nb; r++)
+                mllm_cpu_quantize_row(MLLM_DTYPE_F16, qh + (size_t)r * a->q_stride, p16 + (size_t)r * a->hd, a->hd);
+            xq = p16;
+            xq_stride = (size_t)a->hd * 2;
+        }
+        if (gemm) mllm_cpu_gemm(MLLM_DTYPE_F32, kh, a->k_stride * es, a->hd, qh, xq_stride, nb, P, (size_t)n_k, 0, n_k);
+        else mllm_cpu_mul_mat(kt, kh, a->k_stride * es, a->hd, xq, xq_stride, nb, P, (size_t)n_k, 0, n_k);
         for (int r = 0; r < nb; r++) {
             float *p = P + (size_t)r * (size_t)n_k;
             if (a->causal >= 0)
                 for (int64_t c = a->causal + i0 + r + 1; c < n_k; c++) p[c] = -INFINITY;
             k->softmax(p, (int)n_k, scale);
         }
-        mllm_cpu_mul_mat(MLLM_DTYPE_F32, a->vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float),
-                         n_k, P, (size_t)n_k * sizeof(float), nb, a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd),
-                         a->out_stride, 0, a->hd);
+        const void *xp = P;
+        size_t xp_stride = (size_t)n_k * sizeof(float);
+        if (a->kv_f16) {
+            mllm_cpu_quantize_row(MLLM_DTYPE_F16, P, p16, (int64_t)nb * n_k); /* rows are contiguous */
+            xp = p16;
+            xp_stride = (size_t)n_k * 2;
+        }
+        if (gemm) mllm_cpu_gemm(MLLM_DTYPE_F32, vh, a->vt_stride * es, n_k, P, xp_stride, nb, oh, a->out_stride, 0, a->hd);
+        else mllm_cpu_mul_mat(kt, vh, a->vt_stride * es, n_k, xp, xp_stride, nb, oh, a->out_stride, 0, a->hd);
     }
 }
 
 mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     const int nth = mllm_pool_size(w->pool);
-    att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k};
+    /* P (ATT_QB x n_k floats), then room for its f16 copy (or the queries') */
+    att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k * (a->kv_f16 ? 2 : 1) + (size_t)ATT_QB * (size_t)a->hd};
     j.per_thread = (j.per_thread + 15) & ~(size_t)15;
     size_t bytes = w->att_floats * sizeof(float);
     void *p = w->att;
@@ -174,6 +248,20 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     w->att_floats = bytes / sizeof(float);
     j.buf = w->att;
     j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
+    if (a->causal < 0 && a->n_q >= 4 * ATT_QB && !a->kv_f16) {
+        j.kp_head = mllm_cpu_gemm_f32_packed_size(a->hd, a->n_k);
+        j.vp_head = mllm_cpu_gemm_f32_packed_size(a->n_k, a->hd);
+        bytes = w->att_pack_floats * sizeof(float);
+        p = w->att_pack;
+        if (!grow(&p, &bytes, (j.kp_head + j.vp_head) * (size_t)a->n_head * sizeof(float)))
+            return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for attention");
+        w->att_pack = p;
+        w->att_pack_floats = bytes / sizeof(float);
+        j.kp = w->att_pack;
+        j.vp = j.kp + j.kp_head * (size_t)a->n_head;
+        if (nth == 1) pack_fn(&j, 0, 1);
+        else mllm_pool_run(w->pool, pack_fn, &j);
+    }
     if (j.n_jobs == 1 || nth == 1 || (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 < WH_PARALLEL_MIN_MACS)
         att_fn(&j, 0, 1);
     else mllm_pool_run(w->pool, att_fn, &j);

@@ -202,13 +202,55 @@ static void test_mul_mat_large(void **state) {
     check_mul_mat(MLLM_DTYPE_F32, 50, 777, 31, 5, 50); /* f32 stays on the tiles */
 }
 
+/* mllm_cpu_gemm (f32 and f16 weights, f32 activations) and the pre-packed
+   f32 GEMM against a double reference on the same (f16-rounded) values:
+   only the summation order differs, NMSE < 1e-10. Shapes with partial
+   panels (N % 16), K over one panel block (1024) and M over one 6-row tile. */
+static void test_gemm_f32_entry_points(void **state) {
+    (void)state;
+    const int64_t shapes[][3] = {{64, 37, 50}, {1500, 21, 64}, {384, 48, 100}, {7, 3, 9}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t K = shapes[si][0], M = shapes[si][1], N = shapes[si][2];
+        float *W = malloc((size_t)(N * K) * sizeof(float)), *X = malloc((size_t)(M * K) * sizeof(float));
+        mllm_f16 *W16 = malloc((size_t)(N * K) * sizeof(mllm_f16));
+        tu_fill_random(W, (size_t)(N * K), 11 + si);
+        tu_fill_random(X, (size_t)(M * K), 22 + si);
+        mllm_row_float_to_f16(W, W16, N * K);
+        float *Y = malloc((size_t)(M * N) * sizeof(float)), *R = malloc((size_t)(M * N) * sizeof(float));
+        float *P = malloc(mllm_cpu_gemm_f32_packed_size(K, N) * sizeof(float) + 64);
+        float *Pa = (float *)(((uintptr_t)P + 31) & ~(uintptr_t)31);
+        for (int pass = 0; pass < 3; pass++) {
+            float *wrow = malloc((size_t)K * sizeof(float));
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t r = 0; r < N; r++) {
+                    if (pass == 1) mllm_row_f16_to_float(W16 + r * K, wrow, K);
+                    else memcpy(wrow, W + r * K, (size_t)K * sizeof(float));
+                    double s = 0;
+                    for (int64_t k = 0; k < K; k++) s += (double)wrow[k] * X[m * K + k];
+                    R[m * N + r] = (float)s;
+                }
+            free(wrow);
+            if (pass == 0) mllm_cpu_gemm(MLLM_DTYPE_F32, W, (size_t)K * 4, K, X, (size_t)K * 4, M, Y, (size_t)N, 0, N);
+            if (pass == 1) mllm_cpu_gemm(MLLM_DTYPE_F16, W16, (size_t)K * 2, K, X, (size_t)K * 4, M, Y, (size_t)N, 0, N);
+            if (pass == 2) {
+                mllm_cpu_gemm_f32_pack(W, (size_t)K * 4, K, N, Pa);
+                mllm_cpu_gemm_f32_packed(Pa, K, N, X, (size_t)K * 4, M, Y, (size_t)N);
+            }
+            const double e = tu_nmse(Y, R, (size_t)(M * N));
+            printf("gemm pass %d K %lld M %lld N %lld: NMSE %.3g\n", pass, (long long)K, (long long)M, (long long)N, e);
+            assert_true(e < 1e-10);
+        }
+        free(W), free(X), free(W16), free(Y), free(R), free(P);
+    }
+}
+
 int main(void) {
     mllm_cpu_init();
     printf("cpu path: %s\n", mllm_cpu_path());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_dot_generic), cmocka_unit_test(test_vec_dot_avx2),
         cmocka_unit_test(test_vec_dot_known),   cmocka_unit_test(test_mul_mat),
-        cmocka_unit_test(test_mul_mat_large),
+        cmocka_unit_test(test_mul_mat_large),  cmocka_unit_test(test_gemm_f32_entry_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

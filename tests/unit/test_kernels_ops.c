@@ -3,6 +3,8 @@
      generic ops vs a double-precision reference: < 1e-12;
      AVX2 ops vs generic: rmsnorm, add, axpy, dot, rope < 1e-12 (order or FMA
        rounding only); silu_mul, gelu_mul, softmax < 1e-12 (expf approximation, ~2 ulp);
+     AVX2 gelu_erf vs generic (libm erff): NMSE < 1e-12 on random rows, and
+       on a dense sweep of [-10, 10] max |diff| < 2e-7 * max(1, |x|);
      AVX2 expf vs libm expf: max relative error < 5e-7 on [-87, 88];
      activation quantizers: AVX2 bytes == generic bytes, exactly. */
 #include <math.h>
@@ -160,6 +162,8 @@ static void test_avx2_vs_generic(void **state) {
         expect_close(yv, yg, n, 1e-12, "avx2 silu_mul");
         g->gelu_mul(yg, x, u, n), v->gelu_mul(yv, x, u, n);
         expect_close(yv, yg, n, 1e-12, "avx2 gelu_mul");
+        g->gelu_erf(yg, x, n), v->gelu_erf(yv, x, n);
+        expect_close(yv, yg, n, 1e-12, "avx2 gelu_erf");
         float *sg = copy(x, n), *sv = copy(x, n);
         g->softmax(sg, n, 0.125f), v->softmax(sv, n, 0.125f);
         expect_close(sv, sg, n, 1e-12, "avx2 softmax");
@@ -200,6 +204,32 @@ static void test_expf_accuracy(void **state) {
     assert_true(isnan(o[6]));
     assert_true(fabsf(o[7] - 2.7182817f) < 1e-6f);
     free(x), free(y);
+}
+
+/* The vector erf GELU against libm's erff on a dense sweep, with the edges. */
+static void test_gelu_erf_sweep(void **state) {
+    (void)state;
+    const mllm_cpu_ops *g = mllm_cpu_ops_generic(), *v = mllm_cpu_ops_avx2();
+    if (!v) {
+        printf("SKIPPED: this CPU has no AVX2+FMA+F16C\n");
+        return;
+    }
+    enum { N = 100000 };
+    float *x = malloc(N * sizeof(float)), *yg = malloc(N * sizeof(float)), *yv = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) x[i] = -10.0f + 20.0f * (float)i / (float)(N - 1);
+    g->gelu_erf(yg, x, N), v->gelu_erf(yv, x, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) worst = fmax(worst, fabs((double)yv[i] - yg[i]) / fmax(1.0, fabs(x[i])));
+    const double e = tu_nmse(yv, yg, N);
+    printf("avx2 gelu_erf on [-10, 10]: NMSE %.3g, max |diff| / max(1, |x|) %.3g\n", e, worst);
+    assert_true(e < 1e-12);
+    assert_true(worst < 2e-7);
+    float edge[8] = {-20.0f, -100.0f, 0.0f, -0.0f, 100.0f, INFINITY, NAN, 1.0f}, o[8];
+    v->gelu_erf(o, edge, 8);
+    assert_true(o[0] == 0.0f && o[1] == 0.0f && o[2] == 0.0f && o[3] == 0.0f);
+    assert_true(o[4] == 100.0f && isinf(o[5]) && o[5] > 0 && isnan(o[6]));
+    assert_true(fabsf(o[7] - 0.8413447f) < 1e-6f);
+    free(x), free(yg), free(yv);
 }
 
 /* Activation quantizers: llama.cpp's run-time rounding (half to even) vs the
@@ -274,7 +304,8 @@ int main(void) {
         cmocka_unit_test(test_dispatch_override),
         cmocka_unit_test(test_generic_vs_double),     cmocka_unit_test(test_softmax_masked),
         cmocka_unit_test(test_rope),                  cmocka_unit_test(test_avx2_vs_generic),
-        cmocka_unit_test(test_expf_accuracy),         cmocka_unit_test(test_activation_quantizers),
+        cmocka_unit_test(test_expf_accuracy),
+        cmocka_unit_test(test_gelu_erf_sweep),         cmocka_unit_test(test_activation_quantizers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

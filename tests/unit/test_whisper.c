@@ -3,7 +3,7 @@
    on the same weights (tests/data/whisper/jfk_tiny.*, made by
    tools/reference/whisper_reference.py): encoder states and decoder logits
    (teacher-forced on the reference's greedy tokens) within stated NMSE
-   bounds, with f32 and f16 weights; greedy transcription gives the
+   bounds, with f32, f16, q8_0 and q4_0 weights; greedy transcription gives the
    reference's tokens and text; beam search and timestamps give a sane
    transcript; bad calls are refused. SKIPPED without the model. */
 #include "testutil.h"
@@ -26,6 +26,14 @@
 #define LOGIT_NMSE_F32 1e-8
 #define ENC_NMSE_F16 1e-5
 #define LOGIT_NMSE_F16 2e-5
+/* q8_0 / q4_0 weights (quantized at load, packed x8) with q8_0 activations
+   (per 32 values; Whisper's activations have outlier channels): measured
+   2.4e-4 / 1.4e-2 (q8_0; the largest at step 0, whose distribution is flat)
+   and 2.8e-2 / 0.22 (q4_0, whose argmax differs at step 2: not checked). */
+#define ENC_NMSE_Q8 1e-3
+#define LOGIT_NMSE_Q8 5e-2
+#define ENC_NMSE_Q4 0.1
+#define LOGIT_NMSE_Q4 0.5
 
 static const char *model_dir(void) {
     const char *dir = getenv("MLLM_WHISPER_TINY_DIR");
@@ -131,7 +139,7 @@ static void check_forward(int wtype, double enc_max, double logit_max) {
                 if (lg[i] > lg[best]) best = i;
             printf("step %d: logits NMSE %.3g (bound %.0e), argmax %d (reference %d)\n", s, e, logit_max, best, amax[k]);
             assert_true(e < logit_max);
-            assert_int_equal(best, amax[k]);
+            if (wtype != MLLM_DTYPE_Q4_0) assert_int_equal(best, amax[k]);
             k++;
         }
         if (k == n_steps) break;
@@ -156,6 +164,16 @@ static void test_forward_f32(void **state) {
 static void test_forward_f16(void **state) {
     (void)state;
     check_forward(MLLM_DTYPE_F16, ENC_NMSE_F16, LOGIT_NMSE_F16);
+}
+
+static void test_forward_q8_0(void **state) {
+    (void)state;
+    check_forward(MLLM_DTYPE_Q8_0, ENC_NMSE_Q8, LOGIT_NMSE_Q8);
+}
+
+static void test_forward_q4_0(void **state) {
+    (void)state;
+    check_forward(MLLM_DTYPE_Q4_0, ENC_NMSE_Q4, LOGIT_NMSE_Q4);
 }
 
 static char *joined(const mllm_whisper_result *r) {
@@ -246,6 +264,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_f32),
         cmocka_unit_test(test_forward_f16),
+        cmocka_unit_test(test_forward_q8_0),
+        cmocka_unit_test(test_forward_q4_0),
         cmocka_unit_test(test_greedy_transcript),
         cmocka_unit_test(test_bad_folder),
     };

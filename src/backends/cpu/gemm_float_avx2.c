@@ -1,4 +1,5 @@
-/* Prefill matmul for f16 / bf16 weights, AVX2 + FMA: an
+/* Prefill matmul for f16 / bf16 (and, for Whisper's attention, f32)
+   weights, AVX2 + FMA: an
    outer-product kernel on packed weight panels, the usual BLAS blocking.
    A panel is 16 weight rows x up to 1024 values of K, widened to f32 and
    stored k-major (16 floats per k), packed once and then used by every
@@ -13,17 +14,19 @@
 #include <string.h>
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define NR 16  /* weight rows per panel */
+#define NR MLLM_GEMM_NR /* weight rows per panel */
 #define MR 6   /* activation rows per tile */
-#define KC 1024 /* values of K per panel */
+#define KC MLLM_GEMM_KC /* values of K per panel */
 
 /* 8 floats of row i of the panel's source, widened. */
 static inline __m256 load8(mllm_dtype wt, const char *row, int64_t k) {
+    if (wt == MLLM_DTYPE_F32) return _mm256_loadu_ps((const float *)row + k);
     if (wt == MLLM_DTYPE_F16) return load_f16x8((const mllm_f16 *)row + k);
     return load_bf16x8((const mllm_bf16 *)row + k);
 }
 
 static inline float load1(mllm_dtype wt, const char *row, int64_t k) {
+    if (wt == MLLM_DTYPE_F32) return ((const float *)row)[k];
     if (wt == MLLM_DTYPE_F16) return f16_to_f32_hw(((const mllm_f16 *)row)[k]);
     return mllm_bf16_to_f32(((const mllm_bf16 *)row)[k]);
 }
@@ -99,29 +102,48 @@ typedef void (*kern_fn)(const float *p, const float *A, size_t lda, int kc, floa
 KERN(1) KERN(2) KERN(3) KERN(4) KERN(5) KERN(6)
 static const kern_fn k_kern[MR] = {kern_1, kern_2, kern_3, kern_4, kern_5, kern_6};
 
+/* Y[m][r .. r + nr) (+)= A rows m < M (values k0 .. k0 + kc) times one panel. */
+static void panel_rows(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
+                       float *Y, size_t y_stride, int64_t r, bool add) {
+    for (int64_t m = 0; m < M; m += MR) {
+        const int rm = (int)(M - m < MR ? M - m : MR);
+        const float *a = A + (size_t)m * lda + k0;
+        if (nr == NR) {
+            k_kern[rm - 1](panel, a, lda, kc, Y + (size_t)m * y_stride + r, y_stride, add);
+        } else { /* last panel of the range: only nr columns are ours */
+            float tmp[MR * NR];
+            for (int i = 0; i < rm; i++)
+                for (int j = 0; j < nr; j++) tmp[i * NR + j] = add ? Y[(size_t)(m + i) * y_stride + r + j] : 0.0f;
+            k_kern[rm - 1](panel, a, lda, kc, tmp, NR, true);
+            for (int i = 0; i < rm; i++)
+                for (int j = 0; j < nr; j++) Y[(size_t)(m + i) * y_stride + r + j] = tmp[i * NR + j];
+        }
+    }
+}
+
 void mllm_gemm_float_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *A,
                           size_t lda, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
                           float *panel) {
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int kc = (int)(K - k0 < KC ? K - k0 : KC);
-        const bool add = k0 > 0;
         for (int64_t r = r0; r < r1; r += NR) {
             const int nr = (int)(r1 - r < NR ? r1 - r : NR);
             pack_panel(wt, W, w_stride, r, nr, k0, kc, panel);
-            for (int64_t m = 0; m < M; m += MR) {
-                const int rm = (int)(M - m < MR ? M - m : MR);
-                const float *a = A + (size_t)m * lda + k0;
-                if (nr == NR) {
-                    k_kern[rm - 1](panel, a, lda, kc, Y + (size_t)m * y_stride + r, y_stride, add);
-                } else { /* last panel of the range: only nr columns are ours */
-                    float tmp[MR * NR];
-                    for (int i = 0; i < rm; i++)
-                        for (int j = 0; j < nr; j++) tmp[i * NR + j] = add ? Y[(size_t)(m + i) * y_stride + r + j] : 0.0f;
-                    k_kern[rm - 1](panel, a, lda, kc, tmp, NR, true);
-                    for (int i = 0; i < rm; i++)
-                        for (int j = 0; j < nr; j++) Y[(size_t)(m + i) * y_stride + r + j] = tmp[i * NR + j];
-                }
-            }
+            panel_rows(panel, nr, A, lda, k0, kc, M, Y, y_stride, r, k0 > 0);
+        }
+    }
+}
+
+void mllm_gemm_f32_packed_avx2(const float *P, int64_t K, int64_t N, const float *A, size_t lda, int64_t M,
+                               float *Y, size_t y_stride) {
+    const int64_t n_pan = (N + NR - 1) / NR;
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+        const int kc = (int)(K - k0 < KC ? K - k0 : KC);
+        const float *blk = P + (size_t)k0 * NR * (size_t)n_pan;
+        for (int64_t pn = 0; pn < n_pan; pn++) {
+            const int64_t r = pn * NR;
+            panel_rows(blk + (size_t)pn * (size_t)kc * NR, (int)(N - r < NR ? N - r : NR), A, lda, k0, kc, M, Y,
+                       y_stride, r, k0 > 0);
         }
     }
 }

@@ -22,7 +22,9 @@ typedef struct {
     /* y = gelu_tanh(g) * u  (GeGLU; GELU in its tanh form, as Gemma uses) */
     void (*gelu_mul)(float *y, const float *g, const float *u, int n);
     /* y = gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), the exact form BERT's
-       hidden_act "gelu" is. Generic only, like layernorm. */
+       hidden_act "gelu" is (and Whisper's). The AVX2 one is a vector erfc
+       (NMSE ~1e-14 vs the generic libm erff); the graph calls the generic
+       one, Whisper the one of this CPU. */
     void (*gelu_erf)(float *y, const float *x, int n);
     /* x = softmax(x * scale) in place, over n values; -INFINITY entries give 0 */
     void (*softmax)(float *x, int n, float scale);
@@ -70,6 +72,31 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
 void mllm_cpu_mul_mat_exact(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                             size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
                             float *row);
+
+/* mllm_cpu_mul_mat for float weights (f32, f16, bf16) with f32 activation
+   rows (strides in bytes), through the packed-panel GEMM where the CPU has
+   it: with many activation rows ~1.7x the f32 dot tiles, and no per-call
+   widening of the activations (what mllm_cpu_mul_mat does for f16). The
+   sums run in another order, so a row's result depends on the batch: for
+   callers that do not need batch invariance (Whisper's encoder). Without
+   AVX2: the f32 tiles for f32, else the exact dequantize-and-dot loop. */
+void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                   int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
+
+/* The same product on weights packed once (N rows of K f32 values, stride
+   w_stride bytes) into the GEMM's panel layout, for weights that meet many
+   activation blocks (Whisper's per-head K and V): for each block of 1024
+   values of K, for each 16 rows (zero-padded), the panel k-major.
+   mllm_cpu_gemm_f32_packed_size gives its floats; Y[m][r] for every r < N.
+   The generic path runs a plain loop over the same layout. */
+size_t mllm_cpu_gemm_f32_packed_size(int64_t K, int64_t N);
+void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t N, float *dst);
+void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
+                              float *Y, size_t y_stride);
+
+/* n values of a plain row of dtype t as floats: F16C for f16 / bf16 on
+   AVX2 (the same values as the dtype's to_float, faster), to_float else. */
+void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n);
 
 /* Row `row` of a (K x n) matrix of dtype t with the given row stride, as K
    floats: plain rows through the dtype's to_float, packed layouts

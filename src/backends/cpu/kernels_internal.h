@@ -53,8 +53,19 @@ void mllm_vec_dot_q4_1_avx2(int n, float *s, const void *x, const void *y);
    false if it has no kernel for wt. */
 bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
+/* n f16 or bf16 values widened to f32 with F16C / shifts (unaligned src). */
+void mllm_widen_row_avx2(mllm_dtype t, const void *src, float *dst, int64_t n);
+/* The float GEMM's panels: NR weight rows x up to KC values of K, k-major
+   (p[k * NR + i]); mllm_cpu_gemm_f32_pack's layout (kernels.h). */
+#define MLLM_GEMM_NR 16
+#define MLLM_GEMM_KC 1024
+void mllm_gemm_f32_packed_avx2(const float *P, int64_t K, int64_t N, const float *A, size_t lda, int64_t M,
+                               float *Y, size_t y_stride);
+/* mllm_cpu_gemm's AVX2 half: false when out of memory for the panel. */
+bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                    int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* Float-weight GEMM for prefill (gemm_float_avx2.c): Y[m][r] = dot(W row r,
-   A row m) for r in [r0, r1), m < M; W of dtype f16 / bf16, A in f32
+   A row m) for r in [r0, r1), m < M; W of dtype f16 / bf16 / f32, A in f32
    with row stride lda floats; panel: 1024 * 16 floats, 32-byte aligned. */
 void mllm_gemm_float_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *A,
                           size_t lda, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,

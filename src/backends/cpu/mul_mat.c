@@ -1,5 +1,6 @@
 /* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m).
    Chooses the blocked SIMD kernel of this CPU path, else the plain loop. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/kernels_internal.h"
@@ -62,4 +63,70 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
         mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
     mul_mat_row_blocked(dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+}
+
+void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                   int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+    if (r1 <= r0 || M <= 0) return;
+    if (strcmp(mllm_cpu_path(), "generic") != 0 &&
+        mllm_gemm_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        return;
+    if (wt == MLLM_DTYPE_F32) {
+        mllm_cpu_mul_mat(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+        return;
+    }
+    float *row = malloc((size_t)K * sizeof(float));
+    if (row) mllm_cpu_mul_mat_exact(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1, row);
+    free(row);
+}
+
+size_t mllm_cpu_gemm_f32_packed_size(int64_t K, int64_t N) {
+    return (size_t)((N + MLLM_GEMM_NR - 1) / MLLM_GEMM_NR) * MLLM_GEMM_NR * (size_t)K;
+}
+
+/* Panel (k block k0 of kc values, rows r ..) at
+   dst + k0 * NR * n_pan + pn * kc * NR: see kernels.h. */
+void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t N, float *dst) {
+    const int64_t n_pan = (N + MLLM_GEMM_NR - 1) / MLLM_GEMM_NR;
+    for (int64_t k0 = 0; k0 < K; k0 += MLLM_GEMM_KC) {
+        const int64_t kc = K - k0 < MLLM_GEMM_KC ? K - k0 : MLLM_GEMM_KC;
+        for (int64_t pn = 0; pn < n_pan; pn++) {
+            float *p = dst + (size_t)k0 * MLLM_GEMM_NR * (size_t)n_pan + (size_t)(pn * kc) * MLLM_GEMM_NR;
+            for (int i = 0; i < MLLM_GEMM_NR; i++) {
+                const int64_t r = pn * MLLM_GEMM_NR + i;
+                const float *w = r < N ? (const float *)((const char *)W + (size_t)r * w_stride) + k0 : NULL;
+                for (int64_t k = 0; k < kc; k++) p[k * MLLM_GEMM_NR + i] = w ? w[k] : 0.0f;
+            }
+        }
+    }
+}
+
+void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
+                              float *Y, size_t y_stride) {
+    if (N <= 0 || M <= 0) return;
+    if (strcmp(mllm_cpu_path(), "generic") != 0) {
+        mllm_gemm_f32_packed_avx2(P, K, N, X, x_stride / sizeof(float), M, Y, y_stride);
+        return;
+    }
+    const int64_t n_pan = (N + MLLM_GEMM_NR - 1) / MLLM_GEMM_NR;
+    for (int64_t m = 0; m < M; m++) {
+        const float *x = (const float *)((const char *)X + (size_t)m * x_stride);
+        for (int64_t r = 0; r < N; r++) {
+            const int64_t pn = r / MLLM_GEMM_NR, i = r % MLLM_GEMM_NR;
+            double s = 0.0;
+            for (int64_t k0 = 0; k0 < K; k0 += MLLM_GEMM_KC) {
+                const int64_t kc = K - k0 < MLLM_GEMM_KC ? K - k0 : MLLM_GEMM_KC;
+                const float *p = P + (size_t)k0 * MLLM_GEMM_NR * (size_t)n_pan + (size_t)(pn * kc) * MLLM_GEMM_NR;
+                for (int64_t k = 0; k < kc; k++) s += (double)(p[k * MLLM_GEMM_NR + i] * x[k0 + k]);
+            }
+            Y[(size_t)m * y_stride + r] = (float)s;
+        }
+    }
+}
+
+void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n) {
+    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && strcmp(mllm_cpu_path(), "generic") != 0)
+        mllm_widen_row_avx2(t, src, dst, n);
+    else if (t == MLLM_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
+    else mllm_cpu_type_get(t)->to_float(src, dst, n);
 }

@@ -385,7 +385,7 @@ static float *widen_scratch(size_t n_floats) {
     return b->p;
 }
 
-static void widen_row(mllm_dtype t, const void *src, float *dst, int64_t K) {
+void mllm_widen_row_avx2(mllm_dtype t, const void *src, float *dst, int64_t K) {
     int64_t k = 0;
     if (t == MLLM_DTYPE_F16) {
         for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, load_f16x8((const mllm_f16 *)src + k));
@@ -401,8 +401,16 @@ static bool mul_mat_widened(mllm_dtype wt, const char *w, size_t w_stride, int64
     float *buf = widen_scratch(PANEL_FLOATS + (size_t)M * (size_t)K);
     if (!buf) return false; /* out of memory: the tiles need no buffer */
     float *xf = buf + PANEL_FLOATS;
-    for (int64_t m = 0; m < M; m++) widen_row(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
+    for (int64_t m = 0; m < M; m++) mllm_widen_row_avx2(wt, x + (size_t)m * x_stride, xf + (size_t)m * K, K);
     mllm_gemm_float_avx2(wt, w, w_stride, K, xf, (size_t)K, M, Y, y_stride, r0, r1, buf);
+    return true;
+}
+
+bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
+                    int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+    float *panel = widen_scratch(PANEL_FLOATS);
+    if (!panel) return false;
+    mllm_gemm_float_avx2(wt, W, w_stride, K, X, x_stride / sizeof(float), M, Y, y_stride, r0, r1, panel);
     return true;
 }
 

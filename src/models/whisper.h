@@ -68,6 +68,15 @@ mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *
 struct mllm_tokenizer *mllm_whisper_tokenizer(const mllm_whisper *w);
 /* The language token for a code ("en", "de"); -1 if unknown. */
 int32_t mllm_whisper_lang_token(const mllm_whisper *w, const char *code);
+/* The code of a language token ("en"); NULL if tok is not one. */
+const char *mllm_whisper_lang_code(const mllm_whisper *w, int32_t tok);
+/* The English name of a language code ("en" -> "english"), NULL if unknown. */
+const char *mllm_whisper_lang_name(const char *code);
+/* The language of the encoded window (whisper_lang.c): the language token
+   and its probability among the language tokens. English-only models
+   answer <|en|> with 1 without running the decoder. Uses sequence 0's KV
+   cache. Errors: the decoder's. */
+mllm_status mllm_whisper_detect_language(mllm_whisper *w, int32_t *lang, float *prob);
 
 /* Runs the encoder on one window's log-mel (n_mels, 3000), keeping its
    states and every decoder layer's cross K/V for the decode calls that

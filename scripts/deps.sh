@@ -6,7 +6,7 @@
 # chromium (about 80 MB to download, 350 MB installed) is only for the
 # chat page's browser test (tests/e2e/serve_webchat.sh, skipped without it).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev python3 python3-pip unzip faketime tzdata chromium)
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -53,6 +53,13 @@ typedef struct {
    FORMAT (a variable missing or of the wrong shape), UNSUPPORTED (another
    spec, an activation other than GELU, quantized CTranslate2 weights). */
 mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out);
+/* The same from an open WhisperSpec (the model file's label `path`; the
+   weights are copied out of it, so it may be closed after), a config.json
+   text (suppress_ids, suppress_ids_begin) and a tokenizer.json path: what
+   the other layouts (whisper_open.h) load through. */
+struct mllm_ct2;
+mllm_status mllm_whisper_load_ct2(const struct mllm_ct2 *c, const char *path, const char *config, size_t config_len,
+                                  const char *tokenizer, const mllm_whisper_params *p, mllm_whisper **out);
 void mllm_whisper_free(mllm_whisper *w);
 const mllm_whisper_hparams *mllm_whisper_hp(const mllm_whisper *w);
 const mllm_whisper_special *mllm_whisper_tokens(const mllm_whisper *w);

@@ -19,8 +19,9 @@ static void usage(FILE *f) {
             "                       [--timestamps] [-o txt|srt|vtt|json] [options]\n"
             "\n"
             "Transcribes FILE (WAV, FLAC, OGG, MP3; any rate and channel count) with a\n"
-            "Whisper model in CTranslate2's folder format (model.bin, config.json,\n"
-            "tokenizer.json: what faster-whisper reads; scripts/fetch-whisper.sh).\n"
+            "Whisper model: a CTranslate2 folder (model.bin, config.json, tokenizer.json:\n"
+            "what faster-whisper reads; scripts/fetch-whisper.sh) or a Hugging Face one\n"
+            "(openai/whisper-* layout: config.json, model.safetensors, tokenizer.json).\n"
             "The transcript goes to stdout, timings to stderr.\n"
             "\n"
             "  -t, --threads N      threads (default: all CPUs)\n"
@@ -174,8 +175,8 @@ int cmd_transcribe(int argc, char **argv) {
     }
     if (mllm_whisper_probe(model) == MLLM_WHISPER_NONE) {
         fprintf(stderr,
-                "mllm transcribe: %s is not a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json);\n"
-                "  the Hugging Face safetensors layout and .mllm files of Whisper are not read yet\n",
+                "mllm transcribe: %s is not a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json)\n"
+                "  nor a Hugging Face one (config.json with model_type whisper, model.safetensors, tokenizer.json)\n",
                 model);
         return 1;
     }

@@ -17,7 +17,7 @@ static void serve_usage(FILE *f) {
             "and /v1/audio/translations instead of generation (docs/server.md).\n"
             "\n"
             "  -m, --model PATH        GGUF file, Hugging Face folder, llama2.c .bin, or a\n"
-            "                          Whisper model (CTranslate2 folder)\n"
+            "                          Whisper model (CTranslate2 or Hugging Face folder)\n"
             "      --host ADDR         address to listen on (default 127.0.0.1)\n"
             "      --port N            port (default %d; 0 = any free port, printed)\n"
             "      --api-key KEY       require 'Authorization: Bearer KEY' (all but /health);\n"

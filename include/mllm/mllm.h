@@ -131,7 +131,9 @@ typedef struct {
 MLLM_API void mllm_load_default_params(mllm_load_params *p);
 
 /* Loads a GGUF file, a Hugging Face folder (config.json + *.safetensors +
-   tokenizer.json) or a llama2.c checkpoint (.bin, with p->tokenizer_path).
+   tokenizer.json) or a llama2.c checkpoint (.bin, with p->tokenizer_path);
+   or a Whisper model (a CTranslate2 or Hugging Face Whisper folder), which
+   transcribes (mllm_transcribe) instead of generating.
    p may be NULL (the defaults). On success *out owns the model; free it
    with mllm_model_free().
    The strings in p are only read during the call.
@@ -223,7 +225,8 @@ MLLM_API mllm_status mllm_embed(mllm_model *m, const char *text, size_t len, con
 /* ---- speech to text --------------------------------------------------- */
 
 /* Whisper models (a CTranslate2 folder: model.bin, config.json,
-   tokenizer.json, what faster-whisper reads) load with mllm_model_load like
+   tokenizer.json, what faster-whisper reads; or a Hugging Face
+   openai/whisper-* folder) load with mllm_model_load like
    any other; such a model transcribes and neither generates nor embeds
    (mllm_session_new and mllm_embed return MLLM_ERR_UNSUPPORTED). Its
    decoder state lives in the model, so transcriptions of one model run one

@@ -12,10 +12,12 @@ static void serve_usage(FILE *f) {
             "usage: mllm serve -m MODEL [options]\n"
             "\n"
             "An OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions,\n"
-            "/tokenize, /detokenize; GET /v1/models, /health, /metrics; GET / is a chat page\n"
-            "for a browser (docs/server.md).\n"
+            "/v1/embeddings, /tokenize, /detokenize; GET /v1/models, /health, /metrics; GET / is\n"
+            "a chat page for a browser. A Whisper model serves POST /v1/audio/transcriptions\n"
+            "and /v1/audio/translations instead of generation (docs/server.md).\n"
             "\n"
-            "  -m, --model PATH        GGUF file, Hugging Face folder, or llama2.c .bin\n"
+            "  -m, --model PATH        GGUF file, Hugging Face folder, llama2.c .bin, or a\n"
+            "                          Whisper model (CTranslate2 or Hugging Face folder)\n"
             "      --host ADDR         address to listen on (default 127.0.0.1)\n"
             "      --port N            port (default %d; 0 = any free port, printed)\n"
             "      --api-key KEY       require 'Authorization: Bearer KEY' (all but /health);\n"
@@ -27,6 +29,7 @@ static void serve_usage(FILE *f) {
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --queue N           requests waiting for a slot before 503 (default %d)\n"
             "      --max-body BYTES    largest request body (default %u)\n"
+            "      --max-upload BYTES  largest audio upload, the whole multipart body (default %u)\n"
             "      --max-messages N    chat messages per request (default %d)\n"
             "      --max-tokens N      largest max_tokens a request may ask (default %d)\n"
             "      --default-max-tokens N  when a request gives none (default %d)\n"
@@ -51,7 +54,7 @@ static void serve_usage(FILE *f) {
             "%s"
             "                        (per slot: a slot speculates on its own sequence)\n"
             "  -h, --help              this help\n",
-            SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY,
+            SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY, SRV_DEFAULT_MAX_UPLOAD,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
             SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS, SRV_DEFAULT_MAX_CONNECTIONS_PER_IP,
             SRV_DEFAULT_HEADER_TIMEOUT_S, cli_spec_usage);
@@ -118,6 +121,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(1, 1024, c.n_threads);
         else if (!strcmp(a, "--queue")) INT(0, 100000, c.max_queue);
         else if (!strcmp(a, "--max-body")) INT(64, 1L << 30, c.max_body);
+        else if (!strcmp(a, "--max-upload")) INT(1024, 1L << 31, c.max_upload);
         else if (!strcmp(a, "--max-messages")) INT(1, 1 << 20, c.max_messages);
         else if (!strcmp(a, "--max-tokens")) INT(1, 1 << 20, c.max_tokens_limit);
         else if (!strcmp(a, "--default-max-tokens")) INT(1, 1 << 20, c.default_max_tokens);
@@ -176,8 +180,8 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d slots)\n", c.host,
                 mllm_server_port(srv), c.model_id, c.n_parallel);
     else
-        fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', embeddings only)\n", c.host,
-                mllm_server_port(srv), c.model_id);
+        fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %s only)\n", c.host,
+                mllm_server_port(srv), c.model_id, mllm_model_can_transcribe(m) ? "speech to text" : "embeddings");
     fflush(stderr);
 
     int sig = 0;

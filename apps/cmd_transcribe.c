@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/threadpool.h"
 #include "core/dtype.h"
+#include "models/whisper_open.h"
 #include "models/whisper_transcribe.h"
 
 static void usage(FILE *f) {
@@ -18,14 +19,17 @@ static void usage(FILE *f) {
             "                       [--timestamps] [-o txt|srt|vtt|json] [options]\n"
             "\n"
             "Transcribes FILE (WAV, FLAC, OGG, MP3; any rate and channel count) with a\n"
-            "Whisper model in CTranslate2's folder format (model.bin, config.json,\n"
-            "tokenizer.json: what faster-whisper reads; scripts/fetch-whisper.sh).\n"
+            "Whisper model: a CTranslate2 folder (model.bin, config.json, tokenizer.json:\n"
+            "what faster-whisper reads; scripts/fetch-whisper.sh) or a Hugging Face one\n"
+            "(openai/whisper-* layout: config.json, model.safetensors, tokenizer.json).\n"
             "The transcript goes to stdout, timings to stderr.\n"
             "\n"
             "  -t, --threads N      threads (default: all CPUs)\n"
-            "  --language L         language code (multilingual models; English-only\n"
-            "                       models take only 'en'). Detection is not done yet:\n"
-            "                       a multilingual model needs --language\n"
+            "  --language L         language code, or auto (default): a multilingual model\n"
+            "                       detects it on the first 30 s (English-only models\n"
+            "                       take only 'en' or auto)\n"
+            "  --task T             transcribe (default) or translate (to English;\n"
+            "                       multilingual models)\n"
             "  --beam N             beam search with N beams (1..8; default 1: greedy)\n"
             "  --patience P         beam search patience (default 1)\n"
             "  --best-of N          candidates sampled at temperature > 0 (default 5)\n"
@@ -97,7 +101,7 @@ static void on_segment(const mllm_whisper_segment *s, void *user) {
 }
 
 int cmd_transcribe(int argc, char **argv) {
-    const char *model = NULL, *file = NULL, *lang = NULL, *wt = "f16";
+    const char *model = NULL, *file = NULL, *lang = NULL, *wt = "f16", *task = "transcribe";
     out_state out = {.format = "txt"};
     long threads = mllm_cpu_count(), beam = 1, best_of = 5, seed = 0;
     double patience = 1.0, temperature = -1;
@@ -114,6 +118,13 @@ int cmd_transcribe(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_int(a, v, 1, 256, &threads)) return 2;
         } else if (!strcmp(a, "--language")) {
             if (!(lang = cli_value(argc, argv, &i))) return 2;
+            if (!strcmp(lang, "auto")) lang = NULL;
+        } else if (!strcmp(a, "--task")) {
+            if (!(task = cli_value(argc, argv, &i))) return 2;
+            if (strcmp(task, "transcribe") && strcmp(task, "translate")) {
+                fprintf(stderr, "mllm transcribe: --task takes transcribe or translate, not '%s'\n", task);
+                return 2;
+            }
         } else if (!strcmp(a, "--beam")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_int(a, v, 1, MLLM_WHISPER_MAX_SEQ / 2, &beam)) return 2;
         } else if (!strcmp(a, "--best-of")) {
@@ -164,17 +175,16 @@ int cmd_transcribe(int argc, char **argv) {
         fprintf(stderr, "mllm transcribe: --weights takes f16, f32, q8_0 or q4_0, not '%s'\n", wt);
         return 2;
     }
-    char bin[4096];
-    if (!cli_ct2_path(model, bin, sizeof bin) || strcmp(bin + strlen(bin) - 10, "/model.bin") != 0) {
+    if (mllm_whisper_probe(model) == MLLM_WHISPER_NONE) {
         fprintf(stderr,
-                "mllm transcribe: %s is not a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json);\n"
-                "  the Hugging Face safetensors layout and .mllm files of Whisper are not read yet\n",
+                "mllm transcribe: %s is not a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json)\n"
+                "  nor a Hugging Face one (config.json with model_type whisper, model.safetensors, tokenizer.json)\n",
                 model);
         return 1;
     }
     const double t0 = mllm_clock_mono_seconds();
     mllm_whisper *w = NULL;
-    mllm_status st = mllm_whisper_load(model, &wp, &w);
+    mllm_status st = mllm_whisper_open(model, &wp, &w);
     if (st != MLLM_OK) return cli_fail("cannot load the Whisper model", st);
     const mllm_whisper_special *sp = mllm_whisper_tokens(w);
     mllm_whisper_options o;
@@ -198,10 +208,11 @@ int cmd_transcribe(int argc, char **argv) {
     } else if (lang && sp->multilingual && (o.language = mllm_whisper_lang_token(w, lang)) < 0) {
         fprintf(stderr, "mllm transcribe: unknown language code '%s'\n", lang);
         rc = 2;
-    } else if (!lang && sp->multilingual) {
-        fprintf(stderr, "mllm transcribe: language detection is not implemented yet; pass --language (e.g. en)\n");
+    } else if (!strcmp(task, "translate") && !sp->multilingual) {
+        fprintf(stderr, "mllm transcribe: this model is English-only; --task translate needs a multilingual one\n");
         rc = 2;
     }
+    o.translate = !strcmp(task, "translate");
     if (rc) {
         mllm_whisper_free(w);
         return rc;
@@ -237,8 +248,13 @@ int cmd_transcribe(int argc, char **argv) {
             json_str(trim(all));
             free(all);
         }
-        printf(", \"duration\": %.3f}\n", res.duration);
+        const char *code = mllm_whisper_lang_code(w, res.language >= 0 ? res.language : sp->lang_first);
+        printf(", \"language\": \"%s\", \"language_probability\": %.4f, \"duration\": %.3f}\n", code ? code : "en",
+               (double)res.language_prob, res.duration);
     }
+    if (st == MLLM_OK && !out.quiet && sp->multilingual && !lang)
+        fprintf(stderr, "transcribe: detected language %s (p %.3f)\n", mllm_whisper_lang_code(w, res.language),
+                (double)res.language_prob);
     if (st == MLLM_OK && !out.quiet)
         fprintf(stderr,
                 "transcribe: load %.3f s, audio %.3f s, mel %.3f s, encoder %.3f s, decoder %.3f s; total %.3f s "

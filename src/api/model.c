@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "models/whisper_open.h"
 #include "template/template.h"
 
 double mllm_now_ms(void) {
@@ -64,6 +65,17 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     double t0 = mllm_now_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (mllm_whisper_probe(path) != MLLM_WHISPER_NONE) { /* speech to text: api/transcribe.c */
+        mllm_status st = mllm_model_load_whisper(m, path, p);
+        if (st != MLLM_OK) {
+            mllm_model_free(m);
+            return st;
+        }
+        m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
+        m->load_ms = mllm_now_ms() - t0;
+        *out = m;
+        return MLLM_OK;
+    }
     mllm_hparams hp;
     mllm_status st = mllm_family_open(path, &m->file, &hp);
     if (st == MLLM_OK && hp.row->encoder) {
@@ -105,6 +117,7 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     mllm_template_free(m->tmpl);
     mllm_free(m->tmpl_error);
     mllm_vocab_trie_free(atomic_load(&m->trie));
+    mllm_model_free_whisper(m); /* before the tokenizer: a Whisper model only lends it */
     mllm_tokenizer_free(m->tok);
     mllm_decoder_release(&m->dec);
     mllm_bert_release(m->enc);

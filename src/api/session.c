@@ -43,6 +43,9 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: params struct_size %u, expected %zu",
                         p->struct_size, sizeof *p);
     *out = NULL;
+    if (m->asr)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "this is a speech-to-text model (whisper): it cannot generate text; "
+                                              "use mllm_transcribe");
     if (m->enc)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s is an embedding model (%s encoder): it cannot generate text; "
                                               "use mllm_embed", m->file->path, m->dec.cfg.arch);

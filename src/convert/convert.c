@@ -3,6 +3,7 @@
 #include "backends/cpu/type_kernels.h"
 #include "convert/convert_internal.h"
 #include "models/registry.h"
+#include "models/whisper_open.h"
 #include "convert/pipeline.h"
 #include "formats/hf_config.h"
 #include "formats/mllm_v1v2.h"
@@ -208,6 +209,10 @@ mllm_status mllm_convert(const mllm_convert_params *p) {
     if (p->pack != MLLM_CONVERT_PACK_NONE && p->pack != MLLM_CONVERT_PACK_X8) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: unknown pack mode %d", (int)p->pack);
     }
+    if (mllm_whisper_probe(p->in) != MLLM_WHISPER_NONE) /* issue #15: not written yet */
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: converting Whisper models is not supported yet; `mllm transcribe` "
+                                              "and `mllm serve` read the CTranslate2 and Hugging Face folders as they are",
+                        p->in);
     mllm_cpu_init();
     mllm_pipeline *pl = NULL;
     mllm_status st;

@@ -56,6 +56,13 @@ typedef struct {
    FORMAT (a variable missing or of the wrong shape), UNSUPPORTED (another
    spec, an activation other than GELU, quantized CTranslate2 weights). */
 mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out);
+/* The same from an open WhisperSpec (the model file's label `path`; the
+   model takes c, success or not: weights kept as stored point into it), a config.json
+   text (suppress_ids, suppress_ids_begin) and a tokenizer.json path: what
+   the other layouts (whisper_open.h) load through. */
+struct mllm_ct2;
+mllm_status mllm_whisper_load_ct2(struct mllm_ct2 *c, const char *path, const char *config, size_t config_len,
+                                  const char *tokenizer, const mllm_whisper_params *p, mllm_whisper **out);
 void mllm_whisper_free(mllm_whisper *w);
 const mllm_whisper_hparams *mllm_whisper_hp(const mllm_whisper *w);
 const mllm_whisper_special *mllm_whisper_tokens(const mllm_whisper *w);
@@ -71,6 +78,15 @@ mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *
 struct mllm_tokenizer *mllm_whisper_tokenizer(const mllm_whisper *w);
 /* The language token for a code ("en", "de"); -1 if unknown. */
 int32_t mllm_whisper_lang_token(const mllm_whisper *w, const char *code);
+/* The code of a language token ("en"); NULL if tok is not one. */
+const char *mllm_whisper_lang_code(const mllm_whisper *w, int32_t tok);
+/* The English name of a language code ("en" -> "english"), NULL if unknown. */
+const char *mllm_whisper_lang_name(const char *code);
+/* The language of the encoded window (whisper_lang.c): the language token
+   and its probability among the language tokens. English-only models
+   answer <|en|> with 1 without running the decoder. Uses sequence 0's KV
+   cache. Errors: the decoder's. */
+mllm_status mllm_whisper_detect_language(mllm_whisper *w, int32_t *lang, float *prob);
 
 /* Runs the encoder on one window's log-mel (n_mels, 3000), keeping its
    states and every decoder layer's cross K/V for the decode calls that

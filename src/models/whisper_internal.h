@@ -42,6 +42,7 @@ struct mllm_whisper {
     const void *tok_emb;         /* the same rows, for the lookup */
     void *weights;               /* one aligned block: every converted weight */
     struct mllm_ct2 *ct2;        /* the open model.bin: weights kept as stored point into its mapping */
+    void *image;                 /* an HF folder's weights as a WhisperSpec image (ct2 views it), else NULL */
     int32_t *suppress, *suppress_begin;
     int n_suppress, n_suppress_begin;
     mllm_tokenizer *tok;

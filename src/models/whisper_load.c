@@ -281,24 +281,6 @@ static mllm_status id_list(const cJSON *j, const char *key, int n_vocab, const c
     return MLLM_OK;
 }
 
-static mllm_status read_config(mllm_whisper *w, const char *dir) {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
-    void *base = NULL;
-    size_t size = 0;
-    mllm_status st = mllm_file_map(path, 2, "too short for JSON", &base, &size);
-    if (st != MLLM_OK) return st;
-    if (size > WH_MAX_CONFIG) {
-        mllm_file_unmap(base, size);
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: over %u bytes", path, WH_MAX_CONFIG);
-    }
-    st = mllm_whisper_config_parse(base, size, path, w->hp.n_vocab, &w->suppress, &w->n_suppress, &w->suppress_begin,
-                                   &w->n_suppress_begin);
-    mllm_file_unmap(base, size);
-    return st;
-}
-
 mllm_status mllm_whisper_config_parse(const char *json, size_t len, const char *label, int n_vocab, int32_t **sup,
                                       int *n_sup, int32_t **begin, int *n_begin) {
     *sup = *begin = NULL;
@@ -328,10 +310,7 @@ static int32_t special(const mllm_tokenizer *t, const char *text) {
     return mllm_tokenizer_token_type(t, ids[0]) == MLLM_TOKEN_CONTROL ? ids[0] : -1;
 }
 
-static mllm_status read_tokens(mllm_whisper *w, const char *dir) {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= sizeof path)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+static mllm_status read_tokens(mllm_whisper *w, const char *path) {
     mllm_status st = mllm_tokenizer_from_hf(path, NULL, &w->tok);
     if (st != MLLM_OK) return st;
     mllm_whisper_special *s = &w->sp;
@@ -377,23 +356,21 @@ static mllm_status alloc_state(mllm_whisper *w) {
     return MLLM_OK;
 }
 
-mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out) {
+mllm_status mllm_whisper_load_ct2(mllm_ct2 *c, const char *path, const char *config, size_t config_len,
+                                  const char *tokenizer, const mllm_whisper_params *p, mllm_whisper **out) {
     *out = NULL;
     int wtype = p ? p->weight_type : MLLM_DTYPE_F16;
-    if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0 && wtype != MLLM_DTYPE_Q4_0)
+    if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0 && wtype != MLLM_DTYPE_Q4_0) {
+        mllm_ct2_close(c);
         return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: weights can be kept f16, f32, q8_0 or q4_0");
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/model.bin", dir) >= sizeof path)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
-    mllm_ct2 *c = NULL;
-    mllm_status st = mllm_ct2_open(path, &c);
-    if (st != MLLM_OK) return st;
+    }
     mllm_whisper *w = mllm_calloc(1, sizeof *w);
     if (!w) {
         mllm_ct2_close(c);
         return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
     }
-    st = read_hparams(c, path, &w->hp);
+    w->ct2 = c; /* owned from here: in-place weights point into its mapping */
+    mllm_status st = read_hparams(c, path, &w->hp);
     if (st == MLLM_OK) st = alloc_state(w);
     loader l = {.c = c, .path = path, .wtype = wtype};
     w->cross_f16 = wtype != MLLM_DTYPE_F32; /* f32 weights: the exact path, f32 throughout */
@@ -421,9 +398,10 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
     mllm_free_aligned(l.row);
     mllm_free_aligned(l.raw);
     mllm_free_aligned(l.group);
-    w->ct2 = c; /* in-place weights point into its mapping */
-    if (st == MLLM_OK) st = read_config(w, dir);
-    if (st == MLLM_OK) st = read_tokens(w, dir);
+    if (st == MLLM_OK)
+        st = mllm_whisper_config_parse(config, config_len, path, w->hp.n_vocab, &w->suppress, &w->n_suppress,
+                                       &w->suppress_begin, &w->n_suppress_begin);
+    if (st == MLLM_OK) st = read_tokens(w, tokenizer);
     if (st == MLLM_OK) {
         w->pool = mllm_pool_new(p && p->n_threads > 0 ? p->n_threads : 1);
         if (!w->pool) st = mllm_err(MLLM_ERR_NOMEM, "whisper: cannot start the thread pool");
@@ -436,10 +414,34 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
     return MLLM_OK;
 }
 
+mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out) {
+    *out = NULL;
+    const int wtype = p ? p->weight_type : MLLM_DTYPE_F16;
+    if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0 && wtype != MLLM_DTYPE_Q4_0) /* before any file */
+        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: weights can be kept f16, f32, q8_0 or q4_0");
+    char path[4096], cfg[4096], tok[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/model.bin", dir) >= sizeof path ||
+        (size_t)snprintf(cfg, sizeof cfg, "%s/config.json", dir) >= sizeof cfg ||
+        (size_t)snprintf(tok, sizeof tok, "%s/tokenizer.json", dir) >= sizeof tok)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    mllm_ct2 *c = NULL;
+    mllm_status st = mllm_ct2_open(path, &c);
+    if (st != MLLM_OK) return st;
+    void *base = NULL;
+    size_t size = 0;
+    st = mllm_file_map(cfg, 2, "too short for JSON", &base, &size);
+    if (st == MLLM_OK && size > WH_MAX_CONFIG) st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: over %u bytes", cfg, WH_MAX_CONFIG);
+    if (st == MLLM_OK) st = mllm_whisper_load_ct2(c, path, base, size, tok, p, out); /* takes c */
+    else mllm_ct2_close(c);
+    if (base) mllm_file_unmap(base, size);
+    return st;
+}
+
 void mllm_whisper_free(mllm_whisper *w) {
     if (!w) return;
     mllm_pool_free(w->pool);
     mllm_ct2_close(w->ct2);
+    mllm_free(w->image); /* after the ct2 view of it */
     mllm_tokenizer_free(w->tok);
     mllm_free(w->lang_codes);
     mllm_free(w->suppress);

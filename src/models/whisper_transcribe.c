@@ -110,7 +110,7 @@ static int build_prompt(mllm_whisper *w, const mllm_whisper_options *o, const in
     prompt[n++] = sp->sot;
     if (sp->multilingual) {
         prompt[n++] = o->language >= 0 ? o->language : sp->lang_first;
-        prompt[n++] = sp->transcribe;
+        prompt[n++] = o->translate && sp->translate >= 0 ? sp->translate : sp->transcribe;
     }
     if (!o->timestamps) prompt[n++] = sp->no_timestamps;
     return n;
@@ -126,6 +126,14 @@ static mllm_status check_options(const mllm_whisper *w, const mllm_whisper_optio
     for (int i = 0; i < o->n_temperatures; i++)
         if (!(o->temperatures[i] >= 0.0f && o->temperatures[i] <= 2.0f))
             return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: temperature %g out of 0..2", (double)o->temperatures[i]);
+    if (o->translate && !sp->multilingual)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "whisper: an English-only model cannot translate");
+    if (o->n_initial_prompt < 0 || (o->n_initial_prompt > 0 && !o->initial_prompt))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: bad initial prompt");
+    for (int i = 0; i < o->n_initial_prompt; i++)
+        if (o->initial_prompt[i] < 0 || o->initial_prompt[i] >= sp->eot)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: initial prompt token %d is not a text token",
+                            o->initial_prompt[i]);
     if (o->language >= 0 && (!sp->multilingual || o->language < sp->lang_first || o->language >= sp->lang_first + sp->n_lang))
         return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: language token %d is not a language of this model", o->language);
     return MLLM_OK;
@@ -160,11 +168,15 @@ static mllm_status decode_with_fallback(mllm_whisper *w, const mllm_whisper_opti
     return MLLM_OK;
 }
 
-mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_t n, const mllm_whisper_options *o,
+mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_t n, const mllm_whisper_options *opt,
                                     mllm_whisper_result *res) {
     memset(res, 0, sizeof *res);
-    mllm_status st = check_options(w, o);
+    mllm_status st = check_options(w, opt);
     if (st != MLLM_OK) return st;
+    mllm_whisper_options oo = *opt; /* the language, once detected */
+    const mllm_whisper_options *o = &oo;
+    res->language = mllm_whisper_tokens(w)->multilingual ? opt->language : -1;
+    res->language_prob = 1.0f;
     const mllm_whisper_hparams *hp = mllm_whisper_hp(w);
     const mllm_whisper_special *sp = mllm_whisper_tokens(w);
     const int tb = sp->timestamp_begin;
@@ -172,15 +184,18 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
     res->duration = (double)n / MLLM_MEL_SAMPLE_RATE;
     float *mel = mllm_malloc((size_t)hp->n_mels * MLLM_WHISPER_N_FRAMES * sizeof(float));
     int32_t *prompt = mllm_malloc((size_t)hp->n_text_ctx * sizeof(int32_t));
-    int32_t *all = NULL; /* every token decoded so far (the next prompts) */
-    int n_all = 0, prompt_reset = 0;
-    if (!mel || !prompt) {
+    /* every token decoded so far (the next prompts), after the initial prompt */
+    int32_t *all = mllm_malloc((size_t)(o->n_initial_prompt + 1) * sizeof(int32_t));
+    int n_all = o->n_initial_prompt, prompt_reset = 0;
+    if (all && n_all) memcpy(all, o->initial_prompt, (size_t)n_all * sizeof(int32_t));
+    if (!mel || !prompt || !all) {
         st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
         goto done;
     }
     long seek = 0;
     for (int window = 0; seek < content; window++) {
         const long seg = content - seek < MLLM_WHISPER_N_FRAMES ? content - seek : MLLM_WHISPER_N_FRAMES;
+        const long seek_before = seek;
         const double offset = (double)seek * MLLM_MEL_HOP / MLLM_MEL_SAMPLE_RATE;
         const double seg_dur = (double)seg * MLLM_MEL_HOP / MLLM_MEL_SAMPLE_RATE;
         double t0 = mllm_clock_mono_seconds();
@@ -189,10 +204,15 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
             goto done;
         double t1 = mllm_clock_mono_seconds();
         if ((st = mllm_whisper_encode(w, mel)) != MLLM_OK) goto done;
+        if (sp->multilingual && oo.language < 0) { /* the first window decides */
+            if ((st = mllm_whisper_detect_language(w, &oo.language, &res->language_prob)) != MLLM_OK) goto done;
+            res->language = oo.language;
+        }
         double t2 = mllm_clock_mono_seconds();
         int sot_index = 0;
-        const int n_prompt = build_prompt(w, o, o->condition_on_previous_text ? all + prompt_reset : NULL,
-                                          o->condition_on_previous_text ? n_all - prompt_reset : 0, prompt, &sot_index);
+        /* Without conditioning prompt_reset is n_all after every window, so
+           only an initial prompt reaches the first one (as faster-whisper). */
+        const int n_prompt = build_prompt(w, o, all + prompt_reset, n_all - prompt_reset, prompt, &sot_index);
         mllm_whisper_hyp h;
         float temp = 0, cr = 0;
         st = decode_with_fallback(w, o, prompt, n_prompt, sot_index, window, &h, &temp, &cr, &res->n_fallbacks);
@@ -238,7 +258,7 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
             st = add_segment(w, res, o, offset, offset + dur, tk, nt, &h, temp, cr);
             seek += seg;
         }
-        (void)n_segs_before;
+        for (int i = n_segs_before; i < res->n_segs; i++) res->segs[i].seek = seek_before;
         if (st == MLLM_OK && nt > 0) {
             int32_t *na = mllm_realloc(all, (size_t)(n_all + nt) * sizeof(int32_t));
             if (!na) st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");

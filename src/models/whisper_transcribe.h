@@ -16,6 +16,7 @@ typedef struct {
     int32_t *tokens;       /* text and timestamp tokens, owned */
     int n_tokens;
     float avg_logprob, no_speech_prob, compression_ratio, temperature;
+    long seek;             /* the window's start, in mel frames */
 } mllm_whisper_segment;
 
 typedef struct mllm_whisper_segment_cb_ {
@@ -28,7 +29,11 @@ typedef struct {
     float patience;            /* beam search: stop after beam_size * patience finished */
     int best_of;               /* sampled candidates per window at temperature > 0 */
     bool timestamps;           /* decode timestamp tokens (segments from the model) */
-    int32_t language;          /* language token; -1: English (.en models) / <|en|> */
+    int32_t language;          /* language token; -1: detected on the first window (multilingual
+                                  models; English-only ones need none) */
+    bool translate;            /* <|translate|> instead of <|transcribe|> (multilingual models) */
+    const int32_t *initial_prompt; /* text tokens given as the first window's previous text (may be NULL) */
+    int n_initial_prompt;
     bool condition_on_previous_text;
     float temperatures[MLLM_WHISPER_MAX_TEMPS];
     int n_temperatures;        /* 1 with 0.0: no fallback */
@@ -50,6 +55,8 @@ typedef struct {
     double duration;           /* of the audio, seconds */
     double encode_s, decode_s, mel_s; /* time spent, for the CLI's timings */
     int n_windows, n_fallbacks;
+    int32_t language;          /* the language token used (-1: an English-only model) */
+    float language_prob;       /* its detected probability; 1 when given */
 } mllm_whisper_result;
 
 /* Transcribes samples[0..n) (16 kHz mono). Errors: INVALID_ARG (options

@@ -157,6 +157,10 @@ static int compute(mllm_server *S, embed_input *in, int n, float *data, size_t *
 }
 
 enum MHD_Result srv_ep_embeddings(mllm_server *S, srv_req *r) {
+    if (mllm_model_can_transcribe(S->model))
+        return srv_reply_error(S, r, 400, "model_not_supported",
+                               "the model '%s' is a speech-to-text model: it answers /v1/audio/transcriptions, not "
+                               "/v1/embeddings", S->model_id);
     srv_err e = {0};
     cJSON *root = srv_parse_body(r, &e);
     if (!root) return srv_reply_err(S, r, &e);

@@ -87,8 +87,10 @@ static enum MHD_Result reply_done(mllm_server *S, srv_req *r, const srv_oai_req 
 static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
     srv_err e = {0};
     if (!S->sched)
-        return srv_reply_error(S, r, 400, "model_not_supported",
-                               "the model '%s' is an embedding model: it answers /v1/embeddings, not %s", S->model_id,
+        return srv_reply_error(S, r, 400, "model_not_supported", "the model '%s' is %s, not %s", S->model_id,
+                               mllm_model_can_transcribe(S->model)
+                                   ? "a speech-to-text model: it answers /v1/audio/transcriptions"
+                                   : "an embedding model: it answers /v1/embeddings",
                                chat ? "/v1/chat/completions" : "/v1/completions");
     cJSON *root = srv_parse_body(r, &e);
     if (!root) return srv_reply_err(S, r, &e);

@@ -33,28 +33,33 @@ typedef enum MHD_Result (*srv_handler)(mllm_server *S, srv_req *r);
 typedef struct {
     const char *path;
     bool post;      /* else GET (and HEAD) */
+    bool upload;    /* the body is multipart/form-data, up to max_upload bytes */
     bool prefix;    /* path is a prefix: /v1/models/{id} */
     bool open;      /* no API key needed */
     srv_handler fn;
 } srv_route;
 
 static const srv_route ROUTES[] = {
-    {"/", false, false, true, srv_ep_page},
-    {"/chat.js", false, false, true, srv_ep_page},
-    {"/chat.css", false, false, true, srv_ep_page},
-    {"/health", false, false, true, srv_ep_health},
-    {"/metrics", false, false, false, srv_ep_metrics},
-    {"/v1/models", false, false, false, srv_ep_models},
-    {"/models", false, false, false, srv_ep_models},
-    {"/v1/models/", false, true, false, srv_ep_model},
-    {"/v1/chat/completions", true, false, false, srv_ep_chat},
-    {"/chat/completions", true, false, false, srv_ep_chat},
-    {"/v1/completions", true, false, false, srv_ep_completions},
-    {"/completions", true, false, false, srv_ep_completions},
-    {"/v1/embeddings", true, false, false, srv_ep_embeddings},
-    {"/embeddings", true, false, false, srv_ep_embeddings},
-    {"/tokenize", true, false, false, srv_ep_tokenize},
-    {"/detokenize", true, false, false, srv_ep_detokenize},
+    {"/", false, false, false, true, srv_ep_page},
+    {"/chat.js", false, false, false, true, srv_ep_page},
+    {"/chat.css", false, false, false, true, srv_ep_page},
+    {"/health", false, false, false, true, srv_ep_health},
+    {"/metrics", false, false, false, false, srv_ep_metrics},
+    {"/v1/models", false, false, false, false, srv_ep_models},
+    {"/models", false, false, false, false, srv_ep_models},
+    {"/v1/models/", false, false, true, false, srv_ep_model},
+    {"/v1/chat/completions", true, false, false, false, srv_ep_chat},
+    {"/chat/completions", true, false, false, false, srv_ep_chat},
+    {"/v1/completions", true, false, false, false, srv_ep_completions},
+    {"/completions", true, false, false, false, srv_ep_completions},
+    {"/v1/embeddings", true, false, false, false, srv_ep_embeddings},
+    {"/embeddings", true, false, false, false, srv_ep_embeddings},
+    {"/v1/audio/transcriptions", true, true, false, false, srv_ep_transcriptions},
+    {"/audio/transcriptions", true, true, false, false, srv_ep_transcriptions},
+    {"/v1/audio/translations", true, true, false, false, srv_ep_translations},
+    {"/audio/translations", true, true, false, false, srv_ep_translations},
+    {"/tokenize", true, false, false, false, srv_ep_tokenize},
+    {"/detokenize", true, false, false, false, srv_ep_detokenize},
 };
 
 static const srv_route *route_find(const char *url) {
@@ -228,6 +233,7 @@ static bool reject_early(mllm_server *S, srv_req *r, const char *version, const 
     read_head(r->conn, &h);
     if (srv_head_check_framing(&S->policy, &h, version, &e)) { *ret = srv_reply_err(S, r, &e); return true; }
     if (h.n_origin) r->origin = h.origin; /* allowed, or framing would have refused it */
+    if (h.n_content_type == 1) r->content_type = h.content_type; /* points into the connection's head */
     if (!rt) {
         *ret = srv_reply_error(S, r, 404, "not_found", "no such endpoint: %s %.100s", r->method, r->url);
         return true;
@@ -250,7 +256,8 @@ static bool reject_early(mllm_server *S, srv_req *r, const char *version, const 
                                rt->post ? "POST" : "GET");
         return true;
     }
-    srv_req_kind k = {.post = rt->post, .need_key = !rt->open};
+    srv_req_kind k = {.post = rt->post, .need_key = !rt->open, .multipart = rt->upload};
+    r->limit = rt->upload ? S->cfg.max_upload : S->cfg.max_body;
     if (srv_head_check_access(&S->policy, &h, &k, &e)) { *ret = srv_reply_err(S, r, &e); return true; }
     if (atomic_load(&S->draining) && !rt->open) {
         *ret = srv_reply_error(S, r, 503, "shutting_down", "the server is shutting down");
@@ -259,10 +266,10 @@ static bool reject_early(mllm_server *S, srv_req *r, const char *version, const 
     return false;
 }
 
-/* Appends an upload chunk; beyond max_body only a flag is kept. */
-static void body_append(mllm_server *S, srv_req *r, const char *data, size_t n) {
+/* Appends an upload chunk; beyond the route's limit only a flag is kept. */
+static void body_append(srv_req *r, const char *data, size_t n) {
     if (r->too_big) return;
-    if (n > S->cfg.max_body - r->len) { r->too_big = true; return; }
+    if (n > r->limit - r->len) { r->too_big = true; return; }
     if (r->len + n + 1 > r->cap) {
         size_t nc = r->cap ? r->cap : 1024;
         while (nc < r->len + n + 1) nc *= 2;
@@ -305,7 +312,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         double late = srv_now_ms() - r->t0 - 1000.0 * S->cfg.timeout_s;
         if (late > 1000.0 * S->cfg.timeout_s) return MHD_NO;
         if (late > 0) r->timed_out = true;
-        if (!r->timed_out) body_append(S, r, upload_data, *upload_data_size);
+        if (!r->timed_out) body_append(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -313,7 +320,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return srv_reply_error(S, r, 408, "timeout", "the request body took longer than %d s", S->cfg.timeout_s);
     if (r->too_big)
         return srv_reply_error(S, r, 413, "request_too_large", "the request body is larger than %zu bytes",
-                               S->cfg.max_body);
+                               r->limit);
     srv_guard_phase(S->guard, r->gc, SRV_CONN_BUSY); /* answering now: no deadline */
     return route_find(url)->fn(S, r);
 }

@@ -4,6 +4,7 @@
 #include "server/http_check.h"
 #include <string.h>
 #include "server/internal.h"
+#include "server/multipart.h"
 
 static bool ieq(const char *a, size_t na, const char *b) {
     size_t nb = strlen(b);
@@ -177,9 +178,14 @@ int srv_head_check_access(const srv_policy *p, const srv_head *h, const srv_req_
     if (k->need_key && !srv_key_ok(p, h->authorization))
         return srv_fail(e, 401, "invalid_api_key", NULL,
                         "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
-    if (h->n_content_length && h->content_length > p->max_body)
-        return srv_fail(e, 413, "request_too_large", NULL, "the request body is larger than %zu bytes", p->max_body);
-    if (k->post && (h->n_content_type != 1 || !srv_media_is_json(h->content_type)))
+    const size_t limit = k->multipart ? p->max_upload : p->max_body;
+    if (h->n_content_length && h->content_length > limit)
+        return srv_fail(e, 413, "request_too_large", NULL, "the request body is larger than %zu bytes", limit);
+    srv_str boundary;
+    if (k->post && k->multipart && (h->n_content_type != 1 || !srv_mp_boundary(h->content_type, &boundary)))
+        return srv_fail(e, 415, "unsupported_media_type", NULL,
+                        "the request body must be sent as 'Content-Type: multipart/form-data; boundary=...'");
+    if (k->post && !k->multipart && (h->n_content_type != 1 || !srv_media_is_json(h->content_type)))
         return srv_fail(e, 415, "unsupported_media_type", NULL,
                         "the request body must be sent with 'Content-Type: application/json'");
     return 0;

@@ -33,12 +33,14 @@ typedef struct {
     size_t api_key_len;
     const char *origins;   /* NULL: no cross-origin access; "*"; or "https://a.example,http://b:3000" */
     size_t max_body;
+    size_t max_upload;     /* the body limit of multipart routes */
 } srv_policy;
 
 /* The route, as far as the checks care. */
 typedef struct {
     bool post;             /* the route takes a JSON body */
     bool need_key;         /* the route is not open (/health is) */
+    bool multipart;        /* the route takes multipart/form-data (an upload), not JSON */
 } srv_req_kind;
 
 void srv_head_add(srv_head *h, const char *name, size_t name_len, const char *value, size_t value_len);
@@ -67,7 +69,8 @@ bool srv_origins_valid(const char *origins);
    Host / Content-Length, 403 Origin). version: "HTTP/1.1", ... */
 int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *version, srv_err *e);
 /* The caller may use the route: 0, or -1 with e filled (401 key, 413 too
-   large, 415 media type), in that order. */
+   large: max_body, or max_upload for a multipart route; 415 media type:
+   JSON, or multipart/form-data with a valid boundary), in that order. */
 int srv_head_check_access(const srv_policy *p, const srv_head *h, const srv_req_kind *k, srv_err *e);
 
 #endif

@@ -47,6 +47,8 @@ typedef struct {
     srv_str origin;          /* an allowed Origin, echoed in CORS headers; p NULL: none */
     unsigned status;         /* of the response queued; 0: none (yet) */
     srv_job *job;            /* a reference to the generation it asked for, or NULL: its token counts */
+    size_t limit;            /* of the body: cfg.max_body, or cfg.max_upload on a multipart route */
+    srv_str content_type;    /* the request's (one, checked) Content-Type; p NULL: none */
 } srv_req;
 
 /* An error for the client, in OpenAI's shape:
@@ -88,6 +90,8 @@ enum MHD_Result srv_ep_detokenize(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_completions(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_chat(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_embeddings(mllm_server *S, srv_req *r); /* embeddings.c */
+enum MHD_Result srv_ep_transcriptions(mllm_server *S, srv_req *r); /* transcribe.c */
+enum MHD_Result srv_ep_translations(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_page(mllm_server *S, srv_req *r); /* web.c: the chat page and its files */
 
 /* Parses the request body as a JSON object; NULL with e filled. */

@@ -18,6 +18,7 @@ void mllm_server_default_config(mllm_server_config *c) {
     c->n_parallel = SRV_DEFAULT_PARALLEL;
     c->max_queue = SRV_DEFAULT_QUEUE;
     c->max_body = SRV_DEFAULT_MAX_BODY;
+    c->max_upload = SRV_DEFAULT_MAX_UPLOAD;
     c->max_messages = SRV_DEFAULT_MAX_MESSAGES;
     c->max_tokens_limit = SRV_DEFAULT_MAX_TOKENS_LIMIT;
     c->default_max_tokens = SRV_DEFAULT_MAX_TOKENS;
@@ -37,6 +38,8 @@ static mllm_status check_config(const mllm_server_config *c) {
     if (c->max_queue < 0 || c->max_queue > 100000)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --queue %d out of range [0, 100000]", c->max_queue);
     if (c->max_body < 64) return mllm_err(MLLM_ERR_INVALID_ARG, "server: --max-body %zu is too small", c->max_body);
+    if (c->max_upload < 1024)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --max-upload %zu is too small", c->max_upload);
     if (c->max_messages < 1 || c->max_tokens_limit < 1 || c->default_max_tokens < 1 || c->timeout_s < 1 ||
         c->max_connections < 1 || c->max_connections_per_ip < 1 || c->header_timeout_s < 1)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: limits must be positive");
@@ -90,14 +93,16 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
     S->cfg.api_key = S->api_key;
     S->cfg.allowed_origins = S->allowed_origins;
     S->policy = (srv_policy){.api_key = S->api_key, .api_key_len = S->api_key ? strlen(S->api_key) : 0,
-                             .origins = S->allowed_origins, .max_body = c->max_body};
+                             .origins = S->allowed_origins, .max_body = c->max_body,
+                             .max_upload = c->max_upload};
     int threads = c->n_threads;
     if (threads <= 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
     }
-    /* An embedding model (BERT) has no generation slots: only /v1/embeddings
-       and the small endpoints answer. */
+    /* An embedding model (BERT) or a speech model (Whisper) has no
+       generation slots: only /v1/embeddings or /v1/audio/transcriptions and
+       the small endpoints answer. */
     if (mllm_model_can_generate(model))
         st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, c->speculative,
                            &S->metrics, &S->sched);

@@ -25,6 +25,7 @@
 #define SRV_DEFAULT_PARALLEL 2
 #define SRV_DEFAULT_QUEUE 64
 #define SRV_DEFAULT_MAX_BODY (1u << 20)  /* bytes of a request body */
+#define SRV_DEFAULT_MAX_UPLOAD (25u << 20) /* bytes of a multipart upload (audio), OpenAI's limit */
 #define SRV_DEFAULT_MAX_MESSAGES 256
 #define SRV_DEFAULT_MAX_TOKENS_LIMIT 4096 /* the largest max_tokens accepted */
 #define SRV_DEFAULT_MAX_TOKENS 256        /* when a request gives none */
@@ -61,6 +62,7 @@ typedef struct {
        MLLM_SPEC_AUTO). Each slot gets its own draft session on p->draft.
        Per slot, one sequence at a time: batching slots together is #14. */
     const mllm_speculative_params *speculative;
+    size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

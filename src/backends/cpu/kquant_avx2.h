@@ -21,18 +21,34 @@ KQ_INLINE __m256 kq32_lanes(__m256 acc, __m256i a, __m256 b, const float *dy, fl
     return _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_mul_ps(b, vdy), acc);
 }
 
-/* acc += one q4_K (Q5: q5_K) block x one q8_K32 block, lanes = sub-blocks.
-   q5_K: the fifth bit of each 32-value run comes from qh (bit 2c for the
-   low-nibble run of chunk c, 2c+1 for the high), or-ed in as 16 (a per-byte
-   0/1 shifted left 4 in 16-bit lanes never crosses a byte) before the
-   unsigned x signed multiply. q4_K and q5_K share d, dmin and scales at the
-   same offsets. Q5 is a constant at each call. */
-KQ_INLINE __m256 kq32_block_k45(__m256 acc, const void *xb, const mllm_block_q8_k32 *y, bool Q5) {
-    const __m256i low4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    const mllm_block_q4_k *x4 = xb;
-    const uint8_t *qs = Q5 ? ((const mllm_block_q5_k *)xb)->qs : x4->qs;
+/* What a q4_K / q5_K block's dots need of its scales, decoded once per
+   weight block: the 6-bit scales as int16 vectors, the mins as floats. */
+typedef struct {
+    __m256i sc[8];
+    __m256 mf;
+    float d, dmin;
+} kq45_scales;
+
+KQ_INLINE void kq45_prep(const mllm_block_q4_k *x4, kq45_scales *p) {
     uint8_t sc[8], m[8];
     for (int j = 0; j < 8; j++) kq_scale_min(j, x4->scales, &sc[j], &m[j]);
+    for (int j = 0; j < 8; j++) p->sc[j] = _mm256_set1_epi16(sc[j]);
+    p->mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m)));
+    p->d = f16_to_f32_hw(x4->d);
+    p->dmin = f16_to_f32_hw(x4->dmin);
+}
+
+/* acc += one q4_K (Q5: q5_K) block x one q8_K32 block, lanes = sub-blocks;
+   p from kq45_prep of the same block. q5_K: the fifth bit of each
+   32-value run comes from qh (bit 2c for the low-nibble run of chunk c,
+   2c+1 for the high), or-ed in as 16 (a per-byte 0/1 shifted left 4 in
+   16-bit lanes never crosses a byte) before the unsigned x signed
+   multiply. q4_K and q5_K share d, dmin and scales at the same offsets. Q5
+   is a constant at each call. */
+KQ_INLINE __m256 kq32_block_k45(__m256 acc, const void *xb, const kq45_scales *p, const mllm_block_q8_k32 *y,
+                                bool Q5) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const uint8_t *qs = Q5 ? ((const mllm_block_q5_k *)xb)->qs : ((const mllm_block_q4_k *)xb)->qs;
     const __m256i qh = Q5 ? _mm256_loadu_si256((const __m256i *)((const mllm_block_q5_k *)xb)->qh) : low4;
     __m256i v[8];
     for (int c = 0; c < 4; c++) {
@@ -47,15 +63,14 @@ KQ_INLINE __m256 kq32_block_k45(__m256 acc, const void *xb, const mllm_block_q8_
         }
         const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(y->qs + 64 * c)));
         const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y->qs + 64 * c + 32)));
-        v[2 * c] = _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c]));
-        v[2 * c + 1] = _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1]));
+        v[2 * c] = _mm256_madd_epi16(plo, p->sc[2 * c]);
+        v[2 * c + 1] = _mm256_madd_epi16(phi, p->sc[2 * c + 1]);
     }
     /* b[j] = m_j * (bsums[2j] + bsums[2j + 1]) as floats: exact (< 2^18) */
     const __m128i ys = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y->bsums),
                                       _mm_loadu_si128((const __m128i *)(y->bsums + 8)));
-    const __m256 mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)m)));
-    const __m256 b = _mm256_mul_ps(mf, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(ys)));
-    return kq32_lanes(acc, mm256_hsum8_epi32(v), b, y->d, f16_to_f32_hw(x4->d), f16_to_f32_hw(x4->dmin));
+    const __m256 b = _mm256_mul_ps(p->mf, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(ys)));
+    return kq32_lanes(acc, mm256_hsum8_epi32(v), b, y->d, p->d, p->dmin);
 }
 
 /* acc += one q6_K block x one q8_K32 block, lanes = 32-value sub-blocks. */

@@ -219,31 +219,32 @@ ALWAYS_INLINE void tile_q5_1(int RM, int RN, const char *W, size_t ws, const cha
 
 /* q4_K / q5_K / q6_K x q8_K32: each (weight row, activation row) pair
    accumulates the vec_dot's per-block lanes, so the result is the
-   vec_dot's bit for bit; the tile keeps the blocks in L1 for reuse. */
+   vec_dot's bit for bit. One weight row at a time against the RN
+   activation rows (their blocks stay in L1), each weight block's scales
+   decoded once for the RN rows. */
 ALWAYS_INLINE void tile_kq(int RM, int RN, mllm_dtype wt, const char *W, size_t ws, const char *X, size_t xs,
                            int64_t K, float *Y, size_t ys) {
-    __m256 acc[TILE_M][TILE_N];
-#pragma GCC unroll 4
-    for (int r = 0; r < RM; r++)
-#pragma GCC unroll 4
-        for (int m = 0; m < RN; m++) acc[r][m] = _mm256_setzero_ps();
     const size_t wb = wt == MLLM_DTYPE_Q4_K ? sizeof(mllm_block_q4_k)
                     : wt == MLLM_DTYPE_Q5_K ? sizeof(mllm_block_q5_k) : sizeof(mllm_block_q6_k);
     const int64_t nb = K / MLLM_QK_K;
-    for (int64_t b = 0; b < nb; b++) {
+    for (int r = 0; r < RM; r++) {
+        __m256 acc[TILE_N];
 #pragma GCC unroll 4
-        for (int r = 0; r < RM; r++) {
+        for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
             const char *xb = W + (size_t)r * ws + (size_t)b * wb;
+            kq45_scales p; /* decoded once for the RN activation rows */
+            if (wt != MLLM_DTYPE_Q6_K) kq45_prep((const mllm_block_q4_k *)xb, &p);
 #pragma GCC unroll 4
             for (int m = 0; m < RN; m++) {
                 const mllm_block_q8_k32 *yb = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
-                acc[r][m] = wt == MLLM_DTYPE_Q6_K ? kq32_block_q6_k(acc[r][m], (const mllm_block_q6_k *)xb, yb)
-                                                  : kq32_block_k45(acc[r][m], xb, yb, wt == MLLM_DTYPE_Q5_K);
+                acc[m] = wt == MLLM_DTYPE_Q6_K ? kq32_block_q6_k(acc[m], (const mllm_block_q6_k *)xb, yb)
+                                               : kq32_block_k45(acc[m], xb, &p, yb, wt == MLLM_DTYPE_Q5_K);
             }
         }
-    }
 #pragma GCC unroll 4
-    STORE_TILE(RM, RN, acc, 0.0f);
+        for (int m = 0; m < RN; m++) Y[(size_t)m * ys + r] = mm256_hsum_ps(acc[m]) + 0.0f;
+    }
 }
 
 ALWAYS_INLINE void tile_q4_k(int RM, int RN, const char *W, size_t ws, const char *X, size_t xs, int64_t K,

@@ -229,8 +229,8 @@ static void write_image(img *m, src *s, const mllm_whisper_hf_config *c) {
 static int get_int(const cJSON *j, const char *key, int dflt, bool *bad) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     if (!v) return dflt;
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble || v->valuedouble < 0 ||
-        v->valuedouble > 1e7) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e7) || /* range before the cast */
+        v->valuedouble != (double)(int)v->valuedouble) {
         *bad = true;
         return dflt;
     }

@@ -166,10 +166,23 @@ static int count_layers(const mllm_ct2 *c, const char *side) {
     }
 }
 
+
+/* "<side>/layer_<i>/<part>": CTranslate2's per-layer variable names. */
+static void layer_linear(loader *l, const char *side, int i, const char *part, int n_out, int n_in, wh_linear *L) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/layer_%d/%s", side, i, part);
+    linear(l, p, n_out, n_in, L);
+}
+
+static wh_norm layer_norm(loader *l, const char *side, int i, const char *part, int d) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/layer_%d/%s", side, i, part);
+    return norm(l, p, (uint32_t)d);
+}
+
 static void load_all(loader *l, mllm_whisper *w) {
     const mllm_whisper_hparams *hp = &w->hp;
     const int d = hp->d_model, f = hp->d_ff;
-    char p[128];
     matrix(l, var(l, "encoder/conv1/weight", 3, (uint32_t)d, (uint32_t)hp->n_mels, 3), d, hp->n_mels * 3, true,
            "encoder/conv1/bias", &w->conv1);
     matrix(l, var(l, "encoder/conv2/weight", 3, (uint32_t)d, (uint32_t)d, 3), d, d * 3, true, "encoder/conv2/bias",
@@ -178,42 +191,26 @@ static void load_all(loader *l, mllm_whisper *w) {
     w->dec_pos = f32_of(l, var(l, "decoder/position_encodings/encodings", 2, (uint32_t)hp->n_text_ctx, (uint32_t)d, 0));
     for (int i = 0; i < hp->n_enc_layers; i++) {
         wh_enc_layer *L = &w->enc[i];
-        snprintf(p, sizeof p, "encoder/layer_%d/self_attention/layer_norm", i);
-        L->attn_ln = norm(l, p, (uint32_t)d);
-        snprintf(p, sizeof p, "encoder/layer_%d/self_attention/linear_0", i);
-        linear(l, p, 3 * d, d, &L->qkv);
-        snprintf(p, sizeof p, "encoder/layer_%d/self_attention/linear_1", i);
-        linear(l, p, d, d, &L->out);
-        snprintf(p, sizeof p, "encoder/layer_%d/ffn/layer_norm", i);
-        L->ffn_ln = norm(l, p, (uint32_t)d);
-        snprintf(p, sizeof p, "encoder/layer_%d/ffn/linear_0", i);
-        linear(l, p, f, d, &L->fc1);
-        snprintf(p, sizeof p, "encoder/layer_%d/ffn/linear_1", i);
-        linear(l, p, d, f, &L->fc2);
+        L->attn_ln = layer_norm(l, "encoder", i, "self_attention/layer_norm", d);
+        layer_linear(l, "encoder", i, "self_attention/linear_0", 3 * d, d, &L->qkv);
+        layer_linear(l, "encoder", i, "self_attention/linear_1", d, d, &L->out);
+        L->ffn_ln = layer_norm(l, "encoder", i, "ffn/layer_norm", d);
+        layer_linear(l, "encoder", i, "ffn/linear_0", f, d, &L->fc1);
+        layer_linear(l, "encoder", i, "ffn/linear_1", d, f, &L->fc2);
     }
     w->enc_ln = norm(l, "encoder/layer_norm", (uint32_t)d);
     for (int i = 0; i < hp->n_dec_layers; i++) {
         wh_dec_layer *L = &w->dec[i];
-        snprintf(p, sizeof p, "decoder/layer_%d/self_attention/layer_norm", i);
-        L->self_ln = norm(l, p, (uint32_t)d);
-        snprintf(p, sizeof p, "decoder/layer_%d/self_attention/linear_0", i);
-        linear(l, p, 3 * d, d, &L->self_qkv);
-        snprintf(p, sizeof p, "decoder/layer_%d/self_attention/linear_1", i);
-        linear(l, p, d, d, &L->self_out);
-        snprintf(p, sizeof p, "decoder/layer_%d/attention/layer_norm", i);
-        L->cross_ln = norm(l, p, (uint32_t)d);
-        snprintf(p, sizeof p, "decoder/layer_%d/attention/linear_0", i);
-        linear(l, p, d, d, &L->cross_q);
-        snprintf(p, sizeof p, "decoder/layer_%d/attention/linear_1", i);
-        linear(l, p, 2 * d, d, &L->cross_kv);
-        snprintf(p, sizeof p, "decoder/layer_%d/attention/linear_2", i);
-        linear(l, p, d, d, &L->cross_out);
-        snprintf(p, sizeof p, "decoder/layer_%d/ffn/layer_norm", i);
-        L->ffn_ln = norm(l, p, (uint32_t)d);
-        snprintf(p, sizeof p, "decoder/layer_%d/ffn/linear_0", i);
-        linear(l, p, f, d, &L->fc1);
-        snprintf(p, sizeof p, "decoder/layer_%d/ffn/linear_1", i);
-        linear(l, p, d, f, &L->fc2);
+        L->self_ln = layer_norm(l, "decoder", i, "self_attention/layer_norm", d);
+        layer_linear(l, "decoder", i, "self_attention/linear_0", 3 * d, d, &L->self_qkv);
+        layer_linear(l, "decoder", i, "self_attention/linear_1", d, d, &L->self_out);
+        L->cross_ln = layer_norm(l, "decoder", i, "attention/layer_norm", d);
+        layer_linear(l, "decoder", i, "attention/linear_0", d, d, &L->cross_q);
+        layer_linear(l, "decoder", i, "attention/linear_1", 2 * d, d, &L->cross_kv);
+        layer_linear(l, "decoder", i, "attention/linear_2", d, d, &L->cross_out);
+        L->ffn_ln = layer_norm(l, "decoder", i, "ffn/layer_norm", d);
+        layer_linear(l, "decoder", i, "ffn/linear_0", f, d, &L->fc1);
+        layer_linear(l, "decoder", i, "ffn/linear_1", d, f, &L->fc2);
     }
     w->dec_ln = norm(l, "decoder/layer_norm", (uint32_t)d);
     matrix(l, var(l, "decoder/embeddings/weight", 2, (uint32_t)hp->n_vocab, (uint32_t)d, 0), hp->n_vocab, d, false,

@@ -201,26 +201,6 @@ class Server:
             pass
 
 
-def import_openai(build_dir):
-    """The openai package: installed, or pip-installed into a private folder."""
-    try:
-        import openai  # noqa: F401
-        return openai
-    except ImportError:
-        pass
-    target = os.path.join(build_dir, "pydeps-openai")
-    if not os.path.isdir(os.path.join(target, "openai")):
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                            "--target", target, "openai>=1.0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=300)
-        if r.returncode != 0:
-            print("SKIPPED: cannot pip install openai (%s)" % r.stderr.decode(errors="replace").strip()[-300:])
-            return None
-    sys.path.insert(0, target)
-    import openai
-    return openai
-
-
 def run(main):
     """Runs main(argv) -> exit code; a Fail prints FAIL and exits 1."""
     try:

@@ -7,7 +7,8 @@
      with `{"name": ..., "parameters": {...}}`, several separated by `;`.
    "arguments" and "parameters" are accepted in both, and Hermes answers
    may also start with bare call objects (small Qwen2.5 models often drop
-   the tags). The parser is a pure
+   the tags), in both a leading ```json fence around such objects goes
+   with them. The parser is a pure
    function of the text so far: a stream re-parses the longer text at each
    step, and what it reports only grows (content, a call's name once its
    string is complete, a call's arguments text), so the differences are the

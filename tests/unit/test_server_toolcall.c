@@ -102,6 +102,44 @@ static void test_hermes_bare(void **state) {
     check_stream(SRV_TC_HERMES, "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\nThen text.", 16);
 }
 
+/* ... or in a ```json fence (Qwen2.5-Coder-0.5B's answer to "What is the
+   weather in Paris?"), which goes with the call; other fences are text. */
+static void test_fenced(void **state) {
+    (void)state;
+    static const char QWEN[] = "```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\n    \"city\": \"Paris\",\n"
+                               "    \"unit\": \"celsius\"\n  }\n}\n```";
+    for (int st = SRV_TC_HERMES; st <= SRV_TC_LLAMA; st++) {
+        srv_tc_result r = parse(st, QWEN, true, 16);
+        assert_int_equal(r.n_calls, 1);
+        assert_string_equal(r.calls[0].name, "get_weather");
+        assert_json_eq(r.calls[0].args, "{\"city\": \"Paris\", \"unit\": \"celsius\"}");
+        assert_string_equal(r.content, "");
+        srv_tc_result_free(&r);
+        check_stream(st, QWEN, 16);
+    }
+    srv_tc_result r = parse(SRV_TC_HERMES, "```\n{\"name\": \"f\", \"arguments\": {}}\n```\nDone.", true, 16);
+    assert_int_equal(r.n_calls, 1);
+    assert_string_equal(r.content, "Done.");
+    srv_tc_result_free(&r);
+    /* not closed: the call stands, the rest is text */
+    r = parse(SRV_TC_HERMES, "```json {\"name\": \"f\", \"arguments\": {}} and more", true, 16);
+    assert_int_equal(r.n_calls, 1);
+    assert_string_equal(r.content, "and more");
+    srv_tc_result_free(&r);
+    static const char *const text[] = {
+        "```python\nprint(1)\n```", "```json\n{\"city\": \"Paris\"}\n```", "```", "``", "```json", "```js",
+        "```{\"name\": \"f\", \"arguments\": {}}```", "```jsonx\n{\"name\": \"f\"}", "Text ```json\n{\"name\": \"f\"}\n```",
+    };
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) {
+        r = parse(SRV_TC_HERMES, text[i], true, 16);
+        assert_int_equal(r.n_calls, 0);
+        assert_string_equal(r.content, text[i]);
+        srv_tc_result_free(&r);
+        check_stream(SRV_TC_HERMES, text[i], 16);
+        check_stream(SRV_TC_LLAMA, text[i], 16);
+    }
+}
+
 static void test_hermes_malformed(void **state) {
     (void)state;
     static const char *const bad[] = {
@@ -221,7 +259,7 @@ int main(void) {
         cmocka_unit_test(test_hermes_one),       cmocka_unit_test(test_hermes_several_and_text),
         cmocka_unit_test(test_hermes_variants),  cmocka_unit_test(test_hermes_malformed),
         cmocka_unit_test(test_llama),            cmocka_unit_test(test_stream_every_cut),
-        cmocka_unit_test(test_hermes_bare),
+        cmocka_unit_test(test_hermes_bare),      cmocka_unit_test(test_fenced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

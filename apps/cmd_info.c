@@ -42,6 +42,30 @@ static int list_architectures(void) {
     return 0;
 }
 
+/* A Whisper model that is not a CTranslate2 folder: a converted .mllm file
+   lists its tensors; an HF folder's are in its model.safetensors. */
+static int info_whisper(const char *path, bool tensors) {
+    mllm_mllmfile *mf = NULL;
+    if (tensors && mllm_mllmfile_open(path, &mf) == MLLM_OK) {
+        size_t total = 0, len = 0;
+        const char *cfg = mllm_mllmfile_config(mf, &len);
+        printf("format: .mllm v3 (a converted Whisper), config %.*s\n", len > 200 ? 200 : (int)len, cfg);
+        printf("tensors: %zu\n", mllm_mllmfile_n_tensors(mf));
+        for (size_t i = 0; i < mllm_mllmfile_n_tensors(mf); i++) {
+            const mllm_mllmfile_tensor *t = mllm_mllmfile_tensor_at(mf, i);
+            printf("  %-48.*s %-7s [", (int)t->name_len, t->name, mllm_dtype_name(t->dtype));
+            for (int d = 0; d < t->n_dims; d++) printf(d ? ", %lld" : "%lld", (long long)t->ne[d]);
+            printf("] %llu bytes\n", (unsigned long long)t->size);
+            total += t->size;
+        }
+        printf("total weight bytes: %zu (%.1f MiB)\n", total, total / 1048576.0);
+        mllm_mllmfile_close(mf);
+    }
+    printf("note: a Whisper model: run it with mllm transcribe -m %s AUDIO, or serve it with mllm serve "
+           "(mllm run/chat do not take it)\n", path);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv) {
     const char *path = NULL, *tok = NULL;
     bool tensors = true, graph = true, verify = false;
@@ -70,6 +94,10 @@ int cmd_info(int argc, char **argv) {
     char buf[4096];
     if (mllm_model_info_json(m, buf, sizeof buf, NULL) == MLLM_OK) printf("config: %s\n", buf);
     printf("load: %.1f ms\n", m->load_ms);
+    if (mllm_model_can_transcribe(m)) { /* Whisper: no decoder graph, no generic file */
+        mllm_model_free(m);
+        return info_whisper(path, tensors);
+    }
     if (tensors) {
         size_t total = 0;
         printf("tensors: %zu\n", m->file->n_weights);

@@ -60,7 +60,7 @@ int cmd_info_ct2(const char *path, bool tensors) {
         printf("total variable bytes: %llu (%.1f MiB)\n", (unsigned long long)total, total / 1048576.0);
     }
     if (!strcmp(mllm_ct2_spec_name(c), "WhisperSpec"))
-        printf("note: a Whisper model: run it with mllm transcribe -m FOLDER AUDIO (mllm run/chat/serve do not take it)\n");
+        printf("note: a Whisper model: run it with mllm transcribe -m FOLDER AUDIO, or serve it with mllm serve (mllm run/chat do not take it)\n");
     else
         printf("note: mllm runs only Whisper's CTranslate2 spec (mllm transcribe), not %s\n", mllm_ct2_spec_name(c));
     mllm_ct2_close(c);

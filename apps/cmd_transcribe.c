@@ -15,13 +15,14 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: mllm transcribe -m MODEL_DIR FILE [-t N] [--language L] [--beam N]\n"
+            "usage: mllm transcribe -m MODEL FILE [-t N] [--language L] [--beam N]\n"
             "                       [--timestamps] [-o txt|srt|vtt|json] [options]\n"
             "\n"
             "Transcribes FILE (WAV, FLAC, OGG, MP3; any rate and channel count) with a\n"
             "Whisper model: a CTranslate2 folder (model.bin, config.json, tokenizer.json:\n"
             "what faster-whisper reads; scripts/fetch-whisper.sh) or a Hugging Face one\n"
-            "(openai/whisper-* layout: config.json, model.safetensors, tokenizer.json).\n"
+            "(openai/whisper-* layout: config.json, model.safetensors, tokenizer.json),\n"
+            "or a .mllm file made from either by mllm convert.\n"
             "The transcript goes to stdout, timings to stderr.\n"
             "\n"
             "  -t, --threads N      threads (default: all CPUs)\n"
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
             "                       model; without it, one segment per 30-s window)\n"
             "  -o FORMAT            txt (default), srt, vtt or json\n"
             "  --weights T          f16 (default: as stored, used in place from the file),\n"
-            "                       f32, q8_0 or q4_0 (converted at load)\n"
+            "                       f32, q8_0 or q4_0 (converted at load); a .mllm file\n"
+            "                       runs the weights it stores (convert --quant T)\n"
             "  --seed N             seed of the fallback's sampling (default 0)\n"
             "  -q, --quiet          no progress or timings on stderr\n");
 }
@@ -102,6 +104,7 @@ static void on_segment(const mllm_whisper_segment *s, void *user) {
 
 int cmd_transcribe(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *lang = NULL, *wt = "f16", *task = "transcribe";
+    bool weights_given = false;
     out_state out = {.format = "txt"};
     long threads = mllm_cpu_count(), beam = 1, best_of = 5, seed = 0;
     double patience = 1.0, temperature = -1;
@@ -150,6 +153,7 @@ int cmd_transcribe(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--weights")) {
             if (!(wt = cli_value(argc, argv, &i))) return 2;
+            weights_given = true;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             out.quiet = true;
         } else if (a[0] == '-' && a[1]) {
@@ -166,7 +170,7 @@ int cmd_transcribe(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    mllm_whisper_params wp = {.n_threads = (int)threads};
+    mllm_whisper_params wp = {.n_threads = (int)threads, .weight_type_given = weights_given};
     if (!strcmp(wt, "f16")) wp.weight_type = MLLM_DTYPE_F16;
     else if (!strcmp(wt, "f32")) wp.weight_type = MLLM_DTYPE_F32;
     else if (!strcmp(wt, "q8_0")) wp.weight_type = MLLM_DTYPE_Q8_0;
@@ -178,7 +182,8 @@ int cmd_transcribe(int argc, char **argv) {
     if (mllm_whisper_probe(model) == MLLM_WHISPER_NONE) {
         fprintf(stderr,
                 "mllm transcribe: %s is not a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json)\n"
-                "  nor a Hugging Face one (config.json with model_type whisper, model.safetensors, tokenizer.json)\n",
+                "  nor a Hugging Face one (config.json with model_type whisper, model.safetensors, tokenizer.json)\n"
+                "  nor a .mllm file converted from one\n",
                 model);
         return 1;
     }

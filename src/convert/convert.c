@@ -209,11 +209,8 @@ mllm_status mllm_convert(const mllm_convert_params *p) {
     if (p->pack != MLLM_CONVERT_PACK_NONE && p->pack != MLLM_CONVERT_PACK_X8) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: unknown pack mode %d", (int)p->pack);
     }
-    if (mllm_whisper_probe(p->in) != MLLM_WHISPER_NONE) /* issue #15: not written yet */
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: converting Whisper models is not supported yet; `mllm transcribe` "
-                                              "and `mllm serve` read the CTranslate2 and Hugging Face folders as they are",
-                        p->in);
     mllm_cpu_init();
+    if (mllm_whisper_probe(p->in) != MLLM_WHISPER_NONE) return cv_convert_whisper(p);
     mllm_pipeline *pl = NULL;
     mllm_status st;
     if (p->pipeline_path) {

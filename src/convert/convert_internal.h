@@ -49,4 +49,7 @@ mllm_status cv_copy_kvs(const struct mllm_gguf *g, mllm_gguf_writer *w, const ch
    from f->gguf). */
 mllm_status cv_write_gguf(const mllm_model_file *f, const mllm_hparams *hp, cv_tensor *t, size_t n, const char *out);
 
+/* A Whisper folder -> .mllm (convert_whisper.c; --quant f16|f32|q8_0|q4_0). */
+mllm_status cv_convert_whisper(const mllm_convert_params *p);
+
 #endif

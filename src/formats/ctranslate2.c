@@ -439,6 +439,34 @@ mllm_status mllm_ct2_open(const char *path, mllm_ct2 **out) {
     return finish(c, out);
 }
 
+mllm_status mllm_ct2_view_new(const char *label, const char *spec, const mllm_ct2_tensor *tensors, size_t n,
+                              mllm_ct2 **out) {
+    if (!out || !spec || (!tensors && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_ct2_view_new: NULL argument");
+    *out = NULL;
+    if (!label) label = "<view>";
+    mllm_ct2 *c = new_handle(label);
+    if (!c) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", label);
+    mllm_status st = MLLM_OK;
+    c->spec = mllm_strndup(spec, strlen(spec));
+    c->tensors = mllm_calloc(n ? n : 1, sizeof *c->tensors);
+    if (!c->spec || !c->tensors) st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", label);
+    for (size_t i = 0; st == MLLM_OK && i < n; i++) {
+        mllm_ct2_tensor *t = &c->tensors[i];
+        *t = tensors[i];
+        t->scale = -1;
+        t->name = mllm_strndup(tensors[i].name, strlen(tensors[i].name));
+        if (!t->name) st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", label);
+        else c->n_tensors++;
+    }
+    if (st == MLLM_OK) st = index_tensors(c);
+    if (st) {
+        mllm_ct2_close(c);
+        return st;
+    }
+    *out = c;
+    return MLLM_OK;
+}
+
 bool mllm_ct2_damaged(const mllm_ct2 *c) { return c && c->mapped && mllm_file_map_damaged(c->base); }
 
 void mllm_ct2_close(mllm_ct2 *c) {

@@ -80,6 +80,14 @@ const mllm_ct2_alias *mllm_ct2_alias_at(const mllm_ct2 *c, size_t i);
 /* A variable by name, through aliases as CTranslate2 resolves them (an
    alias A of X also makes A_scale name X_scale); NULL if none. */
 const mllm_ct2_tensor *mllm_ct2_find(const mllm_ct2 *c, const char *name);
+/* A handle over tensors held elsewhere (another container's mapping: a
+   .mllm Whisper file, models/whisper_load_mllm.c): their descriptors are
+   copied (names too), their data is not and must outlive the handle;
+   tensors[i].dtype may be any mllm dtype (quantized and kernel layouts
+   included), which no model.bin holds. No aliases, no scales. Errors:
+   FORMAT (two tensors of one name), NOMEM. */
+mllm_status mllm_ct2_view_new(const char *label, const char *spec, const mllm_ct2_tensor *tensors, size_t n,
+                              mllm_ct2 **out);
 /* The dtype's name as CTranslate2 spells it ("float16", "int8", ...). */
 const char *mllm_ct2_dtype_name(int dtype);
 

@@ -49,6 +49,16 @@ typedef struct {
        (widened), Q8_0 or Q4_0 (quantized at load and packed into the x8
        layouts; conv1, 240 inputs, stays f16) */
     int weight_type;
+    /* weight_type was asked for (`--weights`): a .mllm file, whose weights
+       are stored in their final dtype, then refuses another one */
+    bool weight_type_given;
+    /* Called once per weight of the loaded model, after it is final: its
+       WhisperSpec name, dtype (a kernel layout for packed matrices), shape
+       (matrices as (rows, columns), conv weights flattened so) and bytes,
+       valid while the model lives (mllm convert writes them). May be NULL. */
+    void (*on_weight)(void *user, const char *name, int dtype, int rank, const uint32_t *dims, const void *data,
+                      size_t bytes);
+    void *user;
 } mllm_whisper_params;
 
 /* Loads dir/model.bin (a CTranslate2 WhisperSpec), dir/config.json

@@ -43,6 +43,7 @@ struct mllm_whisper {
     void *weights;               /* one aligned block: every converted weight */
     struct mllm_ct2 *ct2;        /* the open model.bin: weights kept as stored point into its mapping */
     void *image;                 /* an HF folder's weights as a WhisperSpec image (ct2 views it), else NULL */
+    struct mllm_mllmfile *mf;    /* a converted .mllm file (ct2 views its tensors), else NULL */
     int32_t *suppress, *suppress_begin;
     int n_suppress, n_suppress_begin;
     mllm_tokenizer *tok;
@@ -68,6 +69,23 @@ struct mllm_whisper {
     float *att_pack;             /* the encoder's K and V^T in GEMM panels */
     size_t att_pack_floats;
 };
+
+/* Where a load's tokenizer and weights come from besides the WhisperSpec
+   view: the CTranslate2 and HF layouts name a tokenizer.json file; a .mllm
+   file (whisper_load_mllm.c) holds its text, stores every matrix in its
+   final dtype (stored_type names the file's choice: f16, f32, q8_0, q4_0)
+   and is owned by the model from the call on, success or not. */
+typedef struct {
+    const char *tokenizer_path;     /* a file, or the label of tokenizer_json */
+    const char *tokenizer_json;     /* (tokenizer_len) or NULL */
+    size_t tokenizer_len;
+    bool stored;
+    int stored_type;
+    struct mllm_mllmfile *file;
+} wh_source;
+/* mllm_whisper_load_ct2 with a source (takes c, and src->file). */
+mllm_status wh_load(struct mllm_ct2 *c, const char *path, const char *config, size_t config_len, const wh_source *src,
+                    const mllm_whisper_params *p, mllm_whisper **out);
 
 /* Threaded helpers (whisper_ops.c). Y is (M, n_out) row-major. act: apply
    GELU (erf form) after the bias. acc: if not NULL, acc += result instead of

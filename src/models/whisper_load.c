@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/file_map.h"
 #include "formats/ctranslate2.h"
+#include "formats/mllmfile.h"
 #include "models/whisper_internal.h"
 
 /* Largest config.json read (the real ones are 2-3 KB). */
@@ -25,6 +26,8 @@ typedef struct {
     const mllm_ct2 *c;
     const char *path;
     int wtype;
+    bool stored;     /* a .mllm file: every tensor already in its final dtype */
+    const mllm_whisper_params *p; /* its on_weight, if any, sees every weight */
     char *block;     /* NULL: sizing pass */
     size_t used;
     float *row;      /* a widened row (n_in floats at most) */
@@ -39,7 +42,7 @@ static const mllm_ct2_tensor *var(loader *l, const char *name, int rank, uint32_
     const uint32_t want[3] = {d0, d1, d2};
     bool ok = t && t->rank == rank;
     for (int i = 0; ok && i < rank; i++) ok = !want[i] || t->dims[i] == want[i];
-    if (ok && t->dtype != MLLM_DTYPE_F16 && t->dtype != MLLM_DTYPE_F32 && t->dtype != MLLM_DTYPE_BF16) {
+    if (ok && !l->stored && t->dtype != MLLM_DTYPE_F16 && t->dtype != MLLM_DTYPE_F32 && t->dtype != MLLM_DTYPE_BF16) {
         l->st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s is %s; only float16/float32/bfloat16 Whisper weights are read",
                          l->path, name, mllm_ct2_dtype_name(t->dtype));
         return NULL;
@@ -66,10 +69,23 @@ static const float *widen(loader *l, const mllm_ct2_tensor *t, uint64_t r, int64
     return l->row;
 }
 
+/* Reports a weight to the params' on_weight (the final pass only). */
+static void seen(loader *l, const mllm_ct2_tensor *t, int dtype, int rank, const uint32_t *dims, const void *data,
+                 size_t bytes) {
+    if (l->block && l->p && l->p->on_weight && l->st == MLLM_OK)
+        l->p->on_weight(l->p->user, t->name, dtype, rank, dims, data, bytes);
+}
+
 static const float *f32_of(loader *l, const mllm_ct2_tensor *t) {
     if (!t) return NULL;
+    if (l->stored && t->dtype != MLLM_DTYPE_F32) {
+        l->st = mllm_err(MLLM_ERR_FORMAT, "%s: %s is %s; a converted Whisper stores its vectors f32", l->path, t->name,
+                         mllm_dtype_name((mllm_dtype)t->dtype));
+        return NULL;
+    }
     const int64_t n = (int64_t)t->n_elements, cols = t->rank >= 2 ? t->dims[t->rank - 1] : n;
     float *dst = take(l, (size_t)n * sizeof(float));
+    seen(l, t, MLLM_DTYPE_F32, t->rank, t->dims, dst, (size_t)n * sizeof(float));
     if (!dst) return NULL;
     for (int64_t r = 0; r < n / cols; r++) memcpy(dst + r * cols, widen(l, t, (uint64_t)r, cols), (size_t)cols * 4);
     mllm_file_map_drop(t->data, t->size);
@@ -92,7 +108,7 @@ static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
    so there the data must be aligned to its item size. */
 static bool in_place(const mllm_ct2_tensor *t, int n_in) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
-    if ((uintptr_t)t->data % isz == 0) return true;
+    if ((uintptr_t)t->data % isz == 0 || (uintptr_t)t->data % 64 == 0) return true;
     return n_in % 8 == 0 && strcmp(mllm_cpu_path(), "generic") != 0;
 }
 
@@ -114,12 +130,21 @@ static void matrix(loader *l, const mllm_ct2_tensor *t, int n_out, int n_in, boo
     L->row_bytes = mllm_dtype_row_size((mllm_dtype)dt, n_in);
     L->b = bias_name ? vec(l, bias_name, (uint32_t)n_out) : NULL;
     (void)bias_needed;
-    if (dt == t->dtype && in_place(t, n_in)) {
+    const uint32_t dims[2] = {(uint32_t)n_out, (uint32_t)n_in};
+    if (L->dtype == t->dtype && in_place(t, n_in)) {
         L->w = t->data;
+        seen(l, t, L->dtype, 2, dims, L->w, L->row_bytes * (size_t)n_out);
+        return;
+    }
+    if (l->stored) { /* converted files are used as they are, never converted again */
+        l->st = mllm_err(MLLM_ERR_FORMAT, "%s: %s is %s; this file's %s weights need %s there", l->path, t->name,
+                         mllm_dtype_name((mllm_dtype)t->dtype), mllm_dtype_name((mllm_dtype)l->wtype),
+                         mllm_dtype_name((mllm_dtype)L->dtype));
         return;
     }
     char *dst = take(l, L->row_bytes * (size_t)n_out);
     L->w = dst;
+    seen(l, t, L->dtype, 2, dims, dst, L->row_bytes * (size_t)n_out);
     if (!dst) return;
     for (int r0 = 0; r0 < n_out; r0 += 8) {
         const int nr = n_out - r0 < 8 ? n_out - r0 : 8;
@@ -307,8 +332,9 @@ static int32_t special(const mllm_tokenizer *t, const char *text) {
     return mllm_tokenizer_token_type(t, ids[0]) == MLLM_TOKEN_CONTROL ? ids[0] : -1;
 }
 
-static mllm_status read_tokens(mllm_whisper *w, const char *path) {
-    mllm_status st = mllm_tokenizer_from_hf(path, NULL, &w->tok);
+static mllm_status read_tokens(mllm_whisper *w, const char *path, const char *json, size_t json_len) {
+    mllm_status st = json ? mllm_tokenizer_from_hf_memory(json, json_len, NULL, 0, path, &w->tok)
+                          : mllm_tokenizer_from_hf(path, NULL, &w->tok);
     if (st != MLLM_OK) return st;
     mllm_whisper_special *s = &w->sp;
     s->eot = special(w->tok, "<|endoftext|>");
@@ -353,23 +379,26 @@ static mllm_status alloc_state(mllm_whisper *w) {
     return MLLM_OK;
 }
 
-mllm_status mllm_whisper_load_ct2(mllm_ct2 *c, const char *path, const char *config, size_t config_len,
-                                  const char *tokenizer, const mllm_whisper_params *p, mllm_whisper **out) {
+mllm_status wh_load(mllm_ct2 *c, const char *path, const char *config, size_t config_len, const wh_source *src,
+                    const mllm_whisper_params *p, mllm_whisper **out) {
     *out = NULL;
-    int wtype = p ? p->weight_type : MLLM_DTYPE_F16;
+    int wtype = src->stored ? src->stored_type : p ? p->weight_type : MLLM_DTYPE_F16;
     if (wtype != MLLM_DTYPE_F16 && wtype != MLLM_DTYPE_F32 && wtype != MLLM_DTYPE_Q8_0 && wtype != MLLM_DTYPE_Q4_0) {
         mllm_ct2_close(c);
+        mllm_mllmfile_close(src->file);
         return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: weights can be kept f16, f32, q8_0 or q4_0");
     }
     mllm_whisper *w = mllm_calloc(1, sizeof *w);
     if (!w) {
         mllm_ct2_close(c);
+        mllm_mllmfile_close(src->file);
         return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");
     }
     w->ct2 = c; /* owned from here: in-place weights point into its mapping */
+    w->mf = src->file;
     mllm_status st = read_hparams(c, path, &w->hp);
     if (st == MLLM_OK) st = alloc_state(w);
-    loader l = {.c = c, .path = path, .wtype = wtype};
+    loader l = {.c = c, .path = path, .wtype = wtype, .stored = src->stored, .p = p};
     w->cross_f16 = wtype != MLLM_DTYPE_F32; /* f32 weights: the exact path, f32 throughout */
     if (st == MLLM_OK) {
         const int widest = w->hp.d_ff > w->hp.d_model * 3 ? w->hp.d_ff : w->hp.d_model * 3;
@@ -398,7 +427,7 @@ mllm_status mllm_whisper_load_ct2(mllm_ct2 *c, const char *path, const char *con
     if (st == MLLM_OK)
         st = mllm_whisper_config_parse(config, config_len, path, w->hp.n_vocab, &w->suppress, &w->n_suppress,
                                        &w->suppress_begin, &w->n_suppress_begin);
-    if (st == MLLM_OK) st = read_tokens(w, tokenizer);
+    if (st == MLLM_OK) st = read_tokens(w, src->tokenizer_path, src->tokenizer_json, src->tokenizer_len);
     if (st == MLLM_OK) {
         w->pool = mllm_pool_new(p && p->n_threads > 0 ? p->n_threads : 1);
         if (!w->pool) st = mllm_err(MLLM_ERR_NOMEM, "whisper: cannot start the thread pool");
@@ -409,6 +438,12 @@ mllm_status mllm_whisper_load_ct2(mllm_ct2 *c, const char *path, const char *con
     }
     *out = w;
     return MLLM_OK;
+}
+
+mllm_status mllm_whisper_load_ct2(mllm_ct2 *c, const char *path, const char *config, size_t config_len,
+                                  const char *tokenizer, const mllm_whisper_params *p, mllm_whisper **out) {
+    const wh_source src = {.tokenizer_path = tokenizer};
+    return wh_load(c, path, config, config_len, &src, p, out);
 }
 
 mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mllm_whisper **out) {
@@ -439,6 +474,7 @@ void mllm_whisper_free(mllm_whisper *w) {
     mllm_pool_free(w->pool);
     mllm_ct2_close(w->ct2);
     mllm_free(w->image); /* after the ct2 view of it */
+    mllm_mllmfile_close(w->mf);
     mllm_tokenizer_free(w->tok);
     mllm_free(w->lang_codes);
     mllm_free(w->suppress);

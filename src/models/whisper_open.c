@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "core/error.h"
 #include "core/file_map.h"
+#include "formats/mllmfile.h"
 #include "models/whisper_load_hf.h"
 
 static bool is_file(const char *dir, const char *name) {
@@ -14,9 +15,30 @@ static bool is_file(const char *dir, const char *name) {
     return (size_t)snprintf(p, sizeof p, "%s/%s", dir, name) < sizeof p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* A .mllm v3 file whose config section says arch "whisper". */
+static bool is_whisper_mllm(const char *path) {
+    unsigned char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    const size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f) fclose(f);
+    if (!mllm_mllmfile_sniff(head, got)) return false;
+    mllm_mllmfile *mf = NULL;
+    if (mllm_mllmfile_open(path, &mf) != MLLM_OK) {
+        mllm_err_clear(); /* a damaged file: the LLM reader reports it */
+        return false;
+    }
+    size_t len = 0;
+    const char *cfg = mllm_mllmfile_config(mf, &len);
+    const bool yes = mllm_whisper_mllm_config(cfg, len);
+    mllm_mllmfile_close(mf);
+    return yes;
+}
+
 mllm_whisper_layout mllm_whisper_probe(const char *path) {
     struct stat sb;
-    if (!path || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return MLLM_WHISPER_NONE;
+    if (!path || stat(path, &sb) != 0) return MLLM_WHISPER_NONE;
+    if (S_ISREG(sb.st_mode)) return is_whisper_mllm(path) ? MLLM_WHISPER_MLLM : MLLM_WHISPER_NONE;
+    if (!S_ISDIR(sb.st_mode)) return MLLM_WHISPER_NONE;
     /* A CTranslate2 folder: model.bin beside config.json, no safetensors. */
     if (is_file(path, "model.bin") && !is_file(path, "model.safetensors")) return MLLM_WHISPER_CT2;
     /* A Hugging Face folder whose config.json says model_type "whisper". */
@@ -42,7 +64,8 @@ mllm_status mllm_whisper_open(const char *path, const mllm_whisper_params *p, ml
     switch (mllm_whisper_probe(path)) {
     case MLLM_WHISPER_CT2: return mllm_whisper_load(path, p, out);
     case MLLM_WHISPER_HF: return mllm_whisper_load_hf(path, p, out);
+    case MLLM_WHISPER_MLLM: return mllm_whisper_load_mllm(path, p, out);
     default: break;
     }
-    return mllm_err(MLLM_ERR_FORMAT, "%s: not a Whisper model (a CTranslate2 folder with model.bin, or a Hugging Face folder with model_type whisper)", path);
+    return mllm_err(MLLM_ERR_FORMAT, "%s: not a Whisper model (a CTranslate2 folder with model.bin, a Hugging Face folder with model_type whisper, or a .mllm file converted from one)", path);
 }

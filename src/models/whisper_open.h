@@ -20,5 +20,12 @@ mllm_whisper_layout mllm_whisper_probe(const char *path);
 /* Loads path in whichever layout it has. Errors: the loader's, and
    MLLM_ERR_FORMAT when path is no Whisper model. */
 mllm_status mllm_whisper_open(const char *path, const mllm_whisper_params *p, mllm_whisper **out);
+/* A .mllm file written by `mllm convert` from a Whisper folder
+   (whisper_load_mllm.c). Errors: the file's open errors, FORMAT (not
+   Whisper's, a tensor missing or of the wrong dtype or shape, named),
+   INVALID_ARG (p->weight_type_given with a type other than the file's). */
+mllm_status mllm_whisper_load_mllm(const char *path, const mllm_whisper_params *p, mllm_whisper **out);
+/* Whether a .mllm config section is a Whisper's (arch "whisper"). */
+bool mllm_whisper_mllm_config(const char *json, size_t len);
 
 #endif

@@ -55,7 +55,7 @@ for entry in "${pkgs[@]}"; do
     # (which Debian's dfsg tarball drops): its own configure, static only.
     (cd "$srcdir" && CC=clang CFLAGS="--target=wasm32-wasi -O2" AR=llvm-ar RANLIB=llvm-ranlib \
        CHOST=wasm32 ./configure --static --prefix="$prefix" --libdir="$prefix/lib" &&
-     make -j2 libz.a && make install-libs install-headers) > "$work/build-$name.log" 2>&1 ||
+     make -j2 libz.a && make install) > "$work/build-$name.log" 2>&1 ||
       { tail -n 30 "$work/build-$name.log" >&2; echo "wasi-deps: zlib failed (log: $work/build-$name.log)" >&2; exit 1; }
     touch "$stamp"
     continue

@@ -15,22 +15,9 @@ dir="$shared/models/stories260K"
 for f in stories260K.bin tok512.bin stories260K_golden.json; do
     [ -f "$dir/$f" ] || { echo "SKIPPED: $dir/$f is absent"; exit 77; }
 done
-wasm=${MLLM_WASI_MLLM:-$root/build/wasi/mllm.wasm}
-if [ ! -f "$wasm" ]; then
-    missing=""
-    [ -f /usr/lib/wasm32-wasi/libc.a ] || missing+=" wasi-libc"
-    compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a" >/dev/null ||
-        missing+=" libclang-rt-14-dev-wasm32"
-    command -v wasm-ld >/dev/null || missing+=" lld"
-    command -v node >/dev/null || missing+=" node"
-    if [ -n "$missing" ]; then
-        echo "SKIPPED: no wasm32-wasi toolchain (missing:$missing; scripts/deps.sh installs it)"
-    else
-        echo "SKIPPED: no $wasm (build it: scripts/wasi-deps.sh && cmake --preset wasi && cmake --build --preset wasi)"
-    fi
-    exit 77
-fi
-command -v node >/dev/null || { echo "SKIPPED: node is absent (the WASI runtime)"; exit 77; }
+. "$here/lib/wasi.sh"
+wasi_find mllm.wasm
+wasm=$wasi_dir/mllm.wasm
 tmp=$(mktemp -d "$build/e2e-wasi.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 n_runs=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"]))' "$dir/stories260K_golden.json")

@@ -80,7 +80,9 @@ static inline pthread_t pthread_self(void) { return 1; }
 
 /* Thread-specific data of the one thread: a small table of values (the
    destructors would run at thread exit, which for the main thread is
-   process exit: not run, as in glibc). */
+   process exit: not run, as in glibc). The table is static, so a key is
+   known only in the file that created it: mllm creates and reads each key
+   in one file. */
 typedef struct { int used; void *value; } mllm_wasi_key_slot;
 static mllm_wasi_key_slot mllm_wasi_keys[MLLM_WASI_PTHREAD_KEYS];
 static inline int pthread_key_create(pthread_key_t *k, void (*dtor)(void *)) {

@@ -3,7 +3,7 @@
    wasm build): built by the wasi preset as test_simd128.wasm and run under
    node by tests/e2e/wasi_kernels.sh; it prints one line per kernel and exits
    non-zero on any failure.
-   Bounds: q8_0, q4_0, q4_1 must equal the generic result bit for bit (both
+   Bounds: q8_0, q4_0, q4_1, q4_K, q6_K must equal the generic result bit for bit (both
    sum each block exactly in int32, then evaluate the same float expression
    in the same order); f32 sums the same float products in double in another
    order, so it may differ by the rounding of the final double: NMSE over
@@ -94,8 +94,8 @@ static int check_quant(mllm_dtype t, const char *name) {
         free(xq);
         free(yq);
     }
-    printf("%s %s: %d of %d dots bit-identical to the generic kernel (blocks 1..127)\n", bad ? "FAIL" : "ok  ", name,
-           n_cmp - bad, n_cmp);
+    printf("%s %s: %d of %d dots bit-identical to the generic kernel (1..127 blocks of %d)\n", bad ? "FAIL" : "ok  ", name,
+           n_cmp - bad, n_cmp, tr->block_size);
     return bad ? 1 : 0;
 }
 
@@ -104,10 +104,13 @@ int main(void) {
     fails += check_quant(MLLM_DTYPE_Q8_0, "q8_0");
     fails += check_quant(MLLM_DTYPE_Q4_0, "q4_0");
     fails += check_quant(MLLM_DTYPE_Q4_1, "q4_1");
+    fails += check_quant(MLLM_DTYPE_Q4_K, "q4_K");
+    fails += check_quant(MLLM_DTYPE_Q6_K, "q6_K");
     /* The table a model uses holds them (unless MLLM_CPU=generic). */
     const char *want = getenv("MLLM_CPU");
     const int forced_generic = want && strcmp(want, "generic") == 0;
-    const mllm_dtype ts[] = {MLLM_DTYPE_F32, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1};
+    const mllm_dtype ts[] = {MLLM_DTYPE_F32, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q4_K,
+                             MLLM_DTYPE_Q6_K};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
         const int in_table = mllm_cpu_type_get(ts[i])->vec_dot == mllm_vec_dot_simd128_for(ts[i]);
         if (in_table == forced_generic) {

@@ -94,6 +94,8 @@ mllm_vec_dot_fn mllm_vec_dot_simd128_for(mllm_dtype t) {
     case MLLM_DTYPE_Q8_0: return mllm_vec_dot_q8_0_simd128;
     case MLLM_DTYPE_Q4_0: return mllm_vec_dot_q4_0_simd128;
     case MLLM_DTYPE_Q4_1: return mllm_vec_dot_q4_1_simd128;
+    case MLLM_DTYPE_Q4_K: return mllm_vec_dot_q4_k_simd128;
+    case MLLM_DTYPE_Q6_K: return mllm_vec_dot_q6_k_simd128;
     default: return NULL;
     }
 }

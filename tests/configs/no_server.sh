@@ -27,7 +27,9 @@ rc=0
 if [ "$rc" != 2 ] || ! grep -q "this build of mllm has no HTTP server" "$out.serve.err"; then
     echo "FAIL: mllm serve in a no-server build: exit $rc, stderr:"; cat "$out.serve.err"; fails=1
 fi
-# The rest of the CLI is there: --help lists run, and run --help works.
+# The rest of the CLI is there (run --help works), and --help says serve is not.
 "$out/mllm" run --help > /dev/null || { echo "FAIL: mllm run --help in the no-server build"; fails=1; }
+"$out/mllm" --help | grep -q "serve       (not in this build" ||
+    { echo "FAIL: mllm --help of the no-server build does not say serve is absent"; fails=1; }
 [ $fails = 0 ] && echo "ok: MLLM_SERVER=OFF builds without libmicrohttpd; mllm serve says: $(head -c 80 "$out.serve.err")..."
 exit $fails

@@ -80,11 +80,11 @@ run_preset() {
 }
 # The wasm32-wasi build (docs/wasm.md): its libraries come from Debian's
 # source packages (scripts/wasi-deps.sh, cached in build/wasi-deps); the e2e
-# test wasi_stories260k runs build/wasi/mllm.wasm under node against the
-# release build. A failed build fails the run; without network for the
-# first download the test prints SKIPPED.
+# tests wasi_stories260k and wasi_kernels run build/wasi/*.wasm under node
+# (the first against each native build). A failed build fails the run;
+# without network for the first download those tests print SKIPPED.
 echo "=== wasi build ===" >&2
-rm -f build/wasi/mllm.wasm
+rm -f build/wasi/mllm.wasm build/wasi/test_simd128.wasm # never test a stale module
 if scripts/wasi-deps.sh; then
     cmake --preset wasi >/dev/null
     if ! cmake --build --preset wasi -j"$jobs"; then

@@ -3,6 +3,7 @@
 #define MLLM_APPS_CLI_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <mllm/mllm.h>
 
@@ -63,6 +64,16 @@ void cli_spec_report(const mllm_session *s);
 
 /* A seed from /dev/urandom (--seed -1, the default, as in llama.cpp). */
 uint64_t cli_random_seed(void);
+/* The largest --seed an option takes: 2^62, or LONG_MAX where long has 32
+   bits (wasm32). */
+#if LONG_MAX > 0x7fffffffL
+#define CLI_SEED_MAX (1L << 62)
+#else
+#define CLI_SEED_MAX LONG_MAX
+#endif
+/* The process's peak resident memory in MiB (getrusage; on wasm32-wasi the
+   size of the linear memory, which only grows). */
+double cli_peak_rss_mib(void);
 
 typedef struct {
     long max_tokens;    /* -1: until end of generation (or the context, without a shift) */

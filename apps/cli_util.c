@@ -1,7 +1,20 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifndef __wasi__
+#include <sys/resource.h>
+#endif
 #include "cli.h"
+
+double cli_peak_rss_mib(void) {
+#ifdef __wasi__
+    return (double)__builtin_wasm_memory_size(0) * 65536.0 / (1024.0 * 1024.0);
+#else
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+#endif
+}
 
 bool cli_int(const char *opt, const char *val, long lo, long hi, long *out) {
     char *end = NULL;

@@ -51,10 +51,12 @@ static void chat_usage(FILE *f) {
 static mllm_session *volatile g_session;
 static volatile sig_atomic_t g_generating;
 
+#ifndef __wasi__
 static void on_sigint(int sig) {
     (void)sig;
     if (g_generating && g_session) mllm_session_cancel(g_session);
 }
+#endif
 
 typedef struct {
     char *buf;
@@ -428,10 +430,12 @@ int cmd_chat(int argc, char **argv) {
     c.smp.seed = seed < 0 ? cli_random_seed() : (uint64_t)seed;
     reset_history(&c);
     g_session = c.s;
+#ifndef __wasi__ /* WASI delivers no signals: Ctrl-C ends the runtime */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
+#endif
     int tty = isatty(0);
     /* One line: what is loaded and how. */
     char info[4096];

@@ -127,7 +127,7 @@ int cmd_grammar(int argc, char **argv) {
         else if (!strcmp(a, "-j") || !strcmp(a, "--json-schema")) { VAL(); sfile = v; }
         else if (!strcmp(a, "--check")) { VAL(); check = v; }
         else if (!strcmp(a, "--sample")) { VAL(); if (!cli_int(a, v, 0, 1 << 20, &n_sample)) return 2; }
-        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, 0, 1L << 62, &seed)) return 2; }
+        else if (!strcmp(a, "--seed")) { VAL(); if (!cli_int(a, v, 0, CLI_SEED_MAX, &seed)) return 2; }
         else { fprintf(stderr, "mllm grammar: unknown option '%s' (try mllm grammar --help)\n", a); return 2; }
 #undef VAL
     }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <cjson/cJSON.h>
 #include "cli.h"
@@ -328,11 +327,9 @@ int cmd_run(int argc, char **argv) {
     if (gr.n_shifts) fprintf(stderr, "mllm run: the context was shifted %d times\n", gr.n_shifts);
     mllm_timings tm = {.struct_size = sizeof tm};
     mllm_session_timings(s, &tm);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
     fprintf(stderr, "\nload: %.1f ms | prompt: %zu tokens, %.1f ms, %.2f tokens/s | generation: %d tokens, %.1f ms, %.2f tokens/s | peak RSS: %.1f MiB",
             tm.load_ms, n, prompt_ms, prompt_ms > 0 ? n * 1e3 / prompt_ms : 0.0, tm.n_gen, tm.gen_ms,
-            tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0, ru.ru_maxrss / 1024.0);
+            tm.gen_ms > 0 ? tm.n_gen * 1e3 / tm.gen_ms : 0.0, cli_peak_rss_mib());
     if (grammar)
         fprintf(stderr, " | grammar: %.3f ms per token (%d full masks)", tm.n_gen ? tm.grammar_ms / tm.n_gen : 0.0,
                 tm.n_grammar);

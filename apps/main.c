@@ -11,7 +11,11 @@ static void usage(FILE *f) {
             "commands:\n"
             "  run         generate text from a prompt\n"
             "  chat        interactive chat with the model's own chat template\n"
+#ifdef MLLM_NO_SERVER
+            "  serve       (not in this build: it has no HTTP server)\n"
+#else
             "  serve       OpenAI-compatible HTTP server\n"
+#endif
             "  template    render a chat template with a JSON context\n"
             "  grammar     check a GBNF grammar or JSON Schema, print its GBNF or random texts\n"
             "  embed       print the embedding vector of texts (BERT encoders, decoders)\n"
@@ -22,7 +26,11 @@ static void usage(FILE *f) {
             "  quantize    write a GGUF with quantized weights (q4_k_m, q8_0, ...)\n"
             "  convert     HF folder / GGUF -> .mllm (or GGUF), with quantization rules\n"
             "  synth       write a random-weight model of a real family's shape\n"
+#ifdef MLLM_NO_AUDIO
+            "  transcribe  speech to text with Whisper (not in this build: it reads no audio files)\n"
+#else
             "  transcribe  speech to text with Whisper (CTranslate2 folders)\n"
+#endif
             "\n"
             "Each command has --help. Models: GGUF files (v2/v3), Hugging Face folders\n"
             "(config.json + *.safetensors + tokenizer.json), .mllm files, and llama2.c\n"

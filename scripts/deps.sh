@@ -6,8 +6,12 @@
 # espeak-ng and sox: scripts/make-speech-clip.sh (the long Whisper clip).
 # chromium (about 80 MB to download, 350 MB installed) is only for the
 # chat page's browser test (tests/e2e/serve_webchat.sh, skipped without it).
+# wasi-libc, libclang-rt-14-dev-wasm32, lld and llvm-14 (llvm-ar): the
+# wasm32-wasi build (docs/wasm.md); dpkg-dev (dpkg-source) unpacks the Debian
+# source packages scripts/wasi-deps.sh builds for it. Its test runs under
+# node (18 or later; not installed here).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium)
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

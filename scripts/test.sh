@@ -78,6 +78,22 @@ run_preset() {
         status=1
     fi
 }
+# The wasm32-wasi build (docs/wasm.md): its libraries come from Debian's
+# source packages (scripts/wasi-deps.sh, cached in build/wasi-deps); the e2e
+# tests wasi_stories260k and wasi_kernels run build/wasi/*.wasm under node
+# (the first against each native build). A failed build fails the run;
+# without network for the first download those tests print SKIPPED.
+echo "=== wasi build ===" >&2
+rm -f build/wasi/mllm.wasm build/wasi/test_simd128.wasm # never test a stale module
+if scripts/wasi-deps.sh; then
+    cmake --preset wasi >/dev/null
+    if ! cmake --build --preset wasi -j"$jobs"; then
+        n_fail=$((n_fail + 1))
+        status=1
+    fi
+else
+    echo "test: the wasm32-wasi libraries could not be built (scripts/wasi-deps.sh); e2e_wasi_stories260k will print SKIPPED" >&2
+fi
 run_preset release
 run_preset clang
 run_preset asan

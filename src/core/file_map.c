@@ -21,6 +21,12 @@ typedef struct {
 
 static guard_slot g_slots[MLLM_FILE_MAP_MAX_GUARDED];
 static atomic_uint g_faults; /* faults caught, ever: the fast "nothing happened" check */
+#ifdef __wasi__
+/* wasi-libc's mmap emulation (-D_WASI_EMULATED_MMAN) reads the file into
+   memory: a file that shrinks later cannot fault, and WASI has no SIGBUS or
+   sigaction, so there is nothing to install. */
+static void install(void) {}
+#else
 static struct sigaction g_prev;
 static pthread_mutex_t g_install_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -75,6 +81,7 @@ static void install(void) {
     }
     pthread_mutex_unlock(&g_install_lock);
 }
+#endif
 
 static void guard(void *base, size_t size) {
     install();
@@ -137,7 +144,12 @@ bool mllm_file_map_damaged(const void *base) {
 }
 
 void mllm_file_map_drop(const void *p, size_t n) {
+#ifdef __wasi__
+    /* the emulated mapping is one malloc'd copy: no page of it can go back */
+    (void)p, (void)n;
+#else
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
     if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+#endif
 }

@@ -72,12 +72,19 @@ static void *worker_main(void *a) {
 }
 
 int mllm_cpu_count(void) {
+#ifdef __wasi__
+    return 1; /* one thread: cmake/wasi/include/pthread.h */
+#else
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+#endif
 }
 
 mllm_pool *mllm_pool_new(int n_threads) {
     if (n_threads < 1) n_threads = 1;
+#ifdef __wasi__
+    n_threads = 1; /* wasm32-wasi has no threads: -t N runs on the one there is */
+#endif
     mllm_pool *p = mllm_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;

@@ -42,6 +42,12 @@ mllm_status mllm_native_priv_extend(mllm_model_file *f) {
 /* An anonymous in-memory file holding text, and its /proc path: how the
    embedded tokenizer.json reaches a loader that reads paths. */
 static mllm_status memfile(mllm_model_file *f, int slot, const char *name, const char *text, size_t len, char **path) {
+#ifdef __wasi__
+    (void)slot, (void)text, (void)len, (void)path;
+    return mllm_err(MLLM_ERR_UNSUPPORTED,
+                    "%s: the embedded %s needs an in-memory file (memfd_create), which wasm32-wasi lacks: "
+                    "not supported in this build yet", f->path, name);
+#else
     mllm_native_priv *p = f->priv;
     int fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot create an in-memory %s: %s", f->path, name, strerror(errno));
@@ -56,6 +62,7 @@ static mllm_status memfile(mllm_model_file *f, int slot, const char *name, const
     snprintf(buf, sizeof buf, "/proc/self/fd/%d", fd);
     *path = mllm_strndup(buf, strlen(buf));
     return *path ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", f->path);
+#endif
 }
 
 static mllm_status open_tokenizer(mllm_model_file *f, const mllm_mllmfile *m) {

@@ -12,6 +12,11 @@
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/quant5.h"
 #include "backends/cpu/repack.h"
+#if MLLM_HAVE_WASM_SIMD128
+#include <stdlib.h>
+#include <string.h>
+#include "backends/cpu/wasm/simd128.h"
+#endif
 
 static mllm_cpu_type g_types[MLLM_DTYPE_COUNT] = {
     [MLLM_DTYPE_F32] = {.to_float = mllm_row_f32_to_float, .from_float = mllm_row_float_to_f32},
@@ -42,6 +47,12 @@ static void init_kernels(void) {
     for (int t = 0; t < MLLM_DTYPE_COUNT; t++) {
         const mllm_dtype_traits *tr = mllm_dtype_get(t);
         if (tr && tr->supported) g_types[t].vec_dot = mllm_cpu_vec_dot_for((mllm_dtype)t, path);
+#if MLLM_HAVE_WASM_SIMD128
+        /* wasm: the SIMD128 kernels, chosen at build time (docs/wasm.md) */
+        const char *want = getenv("MLLM_CPU");
+        const mllm_vec_dot_fn simd = mllm_vec_dot_simd128_for((mllm_dtype)t);
+        if (tr && tr->supported && simd && !(want && strcmp(want, "generic") == 0)) g_types[t].vec_dot = simd;
+#endif
     }
 }
 

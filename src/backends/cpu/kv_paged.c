@@ -139,9 +139,8 @@ void mllm_kv_paged_attn_part(const mllm_kv_paged *kv, const int32_t *table, int 
     }
 }
 
-void mllm_kv_paged_merge(const float *parts, int n, int head_dim, float *out) {
+void mllm_kv_paged_merge(const float *parts, int n, size_t ps, int head_dim, float *out) {
     const mllm_cpu_ops *ops = mllm_cpu_ops_get();
-    const size_t ps = MLLM_KV_PART_FLOATS(head_dim);
     float m = -INFINITY;
     for (int i = 0; i < n; i++)
         if (parts[i * ps + 1] > 0.0f) m = fmaxf(m, parts[i * ps]);

@@ -58,8 +58,8 @@ void mllm_kv_paged_read(const mllm_kv_paged *kv, int32_t block, int off, int whi
 size_t mllm_kv_paged_scratch_floats(const mllm_kv_paged *kv, int group);
 void mllm_kv_paged_attn_part(const mllm_kv_paged *kv, const int32_t *table, int p0, int p1, const float *q,
                              int group, int kvh, float scale, float *scratch, float *part);
-/* out (head_dim) = the normalised attention output of n partials (stride
-   MLLM_KV_PART_FLOATS), merged in order. All empty: zeros. */
-void mllm_kv_paged_merge(const float *parts, int n, int head_dim, float *out);
+/* out (head_dim) = the normalised attention output of n partials, stride
+   floats apart, merged in order. All empty: zeros. */
+void mllm_kv_paged_merge(const float *parts, int n, size_t stride, int head_dim, float *out);
 
 #endif

@@ -1,0 +1,121 @@
+/* The paged-KV ops: storing K/V rows through block tables and attention
+   that reads them back with the online softmax of backends/cpu/kv_paged.c.
+   A token's positions are cut into chunks at multiples of MLLM_KV_SPLIT
+   and the chunks' partials are merged in order, however the work is spread
+   over threads: one job per (token, KV head) when there are enough, else
+   (decode) one per chunk as well, merged after a barrier. Both give the
+   same bits, so a token's output does not depend on its batch. */
+#include <string.h>
+#include "graph/graph.h"
+
+/* The block-table row of token t's sequence, or NULL when its sequence
+   index or position is out of range (a caller bug: the token is skipped). */
+static const int32_t *token_table(const mllm_tensor *t, int64_t tt, int *pos) {
+    const mllm_tensor *tab = t->src[4];
+    const int32_t s = ((const int32_t *)t->src[3]->data)[tt];
+    *pos = ((const int32_t *)t->src[2]->data)[tt];
+    if (s < 0 || s >= tab->ne[1] || *pos < 0) return NULL;
+    return (const int32_t *)tab->data + (size_t)s * (size_t)tab->ne[0];
+}
+
+void mllm_compute_kv_store_paged(mllm_tensor *t, int ith, int nth) {
+    const mllm_kv_paged *kv = t->pp;
+    const int64_t kv_dim = (int64_t)kv->n_head_kv * kv->head_dim, T = t->src[2]->ne[0];
+    for (int64_t tt = ith; tt < T; tt += nth) {
+        int p;
+        const int32_t *tab = token_table(t, tt, &p);
+        if (!tab || p / kv->block_size >= t->src[4]->ne[0]) continue;
+        mllm_kv_paged_write(kv, tab[p / kv->block_size], p % kv->block_size,
+                            (const float *)t->src[0]->data + tt * kv_dim, (const float *)t->src[1]->data + tt * kv_dim);
+    }
+}
+
+/* Positions [*lo, *hi) token tt attends to; the number of chunks. */
+static int token_span(const mllm_tensor *t, int64_t tt, const int32_t **tab, int *lo, int *hi) {
+    const mllm_kv_paged *kv = t->pp;
+    int p;
+    *tab = token_table(t, tt, &p);
+    if (!*tab) return 0;
+    const int window = t->ip[1];
+    const int64_t cap = t->src[4]->ne[0] * (int64_t)kv->block_size;
+    *hi = (int64_t)p + 1 < cap ? p + 1 : (int)cap;
+    *lo = window > 0 && *hi > window ? *hi - window : 0;
+    if (*lo >= *hi) return 0;
+    return (*hi - 1) / MLLM_KV_SPLIT - *lo / MLLM_KV_SPLIT + 1;
+}
+
+static int max_chunks(const mllm_tensor *t) {
+    const mllm_kv_paged *kv = t->pp;
+    return (int)((t->src[4]->ne[0] * (int64_t)kv->block_size + MLLM_KV_SPLIT - 1) / MLLM_KV_SPLIT);
+}
+
+static bool split_chunks(const mllm_tensor *t, int nth) { return t->src[0]->ne[2] * t->ip[0] < 2 * (int64_t)nth; }
+
+size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth) {
+    const mllm_kv_paged *kv = t->pp;
+    const int64_t D = t->src[0]->ne[0], H = t->src[0]->ne[1], T = t->src[0]->ne[2];
+    const int group = (int)(H / t->ip[0]);
+    const size_t ps = MLLM_KV_PART_FLOATS(D), cmax = (size_t)max_chunks(t);
+    size_t per_thread = mllm_kv_paged_scratch_floats(kv, group) + (size_t)group * cmax * ps;
+    size_t n = (size_t)nth * per_thread;
+    if (split_chunks(t, nth)) n += (size_t)T * (size_t)H * cmax * ps;
+    return n * sizeof(float);
+}
+
+/* Chunk c (0-based from the token's first) of [lo, hi): its partials. */
+static void chunk_part(const mllm_tensor *t, const int32_t *tab, int lo, int hi, int c, int64_t tt, int kvh,
+                       float *scratch, float *part) {
+    const mllm_kv_paged *kv = t->pp;
+    const int64_t D = t->src[0]->ne[0], H = t->src[0]->ne[1];
+    const int group = (int)(H / t->ip[0]);
+    const int c0 = (lo / MLLM_KV_SPLIT + c) * MLLM_KV_SPLIT, p0 = c0 > lo ? c0 : lo;
+    const int p1 = c0 + MLLM_KV_SPLIT < hi ? c0 + MLLM_KV_SPLIT : hi;
+    const float *q = (const float *)t->src[0]->data + ((size_t)tt * (size_t)H + (size_t)kvh * (size_t)group) * (size_t)D;
+    mllm_kv_paged_attn_part(kv, tab, p0, p1, q, group, kvh, t->fp[0], scratch, part);
+}
+
+static void merge_heads(mllm_tensor *t, const float *parts, int n_chunks, int64_t tt, int kvh) {
+    const int64_t D = t->src[0]->ne[0], H = t->src[0]->ne[1];
+    const int group = (int)(H / t->ip[0]);
+    const size_t ps = MLLM_KV_PART_FLOATS(D);
+    for (int h = 0; h < group; h++) {
+        float *out = (float *)t->data + (size_t)tt * (size_t)t->ne[0] + ((size_t)kvh * (size_t)group + (size_t)h) * (size_t)D;
+        if (n_chunks == 0) memset(out, 0, (size_t)D * sizeof(float));
+        else mllm_kv_paged_merge(parts + (size_t)h * ps, n_chunks, (size_t)group * ps, (int)D, out);
+    }
+}
+
+void mllm_compute_attention_paged(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_kv_paged *kv = t->pp;
+    const int64_t D = t->src[0]->ne[0], H = t->src[0]->ne[1], T = t->src[0]->ne[2], Hkv = t->ip[0];
+    const int group = (int)(H / Hkv), cmax = max_chunks(t);
+    const size_t ps = MLLM_KV_PART_FLOATS(D), gp = (size_t)group * ps;
+    const size_t per_thread = mllm_kv_paged_scratch_floats(kv, group) + (size_t)cmax * gp;
+    float *scratch = (float *)g->work + (size_t)ith * per_thread;
+    float *local = scratch + mllm_kv_paged_scratch_floats(kv, group);
+    const int32_t *tab;
+    int lo, hi;
+    if (!split_chunks(t, nth)) {
+        for (int64_t j = ith; j < T * Hkv; j += nth) {
+            const int64_t tt = j / Hkv;
+            const int kvh = (int)(j % Hkv), n = token_span(t, tt, &tab, &lo, &hi);
+            for (int c = 0; c < n; c++) chunk_part(t, tab, lo, hi, c, tt, kvh, scratch, local + (size_t)c * gp);
+            merge_heads(t, local, n, tt, kvh);
+        }
+        return;
+    }
+    /* Decode: every chunk a job of its own, partials in the shared area. */
+    float *shared = (float *)g->work + (size_t)nth * per_thread;
+    for (int64_t j = ith; j < T * Hkv * cmax; j += nth) {
+        const int64_t tt = j / (Hkv * cmax);
+        const int kvh = (int)(j / cmax % Hkv), c = (int)(j % cmax);
+        if (c < token_span(t, tt, &tab, &lo, &hi))
+            chunk_part(t, tab, lo, hi, c, tt, kvh, scratch, shared + ((size_t)(tt * Hkv + kvh) * (size_t)cmax + (size_t)c) * gp);
+    }
+    mllm_pool_barrier(g->pool);
+    for (int64_t j = ith; j < T * Hkv; j += nth) {
+        const int64_t tt = j / Hkv;
+        const int kvh = (int)(j % Hkv), n = token_span(t, tt, &tab, &lo, &hi);
+        merge_heads(t, shared + (size_t)j * (size_t)cmax * gp, n, tt, kvh);
+    }
+}

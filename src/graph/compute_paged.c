@@ -5,6 +5,7 @@
    over threads: one job per (token, KV head) when there are enough, else
    (decode) one per chunk as well, merged after a barrier. Both give the
    same bits, so a token's output does not depend on its batch. */
+#include <math.h>
 #include <string.h>
 #include "graph/graph.h"
 
@@ -71,7 +72,8 @@ static void chunk_part(const mllm_tensor *t, const int32_t *tab, int lo, int hi,
     const int c0 = (lo / MLLM_KV_SPLIT + c) * MLLM_KV_SPLIT, p0 = c0 > lo ? c0 : lo;
     const int p1 = c0 + MLLM_KV_SPLIT < hi ? c0 + MLLM_KV_SPLIT : hi;
     const float *q = (const float *)t->src[0]->data + ((size_t)tt * (size_t)H + (size_t)kvh * (size_t)group) * (size_t)D;
-    mllm_kv_paged_attn_part(kv, tab, p0, p1, q, group, kvh, t->fp[0], scratch, part);
+    const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D); /* as the contiguous attention */
+    mllm_kv_paged_attn_part(kv, tab, p0, p1, q, group, kvh, scale, scratch, part);
 }
 
 static void merge_heads(mllm_tensor *t, const float *parts, int n_chunks, int64_t tt, int kvh) {

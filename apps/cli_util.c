@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cli.h"
 
 bool cli_int(const char *opt, const char *val, long lo, long hi, long *out) {

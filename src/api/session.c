@@ -67,7 +67,10 @@ static mllm_status paged_init(mllm_session *s, const mllm_session_params *p) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "kv_block_size %d out of range [1, %d]", bs, MLLM_KV_MAX_BLOCK_SIZE);
     s->kv_max_blocks = (s->n_ctx + bs - 1) / bs;
     mllm_kv_pool_params pp = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim,
-                              .dtype = p->kv_type - MLLM_KV_PAGED_F32, .block_size = bs, .n_blocks = s->kv_max_blocks};
+                              .dtype = p->kv_type - MLLM_KV_PAGED_F32, .block_size = bs, .n_blocks = s->kv_max_blocks,
+                              /* f32: the contiguous cache's summation order, so its very bits; f16 / q8:
+                                 the online softmax (split decode) */
+                              .ordered = p->kv_type == MLLM_KV_PAGED_F32};
     s->kvp = mllm_calloc(1, sizeof *s->kvp);
     if (!s->kvp) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     mllm_status st = mllm_kv_pool_init(s->kvp, &pp);

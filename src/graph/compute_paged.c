@@ -7,6 +7,8 @@
    same bits, so a token's output does not depend on its batch. */
 #include <math.h>
 #include <string.h>
+#include "backends/cpu/kernels.h"
+#include "core/dtype.h"
 #include "graph/graph.h"
 
 /* The block-table row of token t's sequence, or NULL when its sequence
@@ -52,8 +54,21 @@ static int max_chunks(const mllm_tensor *t) {
 
 static bool split_chunks(const mllm_tensor *t, int nth) { return t->src[0]->ne[2] * t->ip[0] < 2 * (int64_t)nth; }
 
+/* Positions a token of the ordered path may see, rounded up to the
+   contiguous cache's V blocks. */
+static size_t ordered_cap(const mllm_tensor *t) {
+    const mllm_kv_paged *kv = t->pp;
+    return (size_t)MLLM_KV_CAP(t->src[4]->ne[0] * (int64_t)kv->block_size);
+}
+
+static size_t ordered_per_thread(const mllm_tensor *t) {
+    const size_t D = (size_t)t->src[0]->ne[0], cap = ordered_cap(t);
+    return 2 * cap * D + cap + 2 * D; /* K rows, V^T blocks, P, a block's P x V, a converted row */
+}
+
 size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth) {
     const mllm_kv_paged *kv = t->pp;
+    if (kv->ordered) return (size_t)nth * ordered_per_thread(t) * sizeof(float);
     const int64_t D = t->src[0]->ne[0], H = t->src[0]->ne[1], T = t->src[0]->ne[2];
     const int group = (int)(H / t->ip[0]);
     const size_t ps = MLLM_KV_PART_FLOATS(D), cmax = (size_t)max_chunks(t);
@@ -87,8 +102,64 @@ static void merge_heads(mllm_tensor *t, const float *parts, int n_chunks, int64_
     }
 }
 
+/* The contiguous attention's arithmetic (compute.c, compute_attention) on
+   K/V gathered from the blocks, one job per (token, KV head): K rows
+   [lo, n_kv) and V^T in blocks of 256 positions (zeros outside [lo, n_kv),
+   where P is 0 too), scores by the f32 matmul, one softmax, P x V by the f32
+   matmul over a multiple of 8 positions block by block. The per-row sums
+   of these kernels do not depend on how many rows or tokens a call has
+   (the batch invariance of the contiguous path), so f32 gives its bits. */
+static void attention_ordered(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    const mllm_kv_paged *kv = t->pp;
+    const mllm_tensor *q = t->src[0];
+    const int64_t D = q->ne[0], H = q->ne[1], T = q->ne[2], Hkv = t->ip[0], group = H / Hkv;
+    const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D);
+    const size_t cap = ordered_cap(t), row_bytes = (size_t)H * (size_t)D * sizeof(float), VB = MLLM_KV_VBLOCK;
+    float *Kg = (float *)g->work + (size_t)ith * ordered_per_thread(t);
+    float *Vt = Kg + cap * (size_t)D, *P = Vt + cap * (size_t)D, *part = P + cap, *row = part + D;
+    for (int64_t j = ith; j < T * Hkv; j += nth) {
+        const int64_t tt = j / Hkv;
+        const int kvh = (int)(j % Hkv);
+        const int32_t *tab;
+        int lo, n_kv;
+        float *out0 = (float *)t->data + (size_t)tt * (size_t)t->ne[0] + (size_t)kvh * (size_t)group * (size_t)D;
+        if (!token_span(t, tt, &tab, &lo, &n_kv)) {
+            memset(out0, 0, (size_t)(group * D) * sizeof(float));
+            continue;
+        }
+        const int n_pv = (n_kv + 7) / 8 * 8;
+        mllm_kv_paged_gather(kv, tab, lo, n_kv, kvh, Kg, NULL, 0, row);
+        for (int b0 = 0; b0 < n_pv; b0 += (int)VB) {
+            float *vb = Vt + (size_t)(b0 / (int)VB) * (size_t)D * VB;
+            memset(vb, 0, (size_t)D * VB * sizeof(float));
+            const int p0 = lo > b0 ? lo : b0, p1 = n_kv < b0 + (int)VB ? n_kv : b0 + (int)VB;
+            if (p0 < p1) mllm_kv_paged_gather(kv, tab, p0, p1, kvh, NULL, vb + (p0 - b0), VB, row);
+        }
+        for (int64_t h = 0; h < group; h++) {
+            const float *qh = (const float *)q->data + ((size_t)tt * (size_t)H + (size_t)(kvh * group + h)) * (size_t)D;
+            mllm_cpu_mul_mat(MLLM_DTYPE_F32, Kg, (size_t)D * sizeof(float), D, qh, row_bytes, 1, P + lo, cap, 0, n_kv - lo);
+            k->softmax(P + lo, n_kv - lo, scale);
+            memset(P, 0, (size_t)lo * sizeof(float));
+            memset(P + n_kv, 0, (size_t)(n_pv - n_kv) * sizeof(float));
+            float *out = out0 + (size_t)h * (size_t)D;
+            for (int b0 = 0; b0 < n_pv; b0 += (int)VB) {
+                const int kb = n_pv - b0 < (int)VB ? n_pv - b0 : (int)VB;
+                const float *vb = Vt + (size_t)(b0 / (int)VB) * (size_t)D * VB;
+                mllm_cpu_mul_mat(MLLM_DTYPE_F32, vb, VB * sizeof(float), kb, P + b0, cap * sizeof(float), 1,
+                                 b0 == 0 ? out : part, b0 == 0 ? (size_t)t->ne[0] : (size_t)D, 0, D);
+                if (b0 > 0) k->add_f32(out, out, part, (int)D);
+            }
+        }
+    }
+}
+
 void mllm_compute_attention_paged(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_kv_paged *kv = t->pp;
+    if (kv->ordered) {
+        attention_ordered(g, t, ith, nth);
+        return;
+    }
     const int64_t D = t->src[0]->ne[0], H = t->src[0]->ne[1], T = t->src[0]->ne[2], Hkv = t->ip[0];
     const int group = (int)(H / Hkv), cmax = max_chunks(t);
     const size_t ps = MLLM_KV_PART_FLOATS(D), gp = (size_t)group * ps;

@@ -11,7 +11,7 @@ mllm_status mllm_kv_pool_init(mllm_kv_pool *kp, const mllm_kv_pool_params *p) {
     memset(kp, 0, sizeof *kp);
     if (p->n_layer < 1 || p->n_head_kv < 1 || p->head_dim < 1 || p->n_blocks < 1 || p->block_size < 1 ||
         p->block_size > MLLM_KV_MAX_BLOCK_SIZE || p->dtype < MLLM_KV_DTYPE_F32 || p->dtype > MLLM_KV_DTYPE_Q8 ||
-        p->n_head_kv > (1 << 16) || p->head_dim > (1 << 16) || p->n_blocks > (1 << 28))
+        p->n_head_kv > (1 << 16) || p->head_dim > (1 << 16) || p->n_blocks > (1 << 28) || p->ordered < 0 || p->ordered > 1)
         return mllm_err(MLLM_ERR_INVALID_ARG, "KV pool: invalid parameters (%d layers, %d x %d heads, block %d, %d blocks)",
                         p->n_layer, p->n_head_kv, p->head_dim, p->block_size, p->n_blocks);
     kp->p = *p;
@@ -50,6 +50,7 @@ mllm_status mllm_kv_pool_init(mllm_kv_pool *kp, const mllm_kv_pool_params *p) {
         kp->layers[l] = lay;
         kp->layers[l].base = kp->mem + (size_t)l * per_layer;
         kp->layers[l].n_blocks = p->n_blocks;
+        kp->layers[l].ordered = p->ordered;
     }
     for (int i = 0; i < nbk; i++) kp->buckets[i] = -1;
     for (int i = 0; i < p->n_blocks; i++) kp->next[i] = i + 1 < p->n_blocks ? i + 1 : -1;

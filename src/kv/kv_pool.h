@@ -29,6 +29,7 @@ typedef struct {
     int dtype;      /* mllm_kv_dtype */
     int block_size; /* token positions per block, [1, MLLM_KV_MAX_BLOCK_SIZE] */
     int n_blocks;
+    int ordered;    /* attention order of the layers (mllm_kv_paged.ordered) */
 } mllm_kv_pool_params;
 
 typedef struct {

@@ -92,6 +92,29 @@ void mllm_kv_paged_read(const mllm_kv_paged *kv, int32_t block, int off, int whi
     }
 }
 
+void mllm_kv_paged_gather(const mllm_kv_paged *kv, const int32_t *table, int p0, int p1, int kvh, float *k, float *vt,
+                          size_t vt_stride, float *row) {
+    const int D = kv->head_dim, bs = kv->block_size;
+    for (int p = p0; p < p1; p++) {
+        const int32_t id = table[p / bs];
+        const size_t i = (size_t)(p - p0);
+        if (id < 0 || id >= kv->n_blocks) { /* never written: zeros */
+            if (k) memset(k + i * (size_t)D, 0, (size_t)D * sizeof(float));
+            for (int d = 0; vt && d < D; d++) vt[(size_t)d * vt_stride + i] = 0.0f;
+            continue;
+        }
+        const uint8_t *blk = kv->base + (size_t)id * kv->block_bytes;
+        if (k) {
+            const float *r = head_row(kv, blk, p % bs, kvh, 0, row);
+            memcpy(k + i * (size_t)D, r, (size_t)D * sizeof(float));
+        }
+        if (vt) {
+            const float *r = head_row(kv, blk, p % bs, kvh, 1, row);
+            for (int d = 0; d < D; d++) vt[(size_t)d * vt_stride + i] = r[d];
+        }
+    }
+}
+
 size_t mllm_kv_paged_scratch_floats(const mllm_kv_paged *kv, int group) {
     return (size_t)kv->head_dim + (size_t)group * (size_t)kv->block_size;
 }

@@ -31,6 +31,12 @@ typedef struct {
     int block_size;     /* token positions per block */
     int n_head_kv, head_dim;
     int n_blocks;       /* valid ids are [0, n_blocks) */
+    /* Attention order. 0: the online softmax above. 1: the contiguous
+       cache's order (graph/compute.c): each token's scores up to its own
+       position in one row, one softmax, P x V along positions in 8-lane
+       dots over blocks of 256 positions, K/V gathered from the blocks
+       first; for f32 the same bits as the contiguous cache, no split. */
+    int ordered;
 } mllm_kv_paged;
 
 /* Fills the layout fields (not base, n_blocks) and returns block_bytes. */
@@ -43,6 +49,11 @@ size_t mllm_kv_paged_token_bytes(int dtype, int n_head_kv, int head_dim);
    offset off (< block_size) of block id `block`, converting to the dtype. */
 void mllm_kv_paged_write(const mllm_kv_paged *kv, int32_t block, int off, const float *k, const float *v);
 /* Reads back one token's K (which = 0) or V (1) row as floats. */
+/* Head kvh of positions [p0, p1) through a block table as floats: K rows
+   (D floats each) into k (row p - p0), V transposed into vt (row d holds
+   position p at vt[d * vt_stride + p - p0]). Either may be NULL. */
+void mllm_kv_paged_gather(const mllm_kv_paged *kv, const int32_t *table, int p0, int p1, int kvh, float *k, float *vt,
+                          size_t vt_stride, float *row);
 void mllm_kv_paged_read(const mllm_kv_paged *kv, int32_t block, int off, int which, float *out);
 
 /* A partial of the online softmax for one query head: part[0] the running

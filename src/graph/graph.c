@@ -230,35 +230,52 @@ mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, mllm_tensor *pos, const
     return emit(g, t);
 }
 
-mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
-                              const mllm_kv_layer *kv) {
-    if (!k || !v) return NULL;
-    if (!is_i32_vector(pos) || pos->ne[0] * kv->kv_dim != mllm_tensor_nelements(k)) { g->failed = true; return NULL; }
+/* A KV store node (contiguous or paged): k, v, pos (+ seq, table). */
+static mllm_tensor *store_node(mllm_graph *g, mllm_op op, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                               mllm_tensor *seq, mllm_tensor *table, const void *kv, const char *name) {
     int64_t ne[1] = {1};
-    mllm_tensor *t = node(g, MLLM_OP_KV_STORE, 1, ne, "kv_store");
+    mllm_tensor *t = node(g, op, 1, ne, name);
     if (!t) return NULL;
     t->src[0] = k;
     t->src[1] = v;
     t->src[2] = pos;
+    t->src[3] = seq;
+    t->src[4] = table;
     t->pp = kv;
     return emit(g, t);
+}
+
+/* An attention node (contiguous or paged): out (D*H, T). */
+static mllm_tensor *attention_node(mllm_graph *g, mllm_op op, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
+                                   mllm_tensor *seq, mllm_tensor *table, const void *kv, int n_head_kv, float scale,
+                                   int window, const char *name) {
+    int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
+    mllm_tensor *t = node(g, op, 2, ne, name);
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = dep;
+    t->src[2] = pos;
+    t->src[3] = seq;
+    t->src[4] = table;
+    t->pp = kv;
+    t->ip[0] = n_head_kv;
+    t->ip[1] = window > 0 ? window : 0;
+    t->fp[0] = scale;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                              const mllm_kv_layer *kv) {
+    if (!k || !v) return NULL;
+    if (!is_i32_vector(pos) || pos->ne[0] * kv->kv_dim != mllm_tensor_nelements(k)) { g->failed = true; return NULL; }
+    return store_node(g, MLLM_OP_KV_STORE, k, v, pos, NULL, NULL, kv, "kv_store");
 }
 
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window) {
     if (!q || !dep) return NULL;
     if (!is_i32_vector(pos) || pos->ne[0] != q->ne[2]) { g->failed = true; return NULL; }
-    int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
-    mllm_tensor *t = node(g, MLLM_OP_ATTENTION, 2, ne, "attn");
-    if (!t) return NULL;
-    t->src[0] = q;
-    t->src[1] = dep;
-    t->src[2] = pos;
-    t->pp = kv;
-    t->ip[0] = n_head_kv;
-    t->ip[1] = window > 0 ? window : 0;
-    t->fp[0] = scale;
-    return emit(g, t);
+    return attention_node(g, MLLM_OP_ATTENTION, q, dep, pos, NULL, NULL, kv, n_head_kv, scale, window, "attn");
 }
 
 /* The paged ops' position, sequence and table inputs fit together. */
@@ -278,16 +295,7 @@ mllm_tensor *mllm_op_kv_store_paged(mllm_graph *g, mllm_tensor *k, mllm_tensor *
         g->failed = true;
         return NULL;
     }
-    int64_t ne[1] = {1};
-    mllm_tensor *t = node(g, MLLM_OP_KV_STORE_PAGED, 1, ne, "kv_store_paged");
-    if (!t) return NULL;
-    t->src[0] = k;
-    t->src[1] = v;
-    t->src[2] = pos;
-    t->src[3] = seq;
-    t->src[4] = table;
-    t->pp = kv;
-    return emit(g, t);
+    return store_node(g, MLLM_OP_KV_STORE_PAGED, k, v, pos, seq, table, kv, "kv_store_paged");
 }
 
 mllm_tensor *mllm_op_attention_paged(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
@@ -299,19 +307,8 @@ mllm_tensor *mllm_op_attention_paged(mllm_graph *g, mllm_tensor *q, mllm_tensor 
         g->failed = true;
         return NULL;
     }
-    int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
-    mllm_tensor *t = node(g, MLLM_OP_ATTENTION_PAGED, 2, ne, "attn_paged");
-    if (!t) return NULL;
-    t->src[0] = q;
-    t->src[1] = dep;
-    t->src[2] = pos;
-    t->src[3] = seq;
-    t->src[4] = table;
-    t->pp = kv;
-    t->ip[0] = n_head_kv;
-    t->ip[1] = window > 0 ? window : 0;
-    t->fp[0] = scale;
-    return emit(g, t);
+    return attention_node(g, MLLM_OP_ATTENTION_PAGED, q, dep, pos, seq, table, kv, n_head_kv, scale, window,
+                          "attn_paged");
 }
 
 static mllm_tensor *binary(mllm_graph *g, mllm_op op, mllm_tensor *a, mllm_tensor *b, const char *name) {

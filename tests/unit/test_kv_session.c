@@ -199,21 +199,6 @@ static void test_cuts_and_rollback(void **state) {
     mllm_model_free(m);
 }
 
-static mllm_model *load_env(const char *var, int exact) {
-    const char *path = getenv(var);
-    if (!path || access(path, R_OK) != 0) {
-        printf("SKIPPED: %s is %s\n", var, path ? "unreadable" : "unset");
-        return NULL;
-    }
-    mllm_load_params lp;
-    mllm_load_default_params(&lp);
-    lp.n_threads = 2;
-    lp.exact = exact;
-    mllm_model *m = NULL;
-    if (mllm_model_load(path, &lp, &m)) fail_msg("load %s: %s", path, mllm_last_error());
-    return m;
-}
-
 static const char k_prompt[] =
     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
     "Explain in three sentences why the sky is blue, and then write a short Python function that "
@@ -229,7 +214,7 @@ static const char k_prompt[] =
 static void real_model(const char *var, const char *label, int n_gen_default, int n_gen_exact, const double *exact,
                        const double *deflt) {
     for (int ex = 0; ex <= 1; ex++) {
-        mllm_model *m = load_env(var, ex);
+        mllm_model *m = tu_load_env(var, ex);
         if (!m) return;
         size_t n = 0;
         int32_t ids[512];

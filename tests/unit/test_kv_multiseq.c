@@ -4,7 +4,8 @@
    sequence evaluated alone, whatever shares its batch and in whatever
    order the batch lists the tokens. Synthetic q8_0 and f32 models (the
    weight types whose matmuls are batch-invariant, test_batch_invariance.c),
-   f32 and q8 K/V. */
+   f32, f16 and q8 K/V, both attention orders. And a prefix-index hit in a
+   real forward gives what computing from scratch gives. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static mllm_model *synth(const char *arch, const char *dtype) {
 
 enum { NA = 40, NB = 23, NC = 5 };
 
-static void check(const char *arch, const char *wtype, int kv_dtype) {
+static void check(const char *arch, const char *wtype, int kv_dtype, int ordered) {
     mllm_model *m = synth(arch, wtype);
     const mllm_decoder *dec = &m->dec;
     const int V = dec->cfg.n_vocab;
@@ -90,7 +91,8 @@ static void check(const char *arch, const char *wtype, int kv_dtype) {
     mllm_pool *pool = mllm_pool_new(2);
     mllm_kv_pool kp;
     mllm_kv_pool_params pp = {.n_layer = dec->cfg.n_layer, .n_head_kv = dec->cfg.n_head_kv,
-                              .head_dim = dec->cfg.head_dim, .dtype = kv_dtype, .block_size = BS, .n_blocks = 3 * MAX_BLOCKS};
+                              .head_dim = dec->cfg.head_dim, .dtype = kv_dtype, .block_size = BS, .n_blocks = 3 * MAX_BLOCKS,
+                              .ordered = ordered};
     assert_int_equal(mllm_kv_pool_init(&kp, &pp), MLLM_OK);
     mllm_kv_seq seqs[3];
     /* each sequence alone: its prompt, then two decode steps */
@@ -126,15 +128,74 @@ static void check(const char *arch, const char *wtype, int kv_dtype) {
     mllm_model_free(m);
 }
 
+/* The prefix index in a real forward: a sequence that starts with another's
+   tokens takes its cached full blocks (mllm_kv_prefix_lookup), computes only
+   the rest, and its logits are those of the same tokens computed from
+   scratch, bit for bit; the shared blocks are not written. */
+static void check_prefix_hit(const char *arch, const char *wtype, int kv_dtype, int ordered) {
+    mllm_model *m = synth(arch, wtype);
+    const mllm_decoder *dec = &m->dec;
+    const int V = dec->cfg.n_vocab, NP = 45, SHARED = 35;
+    int32_t *tok[2];
+    float *scratch[2], *hit[2];
+    for (int s = 0; s < 2; s++) {
+        tok[s] = malloc((size_t)NP * sizeof(int32_t));
+        for (int i = 0; i < NP; i++) tok[s][i] = (int32_t)(i < SHARED || s == 0 ? (i * 29 + 3) % V : (i * 7 + 1) % V);
+        scratch[s] = calloc((size_t)NP * (size_t)V, sizeof(float));
+        hit[s] = calloc((size_t)NP * (size_t)V, sizeof(float));
+    }
+    mllm_pool *pool = mllm_pool_new(2);
+    mllm_kv_pool kp;
+    mllm_kv_pool_params pp = {.n_layer = dec->cfg.n_layer, .n_head_kv = dec->cfg.n_head_kv, .head_dim = dec->cfg.head_dim,
+                              .dtype = kv_dtype, .block_size = BS, .n_blocks = 3 * MAX_BLOCKS, .ordered = ordered};
+    assert_int_equal(mllm_kv_pool_init(&kp, &pp), MLLM_OK);
+    mllm_kv_seq seqs[2];
+    /* sequence 1 from scratch, alone */
+    mllm_kv_seq_init(&seqs[0]);
+    mllm_kv_seq_init(&seqs[1]);
+    const piece whole1 = {1, 0, NP};
+    run_batch(dec, pool, &kp, seqs, 2, tok, &whole1, 1, scratch);
+    mllm_kv_seq_release(&kp, &seqs[1]);
+    /* sequence 0 computed and registered, then sequence 1 finds its first 2 blocks */
+    const piece whole0 = {0, 0, NP};
+    run_batch(dec, pool, &kp, seqs, 2, tok, &whole0, 1, hit);
+    mllm_kv_prefix_commit(&kp, &seqs[0], tok[0]);
+    const int k = mllm_kv_prefix_lookup(&kp, &seqs[1], tok[1], NP);
+    assert_int_equal(k, SHARED / BS * BS);
+    assert_int_equal(seqs[1].blocks[0], seqs[0].blocks[0]);
+    const piece rest = {1, k, NP - k};
+    run_batch(dec, pool, &kp, seqs, 2, tok, &rest, 1, hit);
+    for (int t = k; t < NP; t++)
+        if (memcmp(hit[1] + (size_t)t * V, scratch[1] + (size_t)t * V, (size_t)V * sizeof(float)))
+            fail_msg("%s kv %s: token %d after a prefix hit differs from scratch", arch, mllm_kv_dtype_name(kv_dtype), t);
+    assert_int_equal(kp.ref[seqs[0].blocks[0]], 2);
+    mllm_kv_seq_release(&kp, &seqs[0]);
+    mllm_kv_seq_release(&kp, &seqs[1]);
+    assert_int_equal(kp.st.n_used, 0);
+    mllm_kv_pool_free(&kp);
+    mllm_pool_free(pool);
+    for (int s = 0; s < 2; s++) free(tok[s]), free(scratch[s]), free(hit[s]);
+    mllm_model_free(m);
+}
+
+static void test_prefix_hit(void **state) {
+    (void)state;
+    check_prefix_hit("qwen3", "q8_0", MLLM_KV_DTYPE_F32, 1);
+    check_prefix_hit("qwen3", "q8_0", MLLM_KV_DTYPE_Q8, 0);
+    check_prefix_hit("llama", "q4_0", MLLM_KV_DTYPE_F16, 0);
+}
+
 static void test_shared_batches(void **state) {
     (void)state;
-    check("qwen3", "q8_0", MLLM_KV_DTYPE_F32);
-    check("qwen3", "q8_0", MLLM_KV_DTYPE_Q8);
-    check("llama", "f32", MLLM_KV_DTYPE_F16);
-    check("gemma3", "q4_0", MLLM_KV_DTYPE_Q8); /* sliding-window layers */
+    check("qwen3", "q8_0", MLLM_KV_DTYPE_F32, 0);
+    check("qwen3", "q8_0", MLLM_KV_DTYPE_Q8, 0);
+    check("llama", "f32", MLLM_KV_DTYPE_F16, 0);
+    check("gemma3", "q4_0", MLLM_KV_DTYPE_Q8, 0); /* sliding-window layers */
+    check("qwen2", "q8_0", MLLM_KV_DTYPE_F32, 1); /* the ordered attention (the session's f32) */
+    check("gemma3", "q4_0", MLLM_KV_DTYPE_F32, 1);
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shared_batches)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shared_batches), cmocka_unit_test(test_prefix_hit)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,8 +44,9 @@ mllm_status mllm_kv_pool_init(mllm_kv_pool *kp, const mllm_kv_pool_params *p) {
         return mllm_err(MLLM_ERR_NOMEM, "out of memory for a KV pool of %d blocks (%zu bytes)", p->n_blocks,
                         (size_t)(per_layer * (size_t)p->n_layer));
     }
-    /* Zeroed once: a q8 or f16 block read past what was written never meets NaN bits. */
-    memset(kp->mem, 0, kp->mem_size);
+    /* Not zeroed: attention reads only positions a sequence wrote (and
+       blocks stay unresident until first written, as the contiguous cache's
+       pages do). */
     for (int l = 0; l < p->n_layer; l++) {
         kp->layers[l] = lay;
         kp->layers[l].base = kp->mem + (size_t)l * per_layer;

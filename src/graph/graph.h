@@ -134,8 +134,9 @@ mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, c
 int64_t mllm_tensor_nelements(const mllm_tensor *t);
 
 /* ---- ops (every op: NULL inputs or a build failure give NULL) -------- */
-/* Positions: one per token, consecutive within one call (the KV cache of a
-   session is one sequence; several sequences per batch come with #14). */
+/* Positions: one per token. The contiguous KV ops (mllm_op_kv_store,
+   mllm_op_attention) take one sequence at consecutive positions per call;
+   the paged ones (below) any positions of several sequences. */
 mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, mllm_tensor *ids);
 mllm_tensor *mllm_op_rmsnorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, float eps);
 mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_tensor *bias);

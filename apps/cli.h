@@ -30,6 +30,12 @@ int cmd_info_ct2(const char *path, bool tensors);
 /* Option parsing helpers: each returns false (after printing why) on a bad
    or missing value. */
 bool cli_int(const char *opt, const char *val, long lo, long hi, long *out);
+/* --kv-type f32|f16|q8: the paged KV pool with that K/V type (mllm_session_params.kv_type). */
+bool cli_kv_type(const char *opt, const char *val, int *out);
+/* The --help line of --kv-type. */
+#define CLI_KV_TYPE_USAGE \
+    "      --kv-type T       KV cache as a pool of 16-token blocks with K/V in f32, f16 or q8\n" \
+    "                        (int8 per token and head, f32 scale); default: one contiguous f32 cache\n"
 bool cli_float(const char *opt, const char *val, double lo, double hi, double *out);
 /* The value after argv[*i], advancing *i; prints an error if missing. */
 const char *cli_value(int argc, char **argv, int *i);

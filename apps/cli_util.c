@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #ifndef __wasi__
 #include <sys/resource.h>
 #endif
@@ -26,6 +27,17 @@ bool cli_int(const char *opt, const char *val, long lo, long hi, long *out) {
     }
     *out = v;
     return true;
+}
+
+bool cli_kv_type(const char *opt, const char *val, int *out) {
+    static const char *const names[] = {"f32", "f16", "q8"};
+    for (int i = 0; i < 3; i++)
+        if (val && !strcmp(val, names[i])) {
+            *out = MLLM_KV_PAGED_F32 + i;
+            return true;
+        }
+    fprintf(stderr, "mllm: %s expects f32, f16 or q8, got '%s'\n", opt, val ? val : "");
+    return false;
 }
 
 bool cli_float(const char *opt, const char *val, double lo, double hi, double *out) {

@@ -25,6 +25,8 @@ static void chat_usage(FILE *f) {
             "      --show-think        print the reply's <think>...</think> part (hidden by default)\n"
             "  -n, --n-predict N       most tokens per reply (default 512; -1: until the reply ends)\n"
             "  -c, --ctx-size N        context length (default: min(model, 4096))\n"
+            "      --kv-type T         KV cache as a pool of 16-token blocks with K/V in f32, f16 or q8\n"
+            "                          (int8 per token and head, f32 scale); default: one contiguous f32 cache\n"
             "      --context-shift     a reply that fills the context goes on: the oldest half of\n"
             "                          the context after the system prompt is dropped\n"
             "  -t, --threads N         compute threads\n"
@@ -358,6 +360,7 @@ static char *read_input(int tty) {
 int cmd_chat(int argc, char **argv) {
     const char *model = NULL, *tok = NULL, *tmpl = NULL;
     bool exact = false;
+    int kv_type = MLLM_KV_CONTIGUOUS;
     chat_state c = {.think = -1};
     long n_predict = 512, threads = 0, ctx = 0, top_k = 40, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
@@ -389,6 +392,7 @@ int cmd_chat(int argc, char **argv) {
         }
         else if (!strcmp(a, "--context-shift")) c.context_shift = true;
         else if (!strcmp(a, "--exact")) exact = true;
+        else if (!strcmp(a, "--kv-type")) { VAL(); if (!cli_kv_type(a, v, &kv_type)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 16, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
@@ -412,6 +416,7 @@ int cmd_chat(int argc, char **argv) {
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;
+    sp.kv_type = kv_type;
     if ((st = mllm_session_new(c.m, &sp, &c.s)) != MLLM_OK) { mllm_model_free(c.m); return cli_fail("cannot create session", st); }
     mllm_model *dm = NULL;
     if (cli_spec_load(&so, (int)threads, &dm) != MLLM_OK || cli_spec_apply(&so, dm, c.s) != MLLM_OK) {

@@ -18,6 +18,8 @@ static void ppl_usage(FILE *f) {
             "      --chunks N       stop after N chunks (default: all)\n"
             "  -t, --threads N      compute threads\n"
             "      --exact          f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
+            "      --kv-type T      KV cache as a pool of 16-token blocks with K/V in f32, f16 or q8\n"
+            "                       (int8 per token and head, f32 scale); default: one contiguous f32 cache\n"
             "      --tokenizer PATH tokenizer for llama2.c checkpoints\n"
             "\n"
             "Prints each chunk's running perplexity and, at the end, PPL = x +/- err\n"
@@ -36,6 +38,7 @@ static double nll(const float *l, int n, int target) {
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *tok = NULL;
     bool exact = false;
+    int kv_type = MLLM_KV_CONTIGUOUS;
     long n_ctx = 512, threads = 0, max_chunks = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -45,6 +48,7 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); file = v; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 8, 1 << 16, &n_ctx)) return 2; }
         else if (!strcmp(a, "--exact")) exact = true;
+        else if (!strcmp(a, "--kv-type")) { VAL(); if (!cli_kv_type(a, v, &kv_type)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--chunks")) { VAL(); if (!cli_int(a, v, 1, 1 << 30, &max_chunks)) return 2; }
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = v; }
@@ -86,6 +90,7 @@ int cmd_perplexity(int argc, char **argv) {
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)n_ctx;
+    sp.kv_type = kv_type;
     if ((st = mllm_session_new(m, &sp, &s)) != MLLM_OK) { cli_fail("cannot create session", st); goto done; }
     int first = (int)n_ctx / 2, piece = 512;
     out = malloc((size_t)piece * (size_t)V * sizeof(float));

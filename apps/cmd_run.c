@@ -29,6 +29,7 @@ static void run_usage(FILE *f) {
             "      --exact           f32 activations in quantized matmuls: the float32 answer on the\n"
             "                        file's weights (slower; docs/EXACTNESS.md)\n"
             "  -c, --ctx-size N      context length in tokens (default: min(model, 4096))\n"
+            CLI_KV_TYPE_USAGE
             "      --context-shift   when the context fills, drop the oldest half of it (after\n"
             "                        the system prompt) and keep generating; without it, the\n"
             "                        generation stops there (exit 0, with a note on stderr)\n"
@@ -149,6 +150,7 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     bool exact = false;
+    int kv_type = MLLM_KV_CONTIGUOUS;
     const char *system = NULL, *grammar_file = NULL, *schema_file = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
@@ -170,6 +172,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); pfile = v; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, -1, 1 << 24, &n_predict)) return 2; }
         else if (!strcmp(a, "--exact")) exact = true;
+        else if (!strcmp(a, "--kv-type")) { VAL(); if (!cli_kv_type(a, v, &kv_type)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 1, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "--temp")) { VAL(); if (!cli_float(a, v, 0, 100, &temp)) return 2; }
@@ -232,6 +235,7 @@ int cmd_run(int argc, char **argv) {
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;
+    sp.kv_type = kv_type;
     if ((st = mllm_session_new(m, &sp, &s)) != MLLM_OK) { cli_fail("cannot create session", st); goto done; }
     if (cli_spec_load(&so, (int)threads, &dm) != MLLM_OK || cli_spec_apply(&so, dm, s) != MLLM_OK) goto done;
 

@@ -325,7 +325,18 @@ typedef struct {
     uint32_t struct_size;
     int n_ctx;      /* KV cache length in tokens; 0 = min(model's, 4096) */
     int n_threads;  /* 0 = the model's load setting */
+    /* Added after n_threads (a caller built against the shorter struct
+       passes its smaller struct_size and gets the defaults): */
+    int kv_type;       /* MLLM_KV_CONTIGUOUS (0, default): one f32 cache of n_ctx positions;
+                          MLLM_KV_PAGED_F32 / _F16 / _Q8: a pool of blocks (src/kv) with K/V in
+                          that type (q8: int8 per token and head with an f32 scale) */
+    int kv_block_size; /* paged: token positions per block; 0 = 16 */
 } mllm_session_params;
+
+#define MLLM_KV_CONTIGUOUS 0
+#define MLLM_KV_PAGED_F32 1
+#define MLLM_KV_PAGED_F16 2
+#define MLLM_KV_PAGED_Q8 3
 
 /* Fills every field with its default and struct_size with the library's
    sizeof(mllm_session_params). p must not be NULL. Thread-safe. */
@@ -334,10 +345,17 @@ MLLM_API void mllm_session_default_params(mllm_session_params *p);
    (n_layer * 2 * n_ctx * n_head_kv * head_dim floats) and starts the
    session's own worker threads. p may be NULL (the defaults). m is only
    read and must outlive the session; any number of sessions may share one
-   model, each used from its own thread. Errors: MLLM_ERR_INVALID_ARG (m or out NULL, wrong p->struct_size,
-   n_ctx outside [1, 1048576]), MLLM_ERR_NOMEM (KV cache, threads, graphs). */
+   model, each used from its own thread. A paged cache (kv_type) holds
+   ceil(n_ctx / kv_block_size) blocks of kv_block_size positions, each
+   position mllm_session_kv_token_bytes() bytes.
+   Errors: MLLM_ERR_INVALID_ARG (m or out NULL, wrong p->struct_size,
+   n_ctx outside [1, 1048576], kv_type or kv_block_size out of range),
+   MLLM_ERR_NOMEM (KV cache, threads, graphs). */
 MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p,
                                       mllm_session **out);
+/* Bytes of KV cache one token position takes in this session (all layers,
+   K and V, q8 scales included). 0 for NULL. */
+MLLM_API size_t mllm_session_kv_token_bytes(const mllm_session *s);
 /* Frees the session, its KV cache and its threads. No call on s may be
    running (not even on another thread). NULL: no-op. */
 MLLM_API void mllm_session_free(mllm_session *s);

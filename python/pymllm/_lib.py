@@ -80,6 +80,8 @@ class SessionParams(ctypes.Structure):
         ("struct_size", ctypes.c_uint32),
         ("n_ctx", ctypes.c_int),
         ("n_threads", ctypes.c_int),
+        ("kv_type", ctypes.c_int),        # 0 contiguous f32; 1/2/3 paged f32/f16/q8
+        ("kv_block_size", ctypes.c_int),  # paged: positions per block; 0 = 16
     ]
 
 

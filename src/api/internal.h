@@ -8,6 +8,7 @@
 #include "core/threadpool.h"
 #include "formats/model_file.h"
 #include "graph/graph.h"
+#include "kv/kv_pool.h"
 #include "formats/st_config.h"
 #include "models/bert.h"
 #include "models/decoder.h"
@@ -65,8 +66,11 @@ struct mllm_session {
     mllm_pool *pool;
     bool own_pool;          /* false for a draft session on its target's pool */
     int n_ctx;
-    float *kv_mem;          /* (n_layer, 2, n_ctx, kv_dim) */
-    mllm_kv_layer *kv;      /* (n_layer) */
+    float *kv_mem;          /* (n_layer, 2, n_ctx, kv_dim); NULL when paged */
+    mllm_kv_layer *kv;      /* (n_layer); NULL when paged */
+    mllm_kv_pool *kvp;      /* paged (kv_type != MLLM_KV_CONTIGUOUS): the session's block pool, else NULL */
+    mllm_kv_seq kv_seq;     /* paged: the one sequence's block table */
+    int kv_max_blocks;      /* paged: blocks per table (ceil(n_ctx / block size)) */
     mllm_graph decode;      /* traced once: one token */
     mllm_decoder_inputs decode_in;  /* its inputs: the token id and its position */
     mllm_tensor *decode_logits;

@@ -1,5 +1,6 @@
 /* mllm_session: the KV cache, the traced decode graph, prefill and the
    generation loop. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "api/internal.h"
@@ -20,17 +21,64 @@ MLLM_API void mllm_session_default_params(mllm_session_params *p) {
 static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, mllm_decoder_inputs *in,
                         mllm_tensor **logits) {
     mllm_graph_reset(g);
+    memset(in, 0, sizeof *in);
     in->ids = mllm_graph_input_i32(g, T, "ids");
     in->pos = mllm_graph_input_i32(g, T, "pos");
+    if (s->kvp) { /* one sequence: every token's is 0, one table row */
+        in->paged = s->kvp->layers;
+        in->seq = mllm_graph_input_i32(g, T, "seq");
+        in->table = mllm_graph_input_i32_2d(g, s->kv_max_blocks, 1, "block_table");
+    }
     *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, in, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
 }
 
-/* The inputs of one call: ids and positions n_past, n_past + 1, ... */
-static void set_inputs(const mllm_session *s, const mllm_decoder_inputs *in, const int32_t *ids, int T) {
+/* The inputs of one call: ids and positions n_past, n_past + 1, ...; a
+   paged cache first drops the blocks past n_past (a rollback) and gets
+   blocks for the new positions. */
+static mllm_status set_inputs(mllm_session *s, const mllm_decoder_inputs *in, const int32_t *ids, int T) {
+    if (s->kvp) {
+        mllm_kv_seq_truncate(s->kvp, &s->kv_seq, s->n_past);
+        mllm_status st = mllm_kv_seq_grow(s->kvp, &s->kv_seq, s->n_past + T - s->kv_seq.n_tokens);
+        if (st != MLLM_OK) return st;
+        int32_t *tab = mllm_tensor_i32(in->table);
+        for (int i = 0; i < s->kv_max_blocks; i++) tab[i] = i < s->kv_seq.n_blocks ? s->kv_seq.blocks[i] : -1;
+        memset(mllm_tensor_i32(in->seq), 0, (size_t)T * sizeof(int32_t));
+    }
     memcpy(mllm_tensor_i32(in->ids), ids, (size_t)T * sizeof(int32_t));
     int32_t *pos = mllm_tensor_i32(in->pos);
     for (int i = 0; i < T; i++) pos[i] = s->n_past + i;
+    return MLLM_OK;
+}
+
+MLLM_API size_t mllm_session_kv_token_bytes(const mllm_session *s) {
+    if (!s) return 0;
+    const mllm_hparams *c = &s->m->dec.cfg;
+    if (s->kvp) return (size_t)c->n_layer * mllm_kv_paged_token_bytes(s->kvp->p.dtype, c->n_head_kv, c->head_dim);
+    return (size_t)c->n_layer * 2 * (size_t)c->n_head_kv * (size_t)c->head_dim * sizeof(float);
+}
+
+/* The paged cache of a new session: a pool of ceil(n_ctx / block) blocks
+   and an empty sequence. */
+static mllm_status paged_init(mllm_session *s, const mllm_session_params *p) {
+    const mllm_hparams *c = &s->m->dec.cfg;
+    const int bs = p->kv_block_size > 0 ? p->kv_block_size : 16;
+    if (bs > MLLM_KV_MAX_BLOCK_SIZE)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "kv_block_size %d out of range [1, %d]", bs, MLLM_KV_MAX_BLOCK_SIZE);
+    s->kv_max_blocks = (s->n_ctx + bs - 1) / bs;
+    mllm_kv_pool_params pp = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim,
+                              .dtype = p->kv_type - MLLM_KV_PAGED_F32, .block_size = bs, .n_blocks = s->kv_max_blocks,
+                              /* f32: the contiguous cache's summation order, so its very bits; f16 / q8:
+                                 the online softmax (split decode) */
+                              .ordered = p->kv_type == MLLM_KV_PAGED_F32};
+    s->kvp = mllm_calloc(1, sizeof *s->kvp);
+    if (!s->kvp) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    mllm_status st = mllm_kv_pool_init(s->kvp, &pp);
+    if (st != MLLM_OK) {
+        mllm_free(s->kvp);
+        s->kvp = NULL;
+    }
+    return st;
 }
 
 MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p, mllm_session **out) {
@@ -39,9 +87,18 @@ MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *
 
 mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mllm_pool *pool, mllm_session **out) {
     if (!m || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: NULL argument");
-    if (p && p->struct_size != sizeof *p)
+    /* The struct before kv_type was added is accepted too (its defaults). */
+    if (p && p->struct_size != sizeof *p && p->struct_size != offsetof(mllm_session_params, kv_type))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: params struct_size %u, expected %zu",
                         p->struct_size, sizeof *p);
+    mllm_session_params full;
+    mllm_session_default_params(&full);
+    if (p) memcpy(&full, p, p->struct_size);
+    full.struct_size = sizeof full;
+    p = &full;
+    if (p->kv_type < MLLM_KV_CONTIGUOUS || p->kv_type > MLLM_KV_PAGED_Q8 || p->kv_block_size < 0)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_new: kv_type %d / kv_block_size %d out of range",
+                        p->kv_type, p->kv_block_size);
     *out = NULL;
     if (m->asr)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "this is a speech-to-text model (whisper): it cannot generate text; "
@@ -63,15 +120,24 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
     size_t per = (size_t)MLLM_KV_CAP(n_ctx) * (size_t)kv_dim;
     s->own_pool = !pool;
     s->pool = pool ? pool : mllm_pool_new(nt);
-    s->kv_mem = mllm_malloc_aligned((size_t)c->n_layer * 2 * per * sizeof(float));
-    s->kv = mllm_calloc((size_t)c->n_layer, sizeof *s->kv);
+    const bool paged = p->kv_type != MLLM_KV_CONTIGUOUS;
+    if (paged) {
+        mllm_status st = paged_init(s, p);
+        if (st != MLLM_OK) {
+            mllm_session_free(s);
+            return st;
+        }
+    } else {
+        s->kv_mem = mllm_malloc_aligned((size_t)c->n_layer * 2 * per * sizeof(float));
+        s->kv = mllm_calloc((size_t)c->n_layer, sizeof *s->kv);
+    }
     s->logits = mllm_malloc((size_t)c->n_vocab * sizeof(float));
     s->tokens = mllm_malloc((size_t)n_ctx * sizeof(int32_t));
-    if (!s->pool || !s->kv_mem || !s->kv || !s->logits || !s->tokens) {
+    if (!s->pool || (!paged && (!s->kv_mem || !s->kv)) || !s->logits || !s->tokens) {
         mllm_session_free(s);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory for a %d-token KV cache", n_ctx);
     }
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; !paged && l < c->n_layer; l++) {
         s->kv[l] = (mllm_kv_layer){s->kv_mem + (size_t)l * 2 * per, s->kv_mem + ((size_t)l * 2 + 1) * per,
                                    n_ctx, kv_dim};
     }
@@ -98,6 +164,11 @@ MLLM_API void mllm_session_free(mllm_session *s) {
     if (s->own_pool) mllm_pool_free(s->pool);
     mllm_free_aligned(s->kv_mem);
     mllm_free(s->kv);
+    if (s->kvp) {
+        mllm_kv_seq_release(s->kvp, &s->kv_seq);
+        mllm_kv_pool_free(s->kvp);
+        mllm_free(s->kvp);
+    }
     mllm_free(s->logits);
     mllm_free(s->tokens);
     mllm_free(s);
@@ -140,7 +211,7 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
         mllm_graph *g;
         mllm_tensor *logits;
         if (T == 1) {
-            set_inputs(s, &s->decode_in, ids + done, 1);
+            if ((st = set_inputs(s, &s->decode_in, ids + done, 1)) != MLLM_OK) return st;
             g = &s->decode;
             logits = s->decode_logits;
         } else {
@@ -150,7 +221,7 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
                     return mllm_err(MLLM_ERR_NOMEM, "could not build the prefill graph for %d tokens", T);
                 s->prefill_T = T;
             }
-            set_inputs(s, &s->prefill_in, ids + done, T);
+            if ((st = set_inputs(s, &s->prefill_in, ids + done, T)) != MLLM_OK) return st;
             g = &s->prefill;
             logits = s->prefill_logits;
         }
@@ -180,8 +251,8 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
     mllm_tensor *logits = NULL;
     mllm_decoder_inputs in;
     if (!trace_graph(s, &g, n, first_out, &in, &logits)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
+    if (st == MLLM_OK) st = set_inputs(s, &in, ids, n);
     if (st == MLLM_OK) {
-        set_inputs(s, &in, ids, n);
         mllm_graph_execute(&g);
         if (g.failed) st = mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
         if (st == MLLM_OK) st = mllm_model_file_check_intact(s->m->file);
@@ -215,7 +286,7 @@ mllm_status mllm_session_eval_rows(mllm_session *s, const int32_t *ids, int n, c
             return mllm_err(MLLM_ERR_NOMEM, "could not build the graph for %d tokens", n);
         }
     }
-    set_inputs(s, &r->in, ids, n);
+    if ((st = set_inputs(s, &r->in, ids, n)) != MLLM_OK) return st;
     mllm_graph_execute(&r->g);
     if (r->g.failed) return mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
     if ((st = mllm_model_file_check_intact(s->m->file)) != MLLM_OK) return st;

@@ -263,6 +263,7 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
     case MLLM_OP_ATTENTION:
         return (size_t)nth * ATTN_TB *
                ((size_t)MLLM_KV_CAP(((const mllm_kv_layer *)t->pp)->n_ctx) + (size_t)t->src[0]->ne[0]) * sizeof(float);
+    case MLLM_OP_ATTENTION_PAGED: return mllm_attention_paged_work_size(t, nth);
     default: return 0;
     }
 }
@@ -282,6 +283,8 @@ void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     case MLLM_OP_SOFTCAP:
     case MLLM_OP_GELU: compute_unary(t, ith, nth); break;
     case MLLM_OP_LAYERNORM: compute_layernorm(t, ith, nth); break;
+    case MLLM_OP_KV_STORE_PAGED: mllm_compute_kv_store_paged(t, ith, nth); break;
+    case MLLM_OP_ATTENTION_PAGED: mllm_compute_attention_paged(g, t, ith, nth); break;
     default: break;
     }
 }

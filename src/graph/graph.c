@@ -1,5 +1,6 @@
 /* Graph construction (both modes) and execution over the thread pool. */
 #include "graph/graph.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
@@ -8,6 +9,7 @@
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
     "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm", "gelu",
+    "kv_store_paged", "attention_paged",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -44,6 +46,17 @@ mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name) {
     if (!data) { g->failed = true; return NULL; }
     memset(data, 0, (size_t)n * sizeof(int32_t));
     return mllm_tensor_wrap(g, MLLM_DTYPE_I32, 1, ne, data, name);
+}
+
+static void set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne);
+
+mllm_tensor *mllm_graph_input_i32_2d(mllm_graph *g, int64_t ne0, int64_t ne1, const char *name) {
+    if (ne0 < 1 || ne1 < 1 || ne0 > INT32_MAX / ne1) { g->failed = true; return NULL; }
+    mllm_tensor *t = mllm_graph_input_i32(g, ne0 * ne1, name);
+    if (!t) return NULL;
+    int64_t ne[2] = {ne0, ne1};
+    set_shape(t, MLLM_DTYPE_I32, 2, ne);
+    return t;
 }
 
 int64_t mllm_tensor_nelements(const mllm_tensor *t) {
@@ -157,7 +170,7 @@ void mllm_graph_print(const mllm_graph *g, void *file) {
         const mllm_tensor *t = g->nodes[i];
         fprintf(f, "  %4d %-10s %-28s [%lld, %lld, %lld] <-", i, mllm_op_name(t->op), t->name,
                 (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2]);
-        for (int s = 0; s < 4 && t->src[s]; s++) fprintf(f, " %s", t->src[s]->name);
+        for (int s = 0; s < MLLM_MAX_SRC && t->src[s]; s++) fprintf(f, " %s", t->src[s]->name);
         fputc('\n', f);
     }
 }
@@ -217,35 +230,85 @@ mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, mllm_tensor *pos, const
     return emit(g, t);
 }
 
-mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
-                              const mllm_kv_layer *kv) {
-    if (!k || !v) return NULL;
-    if (!is_i32_vector(pos) || pos->ne[0] * kv->kv_dim != mllm_tensor_nelements(k)) { g->failed = true; return NULL; }
+/* A KV store node (contiguous or paged): k, v, pos (+ seq, table). */
+static mllm_tensor *store_node(mllm_graph *g, mllm_op op, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                               mllm_tensor *seq, mllm_tensor *table, const void *kv, const char *name) {
     int64_t ne[1] = {1};
-    mllm_tensor *t = node(g, MLLM_OP_KV_STORE, 1, ne, "kv_store");
+    mllm_tensor *t = node(g, op, 1, ne, name);
     if (!t) return NULL;
     t->src[0] = k;
     t->src[1] = v;
     t->src[2] = pos;
+    t->src[3] = seq;
+    t->src[4] = table;
     t->pp = kv;
     return emit(g, t);
+}
+
+/* An attention node (contiguous or paged): out (D*H, T). */
+static mllm_tensor *attention_node(mllm_graph *g, mllm_op op, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
+                                   mllm_tensor *seq, mllm_tensor *table, const void *kv, int n_head_kv, float scale,
+                                   int window, const char *name) {
+    int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
+    mllm_tensor *t = node(g, op, 2, ne, name);
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = dep;
+    t->src[2] = pos;
+    t->src[3] = seq;
+    t->src[4] = table;
+    t->pp = kv;
+    t->ip[0] = n_head_kv;
+    t->ip[1] = window > 0 ? window : 0;
+    t->fp[0] = scale;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                              const mllm_kv_layer *kv) {
+    if (!k || !v) return NULL;
+    if (!is_i32_vector(pos) || pos->ne[0] * kv->kv_dim != mllm_tensor_nelements(k)) { g->failed = true; return NULL; }
+    return store_node(g, MLLM_OP_KV_STORE, k, v, pos, NULL, NULL, kv, "kv_store");
 }
 
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window) {
     if (!q || !dep) return NULL;
     if (!is_i32_vector(pos) || pos->ne[0] != q->ne[2]) { g->failed = true; return NULL; }
-    int64_t ne[2] = {q->ne[0] * q->ne[1], q->ne[2]};
-    mllm_tensor *t = node(g, MLLM_OP_ATTENTION, 2, ne, "attn");
-    if (!t) return NULL;
-    t->src[0] = q;
-    t->src[1] = dep;
-    t->src[2] = pos;
-    t->pp = kv;
-    t->ip[0] = n_head_kv;
-    t->ip[1] = window > 0 ? window : 0;
-    t->fp[0] = scale;
-    return emit(g, t);
+    return attention_node(g, MLLM_OP_ATTENTION, q, dep, pos, NULL, NULL, kv, n_head_kv, scale, window, "attn");
+}
+
+/* The paged ops' position, sequence and table inputs fit together. */
+static bool paged_inputs_ok(const mllm_tensor *pos, const mllm_tensor *seq, const mllm_tensor *table,
+                            const mllm_kv_paged *kv, int64_t T) {
+    return kv && is_i32_vector(pos) && is_i32_vector(seq) && pos->ne[0] == T && seq->ne[0] == T && table &&
+           table->dtype == MLLM_DTYPE_I32 && table->ne[2] == 1 && table->ne[3] == 1;
+}
+
+mllm_tensor *mllm_op_kv_store_paged(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos, mllm_tensor *seq,
+                                    mllm_tensor *table, const mllm_kv_paged *kv) {
+    if (!k || !v) return NULL;
+    const int64_t kv_dim = kv ? (int64_t)kv->n_head_kv * kv->head_dim : 0;
+    const int64_t T = kv_dim ? mllm_tensor_nelements(k) / kv_dim : 0;
+    if (!paged_inputs_ok(pos, seq, table, kv, T) || T * kv_dim != mllm_tensor_nelements(k) ||
+        mllm_tensor_nelements(v) != mllm_tensor_nelements(k)) {
+        g->failed = true;
+        return NULL;
+    }
+    return store_node(g, MLLM_OP_KV_STORE_PAGED, k, v, pos, seq, table, kv, "kv_store_paged");
+}
+
+mllm_tensor *mllm_op_attention_paged(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
+                                     mllm_tensor *seq, mllm_tensor *table, const mllm_kv_paged *kv, int n_head_kv,
+                                     float scale, int window) {
+    if (!q || !dep) return NULL;
+    if (!paged_inputs_ok(pos, seq, table, kv, q->ne[2]) || n_head_kv != kv->n_head_kv || q->ne[0] != kv->head_dim ||
+        q->ne[1] % n_head_kv != 0) {
+        g->failed = true;
+        return NULL;
+    }
+    return attention_node(g, MLLM_OP_ATTENTION_PAGED, q, dep, pos, seq, table, kv, n_head_kv, scale, window,
+                          "attn_paged");
 }
 
 static mllm_tensor *binary(mllm_graph *g, mllm_op op, mllm_tensor *a, mllm_tensor *b, const char *name) {
@@ -408,7 +471,7 @@ bool mllm_graph_plan(mllm_graph *g, mllm_tensor **outputs, int n_outputs) {
     int n = g->n_nodes;
     for (int i = 0; i < n; i++) g->nodes[i]->last_use = i;
     for (int i = 0; i < n; i++)
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < MLLM_MAX_SRC; s++) {
             mllm_tensor *src = g->nodes[i]->src[s];
             if (src && src->op != MLLM_OP_NONE) root_of(src)->last_use = i;
         }

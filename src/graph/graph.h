@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "core/arena.h"
 #include "core/threadpool.h"
+#include "backends/cpu/kv_paged.h"
 
 typedef enum {
     MLLM_OP_NONE = 0,  /* a leaf: weight or input */
@@ -29,9 +30,14 @@ typedef enum {
     MLLM_OP_SOFTCAP,   /* fp[0] * tanh(src[0] / fp[0]) */
     MLLM_OP_LAYERNORM, /* per row of ne[0]: (x - mean) / sqrt(var + eps) * w + b (w, b may be NULL) */
     MLLM_OP_GELU,      /* gelu(src[0]), erf form (BERT's FFN) */
+    MLLM_OP_KV_STORE_PAGED,  /* k = src[0], v = src[1] of token t into position src[2][t] of sequence src[3][t]
+                                through the block tables src[4] of a paged KV layer (pp) */
+    MLLM_OP_ATTENTION_PAGED, /* causal attention of q = src[0] over the paged layer pp, reading through the
+                                block table of each token's sequence (src[3], src[4]); ip, fp as ATTENTION */
     MLLM_OP_COUNT
 } mllm_op;
 
+#define MLLM_MAX_SRC 5
 typedef struct mllm_tensor mllm_tensor;
 struct mllm_tensor {
     int dtype;          /* mllm_dtype */
@@ -39,7 +45,7 @@ struct mllm_tensor {
     size_t nb[4];       /* bytes between consecutive elements/rows per dim */
     void *data;
     mllm_op op;
-    mllm_tensor *src[4];
+    mllm_tensor *src[MLLM_MAX_SRC];
     int32_t ip[4];      /* integer op params */
     float fp[4];        /* float op params */
     const void *pp;     /* pointer op param (KV layer, rope table) */
@@ -107,6 +113,8 @@ void mllm_graph_reset(mllm_graph *g);
 /* A graph input: n int32 values in memory the graph owns (until reset or
    free), to be written through mllm_tensor_i32() before each execute. */
 mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name);
+/* A 2-D one (ne0 x ne1, ne0 fastest): block tables. */
+mllm_tensor *mllm_graph_input_i32_2d(mllm_graph *g, int64_t ne0, int64_t ne1, const char *name);
 static inline int32_t *mllm_tensor_i32(mllm_tensor *t) { return (int32_t *)t->data; }
 /* Trace mode: places every activation in one buffer, reusing the memory of
    tensors after their last reader (outputs are kept). Returns false on
@@ -126,8 +134,9 @@ mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, c
 int64_t mllm_tensor_nelements(const mllm_tensor *t);
 
 /* ---- ops (every op: NULL inputs or a build failure give NULL) -------- */
-/* Positions: one per token, consecutive within one call (the KV cache of a
-   session is one sequence; several sequences per batch come with #14). */
+/* Positions: one per token. The contiguous KV ops (mllm_op_kv_store,
+   mllm_op_attention) take one sequence at consecutive positions per call;
+   the paged ones (below) any positions of several sequences. */
 mllm_tensor *mllm_op_get_rows(mllm_graph *g, mllm_tensor *table, mllm_tensor *ids);
 mllm_tensor *mllm_op_rmsnorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, float eps);
 mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_tensor *bias);
@@ -139,6 +148,17 @@ mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mll
    position p sees positions (p - window, p] only (sliding-window layers). */
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window);
+/* The paged KV cache (backends/cpu/kv_paged.h; src/kv owns the blocks).
+   seq: each token's sequence, an I32 vector of T; table: I32 (max_blocks,
+   n_seq), row s the block ids of sequence s (position p in block
+   table[s][p / block_size]). Positions need not be consecutive, and tokens
+   of several sequences may share one call; a token attends to positions
+   (window > 0: the last `window`) up to its own of its own sequence only. */
+mllm_tensor *mllm_op_kv_store_paged(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos, mllm_tensor *seq,
+                                    mllm_tensor *table, const mllm_kv_paged *kv);
+mllm_tensor *mllm_op_attention_paged(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
+                                     mllm_tensor *seq, mllm_tensor *table, const mllm_kv_paged *kv, int n_head_kv,
+                                     float scale, int window);
 mllm_tensor *mllm_op_silu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
 mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s);
@@ -159,5 +179,9 @@ mllm_tensor *mllm_op_view_cols(mllm_graph *g, mllm_tensor *x, int64_t c0, int64_
 /* Internal: the compute function of a node, per thread. */
 void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth);
 size_t mllm_node_work_size(const mllm_tensor *t, int nth);
+/* compute_paged.c */
+void mllm_compute_kv_store_paged(mllm_tensor *t, int ith, int nth);
+void mllm_compute_attention_paged(mllm_graph *g, mllm_tensor *t, int ith, int nth);
+size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth);
 
 #endif

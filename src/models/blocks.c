@@ -1,7 +1,8 @@
 #include "models/blocks.h"
 
 mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x,
-                                  mllm_tensor *pos, const mllm_kv_layer *kv) {
+                                  const mllm_decoder_inputs *in, const mllm_kv_layer *kv, const mllm_kv_paged *pkv) {
+    mllm_tensor *pos = in->pos;
     const int64_t T = x ? x->ne[1] : 0, D = c->head_dim, H = c->n_head, Hkv = c->n_head_kv;
     mllm_tensor *h = mllm_op_rmsnorm(g, x, L->attn_norm, c->rms_eps);
     mllm_tensor *q = mllm_op_matmul(g, L->wq, h, L->bq);
@@ -18,8 +19,14 @@ mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const ml
         q = mllm_op_rope(g, q, pos, L->rope);
         k = mllm_op_rope(g, k, pos, L->rope);
     }
-    mllm_tensor *st = mllm_op_kv_store(g, k, v, pos, kv);
-    mllm_tensor *a = mllm_op_attention(g, q, st, pos, kv, (int)Hkv, c->attn_scale, L->window);
+    mllm_tensor *a;
+    if (pkv) {
+        mllm_tensor *st = mllm_op_kv_store_paged(g, k, v, pos, in->seq, in->table, pkv);
+        a = mllm_op_attention_paged(g, q, st, pos, in->seq, in->table, pkv, (int)Hkv, c->attn_scale, L->window);
+    } else {
+        mllm_tensor *st = mllm_op_kv_store(g, k, v, pos, kv);
+        a = mllm_op_attention(g, q, st, pos, kv, (int)Hkv, c->attn_scale, L->window);
+    }
     mllm_tensor *o = mllm_op_matmul(g, L->wo, a, NULL);
     if (L->post_attn_norm) o = mllm_op_rmsnorm(g, o, L->post_attn_norm, c->rms_eps);
     return o;

@@ -8,9 +8,10 @@
 #include "graph/graph.h"
 #include "models/decoder.h"
 
-/* Returns what the attention block adds to the residual stream x. */
+/* Returns what the attention block adds to the residual stream x; K/V go
+   to the paged layer pkv through in's tables when pkv is set, else to kv. */
 mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x,
-                                  mllm_tensor *pos, const mllm_kv_layer *kv);
+                                  const mllm_decoder_inputs *in, const mllm_kv_layer *kv, const mllm_kv_paged *pkv);
 /* Returns what the FFN block adds to the residual stream x. */
 mllm_tensor *mllm_block_ffn(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x);
 

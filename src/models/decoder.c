@@ -166,7 +166,8 @@ static mllm_tensor *run_layers(mllm_graph *g, const mllm_decoder *m, const mllm_
     if (c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
     for (int l = 0; l < c->n_layer && x; l++) {
         const mllm_decoder_layer *L = &m->layers[l];
-        mllm_tensor *a = mllm_block_attention(g, c, L, x, in->pos, &kv[l]);
+        mllm_tensor *a = mllm_block_attention(g, c, L, x, in, in->paged ? NULL : &kv[l],
+                                              in->paged ? &in->paged[l] : NULL);
         x = mllm_op_add(g, x, a);
         mllm_tensor *h = mllm_block_ffn(g, c, L, x);
         x = mllm_op_add(g, x, h);

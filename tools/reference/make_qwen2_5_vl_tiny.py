@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""A tiny random Qwen2.5-VL vision tower and transformers' embeddings of it.
+
+    python3 tools/reference/make_qwen2_5_vl_tiny.py
+
+The structure is Qwen2.5-VL-3B-Instruct's (../shared/models/configs) scaled
+down: 4 vision blocks of width 64 (4 heads of 16), SwiGLU 172 wide (the 3B's
+3420 / 1280 ratio), full attention at blocks 1 and 3 (the 3B: every 8th,
+7 15 23 31), window 112 px, 14 x 14 patches, temporal patch 2, a 2 x 2
+merger into an LLM width of 64. Weights: torch.manual_seed(0), drawn in
+state-dict order; matrices randn / sqrt(fan_in), biases 0.02 randn, RMSNorm
+weights 1 + 0.1 randn; then rounded to bfloat16 (the dtype of the real
+checkpoints), so the C side reads bf16 and transformers computes in float32
+on the same values.
+
+Writes tests/data/qwen2vl/tiny-vision/ (committed, ~0.7 MB):
+  config.json        the Qwen2_5_VLConfig (its vision_config is what is read)
+  model.safetensors  the visual.* tensors only, under the original
+                     checkpoints' names (visual.blocks.N...), bf16
+and tests/data/qwen2vl/vision_<case>.f32: the merged embeddings
+(pooler_output of model.visual, float32 little-endian, tokens x 64) for the
+preprocessing cases of qwen2vl_preprocess_reference.py, with
+vision_cases.txt naming each case's image, limits and grid.
+"""
+import json
+import os
+
+import numpy as np
+import torch
+from PIL import Image
+from safetensors.torch import save_file
+from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+from transformers.image_transforms import convert_to_rgb
+from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data")
+out = os.path.join(root, "qwen2vl", "tiny-vision")
+os.makedirs(out, exist_ok=True)
+
+cfg = Qwen2_5_VLConfig(
+    text_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, vocab_size=151936, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                     rope_theta=1000000.0, rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
+                     tie_word_embeddings=True),
+    vision_config=dict(depth=4, hidden_size=64, intermediate_size=172, num_heads=4, in_channels=3,
+                       out_hidden_size=64, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+                       window_size=112, fullatt_block_indexes=[1, 3], tokens_per_second=2, hidden_act="silu"),
+    image_token_id=151655, video_token_id=151656, vision_start_token_id=151652, vision_end_token_id=151653,
+)
+cfg._attn_implementation = "eager"
+cfg.vision_config._attn_implementation = "eager"
+torch.manual_seed(0)
+model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
+visual = model.model.visual
+with torch.no_grad():
+    for name, p in visual.named_parameters():
+        if p.ndim == 1 and "norm" in name or name.endswith("ln_q.weight"):
+            v = 1 + 0.1 * torch.randn(p.shape)
+        elif name.endswith("bias"):
+            v = 0.02 * torch.randn(p.shape)
+        else:
+            v = torch.randn(p.shape) / np.sqrt(p[0].numel())
+        p.copy_(v.to(torch.bfloat16).to(torch.float32))
+
+tensors = {f"visual.{k}": v.detach().to(torch.bfloat16).contiguous() for k, v in visual.state_dict().items()}
+save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+cfg.save_pretrained(out)
+print("tensors:", len(tensors), "bytes:", os.path.getsize(os.path.join(out, "model.safetensors")))
+
+cases = [("photo", "images/photo.png", 3136, 12845056), ("photo_small", "images/photo.png", 3136, 28 * 28 * 16),
+         ("gif_up", "images/anim.gif", 3136, 12845056)]
+with open(os.path.join(root, "qwen2vl", "vision_cases.txt"), "w") as f:
+    f.write("# case image min_pixels max_pixels grid_t grid_h grid_w tokens (embeddings in vision_<case>.f32)\n")
+    for name, rel, lo, hi in cases:
+        im = convert_to_rgb(Image.open(os.path.join(root, rel)), return_numpy=True)
+        px = Qwen2VLImageProcessorPil(min_pixels=lo, max_pixels=hi)(images=[im], return_tensors="pt")
+        with torch.no_grad():
+            o = visual(px["pixel_values"].float(), grid_thw=px["image_grid_thw"]).pooler_output
+        e = o.float().numpy()
+        e.astype("<f4").tofile(os.path.join(root, "qwen2vl", f"vision_{name}.f32"))
+        t, h, w = (int(v) for v in px["image_grid_thw"][0])
+        f.write(f"{name} {rel} {lo} {hi} {t} {h} {w} {e.shape[0]}\n")
+        print(name, (t, h, w), e.shape, float(np.abs(e).mean()))

@@ -56,6 +56,9 @@ static void run_usage(FILE *f) {
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
             "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
             "      --ids-out FILE    write prompt and generated token ids, one per line\n"
+            "      --image FILE      NOT IMPLEMENTED YET: refused with an error (images decode and\n"
+            "                        the Qwen2.5-VL vision tower runs, but the LLM side is not\n"
+            "                        wired: docs/vision.md)\n"
             "  -h, --help            this help\n"
             "\n"
             "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n",
@@ -150,7 +153,7 @@ static int on_token(void *user, int32_t id, const char *piece, size_t len) {
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     bool exact = false;
-    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL;
+    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL, *image = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
     int32_t bias_ids[RUN_MAX_LOGIT_BIAS];
@@ -193,8 +196,15 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--ids-out")) { VAL(); ids_out = v; }
         else if (!strcmp(a, "--ignore-eos")) ignore_eos = true;
         else if (!strcmp(a, "--no-bos")) no_bos = true;
+        else if (!strcmp(a, "--image")) { VAL(); image = v; }
         else { fprintf(stderr, "mllm run: unknown option '%s' (try mllm run --help)\n", a); return 2; }
 #undef VAL
+    }
+    if (image) {
+        fprintf(stderr, "mllm run: --image %s: not implemented yet. Images decode and the Qwen2.5-VL vision tower "
+                        "runs (docs/vision.md), but its embeddings are not fed to the LLM yet (M-RoPE, <|image_pad|> "
+                        "expansion)\n", image);
+        return 2;
     }
     if (!model) { fprintf(stderr, "mllm run: -m MODEL is required (try mllm run --help)\n"); return 2; }
     if (!prompt && !pfile) { fprintf(stderr, "mllm run: -p PROMPT or -f FILE is required\n"); return 2; }

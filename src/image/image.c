@@ -97,6 +97,35 @@ static bool jpeg_has_eoi(const uint8_t *p, size_t n) {
     return false;
 }
 
+/* Whether a file of n bytes can hold a w x h image at all. stb allocates
+   the whole image before it finds that the data is missing, and a GIF's
+   canvas may be far larger than its frames: without this a 100-byte file
+   claiming 8000 x 8000 costs 256 MB and a decode. The bounds are the
+   formats' best compression ratios, with room to spare: PNG's deflate at
+   most 1032:1 on the filtered rows; BMP (uncompressed or bit fields; stb
+   reads no RLE) the rows themselves; JPEG at least one bit per 8 x 8 block
+   of its fullest component, bounded here at 8192 pixels a byte; GIF's LZW
+   at most 4096 pixels per 12-bit code, 4096 pixels a byte here. */
+static bool size_can_hold(const char *fmt, const uint8_t *p, size_t n, uint64_t w, uint64_t h) {
+    const uint64_t len = n, slack = 1u << 20;
+    if (!strcmp(fmt, "PNG")) {
+        static const int ch[7] = {1, 0, 3, 1, 2, 0, 4};
+        int bits = p[24] * (p[25] < 7 && ch[p[25]] ? ch[p[25]] : 1);
+        uint64_t raw = h * (1 + (w * (uint64_t)bits + 7) / 8);
+        return raw <= 1032 * len + slack;
+    }
+    if (!strcmp(fmt, "BMP")) {
+        uint32_t hsz = le32(p + 14);
+        if (hsz < 40 || n < 34) return true; /* OS/2 headers: left to stb */
+        uint32_t bpp = le16(p + 28), comp = le32(p + 30);
+        if (comp != 0 && comp != 3) return true; /* stb refuses the others */
+        uint64_t stride = (w * bpp + 31) / 32 * 4;
+        return h * stride <= len;
+    }
+    if (!strcmp(fmt, "JPEG")) return w * h <= 8192 * len + slack;
+    return w * h <= 4096 * len + slack; /* GIF */
+}
+
 /* Debian 12's stb_image 2.27 builds a Huffman table from a DHT segment
    without checking that its 16 code counts sum to at most 256 (fixed
    upstream in 2.28): a larger sum writes past the table, into the heap.
@@ -170,6 +199,10 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
     if (px > max_pixels)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s of %lld x %lld = %llu pixels, over the limit of %llu pixels",
                         label, fmt, (long long)w, (long long)h, (unsigned long long)px, (unsigned long long)max_pixels);
+    if (!size_can_hold(fmt, p, len, (uint64_t)w, (uint64_t)h))
+        return mllm_err(MLLM_ERR_FORMAT,
+                        "%s: a %s of %lld x %lld cannot be held in %zu bytes (truncated, or a decompression bomb)",
+                        label, fmt, (long long)w, (long long)h, len);
     mllm_stb_info hi = mllm_stb_probe(p, len);
     if (!hi.ok) return mllm_err(MLLM_ERR_FORMAT, "%s: unreadable %s header (stb_image: %s)", label, fmt, hi.reason);
     if (hi.w != w || hi.h != h)

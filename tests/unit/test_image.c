@@ -193,6 +193,19 @@ static void test_decompression_bomb(void **state) {
     print_message("1 x 1 bomb: %zu bytes\n", b.n);
     expect_err(b.p, b.n, 0, MLLM_ERR_UNSUPPORTED, "decode budget");
     free(b.p);
+    /* a header promising far more than the file can hold (PNG, BMP, GIF) */
+    b = make_png(4000, 4000, 1000);
+    expect_err(b.p, b.n, 0, MLLM_ERR_FORMAT, "cannot be held in");
+    free(b.p);
+    uint8_t bmp[64] = {'B', 'M'};
+    bmp[14] = 40;                                   /* BITMAPINFOHEADER */
+    bmp[18] = 0x40, bmp[19] = 0x1F;                 /* width 8000 */
+    bmp[22] = 0x40, bmp[23] = 0x1F;                 /* height 8000 */
+    bmp[26] = 1, bmp[28] = 24;                      /* 1 plane, 24 bpp, BI_RGB */
+    expect_err(bmp, sizeof bmp, 0, MLLM_ERR_FORMAT, "BMP of 8000 x 8000 cannot be held in 64 bytes");
+    uint8_t gif[40] = {'G', 'I', 'F', '8', '9', 'a', 0xFF, 0xFF, 0xFF, 0x3F}; /* a 65535 x 16383 canvas */
+    expect_err(gif, sizeof gif, 0, MLLM_ERR_UNSUPPORTED, "over the limit");
+    expect_err(gif, sizeof gif, (uint64_t)1 << 40, MLLM_ERR_FORMAT, "cannot be held in 40 bytes");
     b = make_png(4000, 4000, (size_t)4000 * (4000 * 3 + 1));
     print_message("4000 x 4000 zeros: %zu bytes\n", b.n);
     expect_err(b.p, b.n, 1 << 20, MLLM_ERR_UNSUPPORTED, "over the limit");

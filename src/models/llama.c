@@ -23,6 +23,20 @@ const mllm_arch mllm_arch_qwen2 = {
     .rope_neox = true,
 };
 
+/* Qwen2-VL / Qwen2.5-VL's language model: Qwen2 with M-RoPE. With text
+   alone M-RoPE's three position rows are equal, which is Qwen2's rotation,
+   so a text prompt runs exactly; images are not fed to it yet (their
+   positions and embeddings: models/qwen2vl_mrope.h, qwen2vl_vision.h;
+   docs/vision.md). The visual.* tensors stay unused under their HF names.
+   llama.cpp names the text GGUF of both "qwen2vl". */
+const mllm_arch mllm_arch_qwen2vl = {
+    .name = "qwen2vl",
+    .hf_types = "qwen2_5_vl qwen2_vl qwen2_5_vl_text qwen2_vl_text",
+    .hf_classes = "Qwen2_5_VLForConditionalGeneration Qwen2VLForConditionalGeneration",
+    .family = "llama",
+    .rope_neox = true,
+};
+
 const mllm_arch mllm_arch_qwen3 = {
     .name = "qwen3",
     .hf_types = "qwen3",

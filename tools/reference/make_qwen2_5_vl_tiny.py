@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A tiny random Qwen2.5-VL vision tower and transformers' embeddings of it.
+"""A tiny random Qwen2.5-VL (vision tower + text decoder + tokenizer) and
+transformers' outputs of it.
 
     python3 tools/reference/make_qwen2_5_vl_tiny.py
 
@@ -13,10 +14,20 @@ weights 1 + 0.1 randn; then rounded to bfloat16 (the dtype of the real
 checkpoints), so the C side reads bf16 and transformers computes in float32
 on the same values.
 
-Writes tests/data/qwen2vl/tiny-vision/ (committed, ~0.7 MB):
-  config.json        the Qwen2_5_VLConfig (its vision_config is what is read)
-  model.safetensors  the visual.* tensors only, under the original
-                     checkpoints' names (visual.blocks.N...), bf16
+The text decoder: 2 layers of width 64 (4 heads, 2 KV heads, SwiGLU 128,
+qkv biases, tied embeddings, M-RoPE sections [2, 3, 3]) over a 1024-token
+vocabulary, with a byte-level BPE tokenizer of 256 bytes and no merges plus
+Qwen's special tokens at ids 256-262 (so the image / vision ids of this
+tiny config are 261 / 259 / 260, not Qwen's 151655 / 151652 / 151653).
+Text weights: a second generator (torch.Generator seeded 1), same rules.
+
+Writes tests/data/qwen2vl/tiny/ (committed, ~0.9 MB):
+  config.json        the Qwen2_5_VLConfig as transformers 5 saves it
+  model.safetensors  every tensor, bf16 (the decoder's norms and biases f32:
+                     the engine binds vectors as f32), under the original checkpoints'
+                     names (visual.blocks.N..., model.layers.N..., lm_head
+                     tied: not stored)
+  tokenizer.json, tokenizer_config.json
 and tests/data/qwen2vl/vision_<case>.f32: the merged embeddings
 (pooler_output of model.visual, float32 little-endian, tokens x 64) for the
 preprocessing cases of qwen2vl_preprocess_reference.py, with
@@ -34,18 +45,19 @@ from transformers.image_transforms import convert_to_rgb
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data")
-out = os.path.join(root, "qwen2vl", "tiny-vision")
+out = os.path.join(root, "qwen2vl", "tiny")
 os.makedirs(out, exist_ok=True)
 
 cfg = Qwen2_5_VLConfig(
     text_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, vocab_size=151936, max_position_embeddings=4096, rms_norm_eps=1e-6,
+                     num_key_value_heads=2, vocab_size=1024, max_position_embeddings=4096, rms_norm_eps=1e-6,
                      rope_theta=1000000.0, rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
-                     tie_word_embeddings=True),
+                     tie_word_embeddings=True, bos_token_id=256, eos_token_id=258),
     vision_config=dict(depth=4, hidden_size=64, intermediate_size=172, num_heads=4, in_channels=3,
                        out_hidden_size=64, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
                        window_size=112, fullatt_block_indexes=[1, 3], tokens_per_second=2, hidden_act="silu"),
-    image_token_id=151655, video_token_id=151656, vision_start_token_id=151652, vision_end_token_id=151653,
+    image_token_id=261, video_token_id=262, vision_start_token_id=259, vision_end_token_id=260,
+    bos_token_id=256, eos_token_id=258, tie_word_embeddings=True,
 )
 cfg._attn_implementation = "eager"
 cfg.vision_config._attn_implementation = "eager"
@@ -62,9 +74,57 @@ with torch.no_grad():
             v = torch.randn(p.shape) / np.sqrt(p[0].numel())
         p.copy_(v.to(torch.bfloat16).to(torch.float32))
 
+    g = torch.Generator().manual_seed(1)
+    lm = model.model.language_model
+    for name, p in lm.named_parameters():
+        if p.ndim == 1 and "norm" in name:
+            v = 1 + 0.1 * torch.randn(p.shape, generator=g)
+        elif name.endswith("bias"):
+            v = 0.02 * torch.randn(p.shape, generator=g)
+        else:
+            v = torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel())
+        p.copy_(v.to(torch.bfloat16).to(torch.float32))
+
 tensors = {f"visual.{k}": v.detach().to(torch.bfloat16).contiguous() for k, v in visual.state_dict().items()}
+# the decoder's 1-D tensors (norms, biases) in float32, same values: the
+# engine's decoder binds vectors as f32 only (a bf16 vector is refused)
+tensors.update({f"model.{k}": v.detach().to(torch.bfloat16 if v.ndim > 1 else torch.float32).contiguous()
+                for k, v in lm.state_dict().items()})
 save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
 cfg.save_pretrained(out)
+
+# the tokenizer: byte-level BPE, the 256 bytes and no merges, then the specials
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+def bytes_to_unicode():  # GPT-2's printable stand-ins for the 256 bytes
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
+        list(range(ord("\xae"), ord("\xff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+            "<|video_pad|>"]
+b2u = bytes_to_unicode()
+tok = Tokenizer(models.BPE(vocab={b2u[b]: b for b in range(256)}, merges=[]))
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+tok.decoder = decoders.ByteLevel()
+tok.add_special_tokens(specials)
+tok.save(os.path.join(out, "tokenizer.json"))
+json.dump({"bos_token": None, "eos_token": "<|im_end|>", "model_max_length": 4096,
+           "tokenizer_class": "Qwen2Tokenizer"}, open(os.path.join(out, "tokenizer_config.json"), "w"), indent=1)
+
+# text-only logits of every position (M-RoPE with equal rows)
+ids = [72, 101, 108, 108, 111, 257, 44, 32, 119, 111, 114, 108, 100, 33]
+with torch.no_grad():
+    logits = model(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+logits.astype("<f4").tofile(os.path.join(root, "qwen2vl", "text_logits.f32"))
+with open(os.path.join(root, "qwen2vl", "text_logits.txt"), "w") as f:
+    f.write("# ids; text_logits.f32 holds len(ids) x 1024 float32 logits (transformers, text only)\n")
+    f.write(" ".join(map(str, ids)) + "\n")
 print("tensors:", len(tensors), "bytes:", os.path.getsize(os.path.join(out, "model.safetensors")))
 
 cases = [("photo", "images/photo.png", 3136, 12845056), ("photo_small", "images/photo.png", 3136, 28 * 28 * 16),

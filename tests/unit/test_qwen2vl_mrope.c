@@ -32,7 +32,7 @@ static int64_t read_ints(char *p, int32_t *out, int64_t cap) {
 static void read_ref(ref *r) {
     memset(r, 0, sizeof *r);
     size_t len = 0;
-    char *txt = tu_read_file(tu_data("qwen2vl/mrope.txt"), &len);
+    char *txt = tu_read_file(tu_datap("qwen2vl/mrope.txt"), &len);
     assert_non_null(txt);
     r->ids = calloc(4096, sizeof(int32_t));
     r->pos = calloc(3 * 4096, sizeof(int32_t));
@@ -99,7 +99,7 @@ static void test_angles(void **state) {
     ref r;
     read_ref(&r);
     size_t len = 0;
-    float *want = tu_read_file(tu_data("qwen2vl/mrope_cos_sin.f32"), &len);
+    float *want = tu_read_file(tu_datap("qwen2vl/mrope_cos_sin.f32"), &len);
     assert_int_equal(len, (size_t)r.n_toks * 128 * sizeof(float));
     const int sections[3] = {16, 24, 24};
     double worst = 0;

@@ -17,7 +17,7 @@
 
 static void test_smart_resize(void **state) {
     (void)state;
-    FILE *f = fopen(tu_data("qwen2vl/smart_resize.txt"), "r");
+    FILE *f = fopen(tu_datap("qwen2vl/smart_resize.txt"), "r");
     assert_non_null(f);
     char line[256];
     int n = 0;
@@ -56,7 +56,7 @@ typedef struct {
 static void read_case(const char *rel, ref_case *c) {
     memset(c, 0, sizeof *c);
     size_t len = 0;
-    char *txt = tu_read_file(tu_data(rel), &len);
+    char *txt = tu_read_file(tu_datap(rel), &len);
     assert_non_null(txt);
     char *save = NULL;
     for (char *ln = strtok_r(txt, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
@@ -94,7 +94,7 @@ static void free_case(ref_case *c) {
    returns the NMSE of the reference rows and the largest row-sum error. */
 static double run_case(const ref_case *c, const char *image, double *max_sum_err) {
     mllm_image im;
-    mllm_status st = mllm_image_load(tu_data(image), 0, &im, NULL);
+    mllm_status st = mllm_image_load(tu_datap(image), 0, &im, NULL);
     if (st) fail_msg("%s: %s", image, mllm_last_error());
     mllm_qwen2vl_pre_params p;
     mllm_qwen2vl_pre_defaults(&p);
@@ -161,8 +161,8 @@ static void test_patches_jpeg(void **state) {
 static void test_resize_vs_pillow(void **state) {
     (void)state;
     mllm_image im;
-    assert_int_equal(mllm_image_load(tu_data("images/photo.png"), 0, &im, NULL), MLLM_OK);
-    FILE *f = fopen(tu_data("qwen2vl/resize.txt"), "r");
+    assert_int_equal(mllm_image_load(tu_datap("images/photo.png"), 0, &im, NULL), MLLM_OK);
+    FILE *f = fopen(tu_datap("qwen2vl/resize.txt"), "r");
     assert_non_null(f);
     char line[256];
     int n = 0;

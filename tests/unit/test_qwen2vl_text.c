@@ -14,7 +14,7 @@
 static void test_text_logits(void **state) {
     (void)state;
     size_t len = 0;
-    char *txt = tu_read_file(tu_data("qwen2vl/text_logits.txt"), &len);
+    char *txt = tu_read_file(tu_datap("qwen2vl/text_logits.txt"), &len);
     char *p = strchr(txt, '\n') + 1;
     int32_t ids[64];
     int n = 0;
@@ -25,14 +25,14 @@ static void test_text_logits(void **state) {
     }
     free(txt);
     assert_int_equal(n, 14);
-    float *want = tu_read_file(tu_data("qwen2vl/text_logits.f32"), &len);
+    float *want = tu_read_file(tu_datap("qwen2vl/text_logits.f32"), &len);
     assert_int_equal(len, (size_t)n * 1024 * sizeof(float));
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = 1;
     lp.exact = 1;
     mllm_model *m = NULL;
-    if (mllm_model_load(tu_data("qwen2vl/tiny"), &lp, &m) != MLLM_OK) fail_msg("%s", mllm_last_error());
+    if (mllm_model_load(tu_datap("qwen2vl/tiny"), &lp, &m) != MLLM_OK) fail_msg("%s", mllm_last_error());
     assert_int_equal(mllm_model_n_vocab(m), 1024);
     mllm_session_params sp;
     mllm_session_default_params(&sp);

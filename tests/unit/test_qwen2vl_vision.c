@@ -18,9 +18,9 @@
 static void test_embeddings_match_transformers(void **state) {
     (void)state;
     mllm_qwen2vl_vision *v = NULL;
-    mllm_status st = mllm_qwen2vl_vision_open(tu_data("qwen2vl/tiny"), 2, &v);
+    mllm_status st = mllm_qwen2vl_vision_open(tu_datap("qwen2vl/tiny"), 2, &v);
     if (st) fail_msg("%s", mllm_last_error());
-    FILE *f = fopen(tu_data("qwen2vl/vision_cases.txt"), "r");
+    FILE *f = fopen(tu_datap("qwen2vl/vision_cases.txt"), "r");
     assert_non_null(f);
     char line[512];
     int cases = 0;
@@ -31,7 +31,7 @@ static void test_embeddings_match_transformers(void **state) {
         int t, h, w, ntok;
         assert_int_equal(sscanf(line, "%63s %127s %lld %lld %d %d %d %d", name, rel, &lo, &hi, &t, &h, &w, &ntok), 8);
         mllm_image im;
-        assert_int_equal(mllm_image_load(tu_data(rel), 0, &im, NULL), MLLM_OK);
+        assert_int_equal(mllm_image_load(tu_datap(rel), 0, &im, NULL), MLLM_OK);
         mllm_qwen2vl_pre_params p;
         mllm_qwen2vl_vision_pre_params(v, &p);
         p.min_pixels = lo;
@@ -48,7 +48,7 @@ static void test_embeddings_match_transformers(void **state) {
         char ref[160];
         snprintf(ref, sizeof ref, "qwen2vl/vision_%s.f32", name);
         size_t len = 0;
-        float *want = tu_read_file(tu_data(ref), &len);
+        float *want = tu_read_file(tu_datap(ref), &len);
         assert_int_equal(len, (size_t)n * 64 * sizeof(float));
         double nmse = tu_nmse(emb, want, (size_t)n * 64);
         print_message("%s: %lld tokens, NMSE %.3g vs transformers\n", name, (long long)n, nmse);
@@ -76,7 +76,7 @@ static void test_embeddings_match_transformers(void **state) {
 static void test_open_errors(void **state) {
     (void)state;
     mllm_qwen2vl_vision *v = (mllm_qwen2vl_vision *)1;
-    assert_int_equal(mllm_qwen2vl_vision_open(tu_data("qwen2vl/no-such-folder"), 1, &v), MLLM_ERR_IO);
+    assert_int_equal(mllm_qwen2vl_vision_open(tu_datap("qwen2vl/no-such-folder"), 1, &v), MLLM_ERR_IO);
     assert_null(v);
     /* a text-only config: no vision_config */
     const char *dir = tu_tmp("qwen2vl-textonly");

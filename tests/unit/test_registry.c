@@ -30,25 +30,6 @@ static void test_one_list(void **state) {
     assert_non_null(strstr(mllm_last_error(), "gemma3")); /* the error lists what is supported */
 }
 
-/* Qwen2.5-VL-3B-Instruct's config.json (../shared): its language model is
-   read as a decoder (top-level fields; rope_scaling type "mrope"). */
-static void test_qwen2_5_vl_hf_config(void **state) {
-    (void)state;
-    const char *path = tu_shared("models/configs/Qwen2.5-VL-3B-Instruct/config.json");
-    if (!path) return;
-    size_t len = 0;
-    char *js = tu_read_file(path, &len);
-    mllm_hparams hp;
-    mllm_status st = mllm_family_read_hf_config(js, len, "config.json", &hp);
-    if (st) fail_msg("%s", mllm_last_error());
-    assert_int_equal(hp.n_layer, 36);
-    assert_int_equal(hp.n_embd, 2048);
-    assert_int_equal(hp.n_head_kv, 2);
-    assert_true(hp.rope_theta == 1000000.0f);
-    free(js);
-    free((void *)path);
-}
-
 /* all-MiniLM-L6-v2's config.json: BERT's own fields and defaults. */
 static void test_bert_hf_config(void **state) {
     (void)state;
@@ -438,7 +419,6 @@ static void test_plan_keeps_window(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_list),
-        cmocka_unit_test(test_qwen2_5_vl_hf_config),
         cmocka_unit_test(test_gemma3_hf_config),
         cmocka_unit_test(test_bert_hf_config),
         cmocka_unit_test(test_gemma3_gguf_keys),

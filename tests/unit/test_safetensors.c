@@ -164,8 +164,13 @@ static void test_real_configs(void **state) {
     assert_int_equal(c.n_head_kv, 4);
     c = load_shared_cfg("models/configs/Qwen3-1.7B/config.json", MLLM_OK);
     assert_int_equal(c.n_ff, 6144);
-    load_shared_cfg("models/configs/Qwen2.5-VL-3B-Instruct/config.json", MLLM_ERR_UNSUPPORTED);
-    assert_non_null(strstr(mllm_last_error(), "qwen2_5_vl"));
+    /* Qwen2.5-VL's language model, read as a decoder (rope_scaling "mrope") */
+    c = load_shared_cfg("models/configs/Qwen2.5-VL-3B-Instruct/config.json", MLLM_OK);
+    assert_string_equal(c.arch, "qwen2vl");
+    assert_int_equal(c.n_layer, 36);
+    assert_int_equal(c.n_embd, 2048);
+    assert_int_equal(c.n_head_kv, 2);
+    assert_true(c.rope_theta == 1000000.0f);
 }
 
 static void expect_cfg_error(const char *json, mllm_status want, const char *needle) {

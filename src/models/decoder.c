@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -29,9 +30,22 @@ mllm_status mllm_model_bind_tensor(mllm_graph *wg, size_t *n_params, const mllm_
     if (!tr || !tr->supported)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which this build cannot compute",
                         f->path, name, mllm_dtype_name(w->dtype));
-    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vector '%s' must be f32, not %s", f->path, name,
+    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32 && w->dtype != MLLM_DTYPE_F16 && w->dtype != MLLM_DTYPE_BF16)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vector '%s' must be f32, f16 or bf16, not %s", f->path, name,
                         mllm_dtype_name(w->dtype));
+    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32) {
+        /* Hugging Face checkpoints keep norms and biases in bf16 / f16 like
+           everything else; the kernels read vectors as f32, so these few
+           are widened once into the weight graph's arena (exact: both
+           formats are subsets of f32). */
+        float *v = mllm_arena_alloc(&wg->arena, (size_t)ne0 * sizeof(float));
+        if (!v) return mllm_err(MLLM_ERR_NOMEM, "out of memory widening '%s'", name);
+        mllm_cpu_to_float((mllm_dtype)w->dtype, w->data, v, ne0);
+        *out = mllm_tensor_wrap(wg, MLLM_DTYPE_F32, 1, &ne0, v, name);
+        if (!*out) return mllm_err(MLLM_ERR_NOMEM, "out of memory binding '%s'", name);
+        *n_params += (size_t)ne0;
+        return MLLM_OK;
+    }
     if (n_dims == 2 && mllm_dtype_get(tr->vec_dot_type) &&
         mllm_dtype_row_size(tr->vec_dot_type, ne0) == 0)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': row length %lld is not a multiple of %s's block",

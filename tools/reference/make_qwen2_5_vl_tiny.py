@@ -23,9 +23,8 @@ Text weights: a second generator (torch.Generator seeded 1), same rules.
 
 Writes tests/data/qwen2vl/tiny/ (committed, ~0.9 MB):
   config.json        the Qwen2_5_VLConfig as transformers 5 saves it
-  model.safetensors  every tensor, bf16 (the decoder's norms and biases f32:
-                     the engine binds vectors as f32), under the original checkpoints'
-                     names (visual.blocks.N..., model.layers.N..., lm_head
+  model.safetensors  every tensor, bf16 (as real checkpoints: norms and
+                     biases too), under the original checkpoints' names (visual.blocks.N..., model.layers.N..., lm_head
                      tied: not stored)
   tokenizer.json, tokenizer_config.json
 and tests/data/qwen2vl/vision_<case>.f32: the merged embeddings
@@ -86,10 +85,7 @@ with torch.no_grad():
         p.copy_(v.to(torch.bfloat16).to(torch.float32))
 
 tensors = {f"visual.{k}": v.detach().to(torch.bfloat16).contiguous() for k, v in visual.state_dict().items()}
-# the decoder's 1-D tensors (norms, biases) in float32, same values: the
-# engine's decoder binds vectors as f32 only (a bf16 vector is refused)
-tensors.update({f"model.{k}": v.detach().to(torch.bfloat16 if v.ndim > 1 else torch.float32).contiguous()
-                for k, v in lm.state_dict().items()})
+tensors.update({f"model.{k}": v.detach().to(torch.bfloat16).contiguous() for k, v in lm.state_dict().items()})
 save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
 cfg.save_pretrained(out)
 

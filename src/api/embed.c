@@ -132,7 +132,7 @@ static mllm_status forward(mllm_model *m, const int32_t *ids, int T, mllm_poolin
         if (m->enc) {
             h = mllm_bert_forward(&g, m->enc, kv, tid, pos, types);
         } else {
-            mllm_decoder_inputs in = {tid, pos};
+            mllm_decoder_inputs in = {tid, pos, NULL, NULL};
             h = mllm_decoder_hidden(&g, &m->dec, kv, &in);
         }
         if (!h || !mllm_graph_plan(&g, &h, 1)) st = mllm_err(MLLM_ERR_NOMEM, "mllm_embed: out of memory building the graph");

@@ -22,6 +22,9 @@ static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, ml
     mllm_graph_reset(g);
     in->ids = mllm_graph_input_i32(g, T, "ids");
     in->pos = mllm_graph_input_i32(g, T, "pos");
+    const int32_t *mr = s->m->dec.cfg.mrope;
+    in->rope_pos = mr[0] || mr[1] || mr[2] ? mllm_graph_input_i32(g, 3 * (int64_t)T, "rope_pos") : NULL;
+    in->embd = NULL;
     *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, in, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
 }
@@ -31,6 +34,9 @@ static void set_inputs(const mllm_session *s, const mllm_decoder_inputs *in, con
     memcpy(mllm_tensor_i32(in->ids), ids, (size_t)T * sizeof(int32_t));
     int32_t *pos = mllm_tensor_i32(in->pos);
     for (int i = 0; i < T; i++) pos[i] = s->n_past + i;
+    if (in->rope_pos) /* text: M-RoPE's three rows are equal */
+        for (int r = 0; r < 3; r++)
+            for (int i = 0; i < T; i++) mllm_tensor_i32(in->rope_pos)[r * T + i] = s->n_past + i + s->rope_delta;
 }
 
 MLLM_API mllm_status mllm_session_new(mllm_model *m, const mllm_session_params *p, mllm_session **out) {
@@ -106,6 +112,8 @@ MLLM_API void mllm_session_free(mllm_session *s) {
 MLLM_API void mllm_session_reset(mllm_session *s) {
     if (!s) return;
     s->n_past = 0;
+    s->rope_delta = 0;
+    s->image_end = 0;
     memset(&s->timings, 0, sizeof s->timings);
     mllm_spec_reset_stats(s->spec);
 }
@@ -258,6 +266,9 @@ MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size
     while (k < n && k < (size_t)s->n_past && s->tokens[k] == ids[k]) k++;
     /* The last token is always evaluated again so the logits belong to it. */
     if (k == n && n > 0) k = n - 1;
+    if (k < (size_t)s->image_end)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "the session holds an image at tokens below %d: it cannot be "
+                                              "recomputed from token ids (reset the session)", s->image_end);
     s->n_past = (int)k; /* cache rows past k are simply overwritten */
     if (n_reused) *n_reused = k;
     double t0 = mllm_now_ms();

@@ -1,7 +1,7 @@
 #include "models/blocks.h"
 
 mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x,
-                                  mllm_tensor *pos, const mllm_kv_layer *kv) {
+                                  mllm_tensor *pos, mllm_tensor *rope_pos, const mllm_kv_layer *kv) {
     const int64_t T = x ? x->ne[1] : 0, D = c->head_dim, H = c->n_head, Hkv = c->n_head_kv;
     mllm_tensor *h = mllm_op_rmsnorm(g, x, L->attn_norm, c->rms_eps);
     mllm_tensor *q = mllm_op_matmul(g, L->wq, h, L->bq);
@@ -15,8 +15,8 @@ mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const ml
         k = mllm_op_rmsnorm(g, k, L->k_norm, c->rms_eps);
     }
     if (L->rope) {
-        q = mllm_op_rope(g, q, pos, L->rope);
-        k = mllm_op_rope(g, k, pos, L->rope);
+        q = mllm_op_rope(g, q, rope_pos, L->rope);
+        k = mllm_op_rope(g, k, rope_pos, L->rope);
     }
     mllm_tensor *st = mllm_op_kv_store(g, k, v, pos, kv);
     mllm_tensor *a = mllm_op_attention(g, q, st, pos, kv, (int)Hkv, c->attn_scale, L->window);

@@ -10,7 +10,7 @@
 
 /* Returns what the attention block adds to the residual stream x. */
 mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x,
-                                  mllm_tensor *pos, const mllm_kv_layer *kv);
+                                  mllm_tensor *pos, mllm_tensor *rope_pos, const mllm_kv_layer *kv);
 /* Returns what the FFN block adds to the residual stream x. */
 mllm_tensor *mllm_block_ffn(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x);
 

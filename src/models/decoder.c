@@ -89,6 +89,7 @@ static void rope_params(const mllm_hparams *c, float theta, bool scaled, mllm_ro
     rp->n_rot = c->n_rot;
     rp->neox = c->rope_neox;
     rp->theta_scale = powf(theta, -2.0f / (float)c->n_rot);
+    memcpy(rp->mrope, c->mrope, sizeof rp->mrope);
     const bool lin = c->rope_scaling == MLLM_ROPE_SCALING_LINEAR || c->rope_scaling == MLLM_ROPE_SCALING_YARN;
     rp->freq_scale = scaled && lin && c->rope_factor > 0 ? 1.0f / c->rope_factor : 1.0f;
     if (scaled && c->rope_scaling == MLLM_ROPE_SCALING_YARN) {
@@ -176,11 +177,13 @@ void mllm_decoder_release(mllm_decoder *m) {
 static mllm_tensor *run_layers(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
                                const mllm_decoder_inputs *in) {
     const mllm_hparams *c = &m->cfg;
-    mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, in->ids);
-    if (c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
+    /* input embeddings (images) replace the token lookup, already scaled */
+    mllm_tensor *x = in->embd ? in->embd : mllm_op_get_rows(g, m->tok_embd, in->ids);
+    if (!in->embd && c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
+    mllm_tensor *rope_pos = in->rope_pos ? in->rope_pos : in->pos;
     for (int l = 0; l < c->n_layer && x; l++) {
         const mllm_decoder_layer *L = &m->layers[l];
-        mllm_tensor *a = mllm_block_attention(g, c, L, x, in->pos, &kv[l]);
+        mllm_tensor *a = mllm_block_attention(g, c, L, x, in->pos, rope_pos, &kv[l]);
         x = mllm_op_add(g, x, a);
         mllm_tensor *h = mllm_block_ffn(g, c, L, x);
         x = mllm_op_add(g, x, h);

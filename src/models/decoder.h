@@ -43,9 +43,13 @@ void mllm_decoder_release(mllm_decoder *m);
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
 
 /* The graph's inputs: T token ids and their T (consecutive) positions,
-   I32 tensors (mllm_graph_input_i32) the caller fills before executing. */
+   I32 tensors (mllm_graph_input_i32) the caller fills before executing.
+   rope_pos (NULL: pos): the rotation's positions, 3 rows of T for M-RoPE
+   (Qwen2-VL), where they differ from the KV slots. embd (NULL: looked up
+   from ids): E x T input embeddings (an image's rows among the tokens'). */
 typedef struct {
     mllm_tensor *ids, *pos;
+    mllm_tensor *rope_pos, *embd;
 } mllm_decoder_inputs;
 
 /* Builds (eager: runs) the forward pass of the tokens in `in`, writing K/V

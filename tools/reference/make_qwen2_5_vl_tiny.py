@@ -137,3 +137,25 @@ with open(os.path.join(root, "qwen2vl", "vision_cases.txt"), "w") as f:
         t, h, w = (int(v) for v in px["image_grid_thw"][0])
         f.write(f"{name} {rel} {lo} {hi} {t} {h} {w} {e.shape[0]}\n")
         print(name, (t, h, w), e.shape, float(np.abs(e).mean()))
+
+# a prompt with an image (photo.png, 14 x 22 patches: 77 tokens of a 7 x 11
+# merged grid), then two more text tokens: the logits of its last 8
+# positions, transformers' full forward (pixel values, M-RoPE positions)
+im = convert_to_rgb(Image.open(os.path.join(root, "images/photo.png")), return_numpy=True)
+px = Qwen2VLImageProcessorPil(min_pixels=3136, max_pixels=12845056)(images=[im], return_tensors="pt")
+t, h, w = (int(v) for v in px["image_grid_thw"][0])
+n_img = t * h * w // 4
+ids = [257, 117, 115, 101, 114, 10, 259] + [261] * n_img + [260, 87, 104, 97, 116, 63, 258, 10, 257, 97]
+extra = [115, 115]
+full = torch.tensor([ids + extra])
+with torch.no_grad():
+    out = model(input_ids=full, pixel_values=px["pixel_values"].float(), image_grid_thw=px["image_grid_thw"],
+                mm_token_type_ids=(full == 261).int())
+lg = out.logits[0, -8:].float().numpy()
+lg.astype("<f4").tofile(os.path.join(root, "qwen2vl", "image_logits.f32"))
+with open(os.path.join(root, "qwen2vl", "image_logits.txt"), "w") as f:
+    f.write("# prompt ids (image tokens expanded) / 2 more ids / grid; image_logits.f32: the last 8 positions\n")
+    f.write("ids " + " ".join(map(str, ids)) + "\n")
+    f.write("extra " + " ".join(map(str, extra)) + "\n")
+    f.write(f"grid {t} {h} {w}\n")
+print("image prompt", len(ids), "+", len(extra), "tokens; grid", (t, h, w))

@@ -37,8 +37,9 @@ typedef struct mllm_qwen2vl_vision mllm_qwen2vl_vision;
 mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2vl_vision **out);
 void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v);
 const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2vl_vision *v);
-/* The preprocessing parameters the tower expects (patch / merge / temporal
-   sizes from its config, the defaults of qwen2vl_pre.h otherwise). */
+/* The preprocessing parameters the tower expects: patch / merge / temporal
+   sizes from its config, pixel limits and normalisation from the folder's
+   preprocessor_config.json, the defaults of qwen2vl_pre.h otherwise. */
 void mllm_qwen2vl_vision_pre_params(const mllm_qwen2vl_vision *v, mllm_qwen2vl_pre_params *p);
 /* Embeds one image: *emb gets grid_h * grid_w / merge^2 rows of out_hidden
    floats (mllm_malloc'd), in the order of the image's merged 2 x 2 blocks,

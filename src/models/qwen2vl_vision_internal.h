@@ -27,6 +27,7 @@ struct mllm_qwen2vl_vision {
     float *merge_norm;    /* hidden */
     qv_linear mlp0, mlp2; /* 4 hidden -> 4 hidden -> out_hidden */
     mllm_pool *pool;
+    mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
 };
 
 #endif

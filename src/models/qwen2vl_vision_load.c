@@ -133,6 +133,34 @@ static mllm_status read_config(const mllm_meta *m, const char *path, mllm_qwen2v
     return MLLM_OK;
 }
 
+/* preprocessor_config.json (optional): the pixel limits (min_pixels /
+   max_pixels, or transformers 5's size.shortest_edge / longest_edge) and
+   the normalisation. Qwen2.5-VL ships 3136 and 12845056. */
+static mllm_status read_preprocessor(const char *dir, mllm_qwen2vl_pre_params *p) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/preprocessor_config.json", dir) >= sizeof path) return MLLM_OK;
+    FILE *f = fopen(path, "rb");
+    if (!f) return MLLM_OK;
+    fclose(f);
+    mllm_meta m = {0};
+    mllm_status st = mllm_hf_config_load(path, &m);
+    int64_t v;
+    if (!st && (mllm_meta_get_int(&m, "min_pixels", &v) || mllm_meta_get_int(&m, "size.shortest_edge", &v)))
+        p->min_pixels = v;
+    if (!st && (mllm_meta_get_int(&m, "max_pixels", &v) || mllm_meta_get_int(&m, "size.longest_edge", &v)))
+        p->max_pixels = v;
+    const mllm_meta_entry *mean = st ? NULL : mllm_meta_find(&m, "image_mean");
+    const mllm_meta_entry *sd = st ? NULL : mllm_meta_find(&m, "image_std");
+    for (int c = 0; mean && mean->type == MLLM_META_ARR_NUM && mean->len == 3 && c < 3; c++) p->mean[c] = (float)mean->num[c];
+    for (int c = 0; sd && sd->type == MLLM_META_ARR_NUM && sd->len == 3 && c < 3; c++)
+        if (sd->num[c] > 0) p->std[c] = (float)sd->num[c];
+    mllm_meta_free(&m);
+    if (!st && (p->min_pixels < 0 || p->max_pixels < 1 || p->max_pixels > ((int64_t)1 << 32)))
+        st = mllm_err(MLLM_ERR_FORMAT, "%s: pixel limits [%lld, %lld] out of range", path, (long long)p->min_pixels,
+                      (long long)p->max_pixels);
+    return st;
+}
+
 void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
     if (!v) return;
     for (int i = 0; v->blocks && i < v->c.depth; i++) {
@@ -206,6 +234,13 @@ mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2v
         linear(&b, &v->mlp2, "merger.mlp.2", M, c->out_hidden, true);
         st = b.st;
     }
+    if (!st) {
+        mllm_qwen2vl_pre_defaults(&v->pre);
+        v->pre.patch_size = v->c.patch;
+        v->pre.merge_size = v->c.merge;
+        v->pre.temporal_patch_size = v->c.temporal;
+        st = read_preprocessor(dir, &v->pre);
+    }
     if (!st && n_threads > 1 && !(v->pool = mllm_pool_new(n_threads)))
         st = mllm_err(MLLM_ERR_NOMEM, "cannot start %d threads", n_threads);
     if (st) {
@@ -218,9 +253,4 @@ mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2v
 
 const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2vl_vision *v) { return &v->c; }
 
-void mllm_qwen2vl_vision_pre_params(const mllm_qwen2vl_vision *v, mllm_qwen2vl_pre_params *p) {
-    mllm_qwen2vl_pre_defaults(p);
-    p->patch_size = v->c.patch;
-    p->merge_size = v->c.merge;
-    p->temporal_patch_size = v->c.temporal;
-}
+void mllm_qwen2vl_vision_pre_params(const mllm_qwen2vl_vision *v, mllm_qwen2vl_pre_params *p) { *p = v->pre; }

@@ -110,8 +110,20 @@ tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=T
 tok.decoder = decoders.ByteLevel()
 tok.add_special_tokens(specials)
 tok.save(os.path.join(out, "tokenizer.json"))
+# a chat template of Qwen2-VL's shape: string contents, or parts where an
+# image part becomes <|vision_start|><|image_pad|><|vision_end|>
+TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+            "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+            "{% for c in message['content'] %}{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+            "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 json.dump({"bos_token": None, "eos_token": "<|im_end|>", "model_max_length": 4096,
-           "tokenizer_class": "Qwen2Tokenizer"}, open(os.path.join(out, "tokenizer_config.json"), "w"), indent=1)
+           "tokenizer_class": "Qwen2Tokenizer", "chat_template": TEMPLATE},
+          open(os.path.join(out, "tokenizer_config.json"), "w"), indent=1)
+json.dump({"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2,
+           "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
+           "image_processor_type": "Qwen2VLImageProcessor"},
+          open(os.path.join(out, "preprocessor_config.json"), "w"), indent=1)
 
 # text-only logits of every position (M-RoPE with equal rows)
 ids = [72, 101, 108, 108, 111, 257, 44, 32, 119, 111, 114, 108, 100, 33]
@@ -149,9 +161,9 @@ ids = [257, 117, 115, 101, 114, 10, 259] + [261] * n_img + [260, 87, 104, 97, 11
 extra = [115, 115]
 full = torch.tensor([ids + extra])
 with torch.no_grad():
-    out = model(input_ids=full, pixel_values=px["pixel_values"].float(), image_grid_thw=px["image_grid_thw"],
+    res = model(input_ids=full, pixel_values=px["pixel_values"].float(), image_grid_thw=px["image_grid_thw"],
                 mm_token_type_ids=(full == 261).int())
-lg = out.logits[0, -8:].float().numpy()
+lg = res.logits[0, -8:].float().numpy()
 lg.astype("<f4").tofile(os.path.join(root, "qwen2vl", "image_logits.f32"))
 with open(os.path.join(root, "qwen2vl", "image_logits.txt"), "w") as f:
     f.write("# prompt ids (image tokens expanded) / 2 more ids / grid; image_logits.f32: the last 8 positions\n")
@@ -159,3 +171,33 @@ with open(os.path.join(root, "qwen2vl", "image_logits.txt"), "w") as f:
     f.write("extra " + " ".join(map(str, extra)) + "\n")
     f.write(f"grid {t} {h} {w}\n")
 print("image prompt", len(ids), "+", len(extra), "tokens; grid", (t, h, w))
+
+# `mllm run --image photo.png -p "What is this?"` on this folder: the chat
+# template, the pad expanded, transformers' greedy continuation of 6 tokens
+# (tests/e2e/run_image_cli.sh compares the ids; the top-2 margins printed
+# show no near-tie)
+from jinja2 import Template
+text = Template(TEMPLATE).render(messages=[{"role": "user", "content": [{"type": "image"},
+                                                                       {"type": "text", "text": "What is this?"}]}],
+                                 add_generation_prompt=True)
+from tokenizers import Tokenizer as _T
+tk = _T.from_file(os.path.join(out, "tokenizer.json"))
+pids = tk.encode(text).ids
+assert pids.count(261) == 1
+i = pids.index(261)
+cur = pids[:i] + [261] * n_img + pids[i + 1:]
+gen, margins = [], []
+for _ in range(6):
+    x = torch.tensor([cur])
+    with torch.no_grad():
+        lg = model(input_ids=x, pixel_values=px["pixel_values"].float(), image_grid_thw=px["image_grid_thw"],
+                   mm_token_type_ids=(x == 261).int()).logits[0, -1]
+    top = torch.topk(lg, 2)
+    margins.append(float(top.values[0] - top.values[1]))
+    gen.append(int(top.indices[0]))
+    cur.append(gen[-1])
+with open(os.path.join(root, "qwen2vl", "image_generate.txt"), "w") as f:
+    f.write("# greedy ids after the prompt (transformers), then each step's top-2 logit margin\n")
+    f.write(" ".join(map(str, gen)) + "\n")
+    f.write(" ".join(f"{m:.4f}" for m in margins) + "\n")
+print("greedy", gen, "margins", margins)

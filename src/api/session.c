@@ -397,7 +397,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         int stop = 0;
         if (n_pending + plen <= sizeof buf) {
             memcpy(buf, pending, n_pending);
-            memcpy(buf + n_pending, piece, plen);
+            if (plen) memcpy(buf + n_pending, piece, plen); /* an id past the tokenizer's (padded vocab): no piece */
             size_t total = n_pending + plen, ok = utf8_complete(buf, total);
             if (cb) stop = cb(user, tok, buf, ok);
             n_pending = total - ok;

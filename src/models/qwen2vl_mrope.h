@@ -1,5 +1,6 @@
 /* Qwen2-VL / Qwen2.5-VL M-RoPE on the LLM side, the parts that are pure
-   arithmetic (the decoder does not use them yet: docs/vision.md):
+   arithmetic (api/session_image.c and the CLI's --image use them; the
+   rotation itself is the graph's ROPE op with mrope sections):
    - the <|image_pad|> expansion transformers' processor does: each pad
      token of a prompt becomes grid_h * grid_w / merge^2 of them, one per
      vision embedding;

@@ -44,6 +44,11 @@ const char *cli_value(int argc, char **argv, int *i);
 char *cli_read_file(const char *path, size_t *len);
 /* Prints "mllm: <what>: <status> (<detail>)" to stderr, returns 1. */
 int cli_fail(const char *what, mllm_status st);
+/* --image (cli_image.c): runs model_dir's Qwen2.5-VL vision tower on the
+   image and evaluates ids (one <|image_pad|>, expanded here) with its rows;
+   *n_eval gets the tokens evaluated. 0 on success, else 1 (message printed). */
+int cli_image_eval(mllm_model *m, mllm_session *s, const char *model_dir, const char *image, int threads,
+                   const int32_t *ids, size_t n, size_t *n_eval);
 
 /* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,
    --no-lookup, --speculative, --no-speculative. */

@@ -56,6 +56,9 @@ static void run_usage(FILE *f) {
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
             "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
             "      --ids-out FILE    write prompt and generated token ids, one per line\n"
+            "      --image FILE      an image (PNG, JPEG, BMP, GIF) for a Qwen2.5-VL Hugging Face\n"
+            "                        folder: placed before the prompt in the chat template's\n"
+            "                        user turn (docs/vision.md)\n"
             "  -h, --help            this help\n"
             "\n"
             "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n",
@@ -105,7 +108,7 @@ static bool has_control_token(const mllm_model *m, const int32_t *ids, size_t n)
 
 /* {"messages": [{"role": "system", ...}, {"role": "user", "content": prompt}],
    "add_generation_prompt": prompt != NULL} as JSON. */
-static char *conversation(const char *system, const char *prompt) {
+static char *conversation(const char *system, const char *prompt, bool image) {
     cJSON *a = cJSON_CreateArray();
     if (system) {
         cJSON *sm = cJSON_CreateObject();
@@ -116,7 +119,17 @@ static char *conversation(const char *system, const char *prompt) {
     if (prompt) {
         cJSON *u = cJSON_CreateObject();
         cJSON_AddStringToObject(u, "role", "user");
-        cJSON_AddStringToObject(u, "content", prompt);
+        if (image) { /* content parts, as OpenAI's and transformers' processors give them: the image, then the text */
+            cJSON *parts = cJSON_CreateArray(), *pi = cJSON_CreateObject(), *pt = cJSON_CreateObject();
+            cJSON_AddStringToObject(pi, "type", "image");
+            cJSON_AddStringToObject(pt, "type", "text");
+            cJSON_AddStringToObject(pt, "text", prompt);
+            cJSON_AddItemToArray(parts, pi);
+            cJSON_AddItemToArray(parts, pt);
+            cJSON_AddItemToObject(u, "content", parts);
+        } else {
+            cJSON_AddStringToObject(u, "content", prompt);
+        }
         cJSON_AddItemToArray(a, u);
     }
     /* The system turn alone (no prompt) is rendered without the assistant's
@@ -151,7 +164,7 @@ int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     bool exact = false;
     int kv_type = MLLM_KV_CONTIGUOUS;
-    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL;
+    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL, *image = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
     int32_t bias_ids[RUN_MAX_LOGIT_BIAS];
@@ -195,9 +208,11 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--ids-out")) { VAL(); ids_out = v; }
         else if (!strcmp(a, "--ignore-eos")) ignore_eos = true;
         else if (!strcmp(a, "--no-bos")) no_bos = true;
+        else if (!strcmp(a, "--image")) { VAL(); image = v; }
         else { fprintf(stderr, "mllm run: unknown option '%s' (try mllm run --help)\n", a); return 2; }
 #undef VAL
     }
+    if (image && raw) { fprintf(stderr, "mllm run: --image goes in the chat template's user turn, and --raw turns it off\n"); return 2; }
     if (!model) { fprintf(stderr, "mllm run: -m MODEL is required (try mllm run --help)\n"); return 2; }
     if (!prompt && !pfile) { fprintf(stderr, "mllm run: -p PROMPT or -f FILE is required\n"); return 2; }
     if (raw && system) { fprintf(stderr, "mllm run: --system needs the chat template, and --raw turns it off\n"); return 2; }
@@ -246,8 +261,10 @@ int cmd_run(int argc, char **argv) {
     if (!ids || (st = mllm_tokenize(m, ptext, len, !no_bos, ids, n, &n)) != MLLM_OK) { cli_fail("cannot tokenize", st); goto done; }
     /* Chat mode: the model has a template and the prompt is plain text. */
     bool chat = false;
-    if (!raw && !has_control_token(m, ids, n)) {
-        char *conv = conversation(system, ptext);
+    if (!raw && (image || !has_control_token(m, ids, n))) {
+        /* with --image the chat template places the image (Qwen2-VL's:
+           <|vision_start|><|image_pad|><|vision_end|> before the text) */
+        char *conv = conversation(system, ptext, image != NULL);
         size_t cn = 0;
         int32_t *cids = conv ? chat_ids(m, conv, &cn, &st) : NULL;
         free(conv);
@@ -257,7 +274,7 @@ int cmd_run(int argc, char **argv) {
             n = cn;
             chat = true;
             /* What a context shift keeps: the system turn. */
-            char *sys = system ? conversation(system, NULL) : NULL;
+            char *sys = system ? conversation(system, NULL, false) : NULL;
             size_t sn = 0;
             mllm_status sst;
             int32_t *sids = sys ? chat_ids(m, sys, &sn, &sst) : NULL;
@@ -269,6 +286,7 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
+    if (!chat && image) { fprintf(stderr, "mllm run: --image needs the model's chat template, and it has none\n"); goto done; }
     if (!chat && system) {
         fprintf(stderr, "mllm run: --system needs a chat template, and %s\n",
                 raw ? "--raw turns it off" : "this prompt holds special tokens or the model has none");
@@ -281,7 +299,9 @@ int cmd_run(int argc, char **argv) {
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) {
+    if (image) {
+        if (cli_image_eval(m, s, model, image, (int)threads, ids, n, &n)) goto done;
+    } else if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) {
         if (st == MLLM_ERR_CONTEXT_FULL)
             fprintf(stderr, "mllm run: the prompt is %zu tokens, more than the context of %d (raise -c)\n", n,
                     mllm_session_n_ctx(s));

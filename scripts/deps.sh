@@ -3,6 +3,8 @@
 # (only those missing; needs root or sudo).
 # libsndfile1-dev and libsamplerate0-dev: audio input (src/audio; Debian 12's
 # libsndfile 1.2.0 reads MP3). zlib1g-dev: Whisper's compression-ratio fallback.
+# libstb-dev: stb_image, the PNG/JPEG/BMP/GIF decoder of image input (src/image;
+# a header compiled into the library, tests also use its stb_image_write).
 # espeak-ng and sox: scripts/make-speech-clip.sh (the long Whisper clip).
 # chromium (about 80 MB to download, 350 MB installed) is only for the
 # chat page's browser test (tests/e2e/serve_webchat.sh, skipped without it).
@@ -11,7 +13,7 @@
 # source packages scripts/wasi-deps.sh builds for it. Its test runs under
 # node (18 or later; not installed here).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl)
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -85,6 +85,12 @@ struct mllm_session {
     mllm_timings timings;
     mllm_rows_graph *rows;  /* (MLLM_SPEC_MAX_DRAFT + 2) by T; NULL until the first verification */
     struct mllm_spec *spec; /* speculative decoding settings and state; NULL: the defaults */
+    /* M-RoPE (Qwen2-VL): rotation position = KV slot + rope_delta after an
+       image (whose tokens advance the rotation by less than their count);
+       image_end: the slot after the last image token, 0 if none (its
+       tokens cannot be recomputed from their ids). */
+    int rope_delta;
+    int image_end;
 };
 
 /* mllm_session_new on an existing pool (NULL: a pool of its own). */
@@ -100,6 +106,14 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
    to out ((n - first_out) x n_vocab floats): for perplexity. */
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
 double mllm_now_ms(void);
+/* Evaluates ids (after the cached ones) whose runs of image_token are the
+   grids' images, in order, each replaced by its rows of img_emb (n_img_rows
+   x n_embd: the vision tower's output, concatenated); positions by M-RoPE
+   (models/qwen2vl_mrope.h). The model must have M-RoPE sections. Logits of
+   the last token in s->logits. (session_image.c) */
+mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
+                                    const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
+                                    int merge);
 
 struct mllm_grammar {
     mllm_gram *gram;

@@ -29,6 +29,9 @@ static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, ml
         in->seq = mllm_graph_input_i32(g, T, "seq");
         in->table = mllm_graph_input_i32_2d(g, s->kv_max_blocks, 1, "block_table");
     }
+    const int32_t *mr = s->m->dec.cfg.mrope;
+    in->rope_pos = mr[0] || mr[1] || mr[2] ? mllm_graph_input_i32(g, 3 * (int64_t)T, "rope_pos") : NULL;
+    in->embd = NULL;
     *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, in, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
 }
@@ -48,6 +51,9 @@ static mllm_status set_inputs(mllm_session *s, const mllm_decoder_inputs *in, co
     memcpy(mllm_tensor_i32(in->ids), ids, (size_t)T * sizeof(int32_t));
     int32_t *pos = mllm_tensor_i32(in->pos);
     for (int i = 0; i < T; i++) pos[i] = s->n_past + i;
+    if (in->rope_pos) /* text: M-RoPE's three rows are equal */
+        for (int r = 0; r < 3; r++)
+            for (int i = 0; i < T; i++) mllm_tensor_i32(in->rope_pos)[r * T + i] = s->n_past + i + s->rope_delta;
     return MLLM_OK;
 }
 
@@ -177,6 +183,8 @@ MLLM_API void mllm_session_free(mllm_session *s) {
 MLLM_API void mllm_session_reset(mllm_session *s) {
     if (!s) return;
     s->n_past = 0;
+    s->rope_delta = 0;
+    s->image_end = 0;
     memset(&s->timings, 0, sizeof s->timings);
     mllm_spec_reset_stats(s->spec);
 }
@@ -329,6 +337,9 @@ MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size
     while (k < n && k < (size_t)s->n_past && s->tokens[k] == ids[k]) k++;
     /* The last token is always evaluated again so the logits belong to it. */
     if (k == n && n > 0) k = n - 1;
+    if (k < (size_t)s->image_end)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "the session holds an image at tokens below %d: it cannot be "
+                                              "recomputed from token ids (reset the session)", s->image_end);
     s->n_past = (int)k; /* cache rows past k are simply overwritten */
     if (n_reused) *n_reused = k;
     double t0 = mllm_now_ms();
@@ -457,7 +468,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         int stop = 0;
         if (n_pending + plen <= sizeof buf) {
             memcpy(buf, pending, n_pending);
-            memcpy(buf + n_pending, piece, plen);
+            if (plen) memcpy(buf + n_pending, piece, plen); /* an id past the tokenizer's (padded vocab): no piece */
             size_t total = n_pending + plen, ok = utf8_complete(buf, total);
             if (cb) stop = cb(user, tok, buf, ok);
             n_pending = total - ok;

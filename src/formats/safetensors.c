@@ -68,9 +68,13 @@ static mllm_status parse_entry(mllm_safetensors *s, const cJSON *e, uint64_t dat
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     if (!cJSON_IsArray(shape)) return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s': shape is not an array", s->path, name);
     int nd = cJSON_GetArraySize(shape);
-    if (nd > 4) return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has %d dimensions (at most 4)", s->path, name, nd);
+    if (nd > MLLM_ST_MAX_DIMS)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has %d dimensions (at most %d)", s->path, name, nd,
+                        MLLM_ST_MAX_DIMS);
     uint64_t n_el = 1;
-    t->n_dims = nd;
+    t->n_dims = nd < 4 ? nd : 4;
+    t->src_dims = nd;
+    int64_t fold = 1;
     for (int d = 0; d < 4; d++) t->ne[d] = 1;
     for (int d = 0; d < nd; d++) {
         uint64_t v;
@@ -81,8 +85,11 @@ static mllm_status parse_entry(mllm_safetensors *s, const cJSON *e, uint64_t dat
             return mllm_err(MLLM_ERR_FORMAT, "%s: tensor '%s': shape overflows", s->path, name);
         }
         n_el *= v;
-        t->ne[nd - 1 - d] = (int64_t)v;
+        /* dims past the 4th (a Conv3d kernel: out, in, t, h, w) fold into ne[3] */
+        if (nd - 1 - d < 4) t->ne[nd - 1 - d] = (int64_t)v;
+        else fold *= (int64_t)v;
     }
+    t->ne[3] *= fold;
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     uint64_t b = 0, en = 0;
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_u64(cJSON_GetArrayItem(offs, 0), &b) ||

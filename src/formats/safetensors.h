@@ -12,11 +12,17 @@
 typedef struct {
     char *name;        /* NUL-terminated, owned */
     int dtype;         /* mllm_dtype: F32, F16 or BF16 */
-    int n_dims;
-    int64_t ne[4];     /* reversed shape; unused dims are 1 */
+    int n_dims;        /* at most 4: see src_dims */
+    int64_t ne[4];     /* reversed shape; unused dims are 1; dims past the
+                          4th are multiplied into ne[3] */
     const void *data;  /* into the mapping */
     size_t size;       /* bytes */
+    int src_dims;      /* the file's rank (up to MLLM_ST_MAX_DIMS) */
 } mllm_st_tensor;
+
+/* Highest rank read. Qwen2.5-VL's patch embedding is a 5-D Conv3d kernel
+   [out, in, t, h, w]; ranks past 4 are folded into ne[3]. */
+#define MLLM_ST_MAX_DIMS 8
 
 typedef struct mllm_safetensors mllm_safetensors;
 

@@ -121,10 +121,24 @@ static void compute_rope(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     const mllm_rope_params *rp = t->pp;
     const mllm_tensor *x = t->src[0];
     int64_t D = t->ne[0], H = t->ne[1], T = t->ne[2];
-    float *cs = (float *)g->work + (size_t)ith * (size_t)rp->n_rot;
+    float *cs = (float *)g->work + (size_t)ith * 3 * (size_t)rp->n_rot;
     float *sn = cs + rp->n_rot / 2;
+    const int32_t *pos = t->src[1]->data;
+    const bool rows3 = t->src[1]->ne[0] == 3 * T;
+    const int s0 = rp->mrope[0], s01 = rp->mrope[0] + rp->mrope[1];
     for (int64_t tt = 0; tt < T; tt++) {
-        rope_table(rp, ((const int32_t *)t->src[1]->data)[tt], cs, sn);
+        if (rows3) {
+            /* M-RoPE: the tables of the height and width positions, then
+               each frequency taken from its section's table */
+            float *ch = cs + rp->n_rot, *sh = ch + rp->n_rot / 2;
+            rope_table(rp, pos[tt], cs, sn);
+            rope_table(rp, pos[T + tt], ch, sh);
+            for (int i = s0; i < s01 && i < rp->n_rot / 2; i++) cs[i] = ch[i], sn[i] = sh[i];
+            rope_table(rp, pos[2 * T + tt], ch, sh);
+            for (int i = s01; i < rp->n_rot / 2; i++) cs[i] = ch[i], sn[i] = sh[i];
+        } else {
+            rope_table(rp, pos[tt], cs, sn);
+        }
         for (int64_t h = ith; h < H; h += nth) {
             float *dst = (float *)t->data + (tt * H + h) * D;
             memcpy(dst, (const float *)x->data + (tt * H + h) * D, (size_t)D * sizeof(float));
@@ -259,7 +273,7 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
         if (tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
         return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
     }
-    case MLLM_OP_ROPE: return (size_t)nth * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
+    case MLLM_OP_ROPE: return (size_t)nth * 3 * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
     case MLLM_OP_ATTENTION:
         return (size_t)nth * ATTN_TB *
                ((size_t)MLLM_KV_CAP(((const mllm_kv_layer *)t->pp)->n_ctx) + (size_t)t->src[0]->ne[0]) * sizeof(float);

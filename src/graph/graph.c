@@ -59,6 +59,15 @@ mllm_tensor *mllm_graph_input_i32_2d(mllm_graph *g, int64_t ne0, int64_t ne1, co
     return t;
 }
 
+mllm_tensor *mllm_graph_input_f32(mllm_graph *g, int64_t ne0, int64_t ne1, const char *name) {
+    if (ne0 < 1 || ne1 < 1) { g->failed = true; return NULL; }
+    int64_t ne[2] = {ne0, ne1};
+    void *data = mllm_arena_alloc(&g->arena, (size_t)(ne0 * ne1) * sizeof(float));
+    if (!data) { g->failed = true; return NULL; }
+    memset(data, 0, (size_t)(ne0 * ne1) * sizeof(float));
+    return mllm_tensor_wrap(g, MLLM_DTYPE_F32, 2, ne, data, name);
+}
+
 int64_t mllm_tensor_nelements(const mllm_tensor *t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
@@ -221,7 +230,11 @@ mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_
 
 mllm_tensor *mllm_op_rope(mllm_graph *g, mllm_tensor *x, mllm_tensor *pos, const mllm_rope_params *rp) {
     if (!x) return NULL;
-    if (!is_i32_vector(pos) || pos->ne[0] != x->ne[2]) { g->failed = true; return NULL; }
+    const bool mrope = rp->mrope[0] || rp->mrope[1] || rp->mrope[2];
+    if (!is_i32_vector(pos) || (pos->ne[0] != x->ne[2] && !(mrope && pos->ne[0] == 3 * x->ne[2]))) {
+        g->failed = true;
+        return NULL;
+    }
     mllm_tensor *t = node(g, MLLM_OP_ROPE, 4, x->ne, "rope");
     if (!t) return NULL;
     t->src[0] = x;

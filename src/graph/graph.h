@@ -86,6 +86,11 @@ typedef struct {
        frequency, above corr[1] are interpolated by freq_scale, a ramp
        between; cos/sin are scaled by attn_factor * (1 + 0.1 ln(1/freq_scale)). */
     float ext_factor, attn_factor, corr[2];
+    /* M-RoPE (Qwen2-VL): frequencies [0, s0) turn with the temporal
+       position, [s0, s0 + s1) the height, the rest the width; the
+       positions input then holds 3 rows of T (or T: all rows equal).
+       All 0: plain RoPE. */
+    int32_t mrope[3];
 } mllm_rope_params;
 
 typedef enum { MLLM_MODE_EAGER = 0, MLLM_MODE_TRACE = 1 } mllm_mode;
@@ -115,6 +120,8 @@ void mllm_graph_reset(mllm_graph *g);
 mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name);
 /* A 2-D one (ne0 x ne1, ne0 fastest): block tables. */
 mllm_tensor *mllm_graph_input_i32_2d(mllm_graph *g, int64_t ne0, int64_t ne1, const char *name);
+/* The same for an F32 matrix of ne0 x ne1 values (input embeddings). */
+mllm_tensor *mllm_graph_input_f32(mllm_graph *g, int64_t ne0, int64_t ne1, const char *name);
 static inline int32_t *mllm_tensor_i32(mllm_tensor *t) { return (int32_t *)t->data; }
 /* Trace mode: places every activation in one buffer, reusing the memory of
    tensors after their last reader (outputs are kept). Returns false on

@@ -3,6 +3,7 @@
 mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const mllm_decoder_layer *L, mllm_tensor *x,
                                   const mllm_decoder_inputs *in, const mllm_kv_layer *kv, const mllm_kv_paged *pkv) {
     mllm_tensor *pos = in->pos;
+    mllm_tensor *rope_pos = in->rope_pos ? in->rope_pos : in->pos; /* M-RoPE's 3 rows, or the positions */
     const int64_t T = x ? x->ne[1] : 0, D = c->head_dim, H = c->n_head, Hkv = c->n_head_kv;
     mllm_tensor *h = mllm_op_rmsnorm(g, x, L->attn_norm, c->rms_eps);
     mllm_tensor *q = mllm_op_matmul(g, L->wq, h, L->bq);
@@ -16,8 +17,8 @@ mllm_tensor *mllm_block_attention(mllm_graph *g, const mllm_hparams *c, const ml
         k = mllm_op_rmsnorm(g, k, L->k_norm, c->rms_eps);
     }
     if (L->rope) {
-        q = mllm_op_rope(g, q, pos, L->rope);
-        k = mllm_op_rope(g, k, pos, L->rope);
+        q = mllm_op_rope(g, q, rope_pos, L->rope);
+        k = mllm_op_rope(g, k, rope_pos, L->rope);
     }
     mllm_tensor *a;
     if (pkv) {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -29,9 +30,22 @@ mllm_status mllm_model_bind_tensor(mllm_graph *wg, size_t *n_params, const mllm_
     if (!tr || !tr->supported)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s, which this build cannot compute",
                         f->path, name, mllm_dtype_name(w->dtype));
-    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vector '%s' must be f32, not %s", f->path, name,
+    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32 && w->dtype != MLLM_DTYPE_F16 && w->dtype != MLLM_DTYPE_BF16)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vector '%s' must be f32, f16 or bf16, not %s", f->path, name,
                         mllm_dtype_name(w->dtype));
+    if (n_dims == 1 && w->dtype != MLLM_DTYPE_F32) {
+        /* Hugging Face checkpoints keep norms and biases in bf16 / f16 like
+           everything else; the kernels read vectors as f32, so these few
+           are widened once into the weight graph's arena (exact: both
+           formats are subsets of f32). */
+        float *v = mllm_arena_alloc(&wg->arena, (size_t)ne0 * sizeof(float));
+        if (!v) return mllm_err(MLLM_ERR_NOMEM, "out of memory widening '%s'", name);
+        mllm_cpu_to_float((mllm_dtype)w->dtype, w->data, v, ne0);
+        *out = mllm_tensor_wrap(wg, MLLM_DTYPE_F32, 1, &ne0, v, name);
+        if (!*out) return mllm_err(MLLM_ERR_NOMEM, "out of memory binding '%s'", name);
+        *n_params += (size_t)ne0;
+        return MLLM_OK;
+    }
     if (n_dims == 2 && mllm_dtype_get(tr->vec_dot_type) &&
         mllm_dtype_row_size(tr->vec_dot_type, ne0) == 0)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor '%s': row length %lld is not a multiple of %s's block",
@@ -75,6 +89,7 @@ static void rope_params(const mllm_hparams *c, float theta, bool scaled, mllm_ro
     rp->n_rot = c->n_rot;
     rp->neox = c->rope_neox;
     rp->theta_scale = powf(theta, -2.0f / (float)c->n_rot);
+    memcpy(rp->mrope, c->mrope, sizeof rp->mrope);
     const bool lin = c->rope_scaling == MLLM_ROPE_SCALING_LINEAR || c->rope_scaling == MLLM_ROPE_SCALING_YARN;
     rp->freq_scale = scaled && lin && c->rope_factor > 0 ? 1.0f / c->rope_factor : 1.0f;
     if (scaled && c->rope_scaling == MLLM_ROPE_SCALING_YARN) {
@@ -162,8 +177,9 @@ void mllm_decoder_release(mllm_decoder *m) {
 static mllm_tensor *run_layers(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
                                const mllm_decoder_inputs *in) {
     const mllm_hparams *c = &m->cfg;
-    mllm_tensor *x = mllm_op_get_rows(g, m->tok_embd, in->ids);
-    if (c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
+    /* input embeddings (images) replace the token lookup, already scaled */
+    mllm_tensor *x = in->embd ? in->embd : mllm_op_get_rows(g, m->tok_embd, in->ids);
+    if (!in->embd && c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);
     for (int l = 0; l < c->n_layer && x; l++) {
         const mllm_decoder_layer *L = &m->layers[l];
         mllm_tensor *a = mllm_block_attention(g, c, L, x, in, in->paged ? NULL : &kv[l],

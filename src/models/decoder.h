@@ -43,14 +43,18 @@ void mllm_decoder_release(mllm_decoder *m);
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
 
 /* The graph's inputs: T token ids and their T positions, I32 tensors
-   (mllm_graph_input_i32) the caller fills before executing. With `paged`
-   NULL, K/V live in the contiguous kv layers of the call (one sequence,
-   consecutive positions). With `paged` (n_layer layers of a src/kv pool),
-   they live in blocks: seq gives each token's sequence (T), table the
-   block tables (max_blocks x n_seq), and tokens of several sequences may
-   share one call (mllm_op_attention_paged). */
+   (mllm_graph_input_i32) the caller fills before executing. rope_pos
+   (NULL: pos): the rotation's positions, 3 rows of T for M-RoPE
+   (Qwen2-VL), where they differ from the KV slots. embd (NULL: looked up
+   from ids): E x T input embeddings (an image's rows among the tokens').
+   With `paged` NULL, K/V live in the contiguous kv layers of the call (one
+   sequence, consecutive positions). With `paged` (n_layer layers of a
+   src/kv pool), they live in blocks: seq gives each token's sequence (T),
+   table the block tables (max_blocks x n_seq), and tokens of several
+   sequences may share one call (mllm_op_attention_paged). */
 typedef struct {
     mllm_tensor *ids, *pos;
+    mllm_tensor *rope_pos, *embd;
     const mllm_kv_paged *paged;
     mllm_tensor *seq, *table;
 } mllm_decoder_inputs;

@@ -46,6 +46,9 @@ static mllm_status read_rope_scaling(const mllm_meta *m, const char *a, const ch
     c->yarn_beta_slow = 1.0f;
     mllm_status st;
     if (!type || !strcmp(type, "none") || !strcmp(type, "default")) return MLLM_OK;
+    /* Qwen2-VL's M-RoPE: on text its three position rows are equal, the
+       plain rotation (images are not fed to the decoder yet) */
+    if (!strcmp(type, "mrope")) return MLLM_OK;
     if ((st = mllm_hp_float(m, a, "rope.scaling.factor", path, &c->rope_factor))) return st;
     if (!strcmp(type, "linear")) {
         c->rope_scaling = MLLM_ROPE_SCALING_LINEAR;

@@ -66,6 +66,7 @@ typedef struct {
     bool tied_embd;       /* no output.weight: logits use token_embd */
     int32_t n_token_types; /* BERT: rows of token_types.weight (type_vocab_size) */
     uint8_t layer_flags[MLLM_MAX_LAYERS];
+    int32_t mrope[3];     /* Qwen2-VL M-RoPE sections (frequency counts), or 0 0 0 */
 } mllm_hparams;
 
 /* The attention spec of layer l. */

@@ -23,6 +23,48 @@ const mllm_arch mllm_arch_qwen2 = {
     .rope_neox = true,
 };
 
+/* Qwen2-VL / Qwen2.5-VL's language model: Qwen2 with M-RoPE. With text
+   alone M-RoPE's three position rows are equal, which is Qwen2's rotation,
+   so a text prompt runs exactly; with images the session feeds the vision
+   tower's embeddings and M-RoPE's three rows (mllm_session_eval_image,
+   docs/vision.md). The visual.* tensors stay unused under their HF names.
+   llama.cpp names the text GGUF of both "qwen2vl". */
+static const mllm_name_pair k_qwen2vl_keys[] = {
+    {"rope_scaling.mrope_section", "rope.dimension_sections"},
+    {"rope_parameters.mrope_section", "rope.dimension_sections"}, /* transformers >= 5 */
+    {NULL, NULL},
+};
+
+/* The M-RoPE sections (llama.cpp's GGUF key has a 4th, 0): they must
+   cover the rotated half exactly. */
+static mllm_status qwen2vl_read(const mllm_meta *m, const char *path, mllm_hparams *hp) {
+    const mllm_meta_entry *e = mllm_meta_find(m, "qwen2vl.rope.dimension_sections");
+    if (!e) return MLLM_OK;
+    if (e->type != MLLM_META_ARR_NUM || e->len < 3 || e->len > 4)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: mrope_section must be 3 numbers", path);
+    int sum = 0;
+    for (int i = 0; i < 3; i++) {
+        double v = e->num[i];
+        if (v < 0 || v > 4096 || v != (int)v) return mllm_err(MLLM_ERR_FORMAT, "%s: mrope_section[%d] = %g", path, i, v);
+        hp->mrope[i] = (int32_t)v;
+        sum += (int)v;
+    }
+    if (sum != hp->n_rot / 2)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: mrope_section sums to %d, the rotated half is %d", path, sum,
+                        hp->n_rot / 2);
+    return MLLM_OK;
+}
+
+const mllm_arch mllm_arch_qwen2vl = {
+    .name = "qwen2vl",
+    .hf_types = "qwen2_5_vl qwen2_vl qwen2_5_vl_text qwen2_vl_text",
+    .hf_classes = "Qwen2_5_VLForConditionalGeneration Qwen2VLForConditionalGeneration",
+    .family = "llama",
+    .rope_neox = true,
+    .hf_keys = k_qwen2vl_keys,
+    .read = qwen2vl_read,
+};
+
 const mllm_arch mllm_arch_qwen3 = {
     .name = "qwen3",
     .hf_types = "qwen3",

@@ -6,11 +6,11 @@
 #include "core/error.h"
 #include "formats/hf_config.h"
 
-extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3,
+extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen2vl, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3,
     mllm_arch_bert;
 
 static const mllm_arch *const k_rows[] = {
-    &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3, &mllm_arch_bert,
+    &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen2vl, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3, &mllm_arch_bert,
 };
 #define N_ROWS (sizeof k_rows / sizeof *k_rows)
 

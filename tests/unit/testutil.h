@@ -22,6 +22,9 @@ struct mllm_model;
 struct mllm_model *tu_load_env(const char *var, int exact);
 /* Path under tests/data (always present in the repo). */
 const char *tu_data(const char *rel);
+/* The same in one of 16 rotating static buffers (nothing to free; at most
+   16 live at once). */
+const char *tu_datap(const char *rel);
 /* Normalised MSE: sum((a-b)^2) / sum(b^2) (b is the reference). */
 double tu_nmse(const float *a, const float *ref, size_t n);
 /* Reads a whole file; NULL if it cannot. *len gets the size. */

@@ -1,0 +1,94 @@
+/* A prompt with images for an M-RoPE model (Qwen2-VL / Qwen2.5-VL): the
+   token rows looked up here, each image token's row taken from the vision
+   tower's output instead, M-RoPE's three position rows, and the rotation
+   offset the text after the images keeps (mllm_session_eval_image,
+   internal.h). Prefill in chunks like mllm_session_eval. */
+#include <string.h>
+#include "api/internal.h"
+#include "backends/cpu/kernels.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "models/qwen2vl_mrope.h"
+
+#define IMAGE_CHUNK 512
+
+mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
+                                    const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
+                                    int merge) {
+    if (!s || !ids || !n || !img_emb || !grids_thw || n_grids < 1 || n_grids > 64)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "eval_image: bad arguments");
+    const mllm_decoder *d = &s->m->dec;
+    const mllm_hparams *c = &d->cfg;
+    if (s->kvp)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "images with a paged KV cache (kv_type) are not supported yet; "
+                                              "use the contiguous cache");
+    if (!(c->mrope[0] || c->mrope[1] || c->mrope[2]))
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s has no M-RoPE sections: it does not take images", c->arch);
+    if ((size_t)s->n_past + n > (size_t)s->n_ctx)
+        return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %zu new tokens > n_ctx %d", s->n_past, n,
+                        s->n_ctx);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->n_vocab)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], c->n_vocab);
+    mllm_qwen2vl_grid grids[64];
+    for (int k = 0; k < n_grids; k++) grids[k] = (mllm_qwen2vl_grid){grids_thw[3 * k], grids_thw[3 * k + 1], grids_thw[3 * k + 2]};
+    const int64_t E = c->n_embd;
+    int32_t *pos3 = mllm_malloc(3 * n * sizeof(int32_t));
+    if (!pos3) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    int64_t next = 0;
+    mllm_status st = mllm_qwen2vl_mrope_positions(ids, (int64_t)n, image_token, grids, n_grids, merge, pos3, &next);
+    int64_t n_img = 0, last_img = -1;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == image_token) n_img++, last_img = (int64_t)i;
+    if (!st && n_img != n_img_rows)
+        st = mllm_err(MLLM_ERR_INVALID_ARG, "%lld image tokens for %lld embedding rows", (long long)n_img,
+                      (long long)n_img_rows);
+    const int base = s->n_past + s->rope_delta; /* where the rotation stands */
+    int64_t img_row = 0;
+    for (size_t done = 0; !st && done < n;) {
+        const int T = (int)(n - done > IMAGE_CHUNK ? IMAGE_CHUNK : n - done);
+        mllm_graph g;
+        mllm_graph_init(&g, MLLM_MODE_TRACE, s->pool, 256 * 1024);
+        g.exact = s->m->exact;
+        mllm_decoder_inputs in = {0};
+        in.ids = mllm_graph_input_i32(&g, T, "ids");
+        in.pos = mllm_graph_input_i32(&g, T, "pos");
+        in.rope_pos = mllm_graph_input_i32(&g, 3 * (int64_t)T, "rope_pos");
+        in.embd = mllm_graph_input_f32(&g, E, T, "embd");
+        mllm_tensor *logits = in.embd ? mllm_decoder_forward(&g, d, s->kv, &in, T - 1) : NULL;
+        if (!logits || !mllm_graph_plan(&g, &logits, 1)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
+        for (int i = 0; !st && i < T; i++) {
+            const size_t t = done + (size_t)i;
+            mllm_tensor_i32(in.ids)[i] = ids[t];
+            mllm_tensor_i32(in.pos)[i] = s->n_past + i;
+            for (int r = 0; r < 3; r++) mllm_tensor_i32(in.rope_pos)[r * T + i] = base + pos3[(size_t)r * n + t];
+            float *row = (float *)in.embd->data + (size_t)i * E;
+            if (ids[t] == image_token) {
+                memcpy(row, img_emb + (size_t)img_row++ * E, (size_t)E * sizeof(float));
+            } else {
+                const mllm_tensor *te = d->tok_embd;
+                mllm_cpu_get_row((mllm_dtype)te->dtype, te->data, te->nb[1], E, ids[t], row);
+                for (int64_t e = 0; c->embd_scale != 1.0f && e < E; e++) row[e] *= c->embd_scale;
+            }
+        }
+        if (!st) {
+            mllm_graph_execute(&g);
+            if (g.failed) st = mllm_err(MLLM_ERR_NOMEM, "out of memory while computing");
+        }
+        if (!st) st = mllm_model_file_check_intact(s->m->file);
+        if (!st) {
+            memcpy(s->tokens + s->n_past, ids + done, (size_t)T * sizeof(int32_t));
+            s->n_past += T;
+            memcpy(s->logits, logits->data, (size_t)c->n_vocab * sizeof(float));
+        }
+        mllm_graph_free(&g);
+        done += (size_t)T;
+    }
+    if (!st) {
+        /* text after these tokens turns from base + next on */
+        s->rope_delta = (int)(base + next - s->n_past);
+        if (last_img >= 0) s->image_end = s->n_past - (int)(n - 1 - (size_t)last_img);
+    }
+    mllm_free(pos3);
+    return st;
+}

@@ -1,0 +1,33 @@
+/* Inside the Qwen2.5-VL vision tower: the weights (qwen2vl_vision_load.c)
+   and the forward pass (qwen2vl_vision.c). */
+#ifndef MLLM_MODELS_QWEN2VL_VISION_INTERNAL_H
+#define MLLM_MODELS_QWEN2VL_VISION_INTERNAL_H
+#include "core/threadpool.h"
+#include "formats/safetensors.h"
+#include "models/qwen2vl_vision.h"
+
+typedef struct {
+    const void *w;      /* n_out rows of n_in values, in the mapping */
+    int dtype;          /* F32, F16 or BF16 */
+    size_t row_bytes;
+    int64_t n_in, n_out;
+    float *b;           /* n_out floats (owned) or NULL */
+} qv_linear;
+
+typedef struct {
+    float *norm1, *norm2; /* hidden floats each (owned) */
+    qv_linear qkv, proj, gate, up, down;
+} qv_block;
+
+struct mllm_qwen2vl_vision {
+    mllm_qwen2vl_vision_config c;
+    mllm_safetensors *st;
+    qv_linear patch;      /* hidden x (3 * temporal * patch^2), no bias */
+    qv_block *blocks;
+    float *merge_norm;    /* hidden */
+    qv_linear mlp0, mlp2; /* 4 hidden -> 4 hidden -> out_hidden */
+    mllm_pool *pool;
+    mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
+};
+
+#endif

@@ -3,14 +3,15 @@
    (SMMLA), each run where the CPU has it (under qemu: QEMU_CPU=max has all
    three, cortex-a57 only NEON; scripts/test.sh runs both). Odd sizes
    throughout. Bounds:
-     quantized dots (q8_0, q4_0, q4_1, q4_K, q5_K, q6_K) and the i8mm
+     quantized dots (q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, q6_K) and the i8mm
        matmuls: equal to the generic result bit for bit (exact int32 block
        sums, the generic float steps in the generic order), so NMSE 0;
      float dots (f32, f16, bf16): NMSE < 1e-10 vs generic (4-lane order);
      ops: rmsnorm, silu_mul, gelu_mul, softmax, rope, dot, axpy: NMSE < 1e-12
        vs generic, add exact; gelu_erf NMSE < 1e-12 on [-10, 10]; the NEON
        expf: max relative error < 5e-7 vs exp() on [-87, 88];
-     activation quantizers (q8_0, q8_1, q8_K32, f16): the generic bytes.
+     activation quantizers (q8_0, q8_1, q8_K32, f16): the generic bytes;
+     f16 / bf16 row widening: to_float's values exactly.
    On other architectures the test prints SKIPPED. */
 #include <math.h>
 #include <stdio.h>
@@ -58,8 +59,9 @@ static void *make_row(mllm_dtype t, int64_t n, uint64_t seed, bool act) {
     return q;
 }
 
-static const mllm_dtype k_int_types[] = {MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1,
-                                         MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
+static const mllm_dtype k_int_types[] = {MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0,
+                                         MLLM_DTYPE_Q5_1, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
+enum { N_INT = sizeof k_int_types / sizeof k_int_types[0] };
 static const mllm_dtype k_float_types[] = {MLLM_DTYPE_F32, MLLM_DTYPE_F16, MLLM_DTYPE_BF16};
 
 static void test_vec_dots(void **state) {
@@ -70,9 +72,9 @@ static void test_vec_dots(void **state) {
             printf("SKIPPED %s: this CPU does not have it\n", k_variants[v].name);
             continue;
         }
-        for (size_t ti = 0; ti < 6 + 3; ti++) {
-            const bool q = ti < 6;
-            const mllm_dtype t = q ? k_int_types[ti] : k_float_types[ti - 6];
+        for (size_t ti = 0; ti < N_INT + 3; ti++) {
+            const bool q = ti < N_INT;
+            const mllm_dtype t = q ? k_int_types[ti] : k_float_types[ti - N_INT];
             const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type;
             const int bs = mllm_dtype_get(t)->block_size;
             const int lens_q[] = {1, 3, 7, 17}, lens_f[] = {1, 3, 5, 17, 33, 1001};
@@ -100,7 +102,7 @@ static void test_vec_dots(void **state) {
                 }
             }
         }
-        printf("%s: vec_dot of q8_0 q4_0 q4_1 q4_K q5_K q6_K (bit-equal) f32 f16 bf16 (nmse < 1e-10) ok\n",
+        printf("%s: vec_dot of q8_0 q4_0 q4_1 q5_0 q5_1 q4_K q5_K q6_K (bit-equal) f32 f16 bf16 (nmse < 1e-10) ok\n",
                k_variants[v].name);
         ran++;
     }
@@ -247,6 +249,17 @@ static void test_quantizers(void **state) {
         assert_memory_equal(a, b, sz);
     }
     printf("neon activation quantizers: q8_0 q8_1 q8_K32 f16 give the generic bytes\n");
+    /* f16 / bf16 widening: to_float's values exactly, odd length */
+    const mllm_dtype wide[] = {MLLM_DTYPE_F16, MLLM_DTYPE_BF16};
+    for (int wi = 0; wi < 2; wi++) {
+        const int64_t n = 1001;
+        mllm_cpu_type_get(wide[wi])->from_float(v, a, n);
+        float *fg = malloc((size_t)n * 4), *fn = malloc((size_t)n * 4);
+        mllm_cpu_type_get(wide[wi])->to_float(a, fg, n);
+        mllm_widen_row_neon(wide[wi], a, fn, n);
+        assert_memory_equal(fg, fn, (size_t)n * 4);
+        free(fg), free(fn);
+    }
     free(v), free(a), free(b);
 }
 

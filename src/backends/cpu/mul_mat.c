@@ -147,6 +147,12 @@ void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n) {
         return;
     }
 #endif
+#if MLLM_HAVE_ARM_KERNELS
+    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && mllm_cpu_isa_is_arm(mllm_cpu_isa_get())) {
+        mllm_widen_row_neon(t, src, dst, n);
+        return;
+    }
+#endif
     if (t == MLLM_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
     else mllm_cpu_type_get(t)->to_float(src, dst, n);
 }

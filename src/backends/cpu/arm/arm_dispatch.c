@@ -1,7 +1,7 @@
 /* Which arm64 kernel runs for each dtype on each NEON path: SDOT kernels
    from neon-dotprod up, SMMLA tiles (q8_0, q4_0 matmuls) on neon-i8mm.
-   Dtypes without an entry (q5_0, q5_1, q8_1 and q8_K rows, mxfp4, w4a32,
-   the packed x8 layouts) run the generic C kernels on every NEON path. */
+   Dtypes without an entry (q8_1 and q8_K rows, mxfp4, w4a32, the packed x8
+   layouts) run the generic C kernels on every NEON path. */
 #include "backends/cpu/arm/arm_kernels.h"
 
 mllm_vec_dot_fn mllm_vec_dot_arm(mllm_dtype t, mllm_cpu_isa isa) {
@@ -13,6 +13,8 @@ mllm_vec_dot_fn mllm_vec_dot_arm(mllm_dtype t, mllm_cpu_isa isa) {
     case MLLM_DTYPE_Q8_0: return dp ? mllm_vec_dot_q8_0_dotprod : mllm_vec_dot_q8_0_neon;
     case MLLM_DTYPE_Q4_0: return dp ? mllm_vec_dot_q4_0_dotprod : mllm_vec_dot_q4_0_neon;
     case MLLM_DTYPE_Q4_1: return dp ? mllm_vec_dot_q4_1_dotprod : mllm_vec_dot_q4_1_neon;
+    case MLLM_DTYPE_Q5_0: return dp ? mllm_vec_dot_q5_0_dotprod : mllm_vec_dot_q5_0_neon;
+    case MLLM_DTYPE_Q5_1: return dp ? mllm_vec_dot_q5_1_dotprod : mllm_vec_dot_q5_1_neon;
     case MLLM_DTYPE_Q4_K: return dp ? mllm_vec_dot_q4_k_dotprod : mllm_vec_dot_q4_k_neon;
     case MLLM_DTYPE_Q5_K: return dp ? mllm_vec_dot_q5_k_dotprod : mllm_vec_dot_q5_k_neon;
     case MLLM_DTYPE_Q6_K: return dp ? mllm_vec_dot_q6_k_dotprod : mllm_vec_dot_q6_k_neon;

@@ -15,6 +15,8 @@ const mllm_cpu_ops *mllm_cpu_ops_neon(void);
 mllm_vec_dot_fn mllm_vec_dot_arm(mllm_dtype t, mllm_cpu_isa isa);
 /* mllm_cpu_quantize_row for the activation types; false: not handled here. */
 bool mllm_quantize_row_arm(mllm_dtype t, const float *x, void *y, int64_t n);
+/* n f16 or bf16 values (t) widened to f32, unaligned src: to_float's values. */
+void mllm_widen_row_neon(mllm_dtype t, const void *src, float *dst, int64_t n);
 /* Blocked matmul, mllm_cpu_mul_mat's contract; false: no kernel for wt. */
 bool mllm_mul_mat_arm(mllm_cpu_isa isa, mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                       size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
@@ -29,6 +31,8 @@ void mllm_vec_dot_bf16_neon(int n, float *s, const void *x, const void *y);
     void mllm_vec_dot_q8_0_##v(int n, float *s, const void *x, const void *y); \
     void mllm_vec_dot_q4_0_##v(int n, float *s, const void *x, const void *y); \
     void mllm_vec_dot_q4_1_##v(int n, float *s, const void *x, const void *y); \
+    void mllm_vec_dot_q5_0_##v(int n, float *s, const void *x, const void *y); \
+    void mllm_vec_dot_q5_1_##v(int n, float *s, const void *x, const void *y); \
     void mllm_vec_dot_q4_k_##v(int n, float *s, const void *x, const void *y); \
     void mllm_vec_dot_q5_k_##v(int n, float *s, const void *x, const void *y); \
     void mllm_vec_dot_q6_k_##v(int n, float *s, const void *x, const void *y);

@@ -1,5 +1,6 @@
 /* NEON activation quantizers (q8_0 / q8_1 / q8_K32 as llama.cpp's run-time
-   ones, and f16): the same bytes as the generic ones. amax through FMAXNM
+   ones, and f16): the same bytes as the generic ones; and f16 / bf16 rows
+   widened to f32 (exact conversions, the same values as to_float). amax through FMAXNM
    (fmaxf's NaN rule), x * id rounded by FCVTNS (to nearest even, = rintf in
    the default rounding mode), f16 by FCVTN (round to nearest even, = the
    exact conversion of mllm_row_float_to_f16). */
@@ -55,6 +56,16 @@ static void f32_to_f16(const float *src, void *dst, int64_t n) {
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
     if (i < n) mllm_row_float_to_f16(src + i, y + i, n - i);
+}
+
+void mllm_widen_row_neon(mllm_dtype t, const void *src, float *dst, int64_t n) {
+    const uint16_t *x = src;
+    int64_t i = 0;
+    if (t == MLLM_DTYPE_F16)
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, neon_load_f16x4(x + i));
+    else
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, neon_load_bf16x4(x + i));
+    for (; i < n; i++) dst[i] = t == MLLM_DTYPE_F16 ? mllm_f16_to_f32(x[i]) : mllm_bf16_to_f32(x[i]);
 }
 
 bool mllm_quantize_row_arm(mllm_dtype t, const float *x, void *y, int64_t n) {

@@ -62,6 +62,40 @@ void MLLM_FN(q4_1)(int n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
+/* q5_0 / q5_1: the fifth bit of value j is bit j of the block's 32-bit qh
+   (little-endian): bytes b0, b1 give values 0..15 (0x10 where set). */
+static inline uint8x16_t bits5(uint8_t b0, uint8_t b1) {
+    static const uint8_t m[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t v = vcombine_u8(vdup_n_u8(b0), vdup_n_u8(b1));
+    return vandq_u8(vtstq_u8(v, vld1q_u8(m)), vdupq_n_u8(0x10));
+}
+
+static inline int32_t dot_q5(const uint8_t *qs, const uint8_t *qh, int8_t offset, const int8_t *y) {
+    const uint8x16_t v = vld1q_u8(qs);
+    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0f)), bits5(qh[0], qh[1]))),
+                                  vdupq_n_s8(offset));
+    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), bits5(qh[2], qh[3]))), vdupq_n_s8(offset));
+    return vaddvq_s32(MLLM_DOT(MLLM_DOT(vdupq_n_s32(0), lo, vld1q_s8(y)), hi, vld1q_s8(y + 16)));
+}
+
+void MLLM_FN(q5_0)(int n, float *s, const void *vx, const void *vy) {
+    const mllm_block_q5_0 *x = vx;
+    const mllm_block_q8_0 *y = vy;
+    float sum = 0.0f;
+    for (int i = 0; i < n / MLLM_QK5; i++)
+        sum += (float)dot_q5(x[i].qs, x[i].qh, 16, y[i].qs) * (f16f(x[i].d) * f16f(y[i].d));
+    *s = sum;
+}
+
+void MLLM_FN(q5_1)(int n, float *s, const void *vx, const void *vy) {
+    const mllm_block_q5_1 *x = vx;
+    const mllm_block_q8_1 *y = vy;
+    float sum = 0.0f;
+    for (int i = 0; i < n / MLLM_QK5; i++)
+        sum += (f16f(x[i].d) * f16f(y[i].d)) * (float)dot_q5(x[i].qs, x[i].qh, 0, y[i].qs) + f16f(x[i].m) * f16f(y[i].s);
+    *s = sum;
+}
+
 /* q4_K / q5_K: sub-block j's a[j] = sc_j * sum(q * y), b[j] from bsums, as
    kquant_generic.c's k45_sums; q: 32 unsigned quants per sub-block, given
    as two vectors per sub-block by the caller. */

@@ -117,11 +117,11 @@ static void test_mul_mat_i8mm(void **state) {
         printf("SKIPPED neon-i8mm matmul: this CPU has no i8mm\n");
         return;
     }
-    const mllm_dtype types[] = {MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0};
+    const mllm_dtype types[] = {MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1};
     const int64_t Ks[] = {32, 96, 544}, Ms[] = {2, 3, 5, 8};
     const int64_t ranges[][2] = {{0, 19}, {3, 8}, {1, 2}};
-    for (int ti = 0; ti < 2; ti++) {
-        const mllm_dtype t = types[ti], vt = MLLM_DTYPE_Q8_0;
+    for (int ti = 0; ti < 3; ti++) {
+        const mllm_dtype t = types[ti], vt = mllm_dtype_get(t)->vec_dot_type;
         for (int ki = 0; ki < 3; ki++) {
             for (int mi = 0; mi < 4; mi++) {
                 for (int ri = 0; ri < 3; ri++) {
@@ -150,7 +150,7 @@ static void test_mul_mat_i8mm(void **state) {
             }
         }
     }
-    printf("neon-i8mm: q8_0 / q4_0 matmuls bit-equal to the generic loop\n");
+    printf("neon-i8mm: q8_0 / q4_0 / q4_1 matmuls bit-equal to the generic loop\n");
 }
 
 static void expect_close(const float *a, const float *b, int n, double tol, const char *what) {

@@ -1,5 +1,5 @@
 /* Which arm64 kernel runs for each dtype on each NEON path: SDOT kernels
-   from neon-dotprod up, SMMLA tiles (q8_0, q4_0 matmuls) on neon-i8mm.
+   from neon-dotprod up, SMMLA tiles (q8_0, q4_0, q4_1 matmuls) on neon-i8mm.
    Dtypes without an entry (q8_1 and q8_K rows, mxfp4, w4a32, the packed x8
    layouts) run the generic C kernels on every NEON path. */
 #include "backends/cpu/arm/arm_kernels.h"

@@ -38,7 +38,7 @@ void mllm_vec_dot_bf16_neon(int n, float *s, const void *x, const void *y);
     void mllm_vec_dot_q6_k_##v(int n, float *s, const void *x, const void *y);
 MLLM_ARM_INT_DOTS(neon)
 MLLM_ARM_INT_DOTS(dotprod)
-/* SMMLA matmul (q8_0, q4_0 weights; false for other dtypes). */
+/* SMMLA matmul (q8_0, q4_0, q4_1 weights; false for other dtypes). */
 bool mllm_mul_mat_i8mm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X, size_t x_stride,
                        int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* 4-lane expf behind the NEON silu/softmax/gelu; exposed for its accuracy test. */

@@ -1,4 +1,4 @@
-/* q8_0 and q4_0 matmuls with SMMLA (Armv8.6 i8mm; built with +i8mm, run
+/* q8_0, q4_0 and q4_1 matmuls with SMMLA (Armv8.6 i8mm; built with +i8mm, run
    only where HWCAP2_I8MM says the CPU has it): one instruction multiplies a
    2x8 int8 tile of two weight rows by two activation rows, so a 32-value
    block of a 2x2 output tile is 4 SMMLA. The per-block int32 sums are exact
@@ -31,39 +31,53 @@ static inline int32x4_t mmla32(int32x4_t acc, int8x16_t a0l, int8x16_t a0h, int8
     return vmmlaq_s32(acc, vcombine_s8(vget_high_s8(a0h), vget_high_s8(a1h)), vcombine_s8(vget_high_s8(b0h), vget_high_s8(b1h)));
 }
 
-/* Y[m..m+1][r..r+1] for two q8_0 weight rows and two q8_0 activation rows. */
-static void tile_q8_0(const mllm_block_q8_0 *w0, const mllm_block_q8_0 *w1, const mllm_block_q8_0 *x0,
-                      const mllm_block_q8_0 *x1, int nb, float out[4]) {
-    float s00 = 0, s01 = 0, s10 = 0, s11 = 0;
-    for (int i = 0; i < nb; i++) {
-        const int32x4_t p = mmla32(vdupq_n_s32(0), vld1q_s8(w0[i].qs), vld1q_s8(w0[i].qs + 16), vld1q_s8(w1[i].qs),
-                                   vld1q_s8(w1[i].qs + 16), x0[i].qs, x1[i].qs);
-        const float d0 = f16f(w0[i].d), d1 = f16f(w1[i].d), e0 = f16f(x0[i].d), e1 = f16f(x1[i].d);
-        s00 += (float)vgetq_lane_s32(p, 0) * (d0 * e0);
-        s01 += (float)vgetq_lane_s32(p, 1) * (d0 * e1);
-        s10 += (float)vgetq_lane_s32(p, 2) * (d1 * e0);
-        s11 += (float)vgetq_lane_s32(p, 3) * (d1 * e1);
+/* Block i of a weight row as 32 int8 values (lo: values 0..15, hi: 16..31):
+   q8_0 as stored, q4_0 nibble - 8, q4_1 the nibble (low nibble j is value
+   j, high nibble value j + 16). */
+static inline void unpack(mllm_dtype wt, const char *row, int i, int8x16_t *lo, int8x16_t *hi) {
+    if (wt == MLLM_DTYPE_Q8_0) {
+        const mllm_block_q8_0 *b = (const mllm_block_q8_0 *)row + i;
+        *lo = vld1q_s8(b->qs), *hi = vld1q_s8(b->qs + 16);
+        return;
     }
-    out[0] = s00, out[1] = s01, out[2] = s10, out[3] = s11;
+    const uint8_t *qs = wt == MLLM_DTYPE_Q4_0 ? ((const mllm_block_q4_0 *)row + i)->qs : ((const mllm_block_q4_1 *)row + i)->qs;
+    const uint8x16_t v = vld1q_u8(qs);
+    const int8x16_t off = vdupq_n_s8(wt == MLLM_DTYPE_Q4_0 ? 8 : 0);
+    *lo = vsubq_s8(neon_lo_nibbles(v), off), *hi = vsubq_s8(neon_hi_nibbles(v), off);
 }
 
-/* The same for q4_0 weights (values: nibble - 8; low nibble j is value j,
-   high nibble value j + 16) and q8_0 activations. */
-static void tile_q4_0(const mllm_block_q4_0 *w0, const mllm_block_q4_0 *w1, const mllm_block_q8_0 *x0,
-                      const mllm_block_q8_0 *x1, int nb, float out[4]) {
-    const int8x16_t eight = vdupq_n_s8(8);
-    float s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+/* Y[m..m+1][r..r+1] for two weight rows (w0, w1) and two activation rows
+   (x0, x1: q8_0, or q8_1 for q4_1), each output's float steps those of its
+   generic vec_dot (vec_dot_generic.c), block by block. */
+static void tile(mllm_dtype wt, const char *w0, const char *w1, const char *x0, const char *x1, int nb, float out[4]) {
+    float s[4] = {0, 0, 0, 0};
     for (int i = 0; i < nb; i++) {
-        const uint8x16_t v0 = vld1q_u8(w0[i].qs), v1 = vld1q_u8(w1[i].qs);
-        const int32x4_t p = mmla32(vdupq_n_s32(0), vsubq_s8(neon_lo_nibbles(v0), eight), vsubq_s8(neon_hi_nibbles(v0), eight),
-                                   vsubq_s8(neon_lo_nibbles(v1), eight), vsubq_s8(neon_hi_nibbles(v1), eight), x0[i].qs, x1[i].qs);
-        const float d0 = f16f(w0[i].d), d1 = f16f(w1[i].d), e0 = f16f(x0[i].d), e1 = f16f(x1[i].d);
-        s00 += (float)vgetq_lane_s32(p, 0) * d0 * e0;
-        s01 += (float)vgetq_lane_s32(p, 1) * d0 * e1;
-        s10 += (float)vgetq_lane_s32(p, 2) * d1 * e0;
-        s11 += (float)vgetq_lane_s32(p, 3) * d1 * e1;
+        int8x16_t a0l, a0h, a1l, a1h;
+        unpack(wt, w0, i, &a0l, &a0h);
+        unpack(wt, w1, i, &a1l, &a1h);
+        if (wt == MLLM_DTYPE_Q4_1) {
+            const mllm_block_q4_1 *b0 = (const mllm_block_q4_1 *)w0 + i, *b1 = (const mllm_block_q4_1 *)w1 + i;
+            const mllm_block_q8_1 *y0 = (const mllm_block_q8_1 *)x0 + i, *y1 = (const mllm_block_q8_1 *)x1 + i;
+            const int32x4_t p = mmla32(vdupq_n_s32(0), a0l, a0h, a1l, a1h, y0->qs, y1->qs);
+            const float d[2] = {f16f(b0->d), f16f(b1->d)}, m[2] = {f16f(b0->m), f16f(b1->m)};
+            const float e[2] = {f16f(y0->d), f16f(y1->d)}, ys[2] = {f16f(y0->s), f16f(y1->s)};
+            const int32_t q[4] = {vgetq_lane_s32(p, 0), vgetq_lane_s32(p, 1), vgetq_lane_s32(p, 2), vgetq_lane_s32(p, 3)};
+            for (int k = 0; k < 4; k++) s[k] += (d[k / 2] * e[k % 2]) * (float)q[k] + m[k / 2] * ys[k % 2];
+            continue;
+        }
+        /* q8_0 / q4_0 weights, q8_0 activations (d first in both block types) */
+        const mllm_block_q8_0 *y0 = (const mllm_block_q8_0 *)x0 + i, *y1 = (const mllm_block_q8_0 *)x1 + i;
+        const int32x4_t p = mmla32(vdupq_n_s32(0), a0l, a0h, a1l, a1h, y0->qs, y1->qs);
+        const float d[2] = {wt == MLLM_DTYPE_Q8_0 ? f16f(((const mllm_block_q8_0 *)w0 + i)->d) : f16f(((const mllm_block_q4_0 *)w0 + i)->d),
+                            wt == MLLM_DTYPE_Q8_0 ? f16f(((const mllm_block_q8_0 *)w1 + i)->d) : f16f(((const mllm_block_q4_0 *)w1 + i)->d)};
+        const float e[2] = {f16f(y0->d), f16f(y1->d)};
+        const int32_t q[4] = {vgetq_lane_s32(p, 0), vgetq_lane_s32(p, 1), vgetq_lane_s32(p, 2), vgetq_lane_s32(p, 3)};
+        if (wt == MLLM_DTYPE_Q8_0)
+            for (int k = 0; k < 4; k++) s[k] += (float)q[k] * (d[k / 2] * e[k % 2]);
+        else
+            for (int k = 0; k < 4; k++) s[k] += (float)q[k] * d[k / 2] * e[k % 2];
     }
-    out[0] = s00, out[1] = s01, out[2] = s10, out[3] = s11;
+    memcpy(out, s, sizeof s);
 }
 
 bool mllm_mul_mat_i8mm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X, size_t x_stride,
@@ -71,6 +85,7 @@ bool mllm_mul_mat_i8mm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
     mllm_vec_dot_fn dot;
     if (wt == MLLM_DTYPE_Q8_0) dot = mllm_vec_dot_q8_0_dotprod;
     else if (wt == MLLM_DTYPE_Q4_0) dot = mllm_vec_dot_q4_0_dotprod;
+    else if (wt == MLLM_DTYPE_Q4_1) dot = mllm_vec_dot_q4_1_dotprod;
     else return false;
     const int nb = (int)(K / 32);
     const char *w = W, *x = X;
@@ -84,8 +99,7 @@ bool mllm_mul_mat_i8mm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
             for (; r + 2 <= re; r += 2) {
                 const void *wa = w + (size_t)r * w_stride, *wb = w + (size_t)(r + 1) * w_stride;
                 float o[4];
-                if (wt == MLLM_DTYPE_Q8_0) tile_q8_0(wa, wb, xa, xb, nb, o);
-                else tile_q4_0(wa, wb, xa, xb, nb, o);
+                tile(wt, wa, wb, xa, xb, nb, o);
                 ya[r] = o[0], yb[r] = o[1], ya[r + 1] = o[2], yb[r + 1] = o[3];
             }
             for (; r < re; r++) {

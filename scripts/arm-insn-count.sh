@@ -10,6 +10,7 @@
 #   per generated token = (insns(n = 1 + G) - insns(n = 1)) / G
 #   per prompt token    = (insns(long prompt) - insns(short prompt)) / extra tokens
 # with -t 1 (the counter is exact for one thread), greedy, no speculation.
+# MLLM_INSN_GEN: G (default 8); MLLM_INSN_PATHS: the paths (default all four).
 # Needs the aarch64 build (cmake --preset aarch64 && cmake --build --preset aarch64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,7 @@ ntok() { # prompt -> its token count, from the CLI's own tokenizer (mllm tokeniz
 n_short=$(ntok "$short") n_long=$(ntok "$long")
 echo "model $model: prompt tokens $n_short / $n_long, $G generated"
 printf '%-14s %22s %22s\n' path "insns/generated token" "insns/prompt token"
-for path in generic neon neon-dotprod neon-i8mm; do
+for path in ${MLLM_INSN_PATHS:-generic neon neon-dotprod neon-i8mm}; do
     a=$(count "$short" 1) b=$(count "$short" $((1 + G))) c=$(count "$long" 1)
     printf '%-14s %22d %22d\n' "$path" $(((b - a) / G)) $(((c - a) / (n_long - n_short)))
 done

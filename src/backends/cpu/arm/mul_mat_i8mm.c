@@ -14,12 +14,6 @@
 
 #define ROWS_PER_PASS 16 /* weight rows kept in cache across activation pairs */
 
-static inline float f16f(mllm_f16 h) {
-    __fp16 v;
-    memcpy(&v, &h, sizeof v);
-    return (float)v;
-}
-
 /* acc += the 2x2 products of rows (a0, a1) and (b0, b1), 32 values each:
    [a0.b0, a0.b1, a1.b0, a1.b1]. */
 static inline int32x4_t mmla32(int32x4_t acc, int8x16_t a0l, int8x16_t a0h, int8x16_t a1l, int8x16_t a1h,
@@ -46,38 +40,49 @@ static inline void unpack(mllm_dtype wt, const char *row, int i, int8x16_t *lo, 
     *lo = vsubq_s8(neon_lo_nibbles(v), off), *hi = vsubq_s8(neon_hi_nibbles(v), off);
 }
 
+/* The four f16 scales (two weight rows' d, two activation rows' d) as
+   [d0, d0, d1, d1] and [e0, e1, e0, e1], the lane order of the SMMLA tile. */
+static inline void scales(mllm_f16 d0, mllm_f16 d1, mllm_f16 e0, mllm_f16 e1, float32x4_t *dv, float32x4_t *ev) {
+    const uint16_t dd[4] = {d0, d0, d1, d1}, ee[4] = {e0, e1, e0, e1};
+    *dv = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(dd)));
+    *ev = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(ee)));
+}
+
 /* Y[m..m+1][r..r+1] for two weight rows (w0, w1) and two activation rows
-   (x0, x1: q8_0, or q8_1 for q4_1), each output's float steps those of its
-   generic vec_dot (vec_dot_generic.c), block by block. */
+   (x0, x1: q8_0, or q8_1 for q4_1). The four outputs live in one vector;
+   each lane does its generic vec_dot's float steps (vec_dot_generic.c) in
+   the same order, with separate multiplies and adds (no FMA: -std=c17
+   keeps -ffp-contract=off), so each lane rounds as the scalar code does. */
 static void tile(mllm_dtype wt, const char *w0, const char *w1, const char *x0, const char *x1, int nb, float out[4]) {
-    float s[4] = {0, 0, 0, 0};
+    float32x4_t s = vdupq_n_f32(0.0f);
     for (int i = 0; i < nb; i++) {
         int8x16_t a0l, a0h, a1l, a1h;
         unpack(wt, w0, i, &a0l, &a0h);
         unpack(wt, w1, i, &a1l, &a1h);
+        float32x4_t dv, ev;
         if (wt == MLLM_DTYPE_Q4_1) {
             const mllm_block_q4_1 *b0 = (const mllm_block_q4_1 *)w0 + i, *b1 = (const mllm_block_q4_1 *)w1 + i;
             const mllm_block_q8_1 *y0 = (const mllm_block_q8_1 *)x0 + i, *y1 = (const mllm_block_q8_1 *)x1 + i;
-            const int32x4_t p = mmla32(vdupq_n_s32(0), a0l, a0h, a1l, a1h, y0->qs, y1->qs);
-            const float d[2] = {f16f(b0->d), f16f(b1->d)}, m[2] = {f16f(b0->m), f16f(b1->m)};
-            const float e[2] = {f16f(y0->d), f16f(y1->d)}, ys[2] = {f16f(y0->s), f16f(y1->s)};
-            const int32_t q[4] = {vgetq_lane_s32(p, 0), vgetq_lane_s32(p, 1), vgetq_lane_s32(p, 2), vgetq_lane_s32(p, 3)};
-            for (int k = 0; k < 4; k++) s[k] += (d[k / 2] * e[k % 2]) * (float)q[k] + m[k / 2] * ys[k % 2];
+            const float32x4_t q = vcvtq_f32_s32(mmla32(vdupq_n_s32(0), a0l, a0h, a1l, a1h, y0->qs, y1->qs));
+            float32x4_t mv, sv;
+            scales(b0->d, b1->d, y0->d, y1->d, &dv, &ev);
+            scales(b0->m, b1->m, y0->s, y1->s, &mv, &sv);
+            /* (d * e) * q + m * s */
+            s = vaddq_f32(s, vaddq_f32(vmulq_f32(vmulq_f32(dv, ev), q), vmulq_f32(mv, sv)));
             continue;
         }
-        /* q8_0 / q4_0 weights, q8_0 activations (d first in both block types) */
+        /* q8_0 / q4_0 weights, q8_0 activations */
         const mllm_block_q8_0 *y0 = (const mllm_block_q8_0 *)x0 + i, *y1 = (const mllm_block_q8_0 *)x1 + i;
-        const int32x4_t p = mmla32(vdupq_n_s32(0), a0l, a0h, a1l, a1h, y0->qs, y1->qs);
-        const float d[2] = {wt == MLLM_DTYPE_Q8_0 ? f16f(((const mllm_block_q8_0 *)w0 + i)->d) : f16f(((const mllm_block_q4_0 *)w0 + i)->d),
-                            wt == MLLM_DTYPE_Q8_0 ? f16f(((const mllm_block_q8_0 *)w1 + i)->d) : f16f(((const mllm_block_q4_0 *)w1 + i)->d)};
-        const float e[2] = {f16f(y0->d), f16f(y1->d)};
-        const int32_t q[4] = {vgetq_lane_s32(p, 0), vgetq_lane_s32(p, 1), vgetq_lane_s32(p, 2), vgetq_lane_s32(p, 3)};
-        if (wt == MLLM_DTYPE_Q8_0)
-            for (int k = 0; k < 4; k++) s[k] += (float)q[k] * (d[k / 2] * e[k % 2]);
-        else
-            for (int k = 0; k < 4; k++) s[k] += (float)q[k] * d[k / 2] * e[k % 2];
+        const float32x4_t q = vcvtq_f32_s32(mmla32(vdupq_n_s32(0), a0l, a0h, a1l, a1h, y0->qs, y1->qs));
+        if (wt == MLLM_DTYPE_Q8_0) {
+            scales(((const mllm_block_q8_0 *)w0 + i)->d, ((const mllm_block_q8_0 *)w1 + i)->d, y0->d, y1->d, &dv, &ev);
+            s = vaddq_f32(s, vmulq_f32(q, vmulq_f32(dv, ev))); /* q * (d * e) */
+        } else {
+            scales(((const mllm_block_q4_0 *)w0 + i)->d, ((const mllm_block_q4_0 *)w1 + i)->d, y0->d, y1->d, &dv, &ev);
+            s = vaddq_f32(s, vmulq_f32(vmulq_f32(q, dv), ev)); /* q * d * e */
+        }
     }
-    memcpy(out, s, sizeof s);
+    vst1q_f32(out, s);
 }
 
 bool mllm_mul_mat_i8mm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X, size_t x_stride,

@@ -12,15 +12,29 @@
 # wasm32-wasi build (docs/wasm.md); dpkg-dev (dpkg-source) unpacks the Debian
 # source packages scripts/wasi-deps.sh builds for it. Its test runs under
 # node (18 or later; not installed here).
+# The arm64 cross build (CMake preset aarch64, docs/arm64.md): the
+# gcc-aarch64-linux-gnu cross compiler, qemu-user (qemu-aarch64 runs its
+# tests) and every library the build links in its arm64 flavour, from Debian
+# multiarch (dpkg --add-architecture arm64; they bring libc6:arm64, the
+# loader qemu-aarch64 uses).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl)
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
+      wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+      libpcre2-dev:arm64 libcjson-dev:arm64 libutf8proc-dev:arm64 libcmocka-dev:arm64 libmicrohttpd-dev:arm64
+      libedit-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 zlib1g-dev:arm64)
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "deps: adding the arm64 architecture (multiarch) for the aarch64 cross build" >&2
+    $SUDO dpkg --add-architecture arm64
+fi
 missing=()
 for p in "${pkgs[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    # with arm64 added, a library installed for both is "ambiguous" unqualified
+    dpkg -s "$p" >/dev/null 2>&1 || dpkg -s "$p:$(dpkg --print-architecture)" >/dev/null 2>&1 || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "deps: installing ${missing[*]}" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2

@@ -38,6 +38,20 @@ static void detect(mllm_cpu_features *f) {
         (void)b1, (void)c1, (void)d1;
     }
 }
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+
+/* The bits of <asm/hwcap.h>, spelled out so an older libc's headers do. */
+#define MLLM_HWCAP_ASIMD (1UL << 1)
+#define MLLM_HWCAP_ASIMDDP (1UL << 20)
+#define MLLM_HWCAP2_I8MM (1UL << 13)
+
+static void detect(mllm_cpu_features *f) {
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    f->neon = (hw & MLLM_HWCAP_ASIMD) != 0;
+    f->dotprod = f->neon && (hw & MLLM_HWCAP_ASIMDDP) != 0;
+    f->i8mm = f->dotprod && (hw2 & MLLM_HWCAP2_I8MM) != 0;
+}
 #else
 static void detect(mllm_cpu_features *f) { (void)f; }
 #endif

@@ -1,5 +1,7 @@
-/* What the CPU we run on can do, detected once (cpuid + xgetbv: an ISA only
-   counts when the OS also saves its registers). All false off x86-64. */
+/* What the CPU we run on can do, detected once. x86: cpuid + xgetbv (an ISA
+   only counts when the OS also saves its registers). arm64: the kernel's
+   getauxval(AT_HWCAP / AT_HWCAP2) bits, which is what the OS lets user code
+   run. Features of the other architecture are always false. */
 #ifndef MLLM_CORE_CPU_FEATURES_H
 #define MLLM_CORE_CPU_FEATURES_H
 #include <stdbool.h>
@@ -8,6 +10,9 @@ typedef struct {
     bool avx2, fma, f16c;                 /* the "avx2" kernel path needs all three */
     bool avx512f, avx512bw, avx512vl, avx512dq;
     bool avx512vnni, avx512bf16;
+    bool neon;    /* AdvSIMD: baseline on every arm64 CPU Linux runs on */
+    bool dotprod; /* SDOT/UDOT (Armv8.2+, optional before 8.4): HWCAP_ASIMDDP */
+    bool i8mm;    /* SMMLA/USMMLA (Armv8.6, optional from 8.2): HWCAP2_I8MM */
 } mllm_cpu_features;
 
 /* Detected once, thread-safe; never NULL. */

@@ -57,14 +57,15 @@ static void *pack_worker(void *arg) {
 }
 
 /* MLLM_REPACK=0: never; =1: always; unset: when this CPU path has kernels
-   for the packed layouts (AVX2). The generic path computes packed layouts
-   too, but as a reference, slower than its plain loops, so a CPU without
-   SIMD kernels (e.g. Arm for now) keeps the file's layout. */
+   for the packed layouts (AVX2 only so far). The generic path computes
+   packed layouts too, but as a reference, slower than its plain loops, so a
+   path without packed SIMD kernels (generic, and NEON for now) keeps the
+   file's layout. */
 static bool repack_enabled(void) {
     const char *e = getenv("MLLM_REPACK");
     if (e && strcmp(e, "0") == 0) return false;
     if (e && strcmp(e, "1") == 0) return true;
-    return strcmp(mllm_cpu_path(), "generic") != 0;
+    return mllm_cpu_has_packed_kernels();
 }
 
 /* The matmul weights of the model; the embedding table only when it is also

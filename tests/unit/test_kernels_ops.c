@@ -180,6 +180,9 @@ static void test_avx2_vs_generic(void **state) {
 
 static void test_expf_accuracy(void **state) {
     (void)state;
+#if !MLLM_HAVE_X86_KERNELS
+    printf("SKIPPED: an x86 kernel (this build has none)\n");
+#else
     if (!mllm_cpu_has_avx2()) {
         printf("SKIPPED: this CPU has no AVX2+FMA+F16C\n");
         return;
@@ -204,6 +207,7 @@ static void test_expf_accuracy(void **state) {
     assert_true(isnan(o[6]));
     assert_true(fabsf(o[7] - 2.7182817f) < 1e-6f);
     free(x), free(y);
+#endif
 }
 
 /* The vector erf GELU against libm's erff on a dense sweep, with the edges. */
@@ -247,6 +251,7 @@ static void test_activation_quantizers(void **state) {
     assert_int_equal(ref.qs[4], 2), assert_int_equal(act.qs[4], 2);
     assert_int_equal(ref.d, act.d);
     assert_int_equal(act.d, 0x3c00); /* d = 1 */
+#if MLLM_HAVE_X86_KERNELS
     if (!mllm_cpu_has_avx2()) {
         printf("SKIPPED (AVX2 part): this CPU has no AVX2+FMA+F16C\n");
         return;
@@ -270,32 +275,52 @@ static void test_activation_quantizers(void **state) {
     mllm_row_float_to_f16_avx2(v, b, N);
     assert_memory_equal(a, b, (size_t)N * 2);
     free(v), free(a), free(b);
+#else
+    printf("SKIPPED (AVX2 part): an x86 kernel (this build has none)\n");
+#endif
 }
 
 /* Runs mllm_cpu_path() in a child with MLLM_CPU=want; returns its choice. */
-static char child_path(const char *want) {
+static int child_path(const char *want) {
     fflush(stdout);
     const pid_t pid = fork();
     if (pid == 0) {
         setenv("MLLM_CPU", want, 1);
-        const char *p = mllm_cpu_path();
-        _exit(p[0] == 'g' ? 'g' : p[0] == 'a' && p[3] == '2' ? '2' : '5');
+        const int p = mllm_cpu_isa_parse(mllm_cpu_path());
+        _exit(p < 0 ? 99 : p);
     }
     int st = 0;
     waitpid(pid, &st, 0);
     assert_true(WIFEXITED(st));
-    return (char)WEXITSTATUS(st);
+    return WEXITSTATUS(st);
 }
 
 static void test_dispatch_override(void **state) {
     (void)state;
-    const char best = mllm_cpu_has_avx512() ? '5' : mllm_cpu_has_avx2() ? '2' : 'g';
-    assert_int_equal(child_path("generic"), 'g');
-    assert_int_equal(child_path("avx2"), mllm_cpu_has_avx2() ? '2' : best);
-    assert_int_equal(child_path("avx512"), mllm_cpu_has_avx512() ? '5' : best); /* warns */
-    assert_int_equal(child_path("bogus"), best);                                 /* warns */
+    /* the best path this CPU and build run: the order of cpu_dispatch.c */
+    const mllm_cpu_isa order[] = {MLLM_CPU_ISA_AVX512, MLLM_CPU_ISA_AVX2, MLLM_CPU_ISA_NEON_I8MM,
+                                  MLLM_CPU_ISA_NEON_DOTPROD, MLLM_CPU_ISA_NEON};
+    int best = MLLM_CPU_ISA_GENERIC;
+    for (int i = 4; i >= 0; i--)
+        if (mllm_cpu_isa_available(order[i])) best = order[i];
+    printf("best path: %s\n", mllm_cpu_isa_name((mllm_cpu_isa)best));
+    assert_int_equal(child_path("generic"), MLLM_CPU_ISA_GENERIC);
+    /* every named path: itself where it runs, else the best (with a warning) */
+    for (int i = 1; i < MLLM_CPU_ISA_COUNT; i++) {
+        const mllm_cpu_isa isa = (mllm_cpu_isa)i;
+        assert_int_equal(child_path(mllm_cpu_isa_name(isa)), mllm_cpu_isa_available(isa) ? i : best);
+    }
+    assert_int_equal(child_path("bogus"), best); /* warns */
+#if MLLM_HAVE_X86_KERNELS
+    assert_false(mllm_cpu_isa_available(MLLM_CPU_ISA_NEON));
+#endif
+#if MLLM_HAVE_ARM_KERNELS
+    assert_true(mllm_cpu_isa_available(MLLM_CPU_ISA_NEON)); /* baseline on arm64 */
+    assert_false(mllm_cpu_isa_available(MLLM_CPU_ISA_AVX2));
+#endif
     assert_non_null(mllm_cpu_ops_get());
-    assert_string_equal(mllm_cpu_ops_get()->name, mllm_cpu_path());
+    /* one NEON ops table serves the three arm64 paths */
+    assert_string_equal(mllm_cpu_ops_get()->name, mllm_cpu_isa_is_arm(mllm_cpu_isa_get()) ? "neon" : mllm_cpu_path());
 }
 
 int main(void) {

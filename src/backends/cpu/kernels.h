@@ -1,7 +1,9 @@
-/* CPU kernels behind the ops. The plain-C versions (kernels_generic.c) are
-   the specification; *_avx2.c / *_avx512.c hold intrinsics and are chosen at
-   run time (MLLM_CPU=generic|avx2|avx512 forces a path). Every SIMD kernel is
-   tested against the generic one (tests/unit/test_kernels_*.c). */
+/* CPU kernels behind the ops. The plain-C versions (*_generic.c) are the
+   specification; *_avx2.c / *_avx512.c (x86 builds) and arm/ (arm64 builds:
+   NEON, NEON+dotprod, NEON+i8mm) hold intrinsics and are chosen at run time
+   (MLLM_CPU=generic|avx2|avx512|neon|neon-dotprod|neon-i8mm forces a path).
+   Every SIMD kernel is tested against the generic one
+   (tests/unit/test_kernels_*.c). */
 #ifndef MLLM_BACKENDS_CPU_KERNELS_H
 #define MLLM_BACKENDS_CPU_KERNELS_H
 #include <stdbool.h>
@@ -10,8 +12,19 @@
 #include "backends/cpu/type_kernels.h"
 #include "core/dtype.h"
 
+/* The kernel paths. On arm64 each NEON path implies the ones before it. */
+typedef enum {
+    MLLM_CPU_ISA_GENERIC,
+    MLLM_CPU_ISA_AVX2,         /* + FMA + F16C */
+    MLLM_CPU_ISA_AVX512,       /* contract only: no kernels yet */
+    MLLM_CPU_ISA_NEON,         /* AdvSIMD, every arm64 CPU */
+    MLLM_CPU_ISA_NEON_DOTPROD, /* + SDOT (Armv8.2 dotprod) */
+    MLLM_CPU_ISA_NEON_I8MM,    /* + SMMLA (Armv8.6 i8mm) */
+    MLLM_CPU_ISA_COUNT
+} mllm_cpu_isa;
+
 typedef struct {
-    const char *name; /* "generic", "avx2", "avx512" */
+    const char *name; /* "generic", "avx2", "neon", ... */
     /* y = x / sqrt(mean(x^2) + eps) * w   (w may be NULL: no weight) */
     void (*rmsnorm)(float *y, const float *x, const float *w, int n, float eps);
     /* y = (x - mean(x)) / sqrt(var(x) + eps) * w + b  (w, b may be NULL: 1 and 0).
@@ -44,8 +57,18 @@ const mllm_cpu_ops *mllm_cpu_ops_generic(void);
 /* NULL when the CPU lacks the ISA. */
 const mllm_cpu_ops *mllm_cpu_ops_avx2(void);
 const mllm_cpu_ops *mllm_cpu_ops_avx512(void);
-/* "generic" | "avx2" | "avx512": what runs now. */
+/* The name of the path that runs now ("generic", "avx2", "neon-dotprod", ...). */
 const char *mllm_cpu_path(void);
+mllm_cpu_isa mllm_cpu_isa_get(void);
+/* Whether this CPU and this build run the path (generic: always). */
+bool mllm_cpu_isa_available(mllm_cpu_isa isa);
+const char *mllm_cpu_isa_name(mllm_cpu_isa isa);
+/* The path named name (mllm_cpu_isa_name's spelling), -1 if none. */
+int mllm_cpu_isa_parse(const char *name);
+bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa);
+/* Whether the path that runs has SIMD kernels for the packed weight layouts
+   (repack.h): AVX2 only for now. Loaders repack weights only then. */
+bool mllm_cpu_has_packed_kernels(void);
 bool mllm_cpu_has_avx2(void);
 bool mllm_cpu_has_avx512(void);
 

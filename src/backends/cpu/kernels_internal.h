@@ -78,7 +78,8 @@ void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, i
 /* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
 void mllm_expf_avx2(const float *x, float *y, int n);
 
-/* The vec_dot for dtype t on the given path ("generic" | "avx2" | "avx512");
+/* The vec_dot for dtype t on the given path (mllm_cpu_isa_name's names; one
+   this CPU or build cannot run gives the generic kernel);
    NULL if t has none. Used by mllm_cpu_init and by tests. */
 mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path);
 

@@ -1,10 +1,14 @@
 /* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m).
-   Chooses the blocked SIMD kernel of this CPU path, else the plain loop. */
+   Chooses the blocked SIMD kernel of this CPU path (AVX2 or NEON), else the
+   plain loop over the path's vec_dot. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/repack.h"
+#if MLLM_HAVE_ARM_KERNELS
+#include "backends/cpu/arm/arm_kernels.h"
+#endif
 
 /* The obvious loop over the dtype's vec_dot: the reference for the blocked
    SIMD versions, and the path for dtypes without one. */
@@ -51,26 +55,36 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
                       int64_t r1) {
     const mllm_dtype_traits *tr = mllm_dtype_get(wt);
     if (!tr || r1 <= r0 || M <= 0) return;
-    const bool simd = strcmp(mllm_cpu_path(), "generic") != 0;
+    const mllm_cpu_isa isa = mllm_cpu_isa_get();
     if (tr->packed_rows) {
-        if (!simd || !mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
-            mllm_mul_mat_packed_generic(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+#if MLLM_HAVE_X86_KERNELS
+        if (isa == MLLM_CPU_ISA_AVX2 && mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+            return;
+#endif
+        mllm_mul_mat_packed_generic(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
         return;
     }
     const mllm_vec_dot_fn dot = mllm_cpu_type_get(wt)->vec_dot;
     if (!dot) return;
-    if (simd &&
-        mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+#if MLLM_HAVE_X86_KERNELS
+    if (isa == MLLM_CPU_ISA_AVX2 && mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
+#endif
+#if MLLM_HAVE_ARM_KERNELS
+    if (mllm_cpu_isa_is_arm(isa) && mllm_mul_mat_arm(isa, wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        return;
+#endif
+    (void)isa;
     mul_mat_row_blocked(dot, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }
 
 void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *X, size_t x_stride,
                    int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     if (r1 <= r0 || M <= 0) return;
-    if (strcmp(mllm_cpu_path(), "generic") != 0 &&
-        mllm_gemm_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+#if MLLM_HAVE_X86_KERNELS
+    if (mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2 && mllm_gemm_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
+#endif
     if (wt == MLLM_DTYPE_F32) {
         mllm_cpu_mul_mat(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
         return;
@@ -104,10 +118,12 @@ void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t 
 void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
                               float *Y, size_t y_stride) {
     if (N <= 0 || M <= 0) return;
-    if (strcmp(mllm_cpu_path(), "generic") != 0) {
+#if MLLM_HAVE_X86_KERNELS
+    if (mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2) {
         mllm_gemm_f32_packed_avx2(P, K, N, X, x_stride / sizeof(float), M, Y, y_stride);
         return;
     }
+#endif
     const int64_t n_pan = (N + MLLM_GEMM_NR - 1) / MLLM_GEMM_NR;
     for (int64_t m = 0; m < M; m++) {
         const float *x = (const float *)((const char *)X + (size_t)m * x_stride);
@@ -125,8 +141,18 @@ void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float 
 }
 
 void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n) {
-    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && strcmp(mllm_cpu_path(), "generic") != 0)
+#if MLLM_HAVE_X86_KERNELS
+    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2) {
         mllm_widen_row_avx2(t, src, dst, n);
-    else if (t == MLLM_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+#endif
+#if MLLM_HAVE_ARM_KERNELS
+    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && mllm_cpu_isa_is_arm(mllm_cpu_isa_get())) {
+        mllm_widen_row_neon(t, src, dst, n);
+        return;
+    }
+#endif
+    if (t == MLLM_DTYPE_F32) memcpy(dst, src, (size_t)n * sizeof(float));
     else mllm_cpu_type_get(t)->to_float(src, dst, n);
 }

@@ -325,10 +325,12 @@ void mllm_quantize_row_q8_0s_generic(const float *src, void *dst, int64_t n) {
     q8_0_to_q8_0s_in_place(dst, n);
 }
 
+#if MLLM_HAVE_X86_KERNELS
 void mllm_quantize_row_q8_0s_avx2(const float *src, void *dst, int64_t n) {
     mllm_quantize_row_q8_0_act_avx2(src, dst, n);
     q8_0_to_q8_0s_in_place(dst, n);
 }
+#endif
 
 void mllm_dequantize_row_q8_0s(const void *src, float *dst, int64_t n) {
     const mllm_block_q8_0s *b = src;

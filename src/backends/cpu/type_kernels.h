@@ -19,8 +19,8 @@ typedef struct {
     mllm_vec_dot_fn vec_dot;       /* for this CPU's path, chosen at mllm_cpu_init() */
 } mllm_cpu_type;
 
-/* Picks the kernel path for this CPU (MLLM_CPU=generic|avx2|avx512 forces
-   one) and fills the vec_dot of every row. Idempotent and thread-safe; every
+/* Picks the kernel path for this CPU (MLLM_CPU=generic|avx2|neon|neon-dotprod|
+   neon-i8mm forces one) and fills the vec_dot of every row. Idempotent and thread-safe; every
    entry point that computes calls it. */
 void mllm_cpu_init(void);
 /* Never NULL: a row of NULL pointers for a type the CPU has no code for.

@@ -33,5 +33,5 @@ grep -q "none.png" "$tmp/err" && ok "missing image named" || bad "missing: $(cat
 
 "$mllm" run -m "$model" --image "$data/images/photo.png" -p hi --raw >/dev/null 2>"$tmp/err" && rc=0 || rc=$?
 expect "--raw with --image: exit status" "$rc" 2
-"$mllm" run --help | grep -q -- "--image FILE" && ok "--help lists --image" || bad "--help"
+grep -q -- "--image FILE" <<< "$("$mllm" run --help)" && ok "--help lists --image" || bad "--help"
 finish run_image_cli

@@ -21,7 +21,7 @@ expect "bad -o: exit 2" "$rc" 2
 rc=0; "$mllm" transcribe -m "$tmp" x.wav > /dev/null 2> "$tmp/err" || rc=$?
 expect "not a Whisper folder: exit 1" "$rc" 1
 grep -q "is not a CTranslate2 Whisper folder" "$tmp/err" && ok "not a folder: message" || bad "not a folder: $(cat "$tmp/err")"
-"$mllm" --help | grep -q "^  transcribe " && ok "listed in mllm --help" || bad "listed in mllm --help"
+grep -q "^  transcribe " <<< "$("$mllm" --help)" && ok "listed in mllm --help" || bad "listed in mllm --help"
 dir=${MLLM_WHISPER_TINY_DIR:-}
 wav="$shared/models/audio/jfk.wav"
 if [ -z "$dir" ] || [ ! -f "$dir/model.bin" ] || [ ! -f "$wav" ]; then

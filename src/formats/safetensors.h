@@ -11,7 +11,7 @@
 
 typedef struct {
     char *name;        /* NUL-terminated, owned */
-    int dtype;         /* mllm_dtype: F32, F16 or BF16 */
+    int dtype;         /* mllm_dtype: F32, F16 or BF16 (weights); I32 or I64 (buffers) */
     int n_dims;        /* at most 4: see src_dims */
     int64_t ne[4];     /* reversed shape; unused dims are 1; dims past the
                           4th are multiplied into ne[3] */

@@ -218,6 +218,15 @@ static bool add_call(parse_ctx *p, const char *s, size_t obj_b, const call_scan 
     char *decoded = NULL;
     if (c->args_seen && c->args_done && s[c->args_b] == '"') {
         decoded = json_string(s, c->args_b, c->args_e, &p->oom);
+        /* the quoted text must itself be JSON, or the call is malformed */
+        cJSON *v = decoded ? cJSON_Parse(decoded) : NULL;
+        const bool valid = v != NULL;
+        cJSON_Delete(v);
+        if (decoded && !valid) {
+            mllm_free(decoded);
+            mllm_free(name);
+            return false;
+        }
         a = decoded ? decoded : "";
         an = strlen(a);
     } else if (c->args_seen && (c->args_done || s[c->args_b] == '{' || s[c->args_b] == '[')) {

@@ -150,6 +150,8 @@ static void test_hermes_malformed(void **state) {
         "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 01x}}\n</tool_call>",
         "<tool_call>\n{\"name\": \"f\" \"arguments\": {}}\n</tool_call>",
         "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"\\q\"}}\n</tool_call>",
+        /* arguments quoted as a string whose text is no JSON (found by the fuzzer) */
+        "<tool_call>{\"arguments\": \"{\\\"x\\\": [5, ]}\", \"name\": \"b\"}</tool_call>",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         srv_tc_result r = parse(SRV_TC_HERMES, bad[i], true, 16);

@@ -22,12 +22,7 @@ rc=0; "$mllm" transcribe -m "$tmp" x.wav > /dev/null 2> "$tmp/err" || rc=$?
 expect "not a Whisper folder: exit 1" "$rc" 1
 grep -q "is not a CTranslate2 Whisper folder" "$tmp/err" && ok "not a folder: message" || bad "not a folder: $(cat "$tmp/err")"
 grep -q "^  transcribe " <<< "$("$mllm" --help)" && ok "listed in mllm --help" || bad "listed in mllm --help"
-dir=${MLLM_WHISPER_TINY_DIR:-}
-wav="$shared/models/audio/jfk.wav"
-if [ -z "$dir" ] || [ ! -f "$dir/model.bin" ] || [ ! -f "$wav" ]; then
-    echo "SKIPPED: MLLM_WHISPER_TINY_DIR unset or jfk.wav absent (scripts/fetch-whisper.sh whisper-tiny.en)"
-    exit 77
-fi
+need_whisper_tiny
 want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["transcript"].strip())' "$data/jfk_tiny.json")
 got=$("$mllm" transcribe -m "$dir" "$wav" -t 2 2> "$tmp/err")
 cat "$tmp/err"

@@ -11,12 +11,7 @@ set -euo pipefail
 mllm=$1 shared=$2 build=$3
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/checks.sh"
-dir=${MLLM_WHISPER_TINY_DIR:-}
-wav="$shared/models/audio/jfk.wav"
-if [ -z "$dir" ] || [ ! -f "$dir/model.bin" ] || [ ! -f "$wav" ]; then
-    echo "SKIPPED: MLLM_WHISPER_TINY_DIR unset or jfk.wav absent (scripts/fetch-whisper.sh whisper-tiny.en)"
-    exit 77
-fi
+need_whisper_tiny
 if ! python3 -c 'import torch, transformers, safetensors' 2> /dev/null; then
     echo "SKIPPED: torch / transformers / safetensors not installed"
     exit 77

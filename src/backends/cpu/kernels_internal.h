@@ -83,4 +83,16 @@ void mllm_expf_avx2(const float *x, float *y, int n);
    NULL if t has none. Used by mllm_cpu_init and by tests. */
 mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path);
 
+/* The rotation of pairs [from, half) of one head (the specification the
+   SIMD ropes follow, and their tail): pair i is (x[i], x[i + half]) for
+   NEOX order, (x[2i], x[2i + 1]) otherwise. */
+static inline void mllm_rope_pairs(float *x, int from, int half, const float *cos_t, const float *sin_t, bool neox) {
+    for (int i = from; i < half; i++) {
+        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * cos_t[i] - x1 * sin_t[i];
+        x[i1] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
+}
+
 #endif

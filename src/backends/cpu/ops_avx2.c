@@ -164,12 +164,7 @@ static void rope_avx2(float *x, int n_rot, const float *cos_t, const float *sin_
             _mm256_storeu_ps(x + 2 * i, _mm256_fmadd_ps(swapped, _mm256_mul_ps(s, alt), _mm256_mul_ps(v, c)));
         }
     }
-    for (; i < half; i++) {
-        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        const float x0 = x[i0], x1 = x[i1];
-        x[i0] = x0 * cos_t[i] - x1 * sin_t[i];
-        x[i1] = x0 * sin_t[i] + x1 * cos_t[i];
-    }
+    mllm_rope_pairs(x, i, half, cos_t, sin_t, neox);
 }
 
 static float dot_f32_avx2(const float *a, const float *b, int n) {

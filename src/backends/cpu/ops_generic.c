@@ -73,13 +73,7 @@ static void mllm_softmax_generic(float *x, int n, float scale) {
 }
 
 static void mllm_rope_generic(float *x, int n_rot, const float *cos_t, const float *sin_t, bool neox) {
-    const int half = n_rot / 2;
-    for (int i = 0; i < half; i++) {
-        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        const float x0 = x[i0], x1 = x[i1];
-        x[i0] = x0 * cos_t[i] - x1 * sin_t[i];
-        x[i1] = x0 * sin_t[i] + x1 * cos_t[i];
-    }
+    mllm_rope_pairs(x, 0, n_rot / 2, cos_t, sin_t, neox);
 }
 
 static float mllm_dot_f32_generic(const float *a, const float *b, int n) {

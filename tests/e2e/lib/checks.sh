@@ -8,3 +8,13 @@ expect() { if [ "$2" == "$3" ]; then ok "$1"; else bad "$1: got [$2] want [$3]";
 finish() {
     if [ "$fails" -eq 0 ]; then echo "$1: all passed"; else echo "$1: $fails failed"; return 1; fi
 }
+# Sets dir (Whisper tiny.en, $MLLM_WHISPER_TINY_DIR) and wav (../shared's
+# jfk.wav, from $shared), or skips the test (77) when either is absent.
+need_whisper_tiny() {
+    dir=${MLLM_WHISPER_TINY_DIR:-}
+    wav="$shared/models/audio/jfk.wav"
+    if [ -z "$dir" ] || [ ! -f "$dir/model.bin" ] || [ ! -f "$wav" ]; then
+        echo "SKIPPED: MLLM_WHISPER_TINY_DIR unset or jfk.wav absent (scripts/fetch-whisper.sh whisper-tiny.en)"
+        exit 77
+    fi
+}

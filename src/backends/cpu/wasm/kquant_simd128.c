@@ -5,18 +5,7 @@
 #include <wasm_simd128.h>
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/wasm/simd128.h"
-
-/* sum(a[k] * b[k]) over 16 bytes, a unsigned below 128 or signed, b signed:
-   exact, as 4 int32 lanes. */
-static inline v128_t dot16(v128_t a, v128_t b) {
-    return wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_low_i8x16(a, b)),
-                          wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_high_i8x16(a, b)));
-}
-
-static inline int32_t hsum(v128_t v) {
-    return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
-           wasm_i32x4_extract_lane(v, 3);
-}
+#include "backends/cpu/wasm/simd128_util.h"
 
 void mllm_vec_dot_q4_k_simd128(int n, float *s, const void *vx, const void *vy) {
     const mllm_block_q4_k *x = vx;
@@ -28,11 +17,11 @@ void mllm_vec_dot_q4_k_simd128(int n, float *s, const void *vx, const void *vy) 
         for (int c = 0; c < 4; c++) { /* 32 bytes: sub-block 2c (low nibbles), 2c + 1 (high) */
             const v128_t q0 = wasm_v128_load(x[i].qs + 32 * c), q1 = wasm_v128_load(x[i].qs + 32 * c + 16);
             const int8_t *yq = y[i].qs + 64 * c;
-            const v128_t lo = wasm_i32x4_add(dot16(wasm_v128_and(q0, low4), wasm_v128_load(yq)),
-                                             dot16(wasm_v128_and(q1, low4), wasm_v128_load(yq + 16)));
-            const v128_t hi = wasm_i32x4_add(dot16(wasm_u8x16_shr(q0, 4), wasm_v128_load(yq + 32)),
-                                             dot16(wasm_u8x16_shr(q1, 4), wasm_v128_load(yq + 48)));
-            const int32_t dot[2] = {hsum(lo), hsum(hi)};
+            const v128_t lo = wasm_i32x4_add(mllm_dot_i8x16(wasm_v128_and(q0, low4), wasm_v128_load(yq)),
+                                             mllm_dot_i8x16(wasm_v128_and(q1, low4), wasm_v128_load(yq + 16)));
+            const v128_t hi = wasm_i32x4_add(mllm_dot_i8x16(wasm_u8x16_shr(q0, 4), wasm_v128_load(yq + 32)),
+                                             mllm_dot_i8x16(wasm_u8x16_shr(q1, 4), wasm_v128_load(yq + 48)));
+            const int32_t dot[2] = {mllm_hsum_i32x4(lo), mllm_hsum_i32x4(hi)};
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
                 uint8_t sc, m;
@@ -68,7 +57,7 @@ void mllm_vec_dot_q6_k_simd128(int n, float *s, const void *vx, const void *vy) 
                     const v128_t low = k < 2 ? wasm_v128_and(ql, low4) : wasm_u8x16_shr(ql, 4);
                     const v128_t high = wasm_v128_and(wasm_u8x16_shr(qh, 2 * k), three);
                     const v128_t q = wasm_i8x16_sub(wasm_v128_or(low, wasm_i8x16_shl(high, 4)), off);
-                    acc += x[i].scales[g + half] * hsum(dot16(q, wasm_v128_load(y[i].qs + e + l)));
+                    acc += x[i].scales[g + half] * mllm_hsum_i32x4(mllm_dot_i8x16(q, wasm_v128_load(y[i].qs + e + l)));
                 }
                 a[j] = acc;
             }

@@ -5,6 +5,7 @@
    generic one: it differs by the rounding of a double sum only (NMSE bound
    in tests/wasm/test_simd128.c). */
 #include "backends/cpu/wasm/simd128.h"
+#include "backends/cpu/wasm/simd128_util.h"
 #include <wasm_simd128.h>
 #include "backends/cpu/kernels_internal.h"
 
@@ -28,25 +29,14 @@ void mllm_vec_dot_f32_simd128(int n, float *s, const void *vx, const void *vy) {
     *s = (float)sum;
 }
 
-/* sum(a[k] * b[k]) over 16 signed bytes, exact, as 4 int32 lanes. */
-static inline v128_t dot_i8x16(v128_t a, v128_t b) {
-    return wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_low_i8x16(a, b)),
-                          wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_high_i8x16(a, b)));
-}
-
-static inline int hsum_i32x4(v128_t v) {
-    return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
-           wasm_i32x4_extract_lane(v, 3);
-}
-
 void mllm_vec_dot_q8_0_simd128(int n, float *s, const void *vx, const void *vy) {
     const mllm_block_q8_0 *x = vx, *y = vy;
     const int nb = n / MLLM_QK8_0;
     float sum = 0.0f;
     for (int i = 0; i < nb; i++) {
-        const v128_t d = wasm_i32x4_add(dot_i8x16(wasm_v128_load(x[i].qs), wasm_v128_load(y[i].qs)),
-                                        dot_i8x16(wasm_v128_load(x[i].qs + 16), wasm_v128_load(y[i].qs + 16)));
-        const int sumi = hsum_i32x4(d);
+        const v128_t d = wasm_i32x4_add(mllm_dot_i8x16(wasm_v128_load(x[i].qs), wasm_v128_load(y[i].qs)),
+                                        mllm_dot_i8x16(wasm_v128_load(x[i].qs + 16), wasm_v128_load(y[i].qs + 16)));
+        const int sumi = mllm_hsum_i32x4(d);
         sum += (float)sumi * (mllm_f16_to_f32(x[i].d) * mllm_f16_to_f32(y[i].d));
     }
     *s = sum;
@@ -62,9 +52,9 @@ void mllm_vec_dot_q4_0_simd128(int n, float *s, const void *vx, const void *vy) 
         const v128_t q = wasm_v128_load(x[i].qs);
         const v128_t lo = wasm_i8x16_sub(wasm_v128_and(q, low4), eight); /* values 0..15 - 8 */
         const v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), eight);
-        const v128_t d = wasm_i32x4_add(dot_i8x16(lo, wasm_v128_load(y[i].qs)),
-                                        dot_i8x16(hi, wasm_v128_load(y[i].qs + MLLM_QK4_0 / 2)));
-        const int sumi = hsum_i32x4(d);
+        const v128_t d = wasm_i32x4_add(mllm_dot_i8x16(lo, wasm_v128_load(y[i].qs)),
+                                        mllm_dot_i8x16(hi, wasm_v128_load(y[i].qs + MLLM_QK4_0 / 2)));
+        const int sumi = mllm_hsum_i32x4(d);
         sum += (float)sumi * mllm_f16_to_f32(x[i].d) * mllm_f16_to_f32(y[i].d);
     }
     *s = sum;
@@ -79,9 +69,9 @@ void mllm_vec_dot_q4_1_simd128(int n, float *s, const void *vx, const void *vy) 
     for (int i = 0; i < nb; i++) {
         const v128_t q = wasm_v128_load(x[i].qs);
         const v128_t lo = wasm_v128_and(q, low4), hi = wasm_u8x16_shr(q, 4); /* 0..15: as int8 too */
-        const v128_t d = wasm_i32x4_add(dot_i8x16(lo, wasm_v128_load(y[i].qs)),
-                                        dot_i8x16(hi, wasm_v128_load(y[i].qs + MLLM_QK4_1 / 2)));
-        const int sumi = hsum_i32x4(d);
+        const v128_t d = wasm_i32x4_add(mllm_dot_i8x16(lo, wasm_v128_load(y[i].qs)),
+                                        mllm_dot_i8x16(hi, wasm_v128_load(y[i].qs + MLLM_QK4_1 / 2)));
+        const int sumi = mllm_hsum_i32x4(d);
         sum += (mllm_f16_to_f32(x[i].d) * mllm_f16_to_f32(y[i].d)) * (float)sumi +
                mllm_f16_to_f32(x[i].m) * mllm_f16_to_f32(y[i].s);
     }

@@ -17,9 +17,14 @@
 # tests) and every library the build links in its arm64 flavour, from Debian
 # multiarch (dpkg --add-architecture arm64; they bring libc6:arm64, the
 # loader qemu-aarch64 uses).
+# ocl-icd-opencl-dev and opencl-c-headers: the OpenCL ICD loader and headers
+# the OpenCL device layer links (src/backends/opencl, docs/opencl.md);
+# pocl-opencl-icd: PoCL, an OpenCL driver that runs the kernels on the CPU,
+# so test_opencl_ops has a device on machines without a GPU.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
       wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl
+      ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
       libpcre2-dev:arm64 libcjson-dev:arm64 libutf8proc-dev:arm64 libcmocka-dev:arm64 libmicrohttpd-dev:arm64
       libedit-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 zlib1g-dev:arm64)

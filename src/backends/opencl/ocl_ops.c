@@ -1,0 +1,259 @@
+/* The launches of ocl.h: each checks its sizes against the buffers, sets
+   the kernel's arguments and enqueues it (no wait: mllm_ocl_finish or a
+   blocking read orders the host after the device). */
+#include <math.h>
+
+#include "backends/opencl/ocl_internal.h"
+#include "core/alloc.h"
+
+/* Sizes and counts must fit the kernels' int arguments; far above any
+   model's, small enough that no product of two overflows 64 bits. */
+#define OCL_MAX_DIM ((int64_t)1 << 30)
+
+static mllm_status need(const mllm_ocl_buf *b, size_t bytes, const char *op, const char *what) {
+    if (!b) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s is NULL", op, what);
+    if (b->size < bytes)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s holds %zu bytes, %zu needed", op, what, b->size, bytes);
+    return MLLM_OK;
+}
+
+static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) {
+    if (a <= 0 || b <= 0 || c <= 0 || a > OCL_MAX_DIM || b > OCL_MAX_DIM || c > OCL_MAX_DIM)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: sizes %lld x %lld x %lld out of range", op, (long long)a,
+                        (long long)b, (long long)c);
+    return MLLM_OK;
+}
+
+/* Arguments in order: each call names its size and value. */
+typedef struct {
+    size_t size;
+    const void *ptr;
+} karg;
+#define ARG(x) ((karg){sizeof(x), &(x)})
+#define MEM(b) ((karg){sizeof(cl_mem), &(b)->mem})
+
+static mllm_status launch(mllm_ocl *c, mllm_ocl_kernel k, const karg *args, int n_args, int dims, const size_t *global,
+                          const size_t *local, const char *op) {
+    for (int i = 0; i < n_args; i++) {
+        cl_int e = clSetKernelArg(c->k[k], (cl_uint)i, args[i].size, args[i].ptr);
+        if (e != CL_SUCCESS) return mllm_ocl_fail(e, op);
+    }
+    cl_int e = clEnqueueNDRangeKernel(c->q, c->k[k], (cl_uint)dims, NULL, global, local, 0, NULL, NULL);
+    return e == CL_SUCCESS ? MLLM_OK : mllm_ocl_fail(e, op);
+}
+
+static int matmul_kernel(mllm_dtype t) {
+    switch (t) {
+    case MLLM_DTYPE_F32: return MLLM_OCL_K_MM_F32;
+    case MLLM_DTYPE_F16: return MLLM_OCL_K_MM_F16;
+    case MLLM_DTYPE_Q8_0: return MLLM_OCL_K_MM_Q8_0;
+    case MLLM_DTYPE_Q4_0: return MLLM_OCL_K_MM_Q4_0;
+    case MLLM_DTYPE_Q4_K: return MLLM_OCL_K_MM_Q4_K;
+    case MLLM_DTYPE_Q6_K: return MLLM_OCL_K_MM_Q6_K;
+    default: return -1;
+    }
+}
+
+static int get_rows_kernel(mllm_dtype t) {
+    switch (t) {
+    case MLLM_DTYPE_F32: return MLLM_OCL_K_GR_F32;
+    case MLLM_DTYPE_F16: return MLLM_OCL_K_GR_F16;
+    case MLLM_DTYPE_Q8_0: return MLLM_OCL_K_GR_Q8_0;
+    case MLLM_DTYPE_Q4_0: return MLLM_OCL_K_GR_Q4_0;
+    default: return -1;
+    }
+}
+
+bool mllm_ocl_supports_matmul(mllm_dtype t) { return matmul_kernel(t) >= 0; }
+bool mllm_ocl_supports_get_rows(mllm_dtype t) { return get_rows_kernel(t) >= 0; }
+
+/* Row bytes of K values of t, 0 when K is not a whole number of blocks. */
+static size_t row_bytes(mllm_dtype t, int64_t K) {
+    const int64_t bs = t == MLLM_DTYPE_F32 || t == MLLM_DTYPE_F16 ? 1 : t == MLLM_DTYPE_Q4_K || t == MLLM_DTYPE_Q6_K ? 256 : 32;
+    return K % bs ? 0 : mllm_dtype_row_size(t, K);
+}
+
+mllm_status mllm_ocl_mul_mat(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W, int64_t K, int64_t N,
+                             const mllm_ocl_buf *X, int64_t T, mllm_ocl_buf *Y, const mllm_ocl_buf *bias) {
+    const char *op = "matmul";
+    const int k = matmul_kernel(wt);
+    if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "opencl matmul: weights of type %s are not supported", mllm_dtype_name(wt));
+    mllm_status st = dims_ok(op, K, N, T);
+    if (st) return st;
+    const size_t rb = row_bytes(wt, K);
+    if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl matmul: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
+    if ((st = need(W, rb * (size_t)N, op, "W")) || (st = need(X, (size_t)(K * T) * 4, op, "X")) ||
+        (st = need(Y, (size_t)(N * T) * 4, op, "Y")) || (bias && (st = need(bias, (size_t)N * 4, op, "bias"))))
+        return st;
+    const cl_ulong rbl = rb;
+    const cl_int Ki = (cl_int)K, Ni = (cl_int)N, has_bias = bias != NULL;
+    const mllm_ocl_buf *bb = bias ? bias : Y; /* any valid buffer when unused */
+    const karg a[] = {MEM(W), ARG(rbl), ARG(Ki), ARG(Ni), MEM(X), MEM(Y), MEM(bb), ARG(has_bias)};
+    const size_t g[2] = {(size_t)N * MLLM_OCL_LWS, (size_t)T}, l[2] = {MLLM_OCL_LWS, 1};
+    return launch(c, (mllm_ocl_kernel)k, a, 8, 2, g, l, op);
+}
+
+mllm_status mllm_ocl_get_rows(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W, int64_t K, int64_t n_rows,
+                              const mllm_ocl_buf *ids, int64_t T, mllm_ocl_buf *Y) {
+    const char *op = "get_rows";
+    const int k = get_rows_kernel(wt);
+    if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "opencl get_rows: tables of type %s are not supported", mllm_dtype_name(wt));
+    mllm_status st = dims_ok(op, K, n_rows, T);
+    if (st) return st;
+    const size_t rb = row_bytes(wt, K);
+    if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl get_rows: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
+    if ((st = need(W, rb * (size_t)n_rows, op, "table")) || (st = need(ids, (size_t)T * 4, op, "ids")) ||
+        (st = need(Y, (size_t)(K * T) * 4, op, "Y")))
+        return st;
+    /* The ids come from the host's tokenizer or a graph input: each is
+       checked here, as the kernel reads the row it names. */
+    int32_t *h = mllm_malloc((size_t)T * sizeof *h);
+    if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl get_rows: out of memory");
+    if ((st = mllm_ocl_buf_get(ids, 0, h, (size_t)T * 4))) {
+        mllm_free(h);
+        return st;
+    }
+    for (int64_t i = 0; i < T; i++)
+        if (h[i] < 0 || h[i] >= n_rows) {
+            st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl get_rows: id %d at %lld is outside the table's %lld rows", h[i],
+                          (long long)i, (long long)n_rows);
+            break;
+        }
+    mllm_free(h);
+    if (st) return st;
+    const cl_ulong rbl = rb;
+    const cl_int Ki = (cl_int)K;
+    const karg a[] = {MEM(W), ARG(rbl), ARG(Ki), MEM(ids), MEM(Y)};
+    const size_t g[2] = {(size_t)K, (size_t)T};
+    return launch(c, (mllm_ocl_kernel)k, a, 5, 2, g, NULL, op);
+}
+
+mllm_status mllm_ocl_rmsnorm(mllm_ocl *c, const mllm_ocl_buf *X, const mllm_ocl_buf *w, mllm_ocl_buf *Y, int64_t n,
+                             int64_t rows, float eps) {
+    const char *op = "rmsnorm";
+    mllm_status st = dims_ok(op, n, rows, 1);
+    if (st || (st = need(X, (size_t)(n * rows) * 4, op, "X")) || (st = need(Y, (size_t)(n * rows) * 4, op, "Y")) ||
+        (w && (st = need(w, (size_t)n * 4, op, "w"))))
+        return st;
+    const cl_int has_w = w != NULL, ni = (cl_int)n;
+    const mllm_ocl_buf *ww = w ? w : X;
+    const karg a[] = {MEM(X), MEM(ww), ARG(has_w), MEM(Y), ARG(ni), ARG(eps)};
+    const size_t g = (size_t)rows * MLLM_OCL_LWS, l = MLLM_OCL_LWS;
+    return launch(c, MLLM_OCL_K_RMSNORM, a, 6, 1, &g, &l, op);
+}
+
+mllm_status mllm_ocl_layernorm(mllm_ocl *c, const mllm_ocl_buf *X, const mllm_ocl_buf *w, const mllm_ocl_buf *b,
+                               mllm_ocl_buf *Y, int64_t n, int64_t rows, float eps) {
+    const char *op = "layernorm";
+    mllm_status st = dims_ok(op, n, rows, 1);
+    if (st || (st = need(X, (size_t)(n * rows) * 4, op, "X")) || (st = need(Y, (size_t)(n * rows) * 4, op, "Y")) ||
+        (w && (st = need(w, (size_t)n * 4, op, "w"))) || (b && (st = need(b, (size_t)n * 4, op, "b"))))
+        return st;
+    const cl_int flags = (w ? 1 : 0) | (b ? 2 : 0), ni = (cl_int)n;
+    const mllm_ocl_buf *ww = w ? w : X, *bb = b ? b : X;
+    const karg a[] = {MEM(X), MEM(ww), MEM(bb), ARG(flags), MEM(Y), ARG(ni), ARG(eps)};
+    const size_t g = (size_t)rows * MLLM_OCL_LWS, l = MLLM_OCL_LWS;
+    return launch(c, MLLM_OCL_K_LAYERNORM, a, 7, 1, &g, &l, op);
+}
+
+mllm_status mllm_ocl_softmax(mllm_ocl *c, mllm_ocl_buf *X, int64_t n, int64_t rows, float scale) {
+    const char *op = "softmax";
+    mllm_status st = dims_ok(op, n, rows, 1);
+    if (st || (st = need(X, (size_t)(n * rows) * 4, op, "X"))) return st;
+    const cl_int ni = (cl_int)n;
+    const karg a[] = {MEM(X), ARG(ni), ARG(scale)};
+    const size_t g = (size_t)rows * MLLM_OCL_LWS, l = MLLM_OCL_LWS;
+    return launch(c, MLLM_OCL_K_SOFTMAX, a, 3, 1, &g, &l, op);
+}
+
+mllm_status mllm_ocl_rope(mllm_ocl *c, const mllm_ocl_buf *X, mllm_ocl_buf *Y, const mllm_ocl_buf *cs,
+                          const mllm_ocl_buf *sn, int64_t D, int64_t H, int64_t T, int n_rot, bool neox) {
+    const char *op = "rope";
+    mllm_status st = dims_ok(op, D, H, T);
+    if (st) return st;
+    if (n_rot <= 0 || n_rot % 2 || n_rot > D)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl rope: n_rot %d must be even and within D = %lld", n_rot, (long long)D);
+    const size_t tab = (size_t)T * (size_t)(n_rot / 2) * 4;
+    if ((st = need(X, (size_t)(D * H * T) * 4, op, "X")) || (st = need(Y, (size_t)(D * H * T) * 4, op, "Y")) ||
+        (st = need(cs, tab, op, "cos table")) || (st = need(sn, tab, op, "sin table")))
+        return st;
+    const cl_int nr = n_rot, nx = neox;
+    const karg a[] = {MEM(X), MEM(Y), MEM(cs), MEM(sn), ARG(nr), ARG(nx)};
+    const size_t g[3] = {(size_t)D, (size_t)H, (size_t)T};
+    return launch(c, MLLM_OCL_K_ROPE, a, 6, 3, g, NULL, op);
+}
+
+mllm_status mllm_ocl_elementwise_op(mllm_ocl *c, mllm_ocl_elementwise eop, const mllm_ocl_buf *a,
+                                    const mllm_ocl_buf *b, mllm_ocl_buf *y, int64_t n, float p) {
+    const char *op = "elementwise";
+    mllm_status st = dims_ok(op, n, 1, 1);
+    if (st) return st;
+    const size_t bytes = (size_t)n * 4;
+    const bool binary = eop == MLLM_OCL_ADD || eop == MLLM_OCL_SILU_MUL || eop == MLLM_OCL_GELU_MUL;
+    if ((st = need(a, bytes, op, "a")) || (st = need(y, bytes, op, "y")) || (binary && (st = need(b, bytes, op, "b"))))
+        return st;
+    const size_t g = (size_t)n;
+    switch (eop) {
+    case MLLM_OCL_ADD:
+    case MLLM_OCL_SILU_MUL:
+    case MLLM_OCL_GELU_MUL: {
+        const karg args[] = {MEM(a), MEM(b), MEM(y)};
+        const mllm_ocl_kernel k = eop == MLLM_OCL_ADD ? MLLM_OCL_K_ADD : eop == MLLM_OCL_SILU_MUL ? MLLM_OCL_K_SILU_MUL
+                                                                                                 : MLLM_OCL_K_GELU_MUL;
+        return launch(c, k, args, 3, 1, &g, NULL, op);
+    }
+    case MLLM_OCL_GELU: {
+        const karg args[] = {MEM(a), MEM(y)};
+        return launch(c, MLLM_OCL_K_GELU, args, 2, 1, &g, NULL, op);
+    }
+    case MLLM_OCL_SCALE:
+    case MLLM_OCL_SOFTCAP: {
+        if (eop == MLLM_OCL_SOFTCAP && !(p > 0)) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl softcap: cap %g must be > 0", p);
+        const karg args[] = {MEM(a), MEM(y), ARG(p)};
+        return launch(c, eop == MLLM_OCL_SCALE ? MLLM_OCL_K_SCALE : MLLM_OCL_K_SOFTCAP, args, 3, 1, &g, NULL, op);
+    }
+    }
+    return mllm_err(MLLM_ERR_INVALID_ARG, "opencl elementwise: unknown op %d", (int)eop);
+}
+
+size_t mllm_ocl_attention_scratch(int64_t H, int64_t T, int64_t n_keys) {
+    return (size_t)H * (size_t)T * (size_t)n_keys * sizeof(float);
+}
+
+mllm_status mllm_ocl_attention(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_ocl_buf *Kc, const mllm_ocl_buf *Vc,
+                               const mllm_ocl_buf *pos, mllm_ocl_buf *O, mllm_ocl_buf *scratch, int64_t D, int64_t H,
+                               int64_t Hkv, int64_t T, int64_t n_keys, float scale, int window, bool causal) {
+    const char *op = "attention";
+    mllm_status st = dims_ok(op, D, H, T);
+    if (st || (st = dims_ok(op, Hkv, n_keys, 1))) return st;
+    if (H % Hkv) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl attention: %lld heads over %lld KV heads", (long long)H, (long long)Hkv);
+    const size_t q_bytes = (size_t)(D * H * T) * 4, kv_bytes = (size_t)(n_keys * Hkv * D) * 4;
+    if ((st = need(Q, q_bytes, op, "Q")) || (st = need(O, q_bytes, op, "O")) || (st = need(Kc, kv_bytes, op, "K cache")) ||
+        (st = need(Vc, kv_bytes, op, "V cache")) || (st = need(pos, (size_t)T * 4, op, "positions")) ||
+        (st = need(scratch, mllm_ocl_attention_scratch(H, T, n_keys), op, "scratch")))
+        return st;
+    /* Causal: a token at a position past the stored keys would read keys
+       that do not exist; the positions are checked on the host. */
+    if (causal) {
+        int32_t *h = mllm_malloc((size_t)T * sizeof *h);
+        if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl attention: out of memory");
+        if (!(st = mllm_ocl_buf_get(pos, 0, h, (size_t)T * 4)))
+            for (int64_t i = 0; i < T; i++)
+                if (h[i] < 0 || h[i] >= n_keys) {
+                    st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl attention: position %d of token %lld is outside the %lld keys",
+                                  h[i], (long long)i, (long long)n_keys);
+                    break;
+                }
+        mllm_free(h);
+        if (st) return st;
+    }
+    const float sc = scale > 0 ? scale : 1.0f / sqrtf((float)D);
+    const cl_int Di = (cl_int)D, Hi = (cl_int)H, Hkvi = (cl_int)Hkv, nk = (cl_int)n_keys, win = window, ca = causal;
+    const karg a1[] = {MEM(Q), MEM(Kc), MEM(scratch), MEM(pos), ARG(Di), ARG(Hi), ARG(Hkvi), ARG(nk), ARG(sc), ARG(win), ARG(ca)};
+    const size_t g1[3] = {(size_t)n_keys, (size_t)H, (size_t)T};
+    if ((st = launch(c, MLLM_OCL_K_ATTN_SCORES, a1, 11, 3, g1, NULL, op))) return st;
+    if ((st = mllm_ocl_softmax(c, scratch, n_keys, H * T, 1.0f))) return st;
+    const karg a3[] = {MEM(scratch), MEM(Vc), MEM(O), ARG(Hi), ARG(Hkvi), ARG(nk)};
+    const size_t g3[3] = {(size_t)D, (size_t)H, (size_t)T};
+    return launch(c, MLLM_OCL_K_ATTN_PV, a3, 6, 3, g3, NULL, op);
+}

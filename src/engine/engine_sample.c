@@ -47,6 +47,10 @@ static void shift(mllm_engine *e, mllm_eseq *s, int32_t tok) {
     mllm_kv_seq_truncate(&e->kp, &s->kv, keep);
     s->n_done = keep;
     s->res.n_shifts++;
+    /* A shift must not replay the same random draws: the seed moves on by
+       the shift count, as `mllm run --context-shift` and the session path
+       reseed each generation after a shift. */
+    mllm_rng_seed(&s->smp.rng, s->sp.seed + (uint64_t)s->res.n_shifts);
 }
 
 bool mllm_engine_sample(mllm_engine *e, mllm_eseq *s, const float *logits) {

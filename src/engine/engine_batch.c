@@ -98,7 +98,8 @@ mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logi
     int32_t *tab = mllm_tensor_i32(g->in.table);
     for (int i = 0; i < e->max_blocks * e->p.max_running; i++) tab[i] = -1;
     for (mllm_eseq *s = e->running; s; s = s->next)
-        memcpy(tab + (size_t)s->slot * (size_t)e->max_blocks, s->kv.blocks, (size_t)s->kv.n_blocks * sizeof(int32_t));
+        if (s->kv.n_blocks > 0) /* one admitted this step without a share of the budget has none yet */
+            memcpy(tab + (size_t)s->slot * (size_t)e->max_blocks, s->kv.blocks, (size_t)s->kv.n_blocks * sizeof(int32_t));
     mllm_graph_execute(&g->g);
     if (g->g.failed) return mllm_err(MLLM_ERR_NOMEM, "engine: out of memory while computing");
     if (e->file) {

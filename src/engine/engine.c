@@ -183,7 +183,8 @@ static bool admit_one(mllm_engine *e) {
     mllm_eseq *s = e->waiting;
     if (!s || e->n_running >= e->p.max_running) return false;
     const int bs = e->p.block_size;
-    const int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    k += mllm_kv_prefix_extend(&e->kp, &s->kv, s->tokens, s->n_tokens);
     const int need = (s->n_tokens + bs - 1) / bs - k / bs + 1;
     if (need > avail_blocks(e) - pending_blocks(e)) {
         mllm_kv_seq_release(&e->kp, &s->kv); /* the hit blocks go back to the cache */

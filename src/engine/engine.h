@@ -13,7 +13,10 @@
 
    Prefix cache: an admitted sequence first takes, from the pool's prefix
    index, the registered full blocks that hold the start of its prompt (any
-   earlier sequence's, prompt or generated text); it computes only the rest.
+   earlier sequence's, prompt or generated text), then the leading
+   positions of one more registered block that continues that chain (a
+   prompt that diverges, or ends, inside a block another sequence filled:
+   shared copy on write); it computes only the rest.
    n_cached in mllm_engine_result is that count exactly. Every full block a
    sequence computes is registered, so later requests find it.
 

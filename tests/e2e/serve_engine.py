@@ -2,7 +2,7 @@
 greedy chat requests sent together (one batched forward per step) answer
 exactly what each answers alone; a second client sharing a long system
 prompt with a first one that is still generating reports cached_tokens
-equal to the shared prompt's whole 16-token blocks (from /tokenize) and
+equal to the two prompts' common prefix (from /tokenize) and
 answers as with nothing cached; a client that hangs up frees its blocks;
 /metrics parses and its KV and prefix counters add up.
 Args: mllm binary, shared dir, build dir. Loopback only."""
@@ -16,7 +16,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import srvtest  # noqa: E402
 from srvtest import check, import_openai  # noqa: E402
 
-BLOCK = 16
 SYSTEM = ("You are a careful assistant for a small bakery. " * 6 +
           "Answer in one short sentence. Prices: bread 3 euros, croissant 2 euros, cake 15 euros. " * 3)
 QUESTIONS = ["What does bread cost?", "Name a pastry.", "Is cake expensive?", "Say hello.",
@@ -93,8 +92,11 @@ def main(argv):
         while common < min(len(ta), len(tb)) and ta[common] == tb[common]:
             common += 1
         check(common >= len(sys_tok) - 1, "the prompts share the system turn (%d of %d)" % (common, len(sys_tok)))
-        check(cached == common // BLOCK * BLOCK, "cached_tokens %d, expected %d (common prefix %d of %d)"
-              % (cached, common // BLOCK * BLOCK, common, n_prompt_b))
+        # exact: the whole common prefix (A's blocks, the last one shared copy-on-write from inside), never B's
+        # last token (evaluated again for its logits)
+        want = min(common, n_prompt_b - 1)
+        check(cached == want, "cached_tokens %d, expected %d (common prefix %d of %d)"
+              % (cached, want, common, n_prompt_b))
         fresh = srvtest.Server(mllm, path, "--parallel", "1", "-c", "1024", alias="smollm2")
         try:  # B on a server with nothing cached
             fc = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % fresh.port, api_key="none", max_retries=0,
@@ -110,7 +112,7 @@ def main(argv):
         check(after["mllm_prefix_cache_hit_tokens_total"] - before["mllm_prefix_cache_hit_tokens_total"] >= cached,
               "prefix hit counter %r -> %r" % (before["mllm_prefix_cache_hit_tokens_total"],
                                                after["mllm_prefix_cache_hit_tokens_total"]))
-        print("ok   a second client reuses %d of %d prompt tokens (the shared system turn's whole blocks), same answer"
+        print("ok   a second client reuses %d of %d prompt tokens (the common prefix with a busy first one), same answer"
               % (cached, n_prompt_b))
 
         # 3. a client that hangs up mid-generation: its sequence ends, its blocks are freed

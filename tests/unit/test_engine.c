@@ -155,9 +155,10 @@ static void test_prefix_reuse(void **state) {
     out_t o[5] = {0};
     const int32_t *pr[5] = {a, b, a, a, a};
     const int n[5] = {40, 45, 48, 48, 10};
-    /* none; the 2 full blocks they share; the same 2 (block 3 of the first held generated tokens); all 48 but
-       the last (evaluated again for its logits); under a block */
-    const int expect[5] = {0, 32, 32, 47, 0};
+    /* none; the 2 full blocks they share (the first's third block held generated tokens, unregistered);
+       those 2 and 3 positions of the second's registered third block (copy on write); all 48 but the last
+       (evaluated again for its logits); 9 of a 10-token prompt from inside the first registered block */
+    const int expect[5] = {0, 32, 35, 47, 9};
     for (int k = 0; k < 5; k++) {
         mllm_engine_request r = {.prompt = pr[k], .n_prompt = n[k], .sampling = &sp, .on_token = on_token,
                                  .on_finish = on_finish, .user = &o[k]};
@@ -169,11 +170,11 @@ static void test_prefix_reuse(void **state) {
     mllm_engine_stats st;
     mllm_engine_get_stats(me.e, &st);
     assert_int_equal(st.prefix_lookups, 5);
-    assert_int_equal(st.prefix_hit_tokens, 32 + 32 + 47);
+    assert_int_equal(st.prefix_hit_tokens, 32 + 35 + 47 + 9);
     check_blocks_free(me.e);
     mllm_model_engine_close(&me);
     /* the reused answers equal fresh ones */
-    for (int k = 1; k <= 3; k++) {
+    for (int k = 1; k <= 4; k++) {
         me = open_engine(m, 1, 5, 512, MLLM_KV_DTYPE_F32);
         out_t f = {0};
         mllm_engine_request r = {.prompt = pr[k], .n_prompt = n[k], .sampling = &sp, .on_token = on_token,

@@ -23,9 +23,16 @@ static void serve_usage(FILE *f) {
             "      --api-key KEY       require 'Authorization: Bearer KEY' (all but /health);\n"
             "                          default: $MLLM_API_KEY if set\n"
             "      --alias NAME        the model id clients use (default: file name)\n"
-            "  -np, --parallel N       requests generated at the same time (default %d)\n"
-            "  -c, --ctx-size N        context per slot in tokens (default: min(model, 4096))\n"
-            "  -t, --threads N         compute threads per slot (default: cores / slots)\n"
+            "  -np, --parallel N       sequences generated at the same time, batched into one\n"
+            "                          forward per step (default %d)\n"
+            "  -c, --ctx-size N        context per sequence in tokens (default: min(model, 4096))\n"
+            "      --kv-size N         KV pool of every sequence together (and the prefix cache),\n"
+            "                          in token positions, at least ctx-size + 16 (default:\n"
+            "                          parallel x ctx-size + 16); when it is full, new requests\n"
+            "                          wait\n"
+            "      --kv-type T         K/V in the pool as f32 (default), f16 or q8\n"
+            "  -t, --threads N         compute threads (default: every core; with --draft: per\n"
+            "                          slot, cores / slots)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --queue N           requests waiting for a slot before 503 (default %d)\n"
             "      --max-body BYTES    largest request body (default %u)\n"
@@ -52,7 +59,9 @@ static void serve_usage(FILE *f) {
             "      --chat-template T   a built-in template name or a .jinja file\n"
             "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
             "%s"
-            "                        (per slot: a slot speculates on its own sequence)\n"
+            "                        (--draft: each of --parallel slots runs a session of its\n"
+            "                        own and speculates on it, without batching or a shared KV\n"
+            "                        pool; without --draft the server does not speculate)\n"
             "  -h, --help              this help\n",
             SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY, SRV_DEFAULT_MAX_UPLOAD,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
@@ -117,6 +126,12 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--alias")) { VAL(); alias = s; }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) INT(1, 256, c.n_parallel);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) INT(16, 1 << 20, c.n_ctx);
+        else if (!strcmp(a, "--kv-size")) INT(16, SRV_MAX_KV_SIZE, c.kv_size);
+        else if (!strcmp(a, "--kv-type")) {
+            VAL();
+            if (!cli_kv_type(a, s, &c.kv_type)) return 2;
+            if (c.kv_type == MLLM_KV_CONTIGUOUS) c.kv_type = MLLM_KV_PAGED_F32; /* the engine's pool is paged */
+        }
         else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(1, 1024, c.n_threads);
         else if (!strcmp(a, "--queue")) INT(0, 100000, c.max_queue);
@@ -177,8 +192,9 @@ int cmd_serve(int argc, char **argv) {
     st = mllm_server_start(m, &c, &srv);
     if (st != MLLM_OK) { mllm_model_free(dm); mllm_model_free(m); return cli_fail("serve", st); }
     if (mllm_model_can_generate(m))
-        fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d slots)\n", c.host,
-                mllm_server_port(srv), c.model_id, c.n_parallel);
+        fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d %s)\n", c.host,
+                mllm_server_port(srv), c.model_id, c.n_parallel,
+                spp.draft && spp.mode != MLLM_SPEC_OFF ? "slots with a draft model" : "parallel sequences, one engine");
     else
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %s only)\n", c.host,
                 mllm_server_port(srv), c.model_id, mllm_model_can_transcribe(m) ? "speech to text" : "embeddings");

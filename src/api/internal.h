@@ -106,6 +106,8 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
    to out ((n - first_out) x n_vocab floats): for perplexity. */
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
 double mllm_now_ms(void);
+/* The context length of a session with n_ctx 0 (engine_api.c). */
+int mllm_model_default_ctx(const mllm_model *m);
 /* Evaluates ids (after the cached ones) whose runs of image_token are the
    grids' images, in order, each replaced by its rows of img_emb (n_img_rows
    x n_embd: the vision tower's output, concatenated); positions by M-RoPE

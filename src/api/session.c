@@ -8,10 +8,10 @@
 #include "core/error.h"
 #include "api/speculative.h"
 #include "runtime/sampler.h"
+#include "runtime/token_text.h"
 
 /* Prompt tokens per prefill graph: bounds activation memory for long prompts. */
 #define MLLM_PREFILL_CHUNK 512
-#define MLLM_DEFAULT_CTX 4096
 
 MLLM_API void mllm_session_default_params(mllm_session_params *p) {
     memset(p, 0, sizeof *p);
@@ -114,7 +114,7 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
                                               "use mllm_embed", m->file->path, m->dec.cfg.arch);
     const mllm_hparams *c = &m->dec.cfg;
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : 0;
-    if (n_ctx == 0) n_ctx = c->n_ctx_train > 0 && c->n_ctx_train < MLLM_DEFAULT_CTX ? c->n_ctx_train : MLLM_DEFAULT_CTX;
+    if (n_ctx == 0) n_ctx = mllm_model_default_ctx(m);
     if (n_ctx < 1 || n_ctx > (1 << 20))
         return mllm_err(MLLM_ERR_INVALID_ARG, "context size %d out of range [1, 1048576]", n_ctx);
     mllm_session *s = mllm_calloc(1, sizeof *s);
@@ -365,32 +365,6 @@ MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out) {
     memcpy(out, &t, n);
 }
 
-/* Length of the longest prefix of b[0..n) that ends on a UTF-8 character
-   boundary, so a multi-byte character split over tokens is sent whole. */
-static size_t utf8_complete(const char *b, size_t n) {
-    size_t i = n;
-    int back = 0;
-    while (i > 0 && back < 4) {
-        unsigned char ch = (unsigned char)b[i - 1];
-        if ((ch & 0xC0) != 0x80) {
-            int need = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 1;
-            return (back + 1 >= need) ? n : i - 1;
-        }
-        i--;
-        back++;
-    }
-    return n;
-}
-
-/* Reports the model's log-probabilities of the token about to be delivered. */
-static void report_logprobs(mllm_sampler *smp, const mllm_sampling *sp, const float *logits, int32_t tok) {
-    int32_t top_ids[MLLM_MAX_TOP_LOGPROBS];
-    float top_lp[MLLM_MAX_TOP_LOGPROBS], lp;
-    mllm_sampler_logprobs(smp, logits, tok, sp->n_top_logprobs, top_ids, top_lp, &lp);
-    int n_top = sp->n_top_logprobs < smp->n_vocab ? sp->n_top_logprobs : smp->n_vocab;
-    sp->on_logprobs(sp->logprobs_user, tok, lp, top_ids, top_lp, n_top);
-}
-
 /* llama.cpp's order: sample as usual, and only when the grammar rejects
    that token compute the full mask and sample again from the allowed
    tokens (most tokens pass, and one token's check costs microseconds).
@@ -443,8 +417,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     if (st == MLLM_OK) st = mllm_spec_begin(s, sp);
     s->timings.n_prompt += (int)n;
     s->timings.prompt_ms += mllm_now_ms() - t0;
-    char pending[8];
-    size_t n_pending = 0;
+    mllm_token_text tt = {0};
     double tg = mllm_now_ms();
     for (int i = 0; st == MLLM_OK && i < sp->max_tokens; i++) {
         if (atomic_load(&s->cancel)) { st = MLLM_ERR_CANCELLED; mllm_err(st, "generation cancelled"); break; }
@@ -458,32 +431,15 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         /* With a grammar an end token is allowed only where the text is complete: it always ends it. */
         if ((!sp->ignore_eos || sp->grammar) && mllm_tokenizer_is_eog(s->m->tok, tok)) break;
         if (sp->grammar && (st = mllm_constraint_accept(&con, tok)) != MLLM_OK) break;
-        if (sp->on_logprobs) report_logprobs(&smp, sp, s->logits, tok);
-        size_t plen = 0;
-        const char *piece = mllm_tokenizer_piece(s->m->tok, tok, &plen);
-        /* Control tokens (<|im_start|>, <s>, ...) are not text. */
-        if (!piece || mllm_tokenizer_token_type(s->m->tok, tok) == MLLM_TOKEN_CONTROL) plen = 0;
-        /* pending holds at most the 3 first bytes of an unfinished character. */
-        char buf[256];
-        int stop = 0;
-        if (n_pending + plen <= sizeof buf) {
-            memcpy(buf, pending, n_pending);
-            if (plen) memcpy(buf + n_pending, piece, plen); /* an id past the tokenizer's (padded vocab): no piece */
-            size_t total = n_pending + plen, ok = utf8_complete(buf, total);
-            if (cb) stop = cb(user, tok, buf, ok);
-            n_pending = total - ok;
-            memcpy(pending, buf + ok, n_pending);
-        } else {
-            if (cb) stop = cb(user, -1, pending, n_pending) || cb(user, tok, piece, plen);
-            n_pending = 0;
-        }
+        if (sp->on_logprobs) mllm_sampler_report_logprobs(&smp, sp, s->logits, tok);
+        int stop = mllm_token_text_emit(&tt, s->m->tok, tok, cb, user);
         s->timings.n_gen++;
         if (stop) break;
         if (s->n_past >= s->n_ctx) { st = mllm_err(MLLM_ERR_CONTEXT_FULL, "context full after %d tokens", s->n_past); break; }
         st = mllm_spec_advance(s, tok, sp->max_tokens - i - 1);
     }
     mllm_spec_end(s);
-    if (n_pending && cb) cb(user, -1, pending, n_pending);
+    mllm_token_text_flush(&tt, cb, user);
     s->timings.gen_ms += mllm_now_ms() - tg;
     mllm_sampler_free(&smp);
     if (sp->grammar) mllm_constraint_free(&con);

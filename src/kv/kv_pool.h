@@ -95,6 +95,15 @@ static inline int32_t mllm_kv_seq_block(const mllm_kv_seq *s, int pos, int block
    k == n the caller still evaluates the last token again for its logits,
    which copies that block on write). */
 int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, int n);
+/* After mllm_kv_prefix_lookup: the registered block continuing s's chain
+   whose first tokens match tokens[s->n_tokens, n) longest (a block another
+   sequence filled, sharing this one's prefix up to inside it) is
+   referenced too; returns the m positions of it that s now holds (0: none;
+   then s is unchanged). The block is shared and registered, so writing
+   position n_tokens copies it first (copy on write); its K/V at those m
+   positions are what s would compute (same tokens at the same positions
+   after the same prefix). */
+int mllm_kv_prefix_extend(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, int n);
 /* Registers the sequence's full blocks not yet registered; tokens are its
    n_tokens tokens. A block whose content is already registered in another
    block is swapped for that one (the duplicate goes back to the pool). */

@@ -92,3 +92,33 @@ void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *toke
         s->n_indexed = i + 1;
     }
 }
+
+int mllm_kv_prefix_extend(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, int n) {
+    const int bs = kp->p.block_size, k = s->n_tokens;
+    if (!tokens || k % bs != 0 || s->n_blocks != k / bs || n <= k) return 0;
+    /* The chain so far: a candidate must continue it (its parent's serial). */
+    const uint64_t parent = s->n_blocks > 0 ? kp->serial[s->blocks[s->n_blocks - 1]] : 0;
+    const int room = n - k < bs ? n - k : bs;
+    int32_t best = -1;
+    int best_m = 0;
+    /* A linear scan of the registered blocks: the index is keyed by whole
+       blocks, and this runs once per admitted sequence. */
+    for (int32_t id = 0; id < kp->p.n_blocks; id++) {
+        if (!kp->indexed[id] || kp->parent[id] != parent) continue;
+        const int32_t *bt = kp->tokens + (size_t)id * (size_t)bs;
+        int m = 0;
+        while (m < room && bt[m] == tokens[k + m]) m++;
+        if (m > best_m) { best_m = m; best = id; }
+    }
+    if (best < 0) return 0;
+    if (s->cap < s->n_blocks + 1) {
+        int32_t *nb = mllm_realloc(s->blocks, (size_t)(s->n_blocks + 1) * sizeof *nb);
+        if (!nb) return 0;
+        s->blocks = nb;
+        s->cap = s->n_blocks + 1;
+    }
+    mllm_kv_block_ref(kp, best);
+    s->blocks[s->n_blocks++] = best; /* registered: the first write copies it */
+    s->n_tokens = k + best_m;
+    return best_m;
+}

@@ -239,3 +239,11 @@ float mllm_sampler_greedy_confidence(const mllm_sampler *s, int32_t best) {
         if (l[i] > cut) sum += expf(l[i] - mx);
     return 1.0f / sum;
 }
+
+void mllm_sampler_report_logprobs(mllm_sampler *s, const mllm_sampling *sp, const float *logits, int32_t tok) {
+    int32_t top_ids[MLLM_MAX_TOP_LOGPROBS];
+    float top_lp[MLLM_MAX_TOP_LOGPROBS], lp;
+    mllm_sampler_logprobs(s, logits, tok, sp->n_top_logprobs, top_ids, top_lp, &lp);
+    int n_top = sp->n_top_logprobs < s->n_vocab ? sp->n_top_logprobs : s->n_vocab;
+    sp->on_logprobs(sp->logprobs_user, tok, lp, top_ids, top_lp, n_top);
+}

@@ -59,6 +59,9 @@ float mllm_sampler_greedy_confidence(const mllm_sampler *s, int32_t best);
    id, and the n_top most likely ids with theirs, most likely first. */
 void mllm_sampler_logprobs(mllm_sampler *s, const float *logits, int32_t id, int n_top, int32_t *top_ids,
                            float *top_lp, float *lp);
+/* Calls sp->on_logprobs with the model's log-probabilities of tok (about
+   to be delivered) and its sp->n_top_logprobs alternatives. */
+void mllm_sampler_report_logprobs(mllm_sampler *s, const mllm_sampling *sp, const float *logits, int32_t tok);
 /* Index of the largest logit; ties go to the lowest id. */
 int32_t mllm_argmax(const float *x, int n);
 

@@ -195,3 +195,28 @@ void srv_job_wait_locked(srv_job *j, int ms) {
     if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
     pthread_cond_timedwait(&j->cv, &j->mu, &ts);
 }
+
+int srv_job_on_token(srv_job *j, int32_t id, const char *piece, size_t len) {
+    pthread_mutex_lock(&j->mu);
+    if (id >= 0) {
+        j->n_gen++;
+        if (j->n_gen == 1) j->t_first = srv_now_ms();
+    }
+    /* The token's logprobs were recorded just before (on_logprobs). */
+    srv_logprob *e = id >= 0 && j->n_lp > 0 && j->n_lp == j->n_gen ? &j->lp[j->n_lp - 1] : NULL;
+    if (e) {
+        e->start = j->len;
+        e->end = j->len + len; /* before a stop-string cut: a token past the cut then ends past it */
+    }
+    bool stop = srv_job_append_locked(j, piece, len);
+    if (stop) j->finish = SRV_FINISH_STOP; /* the job ends DONE when the slot is through with it */
+    pthread_mutex_unlock(&j->mu);
+    return stop || atomic_load(&j->cancel);
+}
+
+void srv_job_on_logprobs(void *user, int32_t id, float lp, const int32_t *top_ids, const float *top_lp, int n_top) {
+    srv_job *j = user;
+    pthread_mutex_lock(&j->mu);
+    srv_job_add_logprob_locked(j, id, lp, top_ids, top_lp, n_top);
+    pthread_mutex_unlock(&j->mu);
+}

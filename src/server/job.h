@@ -103,6 +103,12 @@ int srv_job_logprobs_ready_locked(const srv_job *j);
 /* Waits up to ms milliseconds for a broadcast; mu must be held. */
 void srv_job_wait_locked(srv_job *j, int ms);
 
+/* mllm_on_token / mllm_on_logprobs for a job (user: the srv_job): the
+   text and its stop strings, the token count, the logprobs. on_token
+   returns nonzero once a stop string appeared or the job is cancelled. */
+int srv_job_on_token(srv_job *j, int32_t id, const char *piece, size_t len);
+void srv_job_on_logprobs(void *user, int32_t id, float lp, const int32_t *top_ids, const float *top_lp, int n_top);
+
 double srv_now_ms(void);
 const char *srv_finish_name(srv_finish f); /* "stop", "length", ... */
 

@@ -74,6 +74,25 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
     gauge(&o, "mllm_queue_length", "Requests waiting for a slot", g->queue_len);
     gauge(&o, "mllm_slots_busy", "Slots generating now", g->slots_busy);
     gauge(&o, "mllm_slots_total", "Slots (--parallel)", g->slots_total);
+    if (g->engine) {
+        gauge(&o, "mllm_sequences_running", "Sequences the engine steps now (at most --parallel)", g->seq_running);
+        gauge(&o, "mllm_sequences_waiting", "Sequences waiting for a slot or for KV blocks", g->seq_waiting);
+        gauge(&o, "mllm_kv_blocks_total", "Blocks of the KV pool (--kv-size)", g->kv_blocks_total);
+        gauge(&o, "mllm_kv_blocks_used", "KV blocks referenced by sequences", g->kv_blocks_used);
+        gauge(&o, "mllm_kv_blocks_cached", "KV blocks unreferenced but kept for prefix hits (evicted LRU)",
+              g->kv_blocks_cached);
+        gauge(&o, "mllm_kv_blocks_free", "KV blocks free", g->kv_blocks_free);
+        gauge(&o, "mllm_kv_block_tokens", "Token positions per KV block", g->kv_block_tokens);
+        counter(&o, "mllm_prefix_cache_lookups_total", "Sequences admitted, each looking up the prefix cache",
+                (unsigned long)g->prefix_lookups);
+        counter(&o, "mllm_prefix_cache_hit_tokens_total", "Prompt tokens taken from the prefix cache (cached_tokens)",
+                (unsigned long)g->prefix_hit_tokens);
+        counter(&o, "mllm_engine_steps_total", "Engine steps (one batched forward each)", (unsigned long)g->engine_steps);
+        counter(&o, "mllm_engine_tokens_evaluated_total", "Tokens evaluated by the engine's forwards (prompts and decodes)",
+                (unsigned long)g->engine_tokens_evaluated);
+        counter(&o, "mllm_engine_preemptions_total", "Sequences preempted because the KV pool was full (recomputed later)",
+                (unsigned long)g->engine_preemptions);
+    }
     if (o.fail) { mllm_free(o.b); return NULL; }
     *len = o.len;
     return o.b;

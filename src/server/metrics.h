@@ -3,6 +3,7 @@
 #ifndef MLLM_SERVER_METRICS_H
 #define MLLM_SERVER_METRICS_H
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SRV_METRICS_CODES 600 /* HTTP status codes 0..599 */
@@ -24,6 +25,11 @@ void srv_metrics_response(srv_metrics *m, unsigned status);
 
 typedef struct {
     int queue_len, slots_busy, slots_total;
+    /* the engine path only (engine true): its sequences, KV pool and counters */
+    bool engine;
+    int seq_running, seq_waiting;
+    int kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_blocks_free, kv_block_tokens;
+    unsigned long long prefix_lookups, prefix_hit_tokens, engine_steps, engine_tokens_evaluated, engine_preemptions;
 } srv_metrics_gauges;
 
 /* The Prometheus text into a new NUL-terminated buffer (mllm_free it), or

@@ -1,8 +1,15 @@
-/* The scheduler owns every mllm_session of the server: one session and one
-   worker thread per slot (a session is used by one thread at a time; the
-   model is shared). HTTP threads hand it jobs with srv_sched_submit; a job
-   goes to the idle slot whose KV cache shares the longest prefix with its
-   prompt, else waits in a bounded FIFO queue, else is refused. */
+/* The scheduler owns the server's generation: HTTP threads hand it jobs
+   with srv_sched_submit. Two implementations behind one interface:
+
+   - the engine (sched_engine.c, the default): one engine loop thread, one
+     KV block pool shared by every request (prefix-cached across requests),
+     one thread pool; every step runs one forward over a token of each
+     running sequence plus chunks of pending prompts (continuous batching).
+     --parallel caps the running sequences, --kv-size the pool.
+   - the slots (sched_slots.c): a session and a worker thread per slot, for
+     what the engine does not run yet: a speculative draft model (--draft).
+
+   Either way: a bounded FIFO queue in front, refusal beyond it. */
 #ifndef MLLM_SERVER_SCHEDULER_H
 #define MLLM_SERVER_SCHEDULER_H
 #include <mllm/mllm.h>
@@ -13,12 +20,21 @@ typedef struct srv_sched srv_sched;
 
 typedef enum { SRV_SUBMIT_OK = 0, SRV_SUBMIT_FULL = 1, SRV_SUBMIT_CLOSED = 2 } srv_submit;
 
-/* spec (NULL: the default): how every slot's session speculates.
-   context_shift: a job whose context fills goes on after dropping old
-   tokens (srv_job.n_keep are kept) instead of ending with "length". */
-mllm_status srv_sched_new(mllm_model *m, int n_slots, int n_ctx, int n_threads, int max_queue, bool context_shift,
-                          const mllm_speculative_params *spec, srv_metrics *metrics, srv_sched **out);
-/* The context length of every slot. */
+typedef struct {
+    int n_parallel;        /* sequences generated at the same time */
+    int n_ctx;             /* per sequence; 0: the model's default */
+    int n_threads;         /* engine: the pool's threads; slots: per slot */
+    int max_queue;
+    bool context_shift;    /* a full context drops old tokens (srv_job.n_keep kept) instead of ending "length" */
+    const mllm_speculative_params *spec; /* NULL: the default; a draft model selects the slots */
+    int kv_size;           /* engine: token positions of the KV pool; 0: n_parallel x n_ctx */
+    int kv_type;           /* engine: MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8 */
+} srv_sched_params;
+
+/* Whether the slots path serves these settings (else the engine). */
+bool srv_sched_uses_slots(const srv_sched_params *p);
+mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out);
+/* The context length of every sequence. */
 int srv_sched_n_ctx(const srv_sched *s);
 /* Takes a reference on the job when it is accepted. */
 srv_submit srv_sched_submit(srv_sched *s, srv_job *j);
@@ -27,9 +43,15 @@ void srv_sched_cancel(srv_sched *s, srv_job *j);
 /* From now on submit says CLOSED; queued jobs end with a 503 error. */
 void srv_sched_close(srv_sched *s);
 void srv_sched_gauges(srv_sched *s, srv_metrics_gauges *g);
-/* Cancels running jobs and joins the workers; the struct stays valid for
+/* Cancels running jobs and joins the threads; the struct stays valid for
    submit/cancel calls (they are refused / no-ops) until srv_sched_free. */
 void srv_sched_shutdown(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* shuts down first if needed; NULL ok */
+
+/* Shared by both paths: the finish counters, and a finished choice's
+   token and time counters (prompt_ms: queue end to first token). */
+void srv_metrics_count_finish(srv_metrics *m, srv_finish f);
+void srv_metrics_count_job(srv_metrics *m, const srv_job *j, srv_finish fin, size_t reused, int n_gen,
+                           double prompt_ms, double gen_ms);
 
 #endif

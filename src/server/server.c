@@ -35,6 +35,10 @@ static mllm_status check_config(const mllm_server_config *c) {
     if (c->port < 0 || c->port > 65535) return mllm_err(MLLM_ERR_INVALID_ARG, "server: port %d out of range", c->port);
     if (c->n_parallel < 1 || c->n_parallel > 256)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --parallel %d out of range [1, 256]", c->n_parallel);
+    if (c->kv_size < 0 || c->kv_size > SRV_MAX_KV_SIZE)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --kv-size %d out of range [0, %d]", c->kv_size, SRV_MAX_KV_SIZE);
+    if (c->kv_type < MLLM_KV_CONTIGUOUS || c->kv_type > MLLM_KV_PAGED_Q8)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: kv type %d out of range", c->kv_type);
     if (c->max_queue < 0 || c->max_queue > 100000)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --queue %d out of range [0, 100000]", c->max_queue);
     if (c->max_body < 64) return mllm_err(MLLM_ERR_INVALID_ARG, "server: --max-body %zu is too small", c->max_body);
@@ -95,17 +99,19 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
     S->policy = (srv_policy){.api_key = S->api_key, .api_key_len = S->api_key ? strlen(S->api_key) : 0,
                              .origins = S->allowed_origins, .max_body = c->max_body,
                              .max_upload = c->max_upload};
-    int threads = c->n_threads;
-    if (threads <= 0) {
+    srv_sched_params sp = {.n_parallel = c->n_parallel, .n_ctx = c->n_ctx, .n_threads = c->n_threads,
+                           .max_queue = c->max_queue, .context_shift = c->context_shift, .spec = c->speculative,
+                           .kv_size = c->kv_size, .kv_type = c->kv_type};
+    /* The engine steps every sequence with one pool of every core; the
+       slots path splits the cores between its sessions. */
+    if (sp.n_threads <= 0 && srv_sched_uses_slots(&sp)) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
+        sp.n_threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
     }
     /* An embedding model (BERT) or a speech model (Whisper) has no
-       generation slots: only /v1/embeddings or /v1/audio/transcriptions and
+       generation: only /v1/embeddings or /v1/audio/transcriptions and
        the small endpoints answer. */
-    if (mllm_model_can_generate(model))
-        st = srv_sched_new(model, c->n_parallel, c->n_ctx, threads, c->max_queue, c->context_shift, c->speculative,
-                           &S->metrics, &S->sched);
+    if (mllm_model_can_generate(model)) st = srv_sched_new(model, &sp, &S->metrics, &S->sched);
     if (st == MLLM_OK && pthread_mutex_init(&S->embed_mu, NULL) != 0)
         st = mllm_err(MLLM_ERR_NOMEM, "server: cannot create a mutex");
     else if (st == MLLM_OK)

@@ -2,8 +2,10 @@
  *
  * Layout: HTTP threads (libmicrohttpd, one per connection) only parse,
  * validate and enqueue (http.c, endpoints.c, oai_request.c); the scheduler
- * (scheduler.c) owns the model's sessions: one session and one worker
- * thread per slot, a bounded FIFO queue in front of them. A job (job.h) is
+ * (scheduler.h) owns generation: by default one engine loop thread that
+ * batches every running sequence into one forward per step over one shared
+ * KV pool (sched_engine.c); with a draft model, one session and worker per
+ * slot (sched_slots.c). A bounded FIFO queue is in front. A job (job.h) is
  * the only thing both sides touch, under its own mutex.
  *
  *     mllm_server_config c; mllm_server_default_config(&c);
@@ -37,15 +39,16 @@
 #define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
 #define SRV_MAX_TOKENIZE_IDS 65536 /* ids accepted by /detokenize */
 #define SRV_MAX_LOGIT_BIAS 1024 /* logit_bias entries per request */
+#define SRV_MAX_KV_SIZE (1 << 26) /* token positions of --kv-size */
 
 typedef struct {
     const char *host;      /* "127.0.0.1"; an address, IPv6 when it has ':' */
     int port;              /* 0 = any free port (see mllm_server_port) */
     const char *api_key;   /* NULL = no auth; else every endpoint but /health */
     const char *model_id;  /* the name /v1/models shows and requests must use */
-    int n_parallel;        /* slots = sessions generating at the same time */
-    int n_ctx;             /* KV cache per slot; 0 = the session default */
-    int n_threads;         /* compute threads per slot; 0 = cores / slots */
+    int n_parallel;        /* sequences generated at the same time (engine) / slots (with a draft model) */
+    int n_ctx;             /* context per sequence; 0 = the session default */
+    int n_threads;         /* engine: compute threads, 0 = every core; slots: per slot, 0 = cores / slots */
     int max_queue;         /* requests waiting for a slot; beyond: 503 */
     size_t max_body;       /* bytes; beyond: 413 */
     int max_messages;      /* chat messages per request; beyond: 400 */
@@ -59,10 +62,16 @@ typedef struct {
     bool log_requests;     /* one line per request on stderr (default true) */
     bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
     /* How each slot speculates (NULL: the session default, prompt lookup in
-       MLLM_SPEC_AUTO). Each slot gets its own draft session on p->draft.
-       Per slot, one sequence at a time: batching slots together is #14. */
+       MLLM_SPEC_AUTO). A draft model (p->draft) selects the per-slot path:
+       each slot gets its own draft session. The engine (the default path)
+       does not speculate. */
     const mllm_speculative_params *speculative;
     size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
+    /* The engine's KV pool (every sequence's K/V, and the prefix cache):
+       kv_size token positions (0: n_parallel x n_ctx), at least one context
+       plus a block; kv_type MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8. */
+    int kv_size;
+    int kv_type;
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

@@ -21,8 +21,9 @@ declare -A allowed=(
   [convert]="core formats graph backends models tokenizer runtime audio image"
   [quantize]="core formats graph backends models"
   [synth]="core formats graph backends models tokenizer"
-  [api]="core formats graph backends models tokenizer template runtime audio image convert quantize synth kv"
-  [server]="core api runtime"
+  [engine]="core formats graph backends models tokenizer runtime kv"
+  [api]="core formats graph backends models tokenizer template runtime audio image convert quantize synth kv engine"
+  [server]="core api runtime engine"
 )
 bad=0
 for dir in "$src"/*/; do

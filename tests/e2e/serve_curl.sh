@@ -117,6 +117,12 @@ out=$(curl -s -w ' %{http_code}' "$B/v1/chat/completions" "${JSON[@]}" -d '{"mod
 expect "chat completion" "${out##* } $(jget "${out% *}" 'j["object"], j["choices"][0]["message"]["role"], j["usage"]["completion_tokens"] > 0')" \
     "200 ('chat.completion', 'assistant', True)"
 
+# ---- prefix cache: a prompt of several 16-token KV blocks, sent twice -------
+lp='{"model":"tiny","prompt":"Once upon a time there was a little cat who lived in a big house with a garden and many flowers and trees.","max_tokens":4,"temperature":0}'
+c1=$(jget "$(curl -s "$B/v1/completions" "${JSON[@]}" -d "$lp")" 'j["choices"][0]["text"]')
+c2=$(jget "$(curl -s "$B/v1/completions" "${JSON[@]}" -d "$lp")" 'j["choices"][0]["text"]')
+expect "a prefix-cached prompt answers the same" "$c2" "$c1"
+
 # ---- metrics ---------------------------------------------------------------
 m=$(curl -s "$B/metrics")
 for name in mllm_http_responses_total mllm_requests_total mllm_generated_tokens_total mllm_prompt_tokens_total \

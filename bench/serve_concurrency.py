@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Aggregate generation throughput of `mllm serve` with 1 and N concurrent
+greedy chat requests of 64 tokens each (ignore_eos, so every answer is 64
+tokens), over plain HTTP (no client library needed).
+
+    bench/serve_concurrency.py MLLM_BINARY MODEL.gguf [--parallel 8] [--streams 1,8] [--rounds 3]
+        [--extra "--kv-type q8"]
+
+Prints, per stream count: wall seconds, total generated tokens, aggregate
+tokens/s (total / wall) and mean time to first token (from a streamed
+request), the best of --rounds. The machine's load average is printed
+too: give ratios when it is shared."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+import http.client
+
+QUESTIONS = ["Tell me about bread.", "Describe a forest.", "Explain rain.", "Write about the sea.",
+             "Talk about cats.", "Describe a city at night.", "Explain how a bicycle works.", "Tell me about tea.",
+             "Describe winter.", "Explain the moon.", "Talk about music.", "Describe a garden."]
+
+
+def start(mllm, model, parallel, extra):
+    log = tempfile.NamedTemporaryFile(prefix="bench-serve-", suffix=".log", delete=False)
+    cmd = [mllm, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), "--log-requests", "off"] + extra
+    p = subprocess.Popen(cmd, stdout=log, stderr=log)
+    for _ in range(600):
+        with open(log.name) as f:
+            m = re.search(r"listening on http://[\d.]+:(\d+)", f.read())
+        if m:
+            return p, int(m.group(1))
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    with open(log.name) as f:
+        raise SystemExit("server did not start: " + f.read()[-2000:])
+
+
+def chat(port, q, n_tokens):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    body = {"model": "m", "messages": [{"role": "user", "content": q}], "max_tokens": n_tokens, "temperature": 0,
+            "ignore_eos": True, "stream": True}
+    t0 = time.monotonic()
+    c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    ttft, text = None, ""
+    for line in r:
+        line = line.decode().strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        ch = json.loads(line[6:])
+        if ch.get("choices") and ch["choices"][0]["delta"].get("content"):
+            if ttft is None:
+                ttft = time.monotonic() - t0
+            text += ch["choices"][0]["delta"]["content"]
+    c.close()
+    return ttft or 0.0, text
+
+
+def run(port, n, n_tokens):
+    res = [None] * n
+    th = [threading.Thread(target=lambda i=i: res.__setitem__(i, chat(port, QUESTIONS[i % len(QUESTIONS)], n_tokens)))
+          for i in range(n)]
+    t0 = time.monotonic()
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    wall = time.monotonic() - t0
+    return wall, n * n_tokens, sum(r[0] for r in res) / n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mllm")
+    ap.add_argument("model")
+    ap.add_argument("--parallel", type=int, default=8)
+    ap.add_argument("--streams", default="1,8")
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--extra", default="")
+    a = ap.parse_args()
+    p, port = start(a.mllm, a.model, a.parallel, a.extra.split())
+    try:
+        chat(port, "Hello", 8)  # warm up
+        print("load average before: %.2f %.2f %.2f" % os.getloadavg())
+        for n in [int(x) for x in a.streams.split(",")]:
+            best = min((run(port, n, a.tokens) for _ in range(a.rounds)), key=lambda r: r[0])
+            wall, toks, ttft = best
+            print("streams %d: %.2f s, %d tokens, %.1f tokens/s aggregate, TTFT %.0f ms"
+                  % (n, wall, toks, toks / wall, ttft * 1e3))
+        print("load average after: %.2f %.2f %.2f" % os.getloadavg())
+    finally:
+        p.terminate()
+        p.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+/* The engine on a loaded model (engine_api.h). */
+#include "api/engine_api.h"
+#include "api/internal.h"
+#include "core/alloc.h"
+#include "core/error.h"
+
+#define MLLM_DEFAULT_CTX 4096 /* as mllm_session_new */
+
+int mllm_model_default_ctx(const mllm_model *m) {
+    const mllm_hparams *c = &m->dec.cfg;
+    return c->n_ctx_train > 0 && c->n_ctx_train < MLLM_DEFAULT_CTX ? c->n_ctx_train : MLLM_DEFAULT_CTX;
+}
+
+mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p0, int n_threads, mllm_model_engine *out) {
+    out->e = NULL;
+    out->pool = NULL;
+    if (m->asr || m->enc || !m->tok)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "the engine runs text decoders only");
+    mllm_engine_params p = *p0;
+    if (p.n_ctx <= 0) p.n_ctx = mllm_model_default_ctx(m);
+    p.exact = m->exact;
+    out->pool = mllm_pool_new(n_threads > 0 ? n_threads : m->n_threads);
+    if (!out->pool) return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
+    mllm_status st = mllm_engine_new(&m->dec, m->tok, m->file, out->pool, &p, &out->e);
+    if (st != MLLM_OK) {
+        mllm_pool_free(out->pool);
+        out->pool = NULL;
+    }
+    return st;
+}
+
+void mllm_model_engine_close(mllm_model_engine *me) {
+    mllm_engine_free(me->e);
+    mllm_pool_free(me->pool);
+    me->e = NULL;
+    me->pool = NULL;
+}
+
+struct mllm_engine_grammar {
+    mllm_constraint c;
+    mllm_engine_constraint hooks;
+};
+
+static bool h_done(void *u) { return mllm_constraint_done(u); }
+static bool h_allows(void *u, int32_t tok) { return mllm_constraint_allows(u, tok); }
+static mllm_status h_apply(void *u, const float *logits, const float **masked, bool *done) {
+    return mllm_constraint_apply(u, logits, masked, done);
+}
+static mllm_status h_accept(void *u, int32_t tok) { return mllm_constraint_accept(u, tok); }
+
+mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_grammar **out) {
+    *out = NULL;
+    mllm_engine_grammar *eg = mllm_calloc(1, sizeof *eg);
+    if (!eg) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    mllm_status st = mllm_constraint_init(&eg->c, m, g);
+    if (st != MLLM_OK) { mllm_free(eg); return st; }
+    eg->hooks = (mllm_engine_constraint){&eg->c, h_done, h_allows, h_apply, h_accept};
+    *out = eg;
+    return MLLM_OK;
+}
+
+const mllm_engine_constraint *mllm_engine_grammar_hooks(const mllm_engine_grammar *eg) { return &eg->hooks; }
+
+void mllm_engine_grammar_free(mllm_engine_grammar *eg) {
+    if (!eg) return;
+    mllm_constraint_free(&eg->c);
+    mllm_free(eg);
+}

@@ -1,0 +1,304 @@
+/* The engine (engine.h): sequences, admission with the prefix cache, the
+   step plan (decodes first, then prompt chunks within the budget),
+   preemption when the pool is full, and finishing. */
+#include <stdio.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/error.h"
+#include "engine/engine_internal.h"
+
+size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype) {
+    return (size_t)c->n_layer * mllm_kv_paged_token_bytes(kv_dtype, c->n_head_kv, c->head_dim);
+}
+
+mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, const mllm_model_file *file,
+                            mllm_pool *pool, const mllm_engine_params *p, mllm_engine **out) {
+    *out = NULL;
+    const int bs = p->block_size > 0 ? p->block_size : 16;
+    if (!dec || !tok || !pool || p->max_running < 1 || p->max_running > MLLM_ENGINE_MAX_RUNNING || p->n_ctx < 1 ||
+        p->n_ctx > (1 << 20) || bs > MLLM_KV_MAX_BLOCK_SIZE || p->prefill_chunk < 0 || p->prefill_chunk > (1 << 16))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: invalid parameters (%d sequences, context %d, block %d)",
+                        p->max_running, p->n_ctx, bs);
+    const int max_blocks = (p->n_ctx + bs - 1) / bs;
+    /* One whole context and a copy on write always fit, so a sequence alone
+       can always run to its end. */
+    if (p->n_blocks < max_blocks + 1)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: a KV pool of %d blocks of %d tokens cannot hold one context of "
+                        "%d tokens (at least %d blocks, %d tokens)", p->n_blocks, bs, p->n_ctx, max_blocks + 1,
+                        (max_blocks + 1) * bs);
+    mllm_engine *e = mllm_calloc(1, sizeof *e);
+    if (!e) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    e->dec = dec;
+    e->tok = tok;
+    e->file = file;
+    e->pool = pool;
+    e->p = *p;
+    e->p.block_size = bs;
+    if (e->p.prefill_chunk == 0) e->p.prefill_chunk = MLLM_ENGINE_DEFAULT_CHUNK;
+    e->max_blocks = max_blocks;
+    const mllm_hparams *c = &dec->cfg;
+    mllm_kv_pool_params pp = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim,
+                              .dtype = p->kv_dtype, .block_size = bs, .n_blocks = p->n_blocks,
+                              /* f32: the contiguous cache's summation order (the session's bits); f16 / q8:
+                                 the online softmax */
+                              .ordered = p->kv_dtype == MLLM_KV_DTYPE_F32};
+    mllm_status st = mllm_kv_pool_init(&e->kp, &pp);
+    if (st != MLLM_OK) { mllm_free(e); return st; }
+    const size_t cap = (size_t)e->p.max_running + (size_t)e->p.prefill_chunk;
+    e->b_ids = mllm_malloc(cap * sizeof(int32_t));
+    e->b_pos = mllm_malloc(cap * sizeof(int32_t));
+    e->b_seq = mllm_malloc(cap * sizeof(int32_t));
+    e->b_out = mllm_calloc((size_t)e->p.max_running, sizeof *e->b_out);
+    e->slot_used = mllm_calloc((size_t)e->p.max_running, sizeof *e->slot_used);
+    if (!e->b_ids || !e->b_pos || !e->b_seq || !e->b_out || !e->slot_used) {
+        mllm_engine_free(e);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    *out = e;
+    return MLLM_OK;
+}
+
+static void seq_free(mllm_engine *e, mllm_eseq *s) {
+    mllm_kv_seq_release(&e->kp, &s->kv);
+    mllm_sampler_free(&s->smp);
+    mllm_free(s->tokens);
+    mllm_free(s);
+}
+
+/* Reports s's end (pending text first) and frees it; s is off every list. */
+static void seq_end(mllm_engine *e, mllm_eseq *s, const char *msg) {
+    mllm_token_text_flush(&s->text, s->r.on_token, s->r.user);
+    if (s->slot >= 0) e->slot_used[s->slot] = false;
+    s->res.message = msg ? msg : "";
+    if (s->r.on_finish) s->r.on_finish(s->r.user, &s->res);
+    seq_free(e, s);
+}
+
+static void end_list(mllm_engine *e, mllm_eseq **list) {
+    while (*list) {
+        mllm_eseq *s = *list;
+        *list = s->next;
+        s->res.finish = MLLM_ENGINE_CANCELLED;
+        s->res.status = MLLM_ERR_CANCELLED;
+        seq_end(e, s, NULL);
+    }
+}
+
+void mllm_engine_free(mllm_engine *e) {
+    if (!e) return;
+    end_list(e, &e->running);
+    end_list(e, &e->waiting);
+    for (int i = 0; i < MLLM_ENGINE_GRAPH_CACHE; i++)
+        if (e->graphs[i].traced) mllm_graph_free(&e->graphs[i].g);
+    mllm_kv_pool_free(&e->kp);
+    mllm_free(e->b_ids);
+    mllm_free(e->b_pos);
+    mllm_free(e->b_seq);
+    mllm_free(e->b_out);
+    mllm_free(e->slot_used);
+    mllm_free(e);
+}
+
+mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
+    const int V = e->dec->cfg.n_vocab;
+    if (!r || !r->prompt || r->n_prompt < 1 || !r->sampling)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: a request needs a prompt and sampling settings");
+    if (r->n_prompt >= e->p.n_ctx)
+        return mllm_err(MLLM_ERR_CONTEXT_FULL, "engine: a %d-token prompt does not fit a %d-token context",
+                        r->n_prompt, e->p.n_ctx);
+    for (int i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= V)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", r->prompt[i], V);
+    const mllm_engine_constraint *c = r->constraint;
+    if (c && (!c->done || !c->allows || !c->apply || !c->accept))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: incomplete constraint hooks");
+    mllm_eseq *s = mllm_calloc(1, sizeof *s);
+    if (!s) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    s->tokens = mllm_malloc(((size_t)e->p.n_ctx + 1) * sizeof(int32_t));
+    mllm_status st = mllm_sampling_upgrade(r->sampling, &s->sp);
+    if (st == MLLM_OK) st = mllm_sampler_init(&s->smp, &s->sp, V);
+    if (st != MLLM_OK || !s->tokens) {
+        mllm_free(s->tokens);
+        mllm_free(s);
+        return st != MLLM_OK ? st : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    s->r = *r;
+    s->sp.grammar = NULL; /* the hooks are the constraint */
+    if (c) s->con = *c;
+    s->r.sampling = &s->sp;
+    s->r.constraint = c ? &s->con : NULL;
+    memcpy(s->tokens, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
+    s->r.prompt = s->tokens;
+    s->n_tokens = r->n_prompt;
+    s->res.n_prompt = r->n_prompt;
+    s->slot = -1;
+    mllm_kv_seq_init(&s->kv);
+    mllm_eseq **at = &e->waiting;
+    while (*at) at = &(*at)->next;
+    *at = s;
+    e->n_waiting++;
+    return MLLM_OK;
+}
+
+bool mllm_engine_idle(const mllm_engine *e) { return !e->running && !e->waiting; }
+
+void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out) {
+    *out = e->st;
+    out->running = e->n_running;
+    out->waiting = e->n_waiting;
+    out->blocks_total = e->kp.st.n_blocks;
+    out->blocks_free = e->kp.st.n_free;
+    out->blocks_cached = e->kp.st.n_cached;
+    out->blocks_used = e->kp.st.n_used;
+}
+
+static bool cancelled(const mllm_eseq *s) { return s->r.cancel && atomic_load(s->r.cancel); }
+
+/* Ends every cancelled sequence of a list. */
+static void sweep(mllm_engine *e, mllm_eseq **list, int *count) {
+    for (mllm_eseq **at = list; *at;) {
+        mllm_eseq *s = *at;
+        if (!cancelled(s)) { at = &s->next; continue; }
+        *at = s->next;
+        (*count)--;
+        s->res.finish = MLLM_ENGINE_CANCELLED;
+        s->res.status = MLLM_ERR_CANCELLED;
+        seq_end(e, s, NULL);
+    }
+}
+
+static int avail_blocks(const mllm_engine *e) { return e->kp.st.n_free + e->kp.st.n_cached; }
+
+/* The blocks the running sequences still need for the tokens they hold
+   and have not evaluated (admitted this step, or preempted back). */
+static int pending_blocks(const mllm_engine *e) {
+    int k = 0;
+    for (const mllm_eseq *s = e->running; s; s = s->next) k += mllm_engine_blocks_needed(e, s, s->n_tokens - s->n_done);
+    return k;
+}
+
+/* Admits the head of the queue if a slot is free and the pool holds its
+   whole context so far (after its prefix hit) plus one block; FIFO. */
+static bool admit_one(mllm_engine *e) {
+    mllm_eseq *s = e->waiting;
+    if (!s || e->n_running >= e->p.max_running) return false;
+    const int bs = e->p.block_size;
+    int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    k += mllm_kv_prefix_extend(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    const int need = (s->n_tokens + bs - 1) / bs - k / bs + 1;
+    if (need > avail_blocks(e) - pending_blocks(e)) {
+        mllm_kv_seq_release(&e->kp, &s->kv); /* the hit blocks go back to the cache */
+        return false;
+    }
+    /* The last token is evaluated again (copy on write) so its logits exist. */
+    int n_cached = k;
+    if (n_cached == s->n_tokens) {
+        n_cached = s->n_tokens - 1;
+        mllm_kv_seq_truncate(&e->kp, &s->kv, n_cached);
+    }
+    s->n_done = n_cached;
+    e->waiting = s->next;
+    e->n_waiting--;
+    int slot = 0;
+    while (e->slot_used[slot]) slot++;
+    e->slot_used[slot] = true;
+    s->slot = slot;
+    s->admit_order = ++e->n_admits;
+    s->next = NULL;
+    mllm_eseq **at = &e->running;
+    while (*at) at = &(*at)->next;
+    *at = s;
+    e->n_running++;
+    if (!s->admitted_once) {
+        s->admitted_once = true;
+        s->res.n_cached = n_cached;
+        e->st.prefix_lookups++;
+        e->st.prefix_hit_tokens += (uint64_t)n_cached;
+        if (s->r.on_admit) s->r.on_admit(s->r.user, n_cached);
+    }
+    return true;
+}
+
+/* Sends the most recently admitted running sequence back to the front of
+   the queue, its blocks released (full ones stay cached): it is recomputed
+   from its tokens when there is room. */
+static void preempt_newest(mllm_engine *e) {
+    mllm_eseq **at = &e->running, **best = NULL;
+    for (; *at; at = &(*at)->next)
+        if (!best || (*at)->admit_order > (*best)->admit_order) best = at;
+    mllm_eseq *s = *best;
+    *best = s->next;
+    e->n_running--;
+    mllm_kv_seq_release(&e->kp, &s->kv);
+    s->n_done = 0;
+    s->n_step = 0;
+    e->slot_used[s->slot] = false;
+    s->slot = -1;
+    s->res.n_preempted++;
+    e->st.preemptions++;
+    s->next = e->waiting;
+    e->waiting = s;
+    e->n_waiting++;
+}
+
+/* The plan: one token for each decoding sequence, then prompt chunks in
+   admission order within the budget. Returns the blocks it takes. */
+static int plan(mllm_engine *e) {
+    int budget = e->p.prefill_chunk, blocks = 0;
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        const int rem = s->n_tokens - s->n_done;
+        s->n_step = rem == 1 ? 1 : 0;
+    }
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        const int rem = s->n_tokens - s->n_done;
+        if (rem > 1 && budget > 0) {
+            s->n_step = rem < budget ? rem : budget;
+            budget -= s->n_step;
+        }
+        blocks += mllm_engine_blocks_needed(e, s, s->n_step);
+    }
+    return blocks;
+}
+
+/* Takes s off the running list and reports its end. */
+static void retire(mllm_engine *e, mllm_eseq *s, const char *msg) {
+    for (mllm_eseq **at = &e->running; *at; at = &(*at)->next)
+        if (*at == s) {
+            *at = s->next;
+            e->n_running--;
+            break;
+        }
+    seq_end(e, s, msg);
+}
+
+mllm_status mllm_engine_step(mllm_engine *e) {
+    sweep(e, &e->running, &e->n_running);
+    sweep(e, &e->waiting, &e->n_waiting);
+    while (admit_one(e)) {}
+    if (!e->running) return MLLM_OK;
+    while (plan(e) > avail_blocks(e) && e->n_running > 1) preempt_newest(e);
+    e->st.steps++;
+    int n_out = 0;
+    const float *logits = NULL;
+    mllm_status st = mllm_engine_run_batch(e, &n_out, &logits);
+    if (st != MLLM_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", mllm_last_error());
+        /* Their K/V are unknown now: every sequence of the batch ends. */
+        for (mllm_eseq *s = e->running, *nx; s; s = nx) {
+            nx = s->next;
+            if (s->n_step <= 0) continue;
+            s->res.finish = MLLM_ENGINE_ERROR;
+            s->res.status = st;
+            retire(e, s, msg);
+        }
+        return st;
+    }
+    const size_t V = (size_t)e->dec->cfg.n_vocab;
+    for (int i = 0; i < n_out; i++) {
+        mllm_eseq *s = e->b_out[i];
+        if (mllm_engine_sample(e, s, logits + (size_t)i * V))
+            retire(e, s, s->res.finish == MLLM_ENGINE_ERROR ? mllm_last_error() : NULL);
+    }
+    return MLLM_OK;
+}

@@ -1,0 +1,137 @@
+/* The engine: the step loop that serves many sequences of one decoder on
+   one KV block pool (src/kv) and one thread pool.
+
+   A request is submitted (it waits in a FIFO); each mllm_engine_step admits
+   waiting sequences while fewer than max_running run and the pool has room
+   for their prompt, builds one micro-batch (one token per running sequence
+   that decodes, then bounded chunks of pending prompts, so running streams
+   keep flowing while a long prompt is read), runs ONE multi-sequence
+   forward (mllm_decoder_forward with ids, positions, sequence ids and
+   block tables as graph inputs), samples each sequence that produced
+   logits with its own sampler (and grammar, through the constraint hooks),
+   and reports its tokens through the request's callbacks.
+
+   Prefix cache: an admitted sequence first takes, from the pool's prefix
+   index, the registered full blocks that hold the start of its prompt (any
+   earlier sequence's, prompt or generated text), then the leading
+   positions of one more registered block that continues that chain (a
+   prompt that diverges, or ends, inside a block another sequence filled:
+   shared copy on write); it computes only the rest.
+   n_cached in mllm_engine_result is that count exactly. Every full block a
+   sequence computes is registered, so later requests find it.
+
+   Pool-full policy: a waiting sequence is admitted only when the free and
+   evictable (cached, unreferenced) blocks cover its whole prompt plus one
+   block, FIFO (a later, smaller request does not overtake it). When a
+   running sequence needs a block during a step and none is left, the most
+   recently admitted other sequence is preempted: its blocks are released
+   (full ones stay in the prefix cache) and it goes back to the front of the
+   queue with its prompt and the tokens generated so far, to be recomputed
+   when there is room. Its output is unchanged: a token's logits do not
+   depend on what shares its batch or on what came from the cache.
+
+   One thread drives an engine (submit, cancel, step, stats, free); a
+   request's `cancel` flag may be set from any thread. Not supported here
+   (the per-session path keeps them): images, speculative decoding. */
+#ifndef MLLM_ENGINE_ENGINE_H
+#define MLLM_ENGINE_ENGINE_H
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <mllm/mllm.h>
+#include "core/threadpool.h"
+#include "formats/model_file.h"
+#include "models/decoder.h"
+#include "tokenizer/tokenizer.h"
+
+#define MLLM_ENGINE_DEFAULT_CHUNK 256  /* prompt tokens per step, all prefills together */
+#define MLLM_ENGINE_MAX_RUNNING 256
+#define MLLM_ENGINE_GRAPH_CACHE 8      /* traced graphs kept, by batch shape */
+
+typedef struct mllm_engine mllm_engine;
+
+typedef struct {
+    int max_running;  /* sequences stepped together, [1, MLLM_ENGINE_MAX_RUNNING] */
+    int n_ctx;        /* positions per sequence */
+    int n_blocks;     /* of the pool; >= one whole context + 1 */
+    int block_size;   /* positions per block (0: 16) */
+    int kv_dtype;     /* mllm_kv_dtype: MLLM_KV_DTYPE_F32 / F16 / Q8 */
+    int prefill_chunk;/* prompt tokens per step (0: MLLM_ENGINE_DEFAULT_CHUNK) */
+    bool exact;       /* mllm_load_params.exact */
+} mllm_engine_params;
+
+/* Grammar-constrained sampling, implemented above (api/grammar.c) and used
+   through these hooks; NULL members are not allowed when the struct is
+   given. */
+typedef struct {
+    void *user;
+    bool (*done)(void *user);                 /* complete, nothing may follow */
+    bool (*allows)(void *user, int32_t tok);
+    /* masked logits, or *done; a status for "no token continues" */
+    mllm_status (*apply)(void *user, const float *logits, const float **masked, bool *done);
+    mllm_status (*accept)(void *user, int32_t tok);
+} mllm_engine_constraint;
+
+typedef enum {
+    MLLM_ENGINE_STOP,      /* end of generation, grammar complete, or on_token asked to stop */
+    MLLM_ENGINE_LENGTH,    /* max_tokens, or the context is full (no context shift) */
+    MLLM_ENGINE_CANCELLED, /* *cancel was set, or the engine is freed */
+    MLLM_ENGINE_ERROR      /* see status and message */
+} mllm_engine_finish;
+
+typedef struct {
+    mllm_engine_finish finish;
+    mllm_status status;
+    const char *message;   /* with MLLM_ENGINE_ERROR; valid during the call */
+    int n_prompt;          /* prompt tokens */
+    int n_cached;          /* of which came from the prefix cache (first admission) */
+    int n_gen;             /* tokens generated */
+    int n_shifts;          /* context shifts */
+    int n_preempted;       /* times the sequence was preempted and recomputed */
+} mllm_engine_result;
+
+typedef struct {
+    const int32_t *prompt; /* (n_prompt) copied at submit */
+    int n_prompt;
+    const mllm_sampling *sampling; /* copied; its grammar is ignored (see constraint) */
+    const mllm_engine_constraint *constraint; /* copied; NULL: unconstrained */
+    bool context_shift;    /* a full context keeps n_keep tokens, drops half of the rest, goes on */
+    int n_keep;
+    const atomic_bool *cancel; /* NULL: none; read at every step */
+    /* Called on the stepping thread. on_token as mllm_generate's (nonzero:
+       stop); on_admit when the sequence first starts (n_cached known);
+       on_finish exactly once, last. */
+    mllm_on_token on_token;
+    void (*on_admit)(void *user, int n_cached);
+    void (*on_finish)(void *user, const mllm_engine_result *r);
+    void *user;
+} mllm_engine_request;
+
+typedef struct {
+    int running, waiting;
+    int blocks_total, blocks_free, blocks_cached, blocks_used;
+    uint64_t prefix_lookups, prefix_hit_tokens; /* admissions, and prompt tokens they took from the cache */
+    uint64_t tokens_generated, tokens_evaluated, steps, preemptions; /* evaluated: every token of every batch */
+} mllm_engine_stats;
+
+/* dec, tok, pool and file (NULL: unchecked) must outlive the engine. */
+mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, const mllm_model_file *file,
+                            mllm_pool *pool, const mllm_engine_params *p, mllm_engine **out);
+/* Ends every sequence (on_finish CANCELLED) and frees. NULL ok. */
+void mllm_engine_free(mllm_engine *e);
+/* Queues a request. Errors (nothing is queued, no callback is called):
+   MLLM_ERR_INVALID_ARG (empty prompt, id out of range, prompt >= n_ctx),
+   MLLM_ERR_NOMEM. */
+mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r);
+/* One micro-batch. Finished sequences have had their on_finish. Returns
+   MLLM_OK (also when idle); an error of the forward itself ends every
+   sequence in the batch with MLLM_ENGINE_ERROR and is returned. */
+mllm_status mllm_engine_step(mllm_engine *e);
+/* Nothing running or waiting. */
+bool mllm_engine_idle(const mllm_engine *e);
+void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out);
+/* Bytes of K/V per token position in the pool (all layers). */
+size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype);
+
+#endif

@@ -1,0 +1,119 @@
+/* The step's micro-batch: the planned tokens of every running sequence in
+   one multi-sequence forward. Tokens whose logits are wanted (a decode
+   token, the last token of a prompt) go at the end of the batch, so the
+   output projection runs over those rows only (first_out); the others'
+   K/V are written all the same, and a sequence's tokens may sit apart in
+   the batch (every token's K/V is stored before any attention reads it,
+   and attention masks by position within the sequence). */
+#include <string.h>
+#include "core/error.h"
+#include "engine/engine_internal.h"
+
+int mllm_engine_blocks_needed(const mllm_engine *e, const mllm_eseq *s, int n) {
+    const int bs = e->kp.p.block_size, end = s->kv.n_tokens + n, need = (end + bs - 1) / bs;
+    int k = need > s->kv.n_blocks ? need - s->kv.n_blocks : 0;
+    for (int i = s->kv.n_tokens / bs; i < s->kv.n_blocks && i < need; i++) {
+        const int32_t id = s->kv.blocks[i];
+        if (e->kp.ref[id] > 1 || e->kp.indexed[id]) k++;
+    }
+    return k;
+}
+
+/* The graph for T tokens with the last n_out returning logits: a cached
+   one, else the least recently used slot traced again. */
+static mllm_egraph *graph_for(mllm_engine *e, int T, int n_out) {
+    mllm_egraph *g = NULL, *lru = &e->graphs[0];
+    for (int i = 0; i < MLLM_ENGINE_GRAPH_CACHE; i++) {
+        mllm_egraph *c = &e->graphs[i];
+        if (c->traced && c->T == T && c->n_out == n_out) g = c;
+        if (!c->traced || (lru->traced && c->used < lru->used)) lru = c;
+    }
+    if (!g) {
+        g = lru;
+        if (g->traced) mllm_graph_free(&g->g);
+        g->traced = false;
+        mllm_graph_init(&g->g, MLLM_MODE_TRACE, e->pool, 256 * 1024);
+        g->g.exact = e->p.exact;
+        mllm_decoder_inputs *in = &g->in;
+        memset(in, 0, sizeof *in);
+        in->ids = mllm_graph_input_i32(&g->g, T, "ids");
+        in->pos = mllm_graph_input_i32(&g->g, T, "pos");
+        in->paged = e->kp.layers;
+        in->seq = mllm_graph_input_i32(&g->g, T, "seq");
+        in->table = mllm_graph_input_i32_2d(&g->g, e->max_blocks, e->p.max_running, "block_table");
+        const int32_t *mr = e->dec->cfg.mrope;
+        in->rope_pos = mr[0] || mr[1] || mr[2] ? mllm_graph_input_i32(&g->g, 3 * (int64_t)T, "rope_pos") : NULL;
+        g->logits = mllm_decoder_forward(&g->g, e->dec, NULL, in, T - n_out);
+        if (!g->logits || !mllm_graph_plan(&g->g, &g->logits, 1)) {
+            mllm_graph_free(&g->g);
+            return NULL;
+        }
+        g->T = T;
+        g->n_out = n_out;
+        g->traced = true;
+    }
+    g->used = e->st.steps;
+    return g;
+}
+
+static void put(mllm_engine *e, int r, const mllm_eseq *s, int at) {
+    e->b_ids[r] = s->tokens[at];
+    e->b_pos[r] = at;
+    e->b_seq[r] = s->slot;
+}
+
+mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logits) {
+    *n_out = 0;
+    *logits = NULL;
+    int T = 0, n_o = 0;
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        if (s->n_step <= 0) continue;
+        T += s->n_step;
+        if (s->n_done + s->n_step == s->n_tokens) n_o++;
+    }
+    if (T == 0) return MLLM_OK;
+    /* Reserve the K/V positions (the plan made room: this cannot run out). */
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        if (s->n_step <= 0) continue;
+        mllm_status st = mllm_kv_seq_grow(&e->kp, &s->kv, s->n_step);
+        if (st != MLLM_OK) return st;
+    }
+    /* Rows: every planned token but the wanted ones, then the wanted ones. */
+    int r = 0, o = 0;
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        if (s->n_step <= 0) continue;
+        const bool out = s->n_done + s->n_step == s->n_tokens;
+        for (int t = s->n_done; t < s->n_done + s->n_step - (out ? 1 : 0); t++) put(e, r++, s, t);
+        if (out) e->b_out[o++] = s;
+    }
+    for (int i = 0; i < o; i++) put(e, r++, e->b_out[i], e->b_out[i]->n_tokens - 1);
+    mllm_egraph *g = graph_for(e, T, n_o > 0 ? n_o : 1);
+    if (!g) return mllm_err(MLLM_ERR_NOMEM, "engine: could not build the graph for %d tokens", T);
+    memcpy(mllm_tensor_i32(g->in.ids), e->b_ids, (size_t)T * sizeof(int32_t));
+    memcpy(mllm_tensor_i32(g->in.pos), e->b_pos, (size_t)T * sizeof(int32_t));
+    memcpy(mllm_tensor_i32(g->in.seq), e->b_seq, (size_t)T * sizeof(int32_t));
+    if (g->in.rope_pos) /* text: M-RoPE's three rows are the positions */
+        for (int k = 0; k < 3; k++) memcpy(mllm_tensor_i32(g->in.rope_pos) + (size_t)k * (size_t)T, e->b_pos,
+                                           (size_t)T * sizeof(int32_t));
+    int32_t *tab = mllm_tensor_i32(g->in.table);
+    for (int i = 0; i < e->max_blocks * e->p.max_running; i++) tab[i] = -1;
+    for (mllm_eseq *s = e->running; s; s = s->next)
+        if (s->kv.n_blocks > 0) /* one admitted this step without a share of the budget has none yet */
+            memcpy(tab + (size_t)s->slot * (size_t)e->max_blocks, s->kv.blocks, (size_t)s->kv.n_blocks * sizeof(int32_t));
+    mllm_graph_execute(&g->g);
+    if (g->g.failed) return mllm_err(MLLM_ERR_NOMEM, "engine: out of memory while computing");
+    if (e->file) {
+        mllm_status st = mllm_model_file_check_intact(e->file); /* weights read past a shrunk file's end */
+        if (st != MLLM_OK) return st;
+    }
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        if (s->n_step <= 0) continue;
+        s->n_done += s->n_step;
+        /* Full blocks become findable by any later sequence. */
+        mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
+    }
+    e->st.tokens_evaluated += (uint64_t)T;
+    *n_out = n_o;
+    *logits = g->logits->data;
+    return MLLM_OK;
+}

@@ -1,0 +1,75 @@
+/* What the engine's files share (engine.c: sequences, admission, the
+   step; engine_batch.c: the micro-batch and its forward; engine_sample.c:
+   a sequence's next token). */
+#ifndef MLLM_ENGINE_ENGINE_INTERNAL_H
+#define MLLM_ENGINE_ENGINE_INTERNAL_H
+#include "engine/engine.h"
+#include "graph/graph.h"
+#include "kv/kv_pool.h"
+#include "runtime/sampler.h"
+#include "runtime/token_text.h"
+
+typedef struct mllm_eseq {
+    struct mllm_eseq *next;   /* in the waiting list or the running list */
+    mllm_engine_request r;    /* prompt / sampling / constraint point at the copies below */
+    mllm_sampling sp;
+    mllm_engine_constraint con;
+    int32_t *tokens;          /* (n_ctx + 1) the context: prompt, generated, and a sampled token not yet evaluated */
+    int n_tokens;             /* tokens[0, n_tokens) */
+    int n_done;               /* of which have K/V in kv (kv.n_tokens after a step) */
+    mllm_kv_seq kv;
+    mllm_sampler smp;
+    mllm_token_text text;
+    int n_step;               /* tokens it evaluates in this step's batch (the plan) */
+    int slot;                 /* its row of the block table while running, else -1 */
+    uint64_t admit_order;     /* later admissions are preempted first */
+    bool admitted_once;
+    mllm_engine_result res;
+} mllm_eseq;
+
+/* One traced graph, kept for its batch shape (T tokens, n_out logits). */
+typedef struct {
+    mllm_graph g;
+    mllm_decoder_inputs in;
+    mllm_tensor *logits;
+    int T, n_out;
+    uint64_t used;            /* step of last use: the least recent is retraced */
+    bool traced;
+} mllm_egraph;
+
+struct mllm_engine {
+    const mllm_decoder *dec;
+    const mllm_tokenizer *tok;
+    const mllm_model_file *file;
+    mllm_pool *pool;
+    mllm_engine_params p;
+    mllm_kv_pool kp;
+    int max_blocks;           /* per table row: ceil(n_ctx / block_size) */
+    mllm_eseq *waiting;       /* FIFO (preempted ones go back to its front) */
+    mllm_eseq *running;       /* in admission order */
+    int n_running, n_waiting;
+    bool *slot_used;          /* (max_running) */
+    uint64_t n_admits;
+    mllm_egraph graphs[MLLM_ENGINE_GRAPH_CACHE];
+    /* the batch being built (engine_batch.c), sized for max_running + prefill_chunk tokens */
+    int32_t *b_ids, *b_pos, *b_seq;
+    mllm_eseq **b_out;        /* (max_running) the sequences whose logits the batch returns, in row order */
+    mllm_engine_stats st;
+};
+
+/* engine_batch.c: builds the step's micro-batch from the running
+   sequences' plans (n_step tokens each, from n_done; their K/V blocks are
+   reserved here), runs it, and returns the sequences with logits (*out,
+   e->b_out) and their logits (*logits, n_out x n_vocab). n_out 0: nothing
+   to do. Errors end nobody; the caller does. */
+mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logits);
+/* The blocks that growing s by n positions takes from the pool (new ones
+   and copies on write), as mllm_kv_seq_grow would. */
+int mllm_engine_blocks_needed(const mllm_engine *e, const mllm_eseq *s, int n);
+
+/* engine_sample.c: the next token of s from its logits, delivered through
+   its callbacks; returns true when s has finished (s->res filled, not yet
+   reported). */
+bool mllm_engine_sample(mllm_engine *e, mllm_eseq *s, const float *logits);
+
+#endif

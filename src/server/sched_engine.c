@@ -1,0 +1,376 @@
+/* The engine path of the scheduler: one loop thread owns the engine
+   (src/engine) and is the only one to call it; HTTP threads append jobs to
+   `incoming` and set cancel flags, under `mu`. The loop moves incoming
+   jobs into the engine, steps it, and publishes its counters for /metrics.
+
+   A request with n > 1 choices: choice 0 runs first; once it has read the
+   prompt (its first token), the other choices are submitted together and
+   find the prompt's full blocks in the prefix cache. A grammar is one
+   match state, so with a grammar the choices run one after the other.
+
+   Lock order: mu, then a job's mu. Engine callbacks run on the loop thread
+   without mu. */
+#include "server/sched_engine.h"
+#include <stdio.h>
+#include <string.h>
+#include "api/engine_api.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "engine/engine.h"
+
+typedef struct ereq {
+    struct srv_esched *S;
+    srv_job *head;        /* one reference, dropped when every choice is done */
+    int outstanding;      /* choices submitted to the engine and not finished */
+    bool rest_submitted;  /* choices after the first are in the engine (or done) */
+    bool dropped;         /* closed before it started: it ends with a 503 */
+    struct ereq *next, *prev; /* the loop's list of requests in the engine */
+} ereq;
+
+typedef struct {
+    ereq *rq;
+    srv_job *j;
+    mllm_engine_grammar *eg;
+    mllm_sampling sp;     /* j's, with the logprobs callback */
+} echoice;
+
+struct srv_esched {
+    mllm_model *model;
+    srv_metrics *metrics;
+    mllm_model_engine me;
+    int n_ctx, n_parallel, max_queue;
+    bool context_shift;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;    /* wakes the loop: a job, a cancel, close or quit */
+    srv_job **incoming;   /* (max_queue + n_parallel) jobs not yet in the engine, FIFO */
+    int n_incoming, cap_incoming;
+    int n_requests;       /* accepted and not finished (incoming or in the engine) */
+    bool closed, quit, joined, started, drop_waiting;
+    pthread_t thread;
+    srv_job **batch;      /* (cap_incoming) the loop's copy of incoming */
+    ereq *active;         /* requests in the engine; the loop thread's only */
+    mllm_engine_stats st; /* the last published, under mu */
+};
+
+int srv_esched_n_ctx(const srv_esched *S) { return S->n_ctx; }
+
+static void submit_choice(ereq *rq, srv_job *j);
+
+static void on_admit(void *user, int n_cached) {
+    echoice *c = user;
+    srv_job *j = c->j;
+    pthread_mutex_lock(&j->mu);
+    j->state = SRV_JOB_RUNNING;
+    j->t_start = srv_now_ms();
+    j->n_reused = (size_t)n_cached;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* The choices after the first, once the first has its prompt's K/V. */
+static void submit_rest(ereq *rq) {
+    if (rq->rest_submitted) return;
+    rq->rest_submitted = true;
+    for (srv_job *j = rq->head->next; j; j = j->next) submit_choice(rq, j);
+}
+
+static int on_token(void *user, int32_t id, const char *piece, size_t len) {
+    echoice *c = user;
+    if (id >= 0 && c->j == c->rq->head && !c->j->sampling.grammar) submit_rest(c->rq);
+    return srv_job_on_token(c->j, id, piece, len);
+}
+
+static void on_finish(void *user, const mllm_engine_result *r) {
+    echoice *c = user;
+    ereq *rq = c->rq;
+    srv_job *j = c->j;
+    srv_esched *S = rq->S;
+    char err[256] = "";
+    if (r->finish == MLLM_ENGINE_ERROR) snprintf(err, sizeof err, "generation failed: %s", r->message);
+    pthread_mutex_lock(&j->mu);
+    const bool never_ran = j->state == SRV_JOB_QUEUED;
+    j->n_shifts = r->n_shifts;
+    if (err[0]) srv_job_finish_locked(j, SRV_FINISH_ERROR, 500, err);
+    else if (never_ran && rq->dropped) srv_job_finish_locked(j, SRV_FINISH_ERROR, 503, "the server is shutting down");
+    else if (atomic_load(&j->cancel) || r->finish == MLLM_ENGINE_CANCELLED)
+        srv_job_finish_locked(j, SRV_FINISH_CANCELLED, 0, NULL);
+    else if (r->finish == MLLM_ENGINE_LENGTH) srv_job_finish_locked(j, SRV_FINISH_LENGTH, 0, NULL);
+    else srv_job_finish_locked(j, SRV_FINISH_STOP, 0, NULL);
+    const srv_finish fin = j->finish;
+    const double t_first = j->t_first > 0 ? j->t_first : srv_now_ms(), t_start = never_ran ? t_first : j->t_start;
+    pthread_mutex_unlock(&j->mu);
+    srv_metrics_count_job(S->metrics, j, fin, (size_t)r->n_cached, r->n_gen, t_first - t_start,
+                          srv_now_ms() - t_first);
+    mllm_engine_grammar_free(c->eg);
+    mllm_free(c);
+    /* The next choice: in turn with a grammar, else with the others (if the first ended before its first token). */
+    if (!rq->rest_submitted) {
+        if (atomic_load(&rq->head->cancel) || S->quit) {
+            rq->rest_submitted = true;
+            srv_job_finish_all(rq->head, SRV_FINISH_CANCELLED, 0, NULL);
+            for (srv_job *k = rq->head->next; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_CANCELLED);
+        } else if (rq->head->sampling.grammar && j->next) {
+            submit_choice(rq, j->next);
+        } else {
+            submit_rest(rq);
+        }
+    }
+    if (--rq->outstanding == 0) {
+        if (rq->prev) rq->prev->next = rq->next;
+        else S->active = rq->next;
+        if (rq->next) rq->next->prev = rq->prev;
+        pthread_mutex_lock(&S->mu);
+        S->n_requests--;
+        pthread_mutex_unlock(&S->mu);
+        srv_job_unref(rq->head);
+        mllm_free(rq);
+    }
+}
+
+/* Hands one choice to the engine (loop thread); a refusal ends it. */
+static void submit_choice(ereq *rq, srv_job *j) {
+    srv_esched *S = rq->S;
+    echoice *c = mllm_calloc(1, sizeof *c);
+    mllm_status st = c ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (c) {
+        c->rq = rq;
+        c->j = j;
+        c->sp = j->sampling;
+        if (j->logprobs >= 0) {
+            c->sp.on_logprobs = srv_job_on_logprobs;
+            c->sp.logprobs_user = j;
+            c->sp.n_top_logprobs = j->logprobs;
+        }
+        if (j->sampling.grammar) {
+            mllm_grammar_reset(j->sampling.grammar); /* each choice follows the grammar from its start */
+            st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
+        }
+    }
+    if (st == MLLM_OK) {
+        mllm_engine_request r = {.prompt = j->ids, .n_prompt = (int)j->n_ids, .sampling = &c->sp,
+                                 .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
+                                 .context_shift = S->context_shift, .n_keep = (int)j->n_keep, .cancel = &j->cancel,
+                                 .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};
+        st = mllm_engine_submit(S->me.e, &r);
+    }
+    if (st == MLLM_OK) {
+        rq->outstanding++;
+        return;
+    }
+    char err[256];
+    snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
+    if (c) mllm_engine_grammar_free(c->eg);
+    mllm_free(c);
+    pthread_mutex_lock(&j->mu);
+    srv_job_finish_locked(j, SRV_FINISH_ERROR, 500, err);
+    pthread_mutex_unlock(&j->mu);
+    srv_metrics_count_finish(S->metrics, SRV_FINISH_ERROR);
+}
+
+/* A new request's first choice (loop thread). */
+static void start_request(srv_esched *S, srv_job *j) {
+    ereq *rq = mllm_calloc(1, sizeof *rq);
+    if (rq) {
+        rq->S = S;
+        rq->head = j;
+        rq->rest_submitted = !j->next;
+        submit_choice(rq, j);
+        if (rq->outstanding > 0) {
+            rq->next = S->active;
+            if (S->active) S->active->prev = rq;
+            S->active = rq;
+            return;
+        }
+        mllm_free(rq);
+    } else {
+        srv_job_finish_all(j, SRV_FINISH_ERROR, 500, "out of memory");
+    }
+    srv_job_finish_all(j, SRV_FINISH_ERROR, 500, "generation failed");
+    pthread_mutex_lock(&S->mu);
+    S->n_requests--;
+    pthread_mutex_unlock(&S->mu);
+    srv_job_unref(j);
+}
+
+/* Server closing: requests that have not started end with a 503 (as the
+   queue's do); those running go on. */
+static void drop_unstarted(srv_esched *S) {
+    for (ereq *rq = S->active; rq; rq = rq->next) {
+        pthread_mutex_lock(&rq->head->mu);
+        const bool queued = rq->head->state == SRV_JOB_QUEUED;
+        pthread_mutex_unlock(&rq->head->mu);
+        if (!queued) continue;
+        rq->dropped = true;
+        srv_job_cancel_all(rq->head); /* the engine ends it at the step below */
+    }
+}
+
+static void *loop_main(void *arg) {
+    srv_esched *S = arg;
+    mllm_engine *e = S->me.e;
+    pthread_mutex_lock(&S->mu);
+    for (;;) {
+        while (!S->quit && S->n_incoming == 0 && mllm_engine_idle(e) && !S->drop_waiting)
+            pthread_cond_wait(&S->cv, &S->mu);
+        if (S->quit) break;
+        const int n = S->n_incoming;
+        memcpy(S->batch, S->incoming, (size_t)n * sizeof *S->batch);
+        S->n_incoming = 0;
+        const bool drop = S->drop_waiting;
+        S->drop_waiting = false;
+        pthread_mutex_unlock(&S->mu);
+        for (int i = 0; i < n; i++) start_request(S, S->batch[i]);
+        if (drop) drop_unstarted(S);
+        mllm_engine_step(e); /* an error has ended the sequences it concerns */
+        mllm_engine_stats st;
+        mllm_engine_get_stats(e, &st);
+        pthread_mutex_lock(&S->mu);
+        S->st = st;
+    }
+    pthread_mutex_unlock(&S->mu);
+    /* Quit: every sequence ends cancelled (on_finish finishes its job). */
+    mllm_model_engine_close(&S->me);
+    return NULL;
+}
+
+mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_esched **out) {
+    *out = NULL;
+    if (p->n_parallel < 1 || p->max_queue < 0)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: %d parallel sequences, queue %d", p->n_parallel, p->max_queue);
+    const int kv_type = p->kv_type == MLLM_KV_CONTIGUOUS ? MLLM_KV_PAGED_F32 : p->kv_type;
+    if (kv_type < MLLM_KV_PAGED_F32 || kv_type > MLLM_KV_PAGED_Q8)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: kv type %d out of range", p->kv_type);
+    srv_esched *S = mllm_calloc(1, sizeof *S);
+    if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    S->model = m;
+    S->metrics = metrics;
+    S->n_parallel = p->n_parallel;
+    S->max_queue = p->max_queue;
+    S->context_shift = p->context_shift;
+    S->n_ctx = p->n_ctx > 0 ? p->n_ctx : mllm_model_default_ctx(m);
+    pthread_mutex_init(&S->mu, NULL);
+    pthread_cond_init(&S->cv, NULL);
+    S->cap_incoming = p->max_queue + p->n_parallel;
+    S->incoming = mllm_calloc((size_t)S->cap_incoming, sizeof *S->incoming);
+    S->batch = mllm_calloc((size_t)S->cap_incoming, sizeof *S->batch);
+    const int bs = 16;
+    /* --kv-size in token positions, rounded up to whole blocks; by default
+       every parallel sequence's whole context (the slots' memory) and a
+       block for a copy on write. */
+    const long long kv_tokens = p->kv_size > 0 ? p->kv_size : (long long)p->n_parallel * S->n_ctx + bs;
+    const long long n_blocks = (kv_tokens + bs - 1) / bs;
+    mllm_engine_params ep = {.max_running = p->n_parallel, .n_ctx = S->n_ctx, .block_size = bs,
+                             .n_blocks = n_blocks > (1 << 28) ? (1 << 28) : (int)n_blocks,
+                             .kv_dtype = kv_type - MLLM_KV_PAGED_F32};
+    mllm_status st = S->incoming && S->batch ? mllm_model_engine_open(m, &ep, p->n_threads, &S->me)
+                                 : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (st == MLLM_OK && pthread_create(&S->thread, NULL, loop_main, S) != 0)
+        st = mllm_err(MLLM_ERR_NOMEM, "server: cannot start the engine thread");
+    if (st != MLLM_OK) {
+        mllm_model_engine_close(&S->me);
+        S->joined = true;
+        srv_esched_free(S);
+        return st;
+    }
+    S->started = true;
+    *out = S;
+    return MLLM_OK;
+}
+
+srv_submit srv_esched_submit(srv_esched *S, srv_job *j) {
+    pthread_mutex_lock(&S->mu);
+    srv_submit r = SRV_SUBMIT_OK;
+    if (S->closed || S->quit) r = SRV_SUBMIT_CLOSED;
+    else if (S->n_requests >= S->n_parallel + S->max_queue || S->n_incoming >= S->cap_incoming) {
+        r = SRV_SUBMIT_FULL;
+        atomic_fetch_add_explicit(&S->metrics->rejected_full, 1, memory_order_relaxed);
+    } else {
+        srv_job_ref(j);
+        S->incoming[S->n_incoming++] = j;
+        S->n_requests++;
+        pthread_cond_signal(&S->cv);
+    }
+    pthread_mutex_unlock(&S->mu);
+    return r;
+}
+
+/* Removes j from incoming if it is there; under mu. */
+static bool incoming_remove(srv_esched *S, srv_job *j) {
+    for (int i = 0; i < S->n_incoming; i++) {
+        if (S->incoming[i] != j) continue;
+        memmove(S->incoming + i, S->incoming + i + 1, (size_t)(S->n_incoming - i - 1) * sizeof *S->incoming);
+        S->n_incoming--;
+        S->n_requests--;
+        return true;
+    }
+    return false;
+}
+
+void srv_esched_cancel(srv_esched *S, srv_job *j) {
+    srv_job_cancel_all(j); /* the engine ends it at its next step */
+    pthread_mutex_lock(&S->mu);
+    const bool queued = incoming_remove(S, j);
+    pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+    if (queued) {
+        srv_job_finish_all(j, SRV_FINISH_CANCELLED, 0, NULL);
+        srv_metrics_count_finish(S->metrics, SRV_FINISH_CANCELLED);
+        srv_job_unref(j);
+    }
+}
+
+void srv_esched_close(srv_esched *S) {
+    pthread_mutex_lock(&S->mu);
+    S->closed = true;
+    S->drop_waiting = true; /* the loop ends sequences that never started: 503 */
+    for (int i = 0; i < S->n_incoming; i++) {
+        srv_job_finish_all(S->incoming[i], SRV_FINISH_ERROR, 503, "the server is shutting down");
+        srv_job_unref(S->incoming[i]);
+    }
+    S->n_requests -= S->n_incoming;
+    S->n_incoming = 0;
+    pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+}
+
+void srv_esched_gauges(srv_esched *S, srv_metrics_gauges *g) {
+    pthread_mutex_lock(&S->mu);
+    g->slots_total = S->n_parallel;
+    g->slots_busy = S->st.running;
+    /* Accepted but not running: incoming, waiting in the engine, or between choices. */
+    g->queue_len = S->n_requests - S->st.running > 0 ? S->n_requests - S->st.running : 0;
+    g->engine = true;
+    g->seq_running = S->st.running;
+    g->seq_waiting = S->st.waiting + S->n_incoming;
+    g->kv_blocks_total = S->st.blocks_total;
+    g->kv_blocks_used = S->st.blocks_used;
+    g->kv_blocks_cached = S->st.blocks_cached;
+    g->kv_blocks_free = S->st.blocks_free;
+    g->kv_block_tokens = 16;
+    g->prefix_lookups = S->st.prefix_lookups;
+    g->prefix_hit_tokens = S->st.prefix_hit_tokens;
+    g->engine_steps = S->st.steps;
+    g->engine_tokens_evaluated = S->st.tokens_evaluated;
+    g->engine_preemptions = S->st.preemptions;
+    pthread_mutex_unlock(&S->mu);
+}
+
+void srv_esched_shutdown(srv_esched *S) {
+    if (S->joined) return;
+    srv_esched_close(S);
+    pthread_mutex_lock(&S->mu);
+    S->quit = true;
+    pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+    if (S->started) pthread_join(S->thread, NULL);
+    S->joined = true;
+}
+
+void srv_esched_free(srv_esched *S) {
+    if (!S) return;
+    srv_esched_shutdown(S);
+    mllm_free(S->incoming);
+    mllm_free(S->batch);
+    pthread_cond_destroy(&S->cv);
+    pthread_mutex_destroy(&S->mu);
+    mllm_free(S);
+}

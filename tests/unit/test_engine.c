@@ -1,0 +1,260 @@
+/* The engine (src/engine): sequences stepped together give, token for
+   token, what each gives alone (greedy and seeded sampling, prompts
+   chunked beside decodes, with preemption when the pool is small); the
+   prefix cache's reuse counts are exact; every block is free again after
+   finish and cancel; a request waits while the pool cannot hold it.
+   Synthetic q8_0 / f32 models (batch-invariant matmuls). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "api/engine_api.h"
+#include "api/internal.h"
+#include "synth/synth.h"
+#include "testutil.h"
+
+#define MAXGEN 24
+#define NSEQ 4
+
+typedef struct {
+    int32_t toks[MAXGEN];
+    int n;
+    bool finished;
+    mllm_engine_result res;
+} out_t;
+
+static int on_token(void *user, int32_t id, const char *piece, size_t len) {
+    (void)piece, (void)len;
+    out_t *o = user;
+    if (id >= 0 && o->n < MAXGEN) o->toks[o->n++] = id;
+    return 0;
+}
+
+static void on_finish(void *user, const mllm_engine_result *r) {
+    out_t *o = user;
+    assert_false(o->finished); /* exactly once */
+    o->finished = true;
+    o->res = *r;
+}
+
+static mllm_model *synth(const char *arch, const char *dtype) {
+    char name[64];
+    snprintf(name, sizeof name, "eng-%s-%s.gguf", arch, dtype);
+    char *path = (char *)tu_tmp(name);
+    if (access(path, F_OK) != 0 && mllm_synth_write(arch, "tiny", dtype, "gguf", path, NULL, NULL))
+        fail_msg("synth %s: %s", arch, mllm_last_error());
+    mllm_model *m = NULL;
+    if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
+    free(path);
+    return m;
+}
+
+static const int plen[NSEQ] = {40, 23, 5, 33};
+
+static void prompt_of(int s, int V, int32_t *p) {
+    for (int i = 0; i < plen[s]; i++) p[i] = (int32_t)((i * (31 + 6 * s) + 7 * s + 1) % V);
+}
+
+static mllm_sampling sampling_of(int s, int max_tokens) {
+    mllm_sampling sp;
+    mllm_sampling_default(&sp);
+    sp.max_tokens = max_tokens;
+    sp.ignore_eos = 1;
+    sp.temperature = s % 2 ? 0.9f : 0.0f; /* seeded sampling too: its own sampler per sequence */
+    sp.seed = 100 + (uint64_t)s;
+    return sp;
+}
+
+static void submit(mllm_engine *e, int s, int V, int max_tokens, out_t *o, const atomic_bool *cancel) {
+    int32_t p[64];
+    prompt_of(s, V, p);
+    mllm_sampling sp = sampling_of(s, max_tokens);
+    mllm_engine_request r = {.prompt = p, .n_prompt = plen[s], .sampling = &sp, .cancel = cancel,
+                             .on_token = on_token, .on_finish = on_finish, .user = o};
+    assert_int_equal(mllm_engine_submit(e, &r), MLLM_OK);
+}
+
+static mllm_model_engine open_engine(mllm_model *m, int max_running, int n_blocks, int chunk, int kv_dtype) {
+    mllm_engine_params p = {.max_running = max_running, .n_ctx = 64, .n_blocks = n_blocks, .block_size = 16,
+                            .kv_dtype = kv_dtype, .prefill_chunk = chunk};
+    mllm_model_engine me;
+    if (mllm_model_engine_open(m, &p, 2, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
+    return me;
+}
+
+static void run_to_end(mllm_engine *e) {
+    for (int i = 0; i < 10000 && !mllm_engine_idle(e); i++) assert_int_equal(mllm_engine_step(e), MLLM_OK);
+    assert_true(mllm_engine_idle(e));
+}
+
+static void check_blocks_free(mllm_engine *e) {
+    mllm_engine_stats st;
+    mllm_engine_get_stats(e, &st);
+    assert_int_equal(st.blocks_used, 0);
+    assert_int_equal(st.blocks_free + st.blocks_cached, st.blocks_total);
+    assert_int_equal(st.running + st.waiting, 0);
+}
+
+/* Each alone (a fresh engine each), then all together in one engine. */
+static void check_together(const char *arch, const char *wtype, int kv_dtype, int n_blocks, int chunk,
+                           bool expect_preempt) {
+    mllm_model *m = synth(arch, wtype);
+    const int V = m->dec.cfg.n_vocab;
+    out_t alone[NSEQ] = {0}, mixed[NSEQ] = {0};
+    for (int s = 0; s < NSEQ; s++) {
+        mllm_model_engine me = open_engine(m, 1, 5, 512, kv_dtype);
+        submit(me.e, s, V, 20, &alone[s], NULL);
+        run_to_end(me.e);
+        check_blocks_free(me.e);
+        mllm_model_engine_close(&me);
+        assert_true(alone[s].finished);
+        assert_int_equal(alone[s].n, 20);
+        assert_int_equal(alone[s].res.finish, MLLM_ENGINE_LENGTH);
+    }
+    /* not vacuous: the sequences differ */
+    assert_true(memcmp(alone[0].toks, alone[2].toks, sizeof alone[0].toks) != 0);
+    mllm_model_engine me = open_engine(m, NSEQ, n_blocks, chunk, kv_dtype);
+    for (int s = 0; s < NSEQ; s++) submit(me.e, s, V, 20, &mixed[s], NULL);
+    run_to_end(me.e);
+    mllm_engine_stats st;
+    mllm_engine_get_stats(me.e, &st);
+    if (expect_preempt) assert_true(st.preemptions > 0);
+    else assert_int_equal(st.preemptions, 0);
+    check_blocks_free(me.e);
+    for (int s = 0; s < NSEQ; s++) {
+        assert_true(mixed[s].finished);
+        assert_int_equal(mixed[s].n, alone[s].n);
+        if (memcmp(mixed[s].toks, alone[s].toks, sizeof alone[s].toks))
+            fail_msg("%s %s kv %d: sequence %d differs stepped with others", arch, wtype, kv_dtype, s);
+    }
+    mllm_model_engine_close(&me);
+    mllm_model_free(m);
+}
+
+static void test_together(void **state) {
+    (void)state;
+    /* roomy pool, prompts in chunks of 16 beside decodes */
+    check_together("qwen3", "q8_0", MLLM_KV_DTYPE_F32, 40, 16, false);
+    check_together("llama", "f32", MLLM_KV_DTYPE_Q8, 40, 16, false);
+    /* a pool for 2 of the 4 sequences: waiting and preemption, same tokens */
+    check_together("qwen3", "q8_0", MLLM_KV_DTYPE_F16, 8, 512, true);
+    check_together("gemma3", "q8_0", MLLM_KV_DTYPE_F32, 6, 16, true); /* sliding-window layers, tight pool */
+}
+
+/* n_cached is what the prefix index gives, exactly, and the answer is the
+   one computed from scratch. */
+static void test_prefix_reuse(void **state) {
+    (void)state;
+    mllm_model *m = synth("qwen3", "q8_0");
+    const int V = m->dec.cfg.n_vocab;
+    mllm_model_engine me = open_engine(m, 2, 40, 512, MLLM_KV_DTYPE_F32);
+    int32_t a[48], b[48];
+    for (int i = 0; i < 48; i++) a[i] = b[i] = (int32_t)((i * 13 + 5) % V);
+    for (int i = 35; i < 48; i++) b[i] = (int32_t)((i * 7 + 2) % V);
+    mllm_sampling sp = sampling_of(0, 6);
+    out_t o[5] = {0};
+    const int32_t *pr[5] = {a, b, a, a, a};
+    const int n[5] = {40, 45, 48, 48, 10};
+    /* none; the 2 full blocks they share (the first's third block held generated tokens, unregistered);
+       those 2 and 3 positions of the second's registered third block (copy on write); all 48 but the last
+       (evaluated again for its logits); 9 of a 10-token prompt from inside the first registered block */
+    const int expect[5] = {0, 32, 35, 47, 9};
+    for (int k = 0; k < 5; k++) {
+        mllm_engine_request r = {.prompt = pr[k], .n_prompt = n[k], .sampling = &sp, .on_token = on_token,
+                                 .on_finish = on_finish, .user = &o[k]};
+        assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+        run_to_end(me.e);
+        assert_int_equal(o[k].res.n_cached, expect[k]);
+        assert_int_equal(o[k].res.n_prompt, n[k]);
+    }
+    mllm_engine_stats st;
+    mllm_engine_get_stats(me.e, &st);
+    assert_int_equal(st.prefix_lookups, 5);
+    assert_int_equal(st.prefix_hit_tokens, 32 + 35 + 47 + 9);
+    check_blocks_free(me.e);
+    mllm_model_engine_close(&me);
+    /* the reused answers equal fresh ones */
+    for (int k = 1; k <= 4; k++) {
+        me = open_engine(m, 1, 5, 512, MLLM_KV_DTYPE_F32);
+        out_t f = {0};
+        mllm_engine_request r = {.prompt = pr[k], .n_prompt = n[k], .sampling = &sp, .on_token = on_token,
+                                 .on_finish = on_finish, .user = &f};
+        assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+        run_to_end(me.e);
+        assert_int_equal(f.res.n_cached, 0);
+        assert_int_equal(f.n, o[k].n);
+        assert_memory_equal(f.toks, o[k].toks, sizeof f.toks);
+        mllm_model_engine_close(&me);
+    }
+    mllm_model_free(m);
+}
+
+/* Cancel while running and while waiting: both end CANCELLED, blocks back. */
+static void test_cancel_and_wait(void **state) {
+    (void)state;
+    mllm_model *m = synth("qwen3", "q8_0");
+    const int V = m->dec.cfg.n_vocab;
+    /* 5 blocks: one 64-token context; a 40-token prompt needs 3 + 1 */
+    mllm_model_engine me = open_engine(m, 4, 5, 512, MLLM_KV_DTYPE_Q8);
+    atomic_bool c0, c1;
+    atomic_init(&c0, false);
+    atomic_init(&c1, false);
+    out_t o[3] = {0};
+    submit(me.e, 0, V, 20, &o[0], &c0);
+    submit(me.e, 3, V, 20, &o[1], &c1);
+    submit(me.e, 1, V, 4, &o[2], NULL);
+    assert_int_equal(mllm_engine_step(me.e), MLLM_OK);
+    mllm_engine_stats st;
+    mllm_engine_get_stats(me.e, &st);
+    assert_int_equal(st.running, 1); /* the pool holds one: the others wait, FIFO */
+    assert_int_equal(st.waiting, 2);
+    assert_int_equal(o[0].n, 1);
+    atomic_store(&c1, true); /* a waiting one */
+    assert_int_equal(mllm_engine_step(me.e), MLLM_OK);
+    assert_true(o[1].finished);
+    assert_int_equal(o[1].res.finish, MLLM_ENGINE_CANCELLED);
+    assert_int_equal(o[1].n, 0);
+    atomic_store(&c0, true); /* the running one */
+    assert_int_equal(mllm_engine_step(me.e), MLLM_OK);
+    assert_true(o[0].finished);
+    assert_int_equal(o[0].res.finish, MLLM_ENGINE_CANCELLED);
+    assert_true(o[0].n >= 2 && o[0].n < 20);
+    run_to_end(me.e);
+    assert_int_equal(o[2].res.finish, MLLM_ENGINE_LENGTH);
+    assert_int_equal(o[2].n, 4);
+    check_blocks_free(me.e);
+    /* a prompt that cannot fit the context is refused at submit */
+    int32_t big[64] = {0};
+    mllm_sampling sp = sampling_of(0, 4);
+    mllm_engine_request r = {.prompt = big, .n_prompt = 64, .sampling = &sp};
+    assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_ERR_CONTEXT_FULL);
+    mllm_model_engine_close(&me);
+    /* a pool smaller than one context is refused */
+    mllm_engine_params p = {.max_running = 1, .n_ctx = 64, .n_blocks = 4, .block_size = 16};
+    assert_int_equal(mllm_model_engine_open(m, &p, 1, &me), MLLM_ERR_INVALID_ARG);
+    mllm_model_free(m);
+}
+
+/* Freeing an engine ends what runs and waits, each once. */
+static void test_free_ends_all(void **state) {
+    (void)state;
+    mllm_model *m = synth("qwen3", "q8_0");
+    const int V = m->dec.cfg.n_vocab;
+    mllm_model_engine me = open_engine(m, 1, 10, 512, MLLM_KV_DTYPE_F32);
+    out_t o[2] = {0};
+    submit(me.e, 0, V, 20, &o[0], NULL);
+    submit(me.e, 1, V, 20, &o[1], NULL);
+    assert_int_equal(mllm_engine_step(me.e), MLLM_OK);
+    mllm_model_engine_close(&me);
+    for (int k = 0; k < 2; k++) {
+        assert_true(o[k].finished);
+        assert_int_equal(o[k].res.finish, MLLM_ENGINE_CANCELLED);
+    }
+    mllm_model_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_together), cmocka_unit_test(test_prefix_reuse),
+                                       cmocka_unit_test(test_cancel_and_wait), cmocka_unit_test(test_free_ends_all)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -185,6 +185,7 @@ MLLM_API void mllm_session_reset(mllm_session *s) {
     s->n_past = 0;
     s->rope_delta = 0;
     s->image_end = 0;
+    s->n_imgs = 0;
     memset(&s->timings, 0, sizeof s->timings);
     mllm_spec_reset_stats(s->spec);
 }

@@ -35,6 +35,8 @@ typedef struct mllm_qwen2vl_vision mllm_qwen2vl_vision;
 
 /* Opens the folder dir (config.json + model.safetensors); n_threads >= 1. */
 mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2vl_vision **out);
+/* Opens an mmproj GGUF (llama.cpp's clip.* keys, projector qwen2.5vl_merger). */
+mllm_status mllm_qwen2vl_vision_open_gguf(const char *path, int n_threads, mllm_qwen2vl_vision **out);
 void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v);
 const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2vl_vision *v);
 /* The preprocessing parameters the tower expects: patch / merge / temporal

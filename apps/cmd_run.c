@@ -305,7 +305,7 @@ int cmd_run(int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (image) {
-        if (cli_image_eval(s, image_conv, image, "mllm run")) goto done;
+        if (cli_image_eval(s, image_conv, &image, 1, "mllm run", NULL)) goto done;
         n = (size_t)mllm_session_n_past(s);
     } else if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) {
         if (st == MLLM_ERR_CONTEXT_FULL)

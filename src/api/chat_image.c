@@ -28,12 +28,13 @@ MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation
         if (!images[k] || !image_lens[k]) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat_prefill: image %d is empty", k);
     int32_t *ids = NULL, *ex = NULL;
     size_t n = 0;
-    mllm_status st = mllm_chat_ids(s->m, conversation, &ids, &n);
-    if (st) return st;
     int32_t pad = -1;
-    /* a text-only model may still be chatted with through this call */
-    if (n_images > 0 || s->n_imgs > 0) st = mllm_model_vision_pad(s->m, &pad);
-    int pads = st ? 0 : pad >= 0 ? count_pads(ids, n, pad) : 0;
+    /* a text-only model may still be chatted with through this call; with
+       images, say first that it takes none */
+    mllm_status st = n_images > 0 || s->n_imgs > 0 ? mllm_model_vision_pad(s->m, &pad) : MLLM_OK;
+    if (!st) st = mllm_chat_ids(s->m, conversation, &ids, &n);
+    if (st) return st;
+    int pads = pad >= 0 ? count_pads(ids, n, pad) : 0;
     if (!st && pads != n_images)
         st = mllm_err(MLLM_ERR_INVALID_ARG, "the rendered conversation places %d images, %d given (an image "
                                             "goes in a user message's content as {\"type\": \"image\"})",

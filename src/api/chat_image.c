@@ -31,7 +31,9 @@ MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation
     int32_t pad = -1;
     /* a text-only model may still be chatted with through this call; with
        images, say first that it takes none */
-    mllm_status st = n_images > 0 || s->n_imgs > 0 ? mllm_model_vision_pad(s->m, &pad) : MLLM_OK;
+    mllm_status st = MLLM_OK;
+    if (n_images > 0 || s->n_imgs > 0) st = mllm_model_vision_pad(s->m, &pad);
+    else pad = mllm_model_image_pad_token(s->m); /* a placed image without its file is an error */
     if (!st) st = mllm_chat_ids(s->m, conversation, &ids, &n);
     if (st) return st;
     int pads = pad >= 0 ? count_pads(ids, n, pad) : 0;

@@ -92,16 +92,22 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
                                 where, vc->out_hidden, c->n_embd));
     if (!(c->mrope[0] || c->mrope[1] || c->mrope[2]))
         return fail(v, mllm_err(MLLM_ERR_UNSUPPORTED, "%s has no M-RoPE sections: it does not take images", c->arch));
-    int32_t one[4];
-    size_t np = 0;
-    if (mllm_tokenizer_encode(m->tok, "<|image_pad|>", strlen("<|image_pad|>"), false, true, one, 4, &np) !=
-            MLLM_OK || np != 1)
+    if ((v->pad = mllm_model_image_pad_token(m)) < 0)
         return fail(v, mllm_err(MLLM_ERR_FORMAT, "this model's tokenizer has no <|image_pad|> token"));
-    v->pad = one[0];
     v->n_embd = (int)c->n_embd;
     mllm_qwen2vl_vision_pre_params(v->tower, &v->pp);
     v->state = 1;
     return MLLM_OK;
+}
+
+int32_t mllm_model_image_pad_token(const mllm_model *m) {
+    int32_t one[4];
+    size_t np = 0;
+    if (!m || !m->tok ||
+        mllm_tokenizer_encode(m->tok, "<|image_pad|>", strlen("<|image_pad|>"), false, true, one, 4, &np) != MLLM_OK ||
+        np != 1)
+        return -1;
+    return one[0];
 }
 
 mllm_status mllm_model_vision_pad(mllm_model *m, int32_t *pad) {

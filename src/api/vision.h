@@ -37,6 +37,8 @@ typedef struct {
 
 void mllm_vision_embedding_free(mllm_vision_embedding *e);
 
+/* The tokenizer's <|image_pad|> token, or -1 (no tower opened). */
+int32_t mllm_model_image_pad_token(const mllm_model *m);
 /* The <|image_pad|> token id of the model's vision tower (opening it on
    first use). Errors: the model has no vision tower (the message says why). */
 mllm_status mllm_model_vision_pad(mllm_model *m, int32_t *pad);

@@ -86,6 +86,18 @@ static bool get_int(const mllm_meta *m, const char *key, int64_t lo, int64_t hi,
     return true;
 }
 
+mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path) {
+    if (c->hidden % c->heads || (c->hidden / c->heads) % 4)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: vision hidden_size %d is not num_heads %d x a multiple of 4", path,
+                        c->hidden, c->heads);
+    if (c->hidden / c->heads > 1024)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vision head size %d (at most 1024)", path, c->hidden / c->heads);
+    if (c->window % (c->merge * c->patch))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: window_size %d is not a multiple of %d", path, c->window,
+                        c->merge * c->patch);
+    return MLLM_OK;
+}
+
 static mllm_status read_config(const mllm_meta *m, const char *path, mllm_qwen2vl_vision_config *c) {
     mllm_status st = MLLM_OK;
     memset(c, 0, sizeof *c);
@@ -105,14 +117,7 @@ static mllm_status read_config(const mllm_meta *m, const char *path, mllm_qwen2v
         !get_int(m, "vision_config.in_channels", 3, 3, &in_ch, &st, path, false, 3) ||
         !get_int(m, "vision_config.in_chans", 3, 3, &in_ch, &st, path, false, 3))
         return st;
-    if (c->hidden % c->heads || (c->hidden / c->heads) % 4)
-        return mllm_err(MLLM_ERR_FORMAT, "%s: vision hidden_size %d is not num_heads %d x a multiple of 4", path,
-                        c->hidden, c->heads);
-    if (c->hidden / c->heads > 1024)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vision head size %d (at most 1024)", path, c->hidden / c->heads);
-    if (c->window % (c->merge * c->patch))
-        return mllm_err(MLLM_ERR_FORMAT, "%s: window_size %d is not a multiple of %d", path, c->window,
-                        c->merge * c->patch);
+    if ((st = qv_check_config(c, path))) return st;
     const char *act = mllm_meta_get_str(m, "vision_config.hidden_act");
     if (act && strcmp(act, "silu"))
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vision hidden_act '%s' (only silu, Qwen2.5-VL's)", path, act);
@@ -168,6 +173,7 @@ void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
         mllm_free(b->norm1);
         mllm_free(b->norm2);
         mllm_free(b->qkv.b);
+        mllm_free(b->qkv.own);
         mllm_free(b->proj.b);
         mllm_free(b->gate.b);
         mllm_free(b->up.b);
@@ -177,7 +183,9 @@ void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
     mllm_free(v->merge_norm);
     mllm_free(v->mlp0.b);
     mllm_free(v->mlp2.b);
+    mllm_free(v->patch.own);
     mllm_safetensors_close(v->st);
+    mllm_gguf_close(v->gg);
     if (v->pool) mllm_pool_free(v->pool);
     mllm_free(v);
 }

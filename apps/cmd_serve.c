@@ -27,6 +27,8 @@ static void serve_usage(FILE *f) {
             "  -c, --ctx-size N        context per slot in tokens (default: min(model, 4096))\n"
             "  -t, --threads N         compute threads per slot (default: cores / slots)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
+            "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF);\n"
+            "                          chat messages then take image_url parts with base64 data URLs\n"
             "      --queue N           requests waiting for a slot before 503 (default %d)\n"
             "      --max-body BYTES    largest request body (default %u)\n"
             "      --max-upload BYTES  largest audio upload, the whole multipart body (default %u)\n"
@@ -95,7 +97,7 @@ static void drain(mllm_server *srv, const sigset_t *set, long grace) {
 int cmd_serve(int argc, char **argv) {
     mllm_server_config c;
     mllm_server_default_config(&c);
-    const char *model = NULL, *alias = NULL, *tmpl = NULL, *tok = NULL;
+    const char *model = NULL, *alias = NULL, *tmpl = NULL, *tok = NULL, *mmproj = NULL;
     bool exact = false;
     long v, grace = 10;
     c.api_key = getenv("MLLM_API_KEY");
@@ -118,6 +120,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) INT(1, 256, c.n_parallel);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) INT(16, 1 << 20, c.n_ctx);
         else if (!strcmp(a, "--exact")) exact = true;
+        else if (!strcmp(a, "--mmproj")) { VAL(); mmproj = s; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(1, 1024, c.n_threads);
         else if (!strcmp(a, "--queue")) INT(0, 100000, c.max_queue);
         else if (!strcmp(a, "--max-body")) INT(64, 1L << 30, c.max_body);
@@ -164,6 +167,7 @@ int cmd_serve(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    lp.mmproj = mmproj;
     lp.chat_template = tmpl;
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);

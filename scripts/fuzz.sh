@@ -13,7 +13,7 @@ secs=${1:-60}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build/fuzz
-all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin http ctranslate2 audio grammar json_schema st_config toolcall whisper_config multipart image mmproj)
+all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin http ctranslate2 audio grammar json_schema st_config toolcall whisper_config multipart image mmproj data_url)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 

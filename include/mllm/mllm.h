@@ -579,6 +579,10 @@ MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const 
    MLLM_ERR_CONTEXT_FULL, MLLM_ERR_NOMEM, and the errors of
    mllm_chat_render. A session holding an image cannot be context-shifted
    past it (mllm_session_shift / sync: MLLM_ERR_UNSUPPORTED). */
+/* 1 if m takes images (it has a vision tower: a Hugging Face folder's own,
+   or mllm_load_params.mmproj), opening the tower on the first call; else 0,
+   with mllm_last_error() saying why. Thread-safe. */
+MLLM_API int mllm_model_takes_images(mllm_model *m);
 MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation, const void *const *images,
                                        const size_t *image_lens, int n_images, size_t *n_reused);
 

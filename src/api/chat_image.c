@@ -16,6 +16,11 @@ static int count_pads(const int32_t *ids, size_t n, int32_t pad) {
     return c;
 }
 
+MLLM_API int mllm_model_takes_images(mllm_model *m) {
+    int32_t pad;
+    return m && mllm_model_vision_pad(m, &pad) == MLLM_OK;
+}
+
 MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation, const void *const *images,
                                        const size_t *image_lens, int n_images, size_t *n_reused) {
     if (n_reused) *n_reused = 0;
@@ -45,8 +50,7 @@ MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation
         st = mllm_err(MLLM_ERR_UNSUPPORTED, "images with a paged KV cache (kv_type) are not supported yet; "
                                             "use the contiguous cache");
     if (st || n_images == 0) {
-        if (!st) st = s->n_imgs ? mllm_session_sync_images(s, ids, n, pad, NULL, 0, n_reused)
-                                : mllm_session_sync(s, ids, n, n_reused);
+        if (!st) st = mllm_session_sync(s, ids, n, n_reused); /* text only: held images before the cut stay */
         mllm_free(ids);
         return st;
     }

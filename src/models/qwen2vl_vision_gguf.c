@@ -39,12 +39,7 @@ static const mllm_gguf_tensor *gfind(gbinder *b, const char *name, int64_t ne0, 
                          (long long)t->ne[3], (long long)ne0, (long long)ne1, (long long)ne2, (long long)ne3);
         return NULL;
     }
-    if (t->dtype != MLLM_DTYPE_F32 && t->dtype != MLLM_DTYPE_F16 && t->dtype != MLLM_DTYPE_BF16) {
-        b->st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", b->path, name,
-                         mllm_dtype_get(t->dtype)->name);
-        return NULL;
-    }
-    return t;
+    return (b->st = qv_check_dtype(t->dtype, b->path, name)) ? NULL : t;
 }
 
 static void *galloc(gbinder *b, size_t n) {

@@ -33,7 +33,8 @@ struct mllm_qwen2vl_vision {
     mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
 };
 
-/* The size checks both loaders share. */
+/* The checks both loaders share: a weight's type (F32, F16, BF16), the sizes. */
+mllm_status qv_check_dtype(int dtype, const char *path, const char *name);
 mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path);
 
 #endif

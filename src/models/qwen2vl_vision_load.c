@@ -35,12 +35,7 @@ static const mllm_st_tensor *find(binder *b, const char *name, int64_t ne0, int6
                          b->path, full, (long long)t->ne[0], (long long)n, (long long)ne1, (long long)ne0);
         return NULL;
     }
-    if (t->dtype != MLLM_DTYPE_F32 && t->dtype != MLLM_DTYPE_F16 && t->dtype != MLLM_DTYPE_BF16) {
-        b->st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", b->path, full,
-                         mllm_dtype_get(t->dtype)->name);
-        return NULL;
-    }
-    return t;
+    return (b->st = qv_check_dtype(t->dtype, b->path, full)) ? NULL : t;
 }
 
 static float *to_f32(binder *b, const char *name, int64_t n) {
@@ -84,6 +79,12 @@ static bool get_int(const mllm_meta *m, const char *key, int64_t lo, int64_t hi,
     }
     *out = (int)v;
     return true;
+}
+
+mllm_status qv_check_dtype(int dtype, const char *path, const char *name) {
+    if (dtype == MLLM_DTYPE_F32 || dtype == MLLM_DTYPE_F16 || dtype == MLLM_DTYPE_BF16) return MLLM_OK;
+    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", path, name,
+                    mllm_dtype_get(dtype)->name);
 }
 
 mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path) {

@@ -73,6 +73,7 @@ typedef struct srv_job {
     int n_lp, cap_lp;
     int n_gen;          /* tokens generated */
     size_t n_reused;    /* prompt tokens reused from the slot's KV cache */
+    size_t n_prompt;    /* prompt tokens evaluated or reused (images expanded); 0 until run */
     int n_shifts;       /* context shifts made (--context-shift) */
     srv_finish finish;
     int http_status;    /* with SRV_FINISH_ERROR */

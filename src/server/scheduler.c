@@ -139,10 +139,12 @@ static void run_job(srv_slot *sl, srv_job *j, bool cancelled) {
     j->t_start = srv_now_ms();
     pthread_mutex_unlock(&j->mu);
     mllm_status st = MLLM_OK;
-    size_t reused = 0;
+    size_t reused = 0, n_prompt = j->n_ids;
     double t0 = srv_now_ms(), t1 = t0;
     if (!atomic_load(&j->cancel)) {
         st = j->images ? srv_image_prefill(sl->sess, j, &reused) : mllm_session_sync(sl->sess, j->ids, j->n_ids, &reused);
+        /* usage counts an image's expanded tokens, as OpenAI's does */
+        if (j->images && st == MLLM_OK) n_prompt = (size_t)mllm_session_n_past(sl->sess);
         t1 = srv_now_ms();
         if (st == MLLM_OK && !atomic_load(&j->cancel))
             st = generate_shifting(sl, j);
@@ -159,6 +161,7 @@ static void run_job(srv_slot *sl, srv_job *j, bool cancelled) {
     }
     pthread_mutex_lock(&j->mu);
     j->n_reused = reused;
+    j->n_prompt = n_prompt;
     if (err[0]) srv_job_finish_locked(j, SRV_FINISH_ERROR, err_status, err);
     else if (atomic_load(&j->cancel) || st == MLLM_ERR_CANCELLED) srv_job_finish_locked(j, SRV_FINISH_CANCELLED, 0, NULL);
     else if (st == MLLM_ERR_CONTEXT_FULL || j->n_gen >= j->sampling.max_tokens)

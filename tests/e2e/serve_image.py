@@ -84,6 +84,7 @@ def main():
         lps = [c.logprob for c in r.choices[0].logprobs.content]
         check(len(lps) == 6 and all(abs(c.logprob - max(t.logprob for t in c.top_logprobs)) < 1e-6
                                     for c in r.choices[0].logprobs.content), "greedy: %r" % lps)
+        check(r.usage.prompt_tokens == 111, "usage counts the image's 77 tokens: %r" % r.usage)
         print("ok   image_url answer equals mllm run --image (top-20 logprobs within %.2g, %d tokens)" % (err, len(lps)))
         r2 = ask(client, msg(url))
         check([c.logprob for c in r2.choices[0].logprobs.content] == lps, "same image again: same answer")

@@ -44,11 +44,15 @@ const char *cli_value(int argc, char **argv, int *i);
 char *cli_read_file(const char *path, size_t *len);
 /* Prints "mllm: <what>: <status> (<detail>)" to stderr, returns 1. */
 int cli_fail(const char *what, mllm_status st);
-/* --image (cli_image.c): runs model_dir's Qwen2.5-VL vision tower on the
-   image and evaluates ids (one <|image_pad|>, expanded here) with its rows;
-   *n_eval gets the tokens evaluated. 0 on success, else 1 (message printed). */
-int cli_image_eval(mllm_model *m, mllm_session *s, const char *model_dir, const char *image, int threads,
-                   const int32_t *ids, size_t n, size_t *n_eval);
+/* --image / /image (cli_image.c): prefills the conversation (JSON whose
+   {"type": "image"} parts are the files paths[0..n), n <= 64, in order)
+   with mllm_chat_prefill and prints the images' token count and times to
+   stderr. *n_reused (may be NULL): prompt tokens kept from the KV cache.
+   0 on success, else 1 (message printed, prefixed by who). */
+int cli_image_eval(mllm_session *s, const char *conv, const char *const *paths, int n, const char *who,
+                   size_t *n_reused);
+/* The counters a prefill with images added since *before, on stderr. */
+void cli_image_report(const char *who, const mllm_timings *before, const mllm_timings *after);
 
 /* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,
    --no-lookup, --speculative, --no-speculative. */

@@ -1,79 +1,81 @@
-/* `--image` for Qwen2-VL / Qwen2.5-VL folders: the image decoded and
-   preprocessed, the folder's vision tower run, the prompt's one
-   <|image_pad|> expanded to the image's token count, and the prompt
-   evaluated with the image's rows (docs/vision.md). */
+/* --image in mllm run and /image in mllm chat: the image file read and the
+   conversation prefilled with it through mllm_chat_prefill (the model's
+   vision tower and embedding cache, docs/vision.md). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include "api/internal.h"
 #include "cli.h"
-#include "core/alloc.h"
 #include "image/image.h"
-#include "image/qwen2vl_pre.h"
-#include "models/qwen2vl_mrope.h"
-#include "models/qwen2vl_vision.h"
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+void cli_image_report(const char *who, const mllm_timings *a, const mllm_timings *b) {
+    const int n = b->n_images - a->n_images;
+    if (n <= 0) return;
+    const int hits = b->n_images_cached - a->n_images_cached;
+    fprintf(stderr, "%s: %d image%s, %d image tokens; decode + preprocess %.1f ms, vision tower %.1f ms", who, n,
+            n == 1 ? "" : "s", b->n_image_tokens - a->n_image_tokens, b->image_decode_ms - a->image_decode_ms,
+            b->vision_ms - a->vision_ms);
+    if (hits) fprintf(stderr, " (%d from the embedding cache)", hits);
+    fprintf(stderr, "\n");
 }
 
-int cli_image_eval(mllm_model *m, mllm_session *s, const char *model_dir, const char *image, int threads,
-                   const int32_t *ids, size_t n, size_t *n_eval) {
-    int32_t pad = -1;
-    size_t np = 0;
-    int32_t one[4];
-    if (mllm_tokenize(m, "<|image_pad|>", strlen("<|image_pad|>"), false, one, 4, &np) != MLLM_OK || np != 1) {
-        fprintf(stderr, "mllm run: --image: this model's tokenizer has no <|image_pad|> token\n");
-        return 1;
+/* The file at path (malloc'd, *len bytes) or NULL after printing why. */
+static unsigned char *read_image(const char *path, size_t *len, const char *who) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open image '%s'\n", who, path);
+        return NULL;
     }
-    pad = one[0];
-    mllm_qwen2vl_vision *v = NULL;
-    mllm_status st = mllm_qwen2vl_vision_open(model_dir, threads > 0 ? threads : 1, &v);
-    if (st) {
-        fprintf(stderr, "mllm run: --image: no Qwen2.5-VL vision tower in '%s': %s\n", model_dir, mllm_last_error());
-        return 1;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) { /* regular file or not: read to the end, within the decoder's limit */
+        if (*len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            unsigned char *nb = cap <= MLLM_IMAGE_MAX_FILE_BYTES * 2 ? realloc(buf, cap) : NULL;
+            if (!nb) {
+                fprintf(stderr, "%s: image '%s': larger than %zu MiB, or out of memory\n", who, path,
+                        MLLM_IMAGE_MAX_FILE_BYTES >> 20);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + *len, 1, cap - *len, f);
+        *len += got;
+        if (got == 0) break;
     }
+    const int err = ferror(f);
+    fclose(f);
+    if (err || *len == 0) {
+        fprintf(stderr, "%s: %s image '%s'\n", who, err ? "cannot read" : "empty", path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int cli_image_eval(mllm_session *s, const char *conv, const char *const *paths, int n, const char *who,
+                   size_t *n_reused) {
+    unsigned char *buf[64] = {0};
+    size_t lens[64] = {0};
+    if (n < 0 || n > 64) return 1;
     int rc = 1;
-    mllm_image im = {0};
-    mllm_qwen2vl_pixels px = {0};
-    float *emb = NULL;
-    int32_t *ex = NULL;
-    int64_t n_rows = 0, n_ex = 0;
-    const double t0 = now_ms();
-    mllm_qwen2vl_pre_params pp;
-    mllm_qwen2vl_vision_pre_params(v, &pp);
-    if ((st = mllm_image_load(image, 0, &im, NULL)) || (st = mllm_qwen2vl_preprocess(&im, &pp, &px))) {
-        fprintf(stderr, "mllm run: --image: %s\n", mllm_last_error());
+    for (int k = 0; k < n; k++)
+        if (!(buf[k] = read_image(paths[k], &lens[k], who))) goto done;
+    mllm_timings t0 = {.struct_size = sizeof t0}, t1 = {.struct_size = sizeof t1};
+    mllm_session_timings(s, &t0);
+    mllm_status st = mllm_chat_prefill(s, conv, (const void *const *)buf, lens, n, n_reused);
+    if (st != MLLM_OK) {
+        /* "image K" in the message is paths[K] */
+        if (n == 1) fprintf(stderr, "%s: image '%s': %s (%s)\n", who, paths[0], mllm_status_str(st), mllm_last_error());
+        else fprintf(stderr, "%s: %s (%s)\n", who, mllm_status_str(st), mllm_last_error());
+        for (int k = 0; n > 1 && k < n; k++) fprintf(stderr, "%s:   image %d is '%s'\n", who, k, paths[k]);
         goto done;
     }
-    const double t1 = now_ms();
-    if ((st = mllm_qwen2vl_vision_encode(v, &px, &emb, &n_rows))) {
-        fprintf(stderr, "mllm run: --image: vision tower: %s\n", mllm_last_error());
-        goto done;
-    }
-    const double t2 = now_ms();
-    const mllm_qwen2vl_grid g = {px.grid_t, px.grid_h, px.grid_w};
-    if ((st = mllm_qwen2vl_expand_pads(ids, (int64_t)n, pad, &g, 1, pp.merge_size, mllm_session_n_ctx(s), &ex, &n_ex))) {
-        fprintf(stderr, "mllm run: --image: %s\n", mllm_last_error());
-        goto done;
-    }
-    const int thw[3] = {g.t, g.h, g.w};
-    if ((st = mllm_session_eval_image(s, ex, (size_t)n_ex, pad, emb, n_rows, thw, 1, pp.merge_size))) {
-        cli_fail("prompt evaluation failed", st);
-        goto done;
-    }
-    fprintf(stderr, "mllm run: image %d x %d -> %d x %d, %lld tokens; decode + preprocess %.1f ms, vision tower %.1f ms\n",
-            im.width, im.height, px.resized_w, px.resized_h, (long long)n_rows, t1 - t0, t2 - t1);
-    *n_eval = (size_t)n_ex;
+    mllm_session_timings(s, &t1);
+    cli_image_report(who, &t0, &t1);
     rc = 0;
 done:
-    mllm_free(ex);
-    mllm_free(emb);
-    mllm_qwen2vl_pixels_free(&px);
-    mllm_image_free(&im);
-    mllm_qwen2vl_vision_free(v);
+    for (int k = 0; k < n; k++) free(buf[k]);
     return rc;
 }

@@ -29,10 +29,12 @@ static void chat_usage(FILE *f) {
             "                          (int8 per token and head, f32 scale); default: one contiguous f32 cache\n"
             "      --context-shift     a reply that fills the context goes on: the oldest half of\n"
             "                          the context after the system prompt is dropped\n"
+            "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF)\n"
             "  -t, --threads N         compute threads\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --temp/--top-k/--top-p/--min-p/--repeat-penalty/--seed  as in mllm run\n"
             "                          (--seed -1, the default, draws one and prints it)\n"
+            "      --ids-out FILE      write each reply's token ids, one per line, an empty line after each\n"
             "      --verbose           after each reply, print prompt tokens reused vs computed\n"
             "                          and how speculation did\n"
             "%s"
@@ -40,7 +42,9 @@ static void chat_usage(FILE *f) {
             "In the chat: arrow keys edit the line and walk the history (libedit, on a\n"
             "terminal); a line ending in \\ continues on the next line; /reset clears the\n"
             "history (keeps the system prompt), /save FILE and /load FILE store and restore it\n"
-            "as JSON, /stats shows token counts, /help lists these, /bye or /exit quits.\n"
+            "as JSON, /image PATH attaches an image (PNG, JPEG, BMP, GIF) to the next message\n"
+            "(Qwen2.5-VL models; the image stays in the history), /stats shows token counts,\n"
+            "/help lists these, /bye or /exit quits.\n"
             "Ctrl-C stops the current reply; Ctrl-D quits. With stdin not a terminal, each line\n"
             "(or \\-joined lines) is one user turn. After each reply its token count and speed\n"
             "go to stderr.\n"
@@ -49,6 +53,8 @@ static void chat_usage(FILE *f) {
             "(the system prompt is kept) and a note goes to stderr.\n",
             cli_spec_usage);
 }
+
+#define CLI_CHAT_MAX_IMAGES 64
 
 static mllm_session *volatile g_session;
 static volatile sig_atomic_t g_generating;
@@ -64,6 +70,7 @@ typedef struct {
     char *buf;
     size_t len, cap;
     mllm_think_filter think;
+    FILE *ids; /* --ids-out, or NULL */
 } reply;
 
 static void append(reply *r, const char *p, size_t n) {
@@ -91,8 +98,8 @@ static void flush_visible(reply *r, int final) {
 }
 
 static int on_piece(void *user, int32_t id, const char *piece, size_t len) {
-    (void)id;
     reply *r = user;
+    if (r->ids && id >= 0) fprintf(r->ids, "%d\n", id);
     append(r, piece, len);
     flush_visible(r, 0);
     return 0;
@@ -110,6 +117,9 @@ typedef struct {
     bool context_shift;
     long turns, reused_total, computed_total, generated_total;
     int verbose, show_think;
+    char *image; /* /image PATH: attached to the next user message */
+    bool had_images; /* the last prompt held images: the session's cache may too */
+    FILE *ids_out;   /* --ids-out */
 } chat_state;
 
 static void reset_history(chat_state *c) {
@@ -176,6 +186,24 @@ static int system_tokens(chat_state *c, const int32_t *ids, size_t n) {
     return keep;
 }
 
+/* The image paths of the history's {"type": "image", "image": PATH}
+   parts, in order; -1 if more than CLI_CHAT_MAX_IMAGES. */
+static int image_paths(chat_state *c, const char **paths) {
+    int n = 0;
+    cJSON *m, *part;
+    cJSON_ArrayForEach(m, c->messages) {
+        cJSON *content = cJSON_GetObjectItem(m, "content");
+        if (!cJSON_IsArray(content)) continue;
+        cJSON_ArrayForEach(part, content) {
+            cJSON *t = cJSON_GetObjectItem(part, "type"), *p = cJSON_GetObjectItem(part, "image");
+            if (!cJSON_IsString(t) || strcmp(t->valuestring, "image") || !cJSON_IsString(p)) continue;
+            if (n == CLI_CHAT_MAX_IMAGES) return -1;
+            paths[n++] = p->valuestring;
+        }
+    }
+    return n;
+}
+
 /* Drops the oldest non-system messages until the prompt plus a reply fit. */
 static void fit_context(chat_state *c) {
     long room = c->max_tokens < 0 || c->max_tokens > mllm_session_n_ctx(c->s) / 2 ? mllm_session_n_ctx(c->s) / 4
@@ -200,19 +228,49 @@ static void fit_context(chat_state *c) {
 static int user_turn(chat_state *c, const char *text) {
     cJSON *msg = cJSON_CreateObject();
     cJSON_AddStringToObject(msg, "role", "user");
-    cJSON_AddStringToObject(msg, "content", text);
+    if (c->image) { /* as transformers' processors take it: the image part, then the text */
+        cJSON *parts = cJSON_AddArrayToObject(msg, "content");
+        cJSON *pi = cJSON_CreateObject(), *pt = cJSON_CreateObject();
+        cJSON_AddStringToObject(pi, "type", "image");
+        cJSON_AddStringToObject(pi, "image", c->image);
+        cJSON_AddStringToObject(pt, "type", "text");
+        cJSON_AddStringToObject(pt, "text", text);
+        cJSON_AddItemToArray(parts, pi);
+        cJSON_AddItemToArray(parts, pt);
+        free(c->image);
+        c->image = NULL;
+    } else {
+        cJSON_AddStringToObject(msg, "content", text);
+    }
     cJSON_AddItemToArray(c->messages, msg);
     fit_context(c);
-    reply r = {.think = {.show = c->show_think}};
+    reply r = {.think = {.show = c->show_think}, .ids = c->ids_out};
     size_t reused = 0, n = 0;
     mllm_timings t0 = {.struct_size = sizeof t0}, t1 = {.struct_size = sizeof t1};
     mllm_session_timings(c->s, &t0);
-    mllm_status st;
-    int32_t *ids = conversation_ids(c, c->messages, true, &n, &st);
+    mllm_status st = MLLM_OK;
     cli_gen_result gr = {0};
+    const char *paths[CLI_CHAT_MAX_IMAGES];
+    const int n_img = image_paths(c, paths);
+    const bool images = n_img != 0 || c->had_images;
+    if (images) { /* the history's images, in order, through mllm_chat_prefill */
+        char *conv = n_img >= 0 ? conversation_json(c) : NULL;
+        if (n_img < 0) fprintf(stderr, "mllm chat: more than %d images in the conversation (/reset)\n", CLI_CHAT_MAX_IMAGES);
+        g_generating = 1;
+        const int bad = !conv || cli_image_eval(c->s, conv, paths, n_img, "mllm chat", &reused);
+        g_generating = 0;
+        free(conv);
+        if (bad) {
+            cJSON_DeleteItemFromArray(c->messages, cJSON_GetArraySize(c->messages) - 1);
+            return 1;
+        }
+        c->had_images = n_img > 0;
+    }
+    /* the ids: what a context shift keeps (and the prompt, without images) */
+    int32_t *ids = conversation_ids(c, c->messages, true, &n, &st);
     if (ids) {
         g_generating = 1;
-        st = mllm_session_sync(c->s, ids, n, &reused);
+        if (!images) st = mllm_session_sync(c->s, ids, n, &reused);
         cli_gen_opts go = {.max_tokens = c->max_tokens, .context_shift = c->context_shift,
                            .n_keep = system_tokens(c, ids, n)};
         if (st == MLLM_OK) st = cli_generate(c->s, &c->smp, &go, on_piece, &r, &gr);
@@ -221,6 +279,7 @@ static int user_turn(chat_state *c, const char *text) {
     }
     flush_visible(&r, 1);
     printf("\n");
+    if (c->ids_out) { fprintf(c->ids_out, "\n"); fflush(c->ids_out); }
     mllm_session_timings(c->s, &t1);
     if (st != MLLM_OK && st != MLLM_ERR_CANCELLED) {
         cli_fail("chat failed", st);
@@ -283,7 +342,7 @@ static int load(chat_state *c, const char *path) {
     cJSON *m;
     cJSON_ArrayForEach(m, a) {
         cJSON *r = cJSON_GetObjectItem(m, "role"), *t = cJSON_GetObjectItem(m, "content");
-        if (!cJSON_IsString(r) || !cJSON_IsString(t)) ok = 0;
+        if (!cJSON_IsString(r) || !(cJSON_IsString(t) || cJSON_IsArray(t))) ok = 0;
     }
     if (!ok) { fprintf(stderr, "'%s' is not a JSON array of {role, content} messages\n", path); cJSON_Delete(a); return 0; }
     cJSON_Delete(c->messages);
@@ -292,9 +351,21 @@ static int load(chat_state *c, const char *path) {
     return 1;
 }
 
+static void attach_image(chat_state *c, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot read image '%s'\n", path);
+        return;
+    }
+    fclose(f);
+    free(c->image);
+    c->image = strdup(path);
+    printf("image %s attached to the next message\n", path);
+}
+
 static void help(void) {
     printf("/reset  clear the history (keeps the system prompt)\n/save FILE  write the history as JSON\n"
-           "/load FILE  read a history\n/stats  token counts\n/bye, /exit  quit\n/help  this list\n"
+           "/load FILE  read a history\n/image PATH  attach an image to the next message\n/stats  token counts\n/bye, /exit  quit\n/help  this list\n"
            "A line ending in \\ continues. Ctrl-C stops a reply, Ctrl-D quits.\n");
 }
 
@@ -358,7 +429,7 @@ static char *read_input(int tty) {
 }
 
 int cmd_chat(int argc, char **argv) {
-    const char *model = NULL, *tok = NULL, *tmpl = NULL;
+    const char *model = NULL, *tok = NULL, *tmpl = NULL, *mmproj = NULL, *ids_path = NULL;
     bool exact = false;
     int kv_type = MLLM_KV_CONTIGUOUS;
     chat_state c = {.think = -1};
@@ -377,6 +448,8 @@ int cmd_chat(int argc, char **argv) {
         else if (!strcmp(a, "--system")) { VAL(); c.system = v; }
         else if (!strcmp(a, "--chat-template")) { VAL(); tmpl = v; }
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = v; }
+        else if (!strcmp(a, "--mmproj")) { VAL(); mmproj = v; }
+        else if (!strcmp(a, "--ids-out")) { VAL(); ids_path = v; }
         else if (!strcmp(a, "--think")) {
             VAL();
             if (!strcmp(v, "on")) c.think = 1;
@@ -405,12 +478,14 @@ int cmd_chat(int argc, char **argv) {
 #undef VAL
     }
     if (!model) { fprintf(stderr, "mllm chat: -m MODEL is required\n"); return 2; }
+    if (ids_path && !(c.ids_out = fopen(ids_path, "w"))) { fprintf(stderr, "mllm chat: cannot write '%s'\n", ids_path); return 1; }
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
     lp.exact = exact;
     lp.chat_template = tmpl;
+    lp.mmproj = mmproj;
     mllm_status st = mllm_model_load(model, &lp, &c.m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
     mllm_session_params sp;
@@ -461,12 +536,15 @@ int cmd_chat(int argc, char **argv) {
         else if (!strcmp(in, "/help")) help();
         else if (!strncmp(in, "/save ", 6)) save(&c, in + 6);
         else if (!strncmp(in, "/load ", 6)) load(&c, in + 6);
+        else if (!strncmp(in, "/image ", 7)) attach_image(&c, in + 7);
         else if (in[0] == '/') printf("unknown command '%s' (/help lists them)\n", in);
         else if (in[0]) user_turn(&c, in);
         free(in);
     }
     if (tty) printf("\n");
     g_session = NULL;
+    free(c.image);
+    if (c.ids_out) fclose(c.ids_out);
     cJSON_Delete(c.messages);
     mllm_session_free(c.s);
     mllm_model_free(dm);

@@ -56,9 +56,10 @@ static void run_usage(FILE *f) {
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
             "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
             "      --ids-out FILE    write prompt and generated token ids, one per line\n"
-            "      --image FILE      an image (PNG, JPEG, BMP, GIF) for a Qwen2.5-VL Hugging Face\n"
-            "                        folder: placed before the prompt in the chat template's\n"
-            "                        user turn (docs/vision.md)\n"
+            "      --image FILE      an image (PNG, JPEG, BMP, GIF) for a Qwen2.5-VL model:\n"
+            "                        placed before the prompt in the chat template's user turn\n"
+            "                        (docs/vision.md)\n"
+            "      --mmproj FILE     the vision tower of a GGUF text model (llama.cpp's mmproj GGUF)\n"
             "  -h, --help            this help\n"
             "\n"
             "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n",
@@ -164,7 +165,7 @@ int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *pfile = NULL, *tok = NULL, *logits_out = NULL, *ids_out = NULL;
     bool exact = false;
     int kv_type = MLLM_KV_CONTIGUOUS;
-    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL, *image = NULL;
+    const char *system = NULL, *grammar_file = NULL, *schema_file = NULL, *image = NULL, *mmproj = NULL;
     long n_predict = 128, threads = 0, ctx = 0, top_k = 40, rlast = 64, seed = -1;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0, presence = 0, frequency = 0;
     int32_t bias_ids[RUN_MAX_LOGIT_BIAS];
@@ -209,6 +210,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--ignore-eos")) ignore_eos = true;
         else if (!strcmp(a, "--no-bos")) no_bos = true;
         else if (!strcmp(a, "--image")) { VAL(); image = v; }
+        else if (!strcmp(a, "--mmproj")) { VAL(); mmproj = v; }
         else { fprintf(stderr, "mllm run: unknown option '%s' (try mllm run --help)\n", a); return 2; }
 #undef VAL
     }
@@ -235,12 +237,14 @@ int cmd_run(int argc, char **argv) {
     mllm_model *m = NULL, *dm = NULL;
     mllm_session *s = NULL;
     int32_t *ids = NULL;
+    char *image_conv = NULL;
     run_ctx rctx = {NULL};
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    lp.mmproj = mmproj;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { cli_fail("cannot load model", st); goto done; }
     int32_t n_train = mllm_model_n_ctx_train(m);
@@ -267,7 +271,8 @@ int cmd_run(int argc, char **argv) {
         char *conv = conversation(system, ptext, image != NULL);
         size_t cn = 0;
         int32_t *cids = conv ? chat_ids(m, conv, &cn, &st) : NULL;
-        free(conv);
+        if (image && cids) image_conv = conv; /* mllm_chat_prefill renders it again, with the image */
+        else free(conv);
         if (cids) {
             free(ids);
             ids = cids;
@@ -300,7 +305,8 @@ int cmd_run(int argc, char **argv) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (image) {
-        if (cli_image_eval(m, s, model, image, (int)threads, ids, n, &n)) goto done;
+        if (cli_image_eval(s, image_conv, &image, 1, "mllm run", NULL)) goto done;
+        n = (size_t)mllm_session_n_past(s);
     } else if ((st = mllm_session_eval(s, ids, n)) != MLLM_OK) {
         if (st == MLLM_ERR_CONTEXT_FULL)
             fprintf(stderr, "mllm run: the prompt is %zu tokens, more than the context of %d (raise -c)\n", n,
@@ -365,6 +371,7 @@ done:
     if (rctx.ids) fclose(rctx.ids);
     free(ids);
     free(ptext);
+    free(image_conv);
     mllm_grammar_free(grammar);
     mllm_session_free(s);
     mllm_model_free(dm);

@@ -34,6 +34,8 @@ static void serve_usage(FILE *f) {
             "  -t, --threads N         compute threads (default: every core; with --draft: per\n"
             "                          slot, cores / slots)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
+            "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF);\n"
+            "                          chat messages then take image_url parts with base64 data URLs\n"
             "      --queue N           requests waiting for a slot before 503 (default %d)\n"
             "      --max-body BYTES    largest request body (default %u)\n"
             "      --max-upload BYTES  largest audio upload, the whole multipart body (default %u)\n"
@@ -104,7 +106,7 @@ static void drain(mllm_server *srv, const sigset_t *set, long grace) {
 int cmd_serve(int argc, char **argv) {
     mllm_server_config c;
     mllm_server_default_config(&c);
-    const char *model = NULL, *alias = NULL, *tmpl = NULL, *tok = NULL;
+    const char *model = NULL, *alias = NULL, *tmpl = NULL, *tok = NULL, *mmproj = NULL;
     bool exact = false;
     long v, grace = 10;
     c.api_key = getenv("MLLM_API_KEY");
@@ -133,6 +135,7 @@ int cmd_serve(int argc, char **argv) {
             if (c.kv_type == MLLM_KV_CONTIGUOUS) c.kv_type = MLLM_KV_PAGED_F32; /* the engine's pool is paged */
         }
         else if (!strcmp(a, "--exact")) exact = true;
+        else if (!strcmp(a, "--mmproj")) { VAL(); mmproj = s; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(1, 1024, c.n_threads);
         else if (!strcmp(a, "--queue")) INT(0, 100000, c.max_queue);
         else if (!strcmp(a, "--max-body")) INT(64, 1L << 30, c.max_body);
@@ -179,6 +182,7 @@ int cmd_serve(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    lp.mmproj = mmproj;
     lp.chat_template = tmpl;
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);

@@ -66,6 +66,8 @@ extern "C" {
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
 /* Bumped whenever a struct layout or a signature below changes.
+   5: mllm_load_params grew `mmproj`, mllm_timings image counters (the
+   ABI 4 sizes are still accepted); mllm_chat_prefill.
    4: mllm_sampling grew a grammar (constrained decoding); mllm_generate*
    still accept the ABI 3 and ABI 2 sizes filled by the caller.
    mllm_load_params grew `exact`; mllm_model_load still accepts the struct
@@ -74,7 +76,7 @@ extern "C" {
    logprobs callback); mllm_sampling_default writes the new size, so a
    program compiled against an ABI 2 header must be rebuilt (mllm_generate*
    still accept an ABI 2 struct filled by the caller). */
-#define MLLM_ABI_VERSION 4
+#define MLLM_ABI_VERSION 5
 
 typedef enum {
     MLLM_OK = 0,
@@ -124,6 +126,12 @@ typedef struct {
                               rounding them to 8 bits first, so the logits are
                               the float32 answer on the file's weights; slower
                               (see docs/EXACTNESS.md). 0 (default): as llama.cpp */
+    /* Appended in ABI 5 (the ABI 4 size is still accepted: NULL then). */
+    const char *mmproj;    /* a GGUF text model's vision tower: the mmproj GGUF
+                              llama.cpp's converter writes (clip.* keys;
+                              Qwen2.5-VL). NULL: a Hugging Face folder's own
+                              tower, if it has one. Opened on the first image;
+                              copied, so the string need not outlive the call */
 } mllm_load_params;
 
 /* Fills every field with its default and struct_size with the library's
@@ -540,6 +548,44 @@ MLLM_API mllm_status mllm_chat_tokenize(const mllm_model *m, const char *convers
 MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const mllm_sampling *sp,
                                mllm_on_token cb, void *user, size_t *n_reused);
 
+/* ---- images ------------------------------------------------------------ */
+
+/* Prefills a conversation whose user messages carry images, as mllm_chat
+   does its prompt (render, tokenize, sync: only tokens after the prefix
+   the KV cache shares are computed), without generating: go on with
+   mllm_generate_ids(s, NULL, 0, sp, cb, user).
+   An image sits in a user message's content parts as {"type": "image"}
+   (the order of the parts is where it goes); the model's chat template
+   places it (Qwen2.5-VL's: <|vision_start|><|image_pad|><|vision_end|>),
+   and images[k] (the encoded file: PNG, JPEG, BMP or GIF, image_lens[k]
+   bytes, only read during the call) is the k-th image the rendered
+   conversation places. Each image is decoded, resized and encoded by the
+   model's vision tower (a Hugging Face folder's own, or
+   mllm_load_params.mmproj) into its token count of embeddings, which
+   stand in for its expanded <|image_pad|> tokens; M-RoPE positions as
+   transformers' get_rope_index. The model keeps the embeddings of recent
+   images (keyed by the file's bytes, bounded: docs/vision.md), shared by
+   its sessions, so a later turn about the same image does not decode or
+   encode it again, and a session whose cache holds the same image at the
+   same place reuses it. mllm_session_timings counts images, cache hits,
+   image tokens and the decode and vision-tower times.
+   n_images may be 0 (then it is mllm_chat's prefill). n_reused (may be
+   NULL) receives the prompt tokens reused from the KV cache.
+   Errors: MLLM_ERR_INVALID_ARG (NULL argument, an empty image, a count
+   that is not the conversation's, more than 64 images), MLLM_ERR_FORMAT
+   (an image that is not one of the four formats, truncated or corrupt;
+   the message names "image K"), MLLM_ERR_UNSUPPORTED (the model takes no
+   images; an image over the pixel limits; a paged KV session, kv_type),
+   MLLM_ERR_CONTEXT_FULL, MLLM_ERR_NOMEM, and the errors of
+   mllm_chat_render. A session holding an image cannot be context-shifted
+   past it (mllm_session_shift / sync: MLLM_ERR_UNSUPPORTED). */
+/* 1 if m takes images (it has a vision tower: a Hugging Face folder's own,
+   or mllm_load_params.mmproj), opening the tower on the first call; else 0,
+   with mllm_last_error() saying why. Thread-safe. */
+MLLM_API int mllm_model_takes_images(mllm_model *m);
+MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation, const void *const *images,
+                                       const size_t *image_lens, int n_images, size_t *n_reused);
+
 /* Asks a running generation on s to stop; it returns MLLM_ERR_CANCELLED
    before its next token. Thread-safe: the one call that may be made from
    any thread while another thread uses s (s must stay alive meanwhile).
@@ -664,6 +710,13 @@ typedef struct {
                            sampled token did not fit it) */
     double grammar_ms;  /* time spent checking tokens against the grammar and
                            computing masks (part of gen_ms) */
+    /* Appended in ABI 5 (images, mllm_chat_prefill). */
+    int n_images;         /* images in prompts evaluated */
+    int n_images_cached;  /* of those, embeddings taken from the model's cache
+                             (not decoded nor encoded again) */
+    int n_image_tokens;   /* prompt tokens that were image embeddings */
+    double image_decode_ms; /* decoding + preprocessing images */
+    double vision_ms;     /* the vision tower */
 } mllm_timings;
 /* Copies the session's counters into *out, at most out->struct_size bytes
    (so callers built against an older, shorter struct keep working). Same

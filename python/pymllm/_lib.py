@@ -11,7 +11,7 @@ import os
 import threading
 
 # The MLLM_ABI_VERSION of the header this module mirrors.
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 # mllm_status values.
 MLLM_OK = 0
@@ -67,8 +67,8 @@ class LoadParamsBase(ctypes.Structure):
 
 class LoadParams(LoadParamsBase):
     """mllm_load_params with chat_template (appended, same ABI version) and
-    exact (ABI 4)."""
-    _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int)]
+    exact (ABI 4) and mmproj (ABI 5)."""
+    _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int), ("mmproj", ctypes.c_char_p)]
 
 
 # The mllm_load_params layout of the loaded library (one of the two above).
@@ -131,6 +131,11 @@ class Timings(ctypes.Structure):
         ("gen_ms", ctypes.c_double),
         ("n_grammar", ctypes.c_int),
         ("grammar_ms", ctypes.c_double),
+        ("n_images", ctypes.c_int),  # ABI 5
+        ("n_images_cached", ctypes.c_int),
+        ("n_image_tokens", ctypes.c_int),
+        ("image_decode_ms", ctypes.c_double),
+        ("vision_ms", ctypes.c_double),
     ]
 
 

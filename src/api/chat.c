@@ -147,7 +147,7 @@ MLLM_API mllm_status mllm_chat_render(const mllm_model *m, const char *conversat
 
 /* Renders and tokenizes: the template's markup becomes special tokens, the
    conversation's text never does. *ids (mllm_free) and *n. */
-static mllm_status chat_ids(const mllm_model *m, const char *conversation, int32_t **ids, size_t *n) {
+mllm_status mllm_chat_ids(const mllm_model *m, const char *conversation, int32_t **ids, size_t *n) {
     char *text = NULL;
     size_t len = 0, k = 0;
     mllm_text_span *spans = NULL;
@@ -182,7 +182,7 @@ MLLM_API mllm_status mllm_chat_tokenize(const mllm_model *m, const char *convers
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat_tokenize: NULL argument");
     int32_t *all = NULL;
     size_t n = 0;
-    mllm_status st = chat_ids(m, conversation, &all, &n);
+    mllm_status st = mllm_chat_ids(m, conversation, &all, &n);
     if (st != MLLM_OK) return st;
     *n_ids = n;
     if (cap < n) st = mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "%zu token ids need room, %zu given", n, cap);
@@ -196,7 +196,7 @@ MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const 
     if (!s || !conversation || !sp) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_chat: NULL argument");
     int32_t *ids = NULL;
     size_t n = 0;
-    mllm_status st = chat_ids(s->m, conversation, &ids, &n);
+    mllm_status st = mllm_chat_ids(s->m, conversation, &ids, &n);
     if (st == MLLM_OK) st = mllm_session_sync(s, ids, n, n_reused);
     mllm_free(ids);
     if (st == MLLM_OK) st = mllm_generate_ids(s, NULL, 0, sp, cb, user);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include "api/vision.h"
 #include "core/threadpool.h"
 #include "formats/model_file.h"
 #include "graph/graph.h"
@@ -18,6 +19,8 @@
 #include "tokenizer/tokenizer.h"
 
 struct mllm_template;
+/* Images a session's cache may hold (more: refused). */
+#define MLLM_SESSION_MAX_IMAGES 64
 struct mllm_whisper;
 
 struct mllm_model {
@@ -40,6 +43,11 @@ struct mllm_model {
     struct mllm_whisper *asr;
     pthread_mutex_t asr_mu;     /* one transcription at a time: the Whisper state is the model's */
     bool asr_mu_ok;
+    /* Images (api/vision.h): the vision tower, opened on the first image,
+       and the embedding cache; mmproj: mllm_load_params.mmproj (a GGUF
+       vision tower for a GGUF text model), copied; NULL if none. */
+    struct mllm_vision *vision;
+    char *mmproj;
 };
 
 /* Loads the Whisper model at path into m (api/transcribe.c); its undo. */
@@ -91,6 +99,15 @@ struct mllm_session {
        tokens cannot be recomputed from their ids). */
     int rope_delta;
     int image_end;
+    /* The images the cache holds, in order: their slots [start, end), the
+       cache entry id of their embeddings (api/vision.h; 0: unknown, never
+       reused) and rope_delta for the text after them. A prompt that
+       repeats an image at the same slots keeps its KV (session_image.c). */
+    struct {
+        int start, end, delta_after;
+        uint64_t id;
+    } imgs[MLLM_SESSION_MAX_IMAGES];
+    int n_imgs;
 };
 
 /* mllm_session_new on an existing pool (NULL: a pool of its own). */
@@ -116,6 +133,20 @@ int mllm_model_default_ctx(const mllm_model *m);
 mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
                                     const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
                                     int merge);
+/* The same with each image's cache id (img_ids: n_grids of them; NULL: 0s,
+   never reused by mllm_session_sync_images). */
+mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
+                                        const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
+                                        int merge, const uint64_t *img_ids);
+/* mllm_session_sync for a prompt with images (ids expanded: each image's
+   n_rows pads; imgs[0..n_imgs) in order): the prefix the cache shares is
+   kept, images included when the same image (cache id) sits at the same
+   slots; the rest is evaluated. *n_reused (may be NULL) as in sync. */
+mllm_status mllm_session_sync_images(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
+                                     const mllm_vision_embedding *imgs, int n_imgs, size_t *n_reused);
+/* Renders and tokenizes a conversation as mllm_chat does (chat.c): *ids
+   (mllm_free) and *n. */
+mllm_status mllm_chat_ids(const mllm_model *m, const char *conversation, int32_t **ids, size_t *n);
 
 struct mllm_grammar {
     mllm_gram *gram;

@@ -53,8 +53,9 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     if (p) {
-        size_t v1 = offsetof(mllm_load_params, chat_template), v3 = offsetof(mllm_load_params, exact);
-        if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3)
+        size_t v1 = offsetof(mllm_load_params, chat_template), v3 = offsetof(mllm_load_params, exact),
+               v4 = offsetof(mllm_load_params, mmproj);
+        if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3 && p->struct_size != v4)
             return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
                             p->struct_size, sizeof *p);
         memcpy(&lp, p, p->struct_size);
@@ -107,6 +108,10 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     }
     m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
     m->exact = p && p->exact;
+    if (p && p->mmproj && !(m->mmproj = mllm_strndup(p->mmproj, strlen(p->mmproj)))) {
+        mllm_model_free(m);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
     m->load_ms = mllm_now_ms() - t0;
     *out = m;
     return MLLM_OK;
@@ -117,6 +122,8 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     mllm_template_free(m->tmpl);
     mllm_free(m->tmpl_error);
     mllm_vocab_trie_free(atomic_load(&m->trie));
+    mllm_model_free_vision(m);
+    mllm_free(m->mmproj);
     mllm_model_free_whisper(m); /* before the tokenizer: a Whisper model only lends it */
     mllm_tokenizer_free(m->tok);
     mllm_decoder_release(&m->dec);

@@ -185,6 +185,7 @@ MLLM_API void mllm_session_reset(mllm_session *s) {
     s->n_past = 0;
     s->rope_delta = 0;
     s->image_end = 0;
+    s->n_imgs = 0;
     memset(&s->timings, 0, sizeof s->timings);
     mllm_spec_reset_stats(s->spec);
 }
@@ -337,9 +338,23 @@ MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size
     while (k < n && k < (size_t)s->n_past && s->tokens[k] == ids[k]) k++;
     /* The last token is always evaluated again so the logits belong to it. */
     if (k == n && n > 0) k = n - 1;
-    if (k < (size_t)s->image_end)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "the session holds an image at tokens below %d: it cannot be "
-                                              "recomputed from token ids (reset the session)", s->image_end);
+    if (s->n_imgs && k < (size_t)s->image_end) {
+        /* Images wholly inside the kept prefix stay; the cut goes to the
+           start of the first one it would split. What follows must be text:
+           an image cannot be recomputed from its token ids. */
+        int keep = 0;
+        while (keep < s->n_imgs && (size_t)s->imgs[keep].end <= k) keep++;
+        if ((size_t)s->imgs[keep].start < k) k = (size_t)s->imgs[keep].start;
+        const int32_t pad = mllm_model_image_pad_token(s->m);
+        for (size_t i = k; i < n; i++)
+            if (ids[i] == pad)
+                return mllm_err(MLLM_ERR_UNSUPPORTED, "tokens from %zu on hold image tokens, and an image cannot "
+                                                      "be recomputed from token ids (reset the session, or give "
+                                                      "the image again: mllm_chat_prefill)", k);
+        s->n_imgs = keep;
+        s->rope_delta = keep ? s->imgs[keep - 1].delta_after : 0;
+        s->image_end = keep ? s->imgs[keep - 1].end : 0;
+    }
     s->n_past = (int)k; /* cache rows past k are simply overwritten */
     if (n_reused) *n_reused = k;
     double t0 = mllm_now_ms();

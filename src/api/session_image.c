@@ -15,8 +15,17 @@
 mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
                                     const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
                                     int merge) {
-    if (!s || !ids || !n || !img_emb || !grids_thw || n_grids < 1 || n_grids > 64)
+    return mllm_session_eval_image_ids(s, ids, n, image_token, img_emb, n_img_rows, grids_thw, n_grids, merge, NULL);
+}
+
+mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
+                                        const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
+                                        int merge, const uint64_t *img_ids) {
+    if (!s || !ids || !n || !img_emb || !grids_thw || n_grids < 1 || n_grids > MLLM_SESSION_MAX_IMAGES)
         return mllm_err(MLLM_ERR_INVALID_ARG, "eval_image: bad arguments");
+    if (s->n_imgs + n_grids > MLLM_SESSION_MAX_IMAGES)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "more than %d images in one session (reset it)",
+                        MLLM_SESSION_MAX_IMAGES);
     const mllm_decoder *d = &s->m->dec;
     const mllm_hparams *c = &d->cfg;
     if (s->kvp)
@@ -44,6 +53,7 @@ mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t 
         st = mllm_err(MLLM_ERR_INVALID_ARG, "%lld image tokens for %lld embedding rows", (long long)n_img,
                       (long long)n_img_rows);
     const int base = s->n_past + s->rope_delta; /* where the rotation stands */
+    const int past0 = s->n_past;
     int64_t img_row = 0;
     for (size_t done = 0; !st && done < n;) {
         const int T = (int)(n - done > IMAGE_CHUNK ? IMAGE_CHUNK : n - done);
@@ -88,7 +98,98 @@ mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t 
         /* text after these tokens turns from base + next on */
         s->rope_delta = (int)(base + next - s->n_past);
         if (last_img >= 0) s->image_end = s->n_past - (int)(n - 1 - (size_t)last_img);
+        /* each image's slots and the rotation offset of the text after it */
+        size_t t = 0;
+        for (int k = 0; k < n_grids; k++) {
+            const int64_t rows = (int64_t)grids[k].t * grids[k].h * grids[k].w / ((int64_t)merge * merge);
+            while (t < n && ids[t] != image_token) t++;
+            const size_t start = t;
+            t += (size_t)rows; /* mllm_qwen2vl_mrope_positions checked the runs */
+            const int64_t after = t < n ? pos3[t] : next; /* text: the three rows are equal */
+            s->imgs[s->n_imgs].start = past0 + (int)start;
+            s->imgs[s->n_imgs].end = past0 + (int)t;
+            s->imgs[s->n_imgs].delta_after = (int)(base + after - (past0 + (int64_t)t));
+            s->imgs[s->n_imgs].id = img_ids ? img_ids[k] : 0;
+            s->n_imgs++;
+        }
     }
+    /* a part-evaluated image is not recorded: its tokens must not be
+       reused as text */
+    if (st) s->n_past = past0;
     mllm_free(pos3);
+    return st;
+}
+
+mllm_status mllm_session_sync_images(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
+                                     const mllm_vision_embedding *imgs, int n_imgs, size_t *n_reused) {
+    if (!s || !ids || !n || (n_imgs && !imgs) || n_imgs < 0 || n_imgs > MLLM_SESSION_MAX_IMAGES)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "sync_images: bad arguments");
+    if (n > (size_t)s->n_ctx) return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %zu tokens > n_ctx %d", n, s->n_ctx);
+    /* where each new image starts and ends: its n_rows pads, in order */
+    int start[MLLM_SESSION_MAX_IMAGES], end[MLLM_SESSION_MAX_IMAGES];
+    size_t t = 0;
+    for (int k = 0; k < n_imgs; k++) {
+        while (t < n && ids[t] != image_token) t++;
+        start[k] = (int)t;
+        for (int64_t r = 0; r < imgs[k].n_rows; r++, t++)
+            if (t >= n || ids[t] != image_token)
+                return mllm_err(MLLM_ERR_INVALID_ARG, "image %d: fewer than its %lld tokens in the prompt", k,
+                                (long long)imgs[k].n_rows);
+        end[k] = (int)t;
+    }
+    for (; t < n; t++)
+        if (ids[t] == image_token) return mllm_err(MLLM_ERR_INVALID_ARG, "more image tokens than images");
+    size_t k = 0;
+    while (k < n && k < (size_t)s->n_past && s->tokens[k] == ids[k]) k++;
+    if (k == n) k = n - 1; /* the last token is evaluated again: its logits */
+    /* Held images before k stay only when the same image sits at the same
+       slots; the cut goes to the first one that differs (or is cut). */
+    int keep = 0;
+    for (; keep < s->n_imgs && (size_t)s->imgs[keep].start < k; keep++) {
+        const bool same = keep < n_imgs && s->imgs[keep].id && s->imgs[keep].id == imgs[keep].id &&
+                          s->imgs[keep].start == start[keep] && s->imgs[keep].end == end[keep];
+        if (!same || (size_t)s->imgs[keep].end > k) {
+            k = (size_t)s->imgs[keep].start;
+            break;
+        }
+    }
+    /* a cut inside a new image (held as text before) goes to its start */
+    for (int j = keep; j < n_imgs; j++)
+        if ((size_t)start[j] < k) k = (size_t)start[j];
+    s->n_imgs = keep;
+    s->n_past = (int)k;
+    s->rope_delta = keep ? s->imgs[keep - 1].delta_after : 0;
+    s->image_end = keep ? s->imgs[keep - 1].end : 0;
+    if (n_reused) *n_reused = k;
+    const int n_new = n_imgs - keep;
+    const double t0 = mllm_now_ms();
+    mllm_status st = MLLM_OK;
+    if (n_new == 0) {
+        st = mllm_session_eval_internal(s, ids + k, n - k);
+    } else {
+        int64_t rows = 0;
+        for (int j = keep; j < n_imgs; j++) rows += imgs[j].n_rows;
+        const int64_t E = s->m->dec.cfg.n_embd;
+        float *emb = mllm_malloc((size_t)rows * (size_t)E * sizeof(float));
+        int thw[3 * MLLM_SESSION_MAX_IMAGES];
+        uint64_t idv[MLLM_SESSION_MAX_IMAGES];
+        if (!emb) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+        int64_t r = 0;
+        for (int j = keep; j < n_imgs; j++) {
+            if (imgs[j].merge != imgs[keep].merge) {
+                mllm_free(emb);
+                return mllm_err(MLLM_ERR_INVALID_ARG, "images with different merge sizes");
+            }
+            memcpy(emb + (size_t)r * (size_t)E, imgs[j].emb, (size_t)imgs[j].n_rows * (size_t)E * sizeof(float));
+            r += imgs[j].n_rows;
+            memcpy(thw + 3 * (j - keep), imgs[j].grid, sizeof imgs[j].grid);
+            idv[j - keep] = imgs[j].id;
+        }
+        st = mllm_session_eval_image_ids(s, ids + k, n - k, image_token, emb, rows, thw, n_new, imgs[keep].merge,
+                                         idv);
+        mllm_free(emb);
+    }
+    s->timings.n_prompt += (int)(n - k);
+    s->timings.prompt_ms += mllm_now_ms() - t0;
     return st;
 }

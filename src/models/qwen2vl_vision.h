@@ -10,8 +10,8 @@
 
    Loaded from a Hugging Face folder: config.json's vision_config and the
    visual.* (or model.visual.*) tensors of model.safetensors, f32, f16 or
-   bf16, used in place from the mapping. Not yet: sharded checkpoints,
-   GGUF mmproj files, videos (grid_t > 1), Qwen2-VL (LayerNorm + GELU
+   bf16, used in place from the mapping; or from an mmproj GGUF
+   (qwen2vl_vision_gguf.c). Not yet: sharded checkpoints, videos (grid_t > 1), Qwen2-VL (LayerNorm + GELU
    blocks) -- each refused with a message. */
 #ifndef MLLM_MODELS_QWEN2VL_VISION_H
 #define MLLM_MODELS_QWEN2VL_VISION_H
@@ -35,6 +35,11 @@ typedef struct mllm_qwen2vl_vision mllm_qwen2vl_vision;
 
 /* Opens the folder dir (config.json + model.safetensors); n_threads >= 1. */
 mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2vl_vision **out);
+/* Opens an mmproj GGUF (llama.cpp's clip.* keys, projector qwen2.5vl_merger). */
+mllm_status mllm_qwen2vl_vision_open_gguf(const char *path, int n_threads, mllm_qwen2vl_vision **out);
+/* The same from a GGUF image in memory (not copied: it must outlive v). */
+mllm_status mllm_qwen2vl_vision_open_gguf_memory(const void *buf, size_t len, const char *label, int n_threads,
+                                                 mllm_qwen2vl_vision **out);
 void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v);
 const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2vl_vision *v);
 /* The preprocessing parameters the tower expects: patch / merge / temporal

@@ -3,6 +3,7 @@
 #ifndef MLLM_MODELS_QWEN2VL_VISION_INTERNAL_H
 #define MLLM_MODELS_QWEN2VL_VISION_INTERNAL_H
 #include "core/threadpool.h"
+#include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "models/qwen2vl_vision.h"
 
@@ -12,6 +13,7 @@ typedef struct {
     size_t row_bytes;
     int64_t n_in, n_out;
     float *b;           /* n_out floats (owned) or NULL */
+    void *own;          /* w when the loader built it (GGUF: q, k, v joined; the patch kernel), else NULL */
 } qv_linear;
 
 typedef struct {
@@ -21,7 +23,8 @@ typedef struct {
 
 struct mllm_qwen2vl_vision {
     mllm_qwen2vl_vision_config c;
-    mllm_safetensors *st;
+    mllm_safetensors *st;     /* a Hugging Face folder's weights, or */
+    struct mllm_gguf *gg;     /* an mmproj GGUF's (qwen2vl_vision_gguf.c) */
     qv_linear patch;      /* hidden x (3 * temporal * patch^2), no bias */
     qv_block *blocks;
     float *merge_norm;    /* hidden */
@@ -29,5 +32,9 @@ struct mllm_qwen2vl_vision {
     mllm_pool *pool;
     mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
 };
+
+/* The checks both loaders share: a weight's type (F32, F16, BF16), the sizes. */
+mllm_status qv_check_dtype(int dtype, const char *path, const char *name);
+mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path);
 
 #endif

@@ -35,12 +35,7 @@ static const mllm_st_tensor *find(binder *b, const char *name, int64_t ne0, int6
                          b->path, full, (long long)t->ne[0], (long long)n, (long long)ne1, (long long)ne0);
         return NULL;
     }
-    if (t->dtype != MLLM_DTYPE_F32 && t->dtype != MLLM_DTYPE_F16 && t->dtype != MLLM_DTYPE_BF16) {
-        b->st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", b->path, full,
-                         mllm_dtype_get(t->dtype)->name);
-        return NULL;
-    }
-    return t;
+    return (b->st = qv_check_dtype(t->dtype, b->path, full)) ? NULL : t;
 }
 
 static float *to_f32(binder *b, const char *name, int64_t n) {
@@ -86,6 +81,24 @@ static bool get_int(const mllm_meta *m, const char *key, int64_t lo, int64_t hi,
     return true;
 }
 
+mllm_status qv_check_dtype(int dtype, const char *path, const char *name) {
+    if (dtype == MLLM_DTYPE_F32 || dtype == MLLM_DTYPE_F16 || dtype == MLLM_DTYPE_BF16) return MLLM_OK;
+    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", path, name,
+                    mllm_dtype_get(dtype)->name);
+}
+
+mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path) {
+    if (c->hidden % c->heads || (c->hidden / c->heads) % 4)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: vision hidden_size %d is not num_heads %d x a multiple of 4", path,
+                        c->hidden, c->heads);
+    if (c->hidden / c->heads > 1024)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vision head size %d (at most 1024)", path, c->hidden / c->heads);
+    if (c->window % (c->merge * c->patch))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: window_size %d is not a multiple of %d", path, c->window,
+                        c->merge * c->patch);
+    return MLLM_OK;
+}
+
 static mllm_status read_config(const mllm_meta *m, const char *path, mllm_qwen2vl_vision_config *c) {
     mllm_status st = MLLM_OK;
     memset(c, 0, sizeof *c);
@@ -105,14 +118,7 @@ static mllm_status read_config(const mllm_meta *m, const char *path, mllm_qwen2v
         !get_int(m, "vision_config.in_channels", 3, 3, &in_ch, &st, path, false, 3) ||
         !get_int(m, "vision_config.in_chans", 3, 3, &in_ch, &st, path, false, 3))
         return st;
-    if (c->hidden % c->heads || (c->hidden / c->heads) % 4)
-        return mllm_err(MLLM_ERR_FORMAT, "%s: vision hidden_size %d is not num_heads %d x a multiple of 4", path,
-                        c->hidden, c->heads);
-    if (c->hidden / c->heads > 1024)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vision head size %d (at most 1024)", path, c->hidden / c->heads);
-    if (c->window % (c->merge * c->patch))
-        return mllm_err(MLLM_ERR_FORMAT, "%s: window_size %d is not a multiple of %d", path, c->window,
-                        c->merge * c->patch);
+    if ((st = qv_check_config(c, path))) return st;
     const char *act = mllm_meta_get_str(m, "vision_config.hidden_act");
     if (act && strcmp(act, "silu"))
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: vision hidden_act '%s' (only silu, Qwen2.5-VL's)", path, act);
@@ -168,6 +174,7 @@ void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
         mllm_free(b->norm1);
         mllm_free(b->norm2);
         mllm_free(b->qkv.b);
+        mllm_free(b->qkv.own);
         mllm_free(b->proj.b);
         mllm_free(b->gate.b);
         mllm_free(b->up.b);
@@ -177,7 +184,9 @@ void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
     mllm_free(v->merge_norm);
     mllm_free(v->mlp0.b);
     mllm_free(v->mlp2.b);
+    mllm_free(v->patch.own);
     mllm_safetensors_close(v->st);
+    mllm_gguf_close(v->gg);
     if (v->pool) mllm_pool_free(v->pool);
     mllm_free(v);
 }

@@ -1,5 +1,6 @@
 /* srv_job: the generated text with stop-string hold-back, and its lifetime. */
 #include "server/job.h"
+#include "server/image_parts.h"
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,10 @@ void srv_job_unref(srv_job *j) {
     mllm_free(j->bias);
     mllm_grammar_free(j->grammar);
     mllm_free(j->lp);
+    if (j->own_images) {
+        srv_images_free(j->images);
+        mllm_free(j->conv);
+    }
     srv_job *next = j->next;
     mllm_free(j);
     srv_job_unref(next);
@@ -73,6 +78,8 @@ bool srv_job_add_choice(srv_job *j, int idx) {
         if (!srv_job_add_stop(c, j->stop[i], j->stop_len[i])) return false;
     c->n_keep = j->n_keep;
     c->logprobs = j->logprobs;
+    c->images = j->images; /* j's (own_images false) */
+    c->conv = j->conv;
     return true;
 }
 

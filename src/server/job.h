@@ -51,6 +51,13 @@ typedef struct srv_job {
        choice's bias and grammar, which outlive it. */
     struct srv_job *next;
     int index;     /* choice index */
+    /* Images (image_url parts, image_parts.h): the slot prefills conv (the
+       template context JSON) with them through mllm_chat_prefill instead
+       of syncing to ids. A chained choice points at the first's (own_images
+       false: the first outlives it). NULL: a text prompt. */
+    struct srv_images_s *images;
+    char *conv;
+    bool own_images;
 
     pthread_mutex_t mu;
     pthread_cond_t cv; /* broadcast on new text and on state changes */
@@ -66,6 +73,7 @@ typedef struct srv_job {
     int n_lp, cap_lp;
     int n_gen;          /* tokens generated */
     size_t n_reused;    /* prompt tokens reused from the slot's KV cache */
+    size_t n_prompt;    /* prompt tokens evaluated or reused (images expanded); 0 until run */
     int n_shifts;       /* context shifts made (--context-shift) */
     srv_finish finish;
     int http_status;    /* with SRV_FINISH_ERROR */

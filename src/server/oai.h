@@ -32,6 +32,8 @@ typedef struct {
     srv_tool_choice tool_choice;
     int max_calls;         /* calls kept per answer (parallel_tool_calls: false: 1) */
     unsigned long seq;     /* the request's number since the start: its tool-call ids */
+    struct srv_images_s *images; /* image_url parts (image_parts.h), or NULL; moved to the job */
+    char *conv;            /* with images: the template context JSON the slot prefills */
     char id[48];           /* "chatcmpl-..." / "cmpl-..." */
     long long created;     /* unix time */
 } srv_oai_req;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "server/image_parts.h"
 #include "server/oai.h"
 #include "server/utf8.h"
 
@@ -289,7 +290,7 @@ static char *message_text(const cJSON *content, int idx, srv_err *e) {
 static const char *const ROLES[] = {"system", "developer", "user", "assistant", "tool"};
 
 /* messages -> a clean [{"role", "content"}] array for the template. */
-static cJSON *conversation(mllm_server *S, const cJSON *root, srv_err *e) {
+static cJSON *conversation(mllm_server *S, const cJSON *root, srv_images **images, srv_err *e) {
     const cJSON *msgs = field(root, "messages"), *m;
     if (!msgs) { srv_fail(e, 400, NULL, "messages", "'messages' is required"); return NULL; }
     if (!cJSON_IsArray(msgs)) { srv_fail(e, 400, NULL, "messages", "'messages' must be an array"); return NULL; }
@@ -311,12 +312,26 @@ static cJSON *conversation(mllm_server *S, const cJSON *root, srv_err *e) {
         else if (!known)
             srv_fail(e, 400, NULL, param, "'%s.role' must be one of system, developer, user, assistant, tool", param);
         if (!cJSON_IsObject(m) || !known) { cJSON_Delete(out); return NULL; }
-        char *text = message_text(cJSON_GetObjectItemCaseSensitive(m, "content"), i, e);
-        if (!text) { cJSON_Delete(out); return NULL; }
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        cJSON *parts = NULL;
+        char *text = NULL;
+        if (srv_content_has_image(content)) { /* image_parts.c: the images go with the job */
+            char cp[48];
+            snprintf(cp, sizeof cp, "messages[%d].content", i);
+            if (srv_image_content(content, cp, images, &parts, check_text, e)) {
+                cJSON_Delete(parts);
+                cJSON_Delete(out);
+                return NULL;
+            }
+        } else if (!(text = message_text(content, i, e))) {
+            cJSON_Delete(out);
+            return NULL;
+        }
         cJSON *o = cJSON_CreateObject();
         /* "developer" is OpenAI's new name for the system role. */
         cJSON_AddStringToObject(o, "role", strcmp(role->valuestring, "developer") ? role->valuestring : "system");
-        cJSON_AddStringToObject(o, "content", text);
+        if (parts) cJSON_AddItemToObject(o, "content", parts);
+        else cJSON_AddStringToObject(o, "content", text);
         mllm_free(text);
         cJSON_AddItemToArray(out, o);
         if (srv_oai_message_tools(m, role->valuestring, o, i, e)) { cJSON_Delete(out); return NULL; }
@@ -351,10 +366,23 @@ static size_t system_keep(mllm_server *S, const cJSON *conv, const int32_t *ids,
 static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_job *j, srv_err *e) {
     srv_tools tools;
     if (srv_oai_parse_tools(root, &tools, e)) { srv_tools_free(&tools); return -1; }
-    cJSON *conv = conversation(S, root, e);
+    cJSON *conv = conversation(S, root, &q->images, e);
     char *json = conv ? srv_oai_tools_context(S, conv, &tools, q, j, e) : NULL;
     srv_tools_free(&tools);
     if (!json) { cJSON_Delete(conv); return -1; }
+    if (q->images && !mllm_model_takes_images(S->model)) {
+        srv_fail(e, 400, "unsupported_content", "messages", "this model takes no images: %s", mllm_last_error());
+        cJSON_free(json);
+        cJSON_Delete(conv);
+        return -1;
+    }
+    /* With images the slot prefills the conversation itself (mllm_chat_prefill);
+       the ids below (one <|image_pad|> an image) choose the slot and size the prompt. */
+    if (q->images && !(q->conv = mllm_strndup(json, strlen(json)))) {
+        cJSON_free(json);
+        cJSON_Delete(conv);
+        return srv_fail(e, 500, NULL, NULL, "out of memory");
+    }
     /* The ids come from mllm_chat_tokenize, not from tokenizing rendered
        text: a message that says "<|im_end|>" must stay text (special-token
        injection, issue #20). One render when the prompt fits the context;
@@ -447,6 +475,10 @@ int srv_oai_parse(mllm_server *S, const cJSON *root, bool chat, srv_oai_req *q, 
 void srv_oai_req_free(srv_oai_req *q) {
     mllm_free(q->prompt);
     mllm_free(q->ids);
+    mllm_free(q->conv);
+    srv_images_free(q->images);
     q->prompt = NULL;
     q->ids = NULL;
+    q->conv = NULL;
+    q->images = NULL;
 }

@@ -16,9 +16,10 @@ static cJSON *usage_json(const srv_job *j) {
         gen += c->n_gen;
         pthread_mutex_unlock(&c->mu);
     }
-    cJSON_AddNumberToObject(u, "prompt_tokens", (double)j->n_ids);
+    const double prompt = (double)(j->n_prompt ? j->n_prompt : j->n_ids); /* images: their expanded tokens */
+    cJSON_AddNumberToObject(u, "prompt_tokens", prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", gen);
-    cJSON_AddNumberToObject(u, "total_tokens", (double)j->n_ids + gen);
+    cJSON_AddNumberToObject(u, "total_tokens", prompt + gen);
     cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
     if (d) cJSON_AddNumberToObject(d, "cached_tokens", (double)j->n_reused);
     return u;

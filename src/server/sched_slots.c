@@ -4,6 +4,7 @@
    the queue; each job's output has its own mutex. Lock order: mu, then a
    job's mu. */
 #include "server/sched_slots.h"
+#include "server/image_parts.h"
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
@@ -88,6 +89,15 @@ static mllm_status generate_shifting(srv_slot *sl, srv_job *j) {
     }
 }
 
+/* A job with images: the conversation prefilled through mllm_chat_prefill
+   (the model's vision tower and embedding cache; the slot's own session,
+   so images need this per-slot path, not the engine's paged KV pool). */
+static mllm_status srv_image_prefill(mllm_session *s, const srv_job *j, size_t *reused) {
+    const void *img[SRV_MAX_IMAGES];
+    for (int i = 0; i < j->images->n; i++) img[i] = j->images->data[i];
+    return mllm_chat_prefill(s, j->conv, img, j->images->len, j->images->n, reused);
+}
+
 /* Runs one job on the slot's session: keep the shared KV prefix, evaluate
    the rest of the prompt, generate. */
 static void run_job(srv_slot *sl, srv_job *j, bool cancelled) {
@@ -100,23 +110,30 @@ static void run_job(srv_slot *sl, srv_job *j, bool cancelled) {
     j->t_start = srv_now_ms();
     pthread_mutex_unlock(&j->mu);
     mllm_status st = MLLM_OK;
-    size_t reused = 0;
+    size_t reused = 0, n_prompt = j->n_ids;
     double t0 = srv_now_ms(), t1 = t0;
     if (!atomic_load(&j->cancel)) {
-        st = mllm_session_sync(sl->sess, j->ids, j->n_ids, &reused);
+        st = j->images ? srv_image_prefill(sl->sess, j, &reused) : mllm_session_sync(sl->sess, j->ids, j->n_ids, &reused);
+        /* usage counts an image's expanded tokens, as OpenAI's does */
+        if (j->images && st == MLLM_OK) n_prompt = (size_t)mllm_session_n_past(sl->sess);
         t1 = srv_now_ms();
         if (st == MLLM_OK && !atomic_load(&j->cancel))
             st = generate_shifting(sl, j);
     }
     double t2 = srv_now_ms();
     char err[256] = "";
-    if (st != MLLM_OK && st != MLLM_ERR_CANCELLED && st != MLLM_ERR_CONTEXT_FULL) {
-        snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
+    int err_status = 500;
+    if (j->images && (st == MLLM_ERR_FORMAT || st == MLLM_ERR_UNSUPPORTED || st == MLLM_ERR_INVALID_ARG ||
+                      (st == MLLM_ERR_CONTEXT_FULL && j->n_gen == 0)))
+        err_status = 400; /* the request's images: not decodable, too large, or too many tokens */
+    if (err_status == 400 || (st != MLLM_OK && st != MLLM_ERR_CANCELLED && st != MLLM_ERR_CONTEXT_FULL)) {
+        snprintf(err, sizeof err, "%s: %s", err_status == 400 ? "image" : "generation failed", mllm_last_error());
         mllm_session_reset(sl->sess); /* its state is unknown now */
     }
     pthread_mutex_lock(&j->mu);
     j->n_reused = reused;
-    if (err[0]) srv_job_finish_locked(j, SRV_FINISH_ERROR, 500, err);
+    j->n_prompt = n_prompt;
+    if (err[0]) srv_job_finish_locked(j, SRV_FINISH_ERROR, err_status, err);
     else if (atomic_load(&j->cancel) || st == MLLM_ERR_CANCELLED) srv_job_finish_locked(j, SRV_FINISH_CANCELLED, 0, NULL);
     else if (st == MLLM_ERR_CONTEXT_FULL || j->n_gen >= j->sampling.max_tokens)
         srv_job_finish_locked(j, SRV_FINISH_LENGTH, 0, NULL);

@@ -11,13 +11,18 @@ struct srv_sched {
     srv_slots *sl;
 };
 
-bool srv_sched_uses_slots(const srv_sched_params *p) { return p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF; }
+/* The per-slot path serves what the engine cannot yet: a speculative
+   draft model, and images (a vision model's prompts need a session with a
+   contiguous KV cache: mllm_chat_prefill; the engine's pool is paged). */
+bool srv_sched_uses_slots(const mllm_model *m, const srv_sched_params *p) {
+    return (p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF) || (m && mllm_model_takes_images(m));
+}
 
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out) {
     *out = NULL;
     srv_sched *S = mllm_calloc(1, sizeof *S);
     if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    mllm_status st = srv_sched_uses_slots(p)
+    mllm_status st = srv_sched_uses_slots(m, p)
                          ? srv_slots_new(m, p->n_parallel, p->n_ctx, p->n_threads, p->max_queue, p->context_shift,
                                          p->spec, metrics, &S->sl)
                          : srv_esched_new(m, p, metrics, &S->en);

@@ -31,8 +31,9 @@ typedef struct {
     int kv_type;           /* engine: MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8 */
 } srv_sched_params;
 
-/* Whether the slots path serves these settings (else the engine). */
-bool srv_sched_uses_slots(const srv_sched_params *p);
+/* Whether the slots path serves this model with these settings (else the
+   engine): a draft model, or a model that takes images. */
+bool srv_sched_uses_slots(const mllm_model *m, const srv_sched_params *p);
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out);
 /* The context length of every sequence. */
 int srv_sched_n_ctx(const srv_sched *s);

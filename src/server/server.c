@@ -104,7 +104,7 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
                            .kv_size = c->kv_size, .kv_type = c->kv_type};
     /* The engine steps every sequence with one pool of every core; the
        slots path splits the cores between its sessions. */
-    if (sp.n_threads <= 0 && srv_sched_uses_slots(&sp)) {
+    if (sp.n_threads <= 0 && srv_sched_uses_slots(model, &sp)) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         sp.n_threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
     }

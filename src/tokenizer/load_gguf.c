@@ -52,10 +52,36 @@ static mllm_status load_tokens(mllm_tokenizer *t, const mllm_gguf *g, uint64_t n
     return tok_build_index(t);
 }
 
+/* Whether every normal token is one character (UTF-8 sequence): a
+   byte-level vocabulary that no merge could form a longer token of. */
+static bool single_chars(const mllm_gguf *g) {
+    mllm_gguf_type te = MLLM_GGUF_UINT8;
+    uint64_t nt = 0, n_vocab = 0;
+    const void *td = NULL;
+    if (!mllm_gguf_get_arr(g, "tokenizer.ggml.tokens", &te, &n_vocab, &td) || te != MLLM_GGUF_STRING || !n_vocab)
+        return false;
+    const bool has_types = mllm_gguf_get_arr(g, "tokenizer.ggml.token_type", &te, &nt, &td) && nt == n_vocab &&
+                           (te == MLLM_GGUF_INT32 || te == MLLM_GGUF_UINT32);
+    for (uint64_t i = 0; i < n_vocab; i++) {
+        int32_t type = MLLM_TOKEN_NORMAL;
+        if (has_types) memcpy(&type, (const uint8_t *)td + 4 * i, 4);
+        mllm_gguf_str s;
+        if (!mllm_gguf_get_arr_str(g, "tokenizer.ggml.tokens", i, &s)) return false;
+        if (type != MLLM_TOKEN_NORMAL && type >= MLLM_TOKEN_NORMAL && type <= MLLM_TOKEN_BYTE) continue;
+        const unsigned char c = s.len ? (unsigned char)s.ptr[0] : 0;
+        const uint64_t want = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+        if (!want || s.len != want) return false;
+    }
+    return true;
+}
+
 static mllm_status load_merges(mllm_tokenizer *t, const mllm_gguf *g) {
     mllm_gguf_type e;
     uint64_t n = 0;
     const void *d;
+    /* llama.cpp's converter writes no merges for a vocabulary without any
+       (every token a single byte-level character): nothing to merge then. */
+    if (mllm_gguf_find_key(g, "tokenizer.ggml.merges") < 0 && single_chars(g)) return MLLM_OK;
     if (!mllm_gguf_get_arr(g, "tokenizer.ggml.merges", &e, &n, &d) || e != MLLM_GGUF_STRING)
         return mllm_err(MLLM_ERR_FORMAT, "%s: gpt2 tokenizer without tokenizer.ggml.merges", t->source);
     mllm_status st = tok_reserve_merges(t, (size_t)n);

@@ -1,0 +1,156 @@
+"""/v1/chat/completions with OpenAI image_url parts (base64 data URLs)
+through the official `openai` client, on the tiny random Qwen2.5-VL of
+tests/data/qwen2vl/tiny:
+- the first answer's top-20 log-probabilities equal the log-softmax of
+  `mllm run --image`'s logits for the same question (the path whose greedy
+  tokens equal transformers', run_image_cli.sh), and its greedy tokens are
+  the same; a second request with the same image (the embedding cache)
+  answers the same; a two-turn conversation repeating the image works;
+- the GGUF pair (llama.cpp's converter, tests/data/qwen2vl/gguf) served
+  with --mmproj gives the same log-probabilities;
+- refused with a 400 and a clear message: an https URL (no network), a
+  non-image data URL, bad base64, a corrupt PNG, an unknown part type, too
+  many images, images for a text-only model (a body over --max-body is a
+  413 like any other: serve_badinput.py).
+Args: mllm binary, shared dir, build dir. Loopback only."""
+import base64
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools", "server"))
+import srvtest  # noqa: E402
+from srvtest import check, import_openai  # noqa: E402
+
+DATA = os.path.join(ROOT, "tests", "data")
+TINY = os.path.join(DATA, "qwen2vl", "tiny")
+PNG = os.path.join(DATA, "images", "photo.png")
+QUESTION = "What is this?"
+
+
+def data_url(path, mime="image/png"):
+    return "data:%s;base64,%s" % (mime, base64.b64encode(open(path, "rb").read()).decode())
+
+
+def msg(url, text=QUESTION):
+    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                         {"type": "text", "text": text}]}]
+
+
+def run_reference(mllm, tmp):
+    """log-softmax of `mllm run --image`'s prompt logits, and its 6 greedy ids."""
+    lf, idf = os.path.join(tmp, "logits"), os.path.join(tmp, "ids")
+    subprocess.run([mllm, "run", "-m", TINY, "--image", PNG, "-p", QUESTION, "-n", "6", "--temp", "0", "--exact",
+                    "-t", "1", "--no-lookup", "--logits-out", lf, "--ids-out", idf],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    raw = open(lf, "rb").read()
+    logits = struct.unpack("<%df" % (len(raw) // 4), raw)
+    mx = max(logits)
+    lse = mx + math.log(sum(math.exp(x - mx) for x in logits))
+    ids = [int(x) for x in open(idf).read().split()][-6:]
+    return sorted((x - lse for x in logits), reverse=True)[:20], ids
+
+
+def first_top(r):
+    return sorted((t.logprob for t in r.choices[0].logprobs.content[0].top_logprobs), reverse=True)
+
+
+def ask(client, messages, n=6):
+    return client.chat.completions.create(model="tiny", messages=messages, max_tokens=n, temperature=0,
+                                          logprobs=True, top_logprobs=20)
+
+
+def main():
+    mllm = sys.argv[1]
+    build = sys.argv[3] if len(sys.argv) > 3 else tempfile.gettempdir()
+    openai = import_openai(build)
+    tmp = tempfile.mkdtemp(dir=build)
+    want_top, want_ids = run_reference(mllm, tmp)
+    url = data_url(PNG)
+
+    s = srvtest.Server(mllm, TINY, "--exact", "-t", "1", "-np", "1", "--max-body", str(4 << 20))
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
+        r = ask(client, msg(url))
+        got = first_top(r)
+        err = max(abs(a - b) for a, b in zip(got, want_top))
+        check(len(got) == 20 and err < 1e-4, "top-20 logprobs vs mllm run --image: max diff %g" % err)
+        # greedy: each chosen token is the most likely one; the run's ids name them
+        lps = [c.logprob for c in r.choices[0].logprobs.content]
+        check(len(lps) == 6 and all(abs(c.logprob - max(t.logprob for t in c.top_logprobs)) < 1e-6
+                                    for c in r.choices[0].logprobs.content), "greedy: %r" % lps)
+        check(r.usage.prompt_tokens == 111, "usage counts the image's 77 tokens: %r" % r.usage)
+        print("ok   image_url answer equals mllm run --image (top-20 logprobs within %.2g, %d tokens)" % (err, len(lps)))
+        r2 = ask(client, msg(url))
+        check([c.logprob for c in r2.choices[0].logprobs.content] == lps, "same image again: same answer")
+        print("ok   the same image again (embedding cache): the same answer")
+        conv = msg(url) + [{"role": "assistant", "content": r.choices[0].message.content or ""},
+                           {"role": "user", "content": "And now?"}]
+        r3 = ask(client, conv, 3)
+        check(r3.choices[0].finish_reason in ("stop", "length"), "two turns")
+        print("ok   a second turn repeating the image")
+        # detail is accepted; the image as the plain string some clients send
+        st, body = s.json("POST", "/v1/chat/completions", {"model": "tiny", "max_tokens": 1, "messages": [
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url, "detail": "low"}}]}]})
+        check(st == 200, "detail low: %d %r" % (st, body))
+
+        bad_png = base64.b64encode(open(PNG, "rb").read()[:3000]).decode()
+        cases = [
+            ("https URL", msg("https://example.com/cat.png"), "not fetched"),
+            ("http URL", msg("http://example.com/cat.png"), "not fetched"),
+            ("text data URL", msg("data:text/plain;base64,aGVsbG8="), "image/"),
+            ("not base64", msg("data:image/png,abc"), "base64"),
+            ("bad base64", msg("data:image/png;base64,ab$d"), "bad base64"),
+            ("bad length", msg("data:image/png;base64,abc"), "multiple of 4"),
+            ("corrupt PNG", msg("data:image/png;base64," + bad_png), "corrupt or truncated PNG"),
+            ("unknown part", [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}},
+                                                           {"type": "image_url", "image_url": {"url": url}}]}],
+             "only text and image_url"),
+            ("no url", [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "needs"),
+            ("too many", [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}] * 17}],
+             "at most 16 images"),
+        ]
+        for name, messages, needle in cases:
+            st, body = s.json("POST", "/v1/chat/completions", {"model": "tiny", "messages": messages, "max_tokens": 2})
+            text = str(body)
+            check(st == 400 and needle in text, "%s: %d %s" % (name, st, text[:300]))
+        print("ok   %d bad image requests -> 400 with the reason" % len(cases))
+    finally:
+        s.close()
+
+    # the GGUF pair, as llama.cpp's converter wrote it
+    pair = os.path.join(tmp, "gguf")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "reference", "unxz.py"),
+                    os.path.join(DATA, "qwen2vl", "gguf"), pair], check=True, stdout=subprocess.DEVNULL)
+    s = srvtest.Server(mllm, os.path.join(pair, "text.gguf"), "--mmproj", os.path.join(pair, "mmproj.gguf"),
+                       "--exact", "-t", "1", "-np", "1", "--max-body", str(4 << 20))
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
+        got = first_top(ask(client, msg(url)))
+        err = max(abs(a - b) for a, b in zip(got, want_top))
+        check(err < 1e-4, "GGUF pair: max diff %g" % err)
+        print("ok   GGUF pair (--mmproj): top-20 logprobs within %.2g" % err)
+    finally:
+        s.close()
+
+    # a text-only model
+    tg = os.path.join(tmp, "t.gguf")
+    subprocess.run([mllm, "synth", "--arch", "qwen3", "--preset", "tiny", "--format", "gguf", "-o", tg], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    s = srvtest.Server(mllm, tg, "--max-body", str(4 << 20))
+    try:
+        st, body = s.json("POST", "/v1/chat/completions", {"model": "tiny", "messages": msg(url), "max_tokens": 2})
+        check(st == 400 and "takes no images" in str(body), "text-only model: %d %r" % (st, body))
+        print("ok   text-only model -> 400 (takes no images)")
+    finally:
+        s.close()
+    print("serve_image: all passed")
+
+
+if __name__ == "__main__":
+    main()

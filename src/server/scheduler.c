@@ -14,7 +14,7 @@ struct srv_sched {
 /* The per-slot path serves what the engine cannot yet: a speculative
    draft model, and images (a vision model's prompts need a session with a
    contiguous KV cache: mllm_chat_prefill; the engine's pool is paged). */
-bool srv_sched_uses_slots(const mllm_model *m, const srv_sched_params *p) {
+bool srv_sched_uses_slots(mllm_model *m, const srv_sched_params *p) {
     return (p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF) || (m && mllm_model_takes_images(m));
 }
 

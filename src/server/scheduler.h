@@ -33,7 +33,7 @@ typedef struct {
 
 /* Whether the slots path serves this model with these settings (else the
    engine): a draft model, or a model that takes images. */
-bool srv_sched_uses_slots(const mllm_model *m, const srv_sched_params *p);
+bool srv_sched_uses_slots(mllm_model *m, const srv_sched_params *p);
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out);
 /* The context length of every sequence. */
 int srv_sched_n_ctx(const srv_sched *s);

@@ -70,6 +70,9 @@ static void seq_end(mllm_engine *e, mllm_eseq *s, const char *msg) {
     mllm_token_text_flush(&s->text, s->r.on_token, s->r.user);
     if (s->slot >= 0) e->slot_used[s->slot] = false;
     s->res.message = msg ? msg : "";
+    /* Its blocks go back before the end is reported, so whoever learns of
+       the end (a client reading /metrics) finds them free. */
+    mllm_kv_seq_release(&e->kp, &s->kv);
     if (s->r.on_finish) s->r.on_finish(s->r.user, &s->res);
     seq_free(e, s);
 }

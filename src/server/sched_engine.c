@@ -89,17 +89,28 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     pthread_mutex_lock(&j->mu);
     const bool never_ran = j->state == SRV_JOB_QUEUED;
     j->n_shifts = r->n_shifts;
-    if (err[0]) srv_job_finish_locked(j, SRV_FINISH_ERROR, 500, err);
-    else if (never_ran && rq->dropped) srv_job_finish_locked(j, SRV_FINISH_ERROR, 503, "the server is shutting down");
-    else if (atomic_load(&j->cancel) || r->finish == MLLM_ENGINE_CANCELLED)
-        srv_job_finish_locked(j, SRV_FINISH_CANCELLED, 0, NULL);
-    else if (r->finish == MLLM_ENGINE_LENGTH) srv_job_finish_locked(j, SRV_FINISH_LENGTH, 0, NULL);
-    else srv_job_finish_locked(j, SRV_FINISH_STOP, 0, NULL);
-    const srv_finish fin = j->finish;
+    srv_finish fin = SRV_FINISH_STOP;
+    int code = 0;
+    const char *msg = NULL;
+    if (err[0]) fin = SRV_FINISH_ERROR, code = 500, msg = err;
+    else if (never_ran && rq->dropped) fin = SRV_FINISH_ERROR, code = 503, msg = "the server is shutting down";
+    else if (atomic_load(&j->cancel) || r->finish == MLLM_ENGINE_CANCELLED) fin = SRV_FINISH_CANCELLED;
+    else if (r->finish == MLLM_ENGINE_LENGTH) fin = SRV_FINISH_LENGTH;
     const double t_first = j->t_first > 0 ? j->t_first : srv_now_ms(), t_start = never_ran ? t_first : j->t_start;
     pthread_mutex_unlock(&j->mu);
+    /* The counters and the gauges first, then the job's end: a client that
+       reads /metrics once its answer is complete sees both (the engine has
+       freed the sequence's blocks before calling this). */
     srv_metrics_count_job(S->metrics, j, fin, (size_t)r->n_cached, r->n_gen, t_first - t_start,
                           srv_now_ms() - t_first);
+    mllm_engine_stats st;
+    mllm_engine_get_stats(S->me.e, &st);
+    pthread_mutex_lock(&S->mu);
+    S->st = st;
+    pthread_mutex_unlock(&S->mu);
+    pthread_mutex_lock(&j->mu);
+    srv_job_finish_locked(j, fin, code, msg);
+    pthread_mutex_unlock(&j->mu);
     mllm_engine_grammar_free(c->eg);
     mllm_free(c);
     /* The next choice: in turn with a grammar, else with the others (if the first ended before its first token). */

@@ -2,6 +2,7 @@
    preference ("test,cpu"); the CPU is always the last resort. The matrices
    each backend can multiply are copied into its buffers once, here, so
    graphs never copy weights (graph/sched.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -23,7 +24,9 @@ mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list) {
         name[n] = 0;
         mllm_backend *be = mllm_backend_by_name(name);
         if (!be) {
-            mllm_status st = mllm_err(MLLM_ERR_INVALID_ARG, "MLLM_BACKENDS: %s", mllm_last_error());
+            char why[320]; /* mllm_err writes the buffer mllm_last_error reads */
+            snprintf(why, sizeof why, "%s", mllm_last_error());
+            mllm_status st = mllm_err(MLLM_ERR_INVALID_ARG, "MLLM_BACKENDS: %s", why);
             mllm_decoder_drop_backends(m);
             return st;
         }

@@ -172,7 +172,7 @@ void mllm_decoder_release(mllm_decoder *m) {
     mllm_graph_free(&m->wg);
     mllm_free(m->layers);
     mllm_free(m->freq_factors);
-    mllm_free_aligned(m->packed);
+    if (m->packed_buf.type) m->packed_buf.type->free(&m->packed_buf);
     memset(m, 0, sizeof *m);
 }
 

@@ -31,6 +31,7 @@ typedef struct {
     size_t n_params;
     void *packed;                  /* load-time x8 copies of matmul weights, or NULL */
     size_t packed_size;
+    mllm_buffer packed_buf;        /* where packed lives: the CPU's repack buffer type */
     /* MLLM_BACKENDS at load (decoder_backends.c): the backends every graph
        it builds is scheduled over, and the weights placed on each. */
     mllm_backend *backends[MLLM_MAX_BACKENDS];

@@ -32,6 +32,7 @@ typedef enum {
                                 through the block tables src[4] of a paged KV layer (pp) */
     MLLM_OP_ATTENTION_PAGED, /* causal attention of q = src[0] over the paged layer pp, reading through the
                                 block table of each token's sequence (src[3], src[4]); ip, fp as ATTENTION */
+    MLLM_OP_CUSTOM,          /* a plugin's op (backends/plugin.h): pp its table entry, src[0..n) f32 */
     MLLM_OP_COUNT
 } mllm_op;
 

@@ -4,13 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
+#include "backends/plugin.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "graph/sched.h"
 
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
     "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm", "gelu",
-    "kv_store_paged", "attention_paged",
+    "kv_store_paged", "attention_paged", "custom",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -369,6 +371,41 @@ mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unar
 mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x) { return unary(g, MLLM_OP_GELU, x, 0.0f, "gelu"); }
 mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
     return unary(g, MLLM_OP_SOFTCAP, x, cap, "softcap");
+}
+
+static bool contiguous_f32(const mllm_tensor *t) {
+    return t && t->dtype == MLLM_DTYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] == (size_t)t->ne[0] * sizeof(float) &&
+           t->nb[2] == t->nb[1] * (size_t)t->ne[1] && t->nb[3] == t->nb[2] * (size_t)t->ne[2];
+}
+
+mllm_tensor *mllm_op_custom(mllm_graph *g, const char *name, mllm_tensor *const *in, int n_in) {
+    const mllm_custom_op *op = mllm_custom_op_find(name);
+    if (!op || n_in != op->def.n_inputs) {
+        if (op) mllm_err(MLLM_ERR_INVALID_ARG, "op '%s' takes %d inputs, not %d", name, op->def.n_inputs, n_in);
+        g->failed = true;
+        return NULL;
+    }
+    mllm_op_tensor v[4];
+    for (int i = 0; i < n_in; i++) {
+        if (!contiguous_f32(in[i])) {
+            mllm_err(MLLM_ERR_INVALID_ARG, "op '%s': input %d is not a contiguous f32 tensor", name, i);
+            g->failed = true;
+            return NULL;
+        }
+        memcpy(v[i].ne, in[i]->ne, sizeof v[i].ne);
+        v[i].data = NULL;
+    }
+    int64_t ne[4] = {1, 1, 1, 1};
+    if (op->def.shape(v, n_in, ne, op->def.user) != 0 || ne[0] < 1 || ne[1] < 1 || ne[2] < 1 || ne[3] < 1) {
+        mllm_err(MLLM_ERR_INVALID_ARG, "op '%s': its shape rule rejects these inputs", name);
+        g->failed = true;
+        return NULL;
+    }
+    mllm_tensor *t = node(g, MLLM_OP_CUSTOM, 4, ne, op->name);
+    if (!t) return NULL;
+    for (int i = 0; i < n_in; i++) t->src[i] = in[i];
+    t->pp = op;
+    return emit(g, t);
 }
 
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne) {

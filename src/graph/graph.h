@@ -106,6 +106,10 @@ mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x);
    Trace mode (in eager mode the node has already run, causally). */
 mllm_tensor *mllm_op_attention_noncausal(mllm_tensor *a);
 mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
+/* A plugin's op (backends/plugin.h, mllm_op_register) by name over n_in
+   contiguous f32 inputs; NULL (and g->failed, the error message set) for
+   an unknown name, a wrong input count or shapes its rule rejects. */
+mllm_tensor *mllm_op_custom(mllm_graph *g, const char *name, mllm_tensor *const *in, int n_in);
 /* Views (no copy, no compute). */
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne);
 /* Columns [c0, c0+n) of a 2-D tensor (tokens [c0, c0+n)). */

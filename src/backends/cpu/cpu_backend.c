@@ -6,23 +6,13 @@
 
 #include "core/alloc.h"
 
-static const mllm_buffer_type g_cpu_buft = {
-    .name = "cpu",
-    .alloc = mllm_host_buffer_alloc,
-    .free = mllm_host_buffer_free,
-    .set = mllm_host_buffer_set,
-    .get = mllm_host_buffer_get,
-    .is_host = mllm_host_buffer_is_host,
-};
-
-static const mllm_buffer_type g_repack_buft = {
-    .name = "cpu_repack",
-    .alloc = mllm_host_buffer_alloc,
-    .free = mllm_host_buffer_free,
-    .set = mllm_host_buffer_set,
-    .get = mllm_host_buffer_get,
-    .is_host = mllm_host_buffer_is_host,
-};
+/* Both are host memory; they differ in who can read them (the repacked
+   layouts only the CPU's packed kernels). */
+#define HOST_BUFFER_TYPE(nm) \
+    { .name = nm, .alloc = mllm_host_buffer_alloc, .free = mllm_host_buffer_free, .set = mllm_host_buffer_set, \
+      .get = mllm_host_buffer_get, .is_host = mllm_host_buffer_is_host }
+static const mllm_buffer_type g_cpu_buft = HOST_BUFFER_TYPE("cpu");
+static const mllm_buffer_type g_repack_buft = HOST_BUFFER_TYPE("cpu_repack");
 
 const mllm_buffer_type *mllm_cpu_buffer_type(void) { return &g_cpu_buft; }
 const mllm_buffer_type *mllm_cpu_repack_buffer_type(void) { return &g_repack_buft; }

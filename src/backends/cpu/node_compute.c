@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "backends/cpu/kernels.h"
+#include "backends/plugin.h"
 #include "core/dtype.h"
 #include "backends/cpu/cpu_backend.h"
 
@@ -265,6 +266,20 @@ static void compute_unary(mllm_tensor *t, int ith, int nth) {
         for (int64_t i = i0; i < i1; i++) y[i] = p * tanhf(x[i] / p);
 }
 
+/* A plugin's op: its kernel sees contiguous f32 tensors (mllm_op_custom checked them). */
+static void compute_custom(mllm_tensor *t, int ith, int nth) {
+    const mllm_custom_op *op = t->pp;
+    mllm_op_tensor in[4], out;
+    int n = 0;
+    for (; n < 4 && t->src[n]; n++) {
+        memcpy(in[n].ne, t->src[n]->ne, sizeof in[n].ne);
+        in[n].data = t->src[n]->data;
+    }
+    memcpy(out.ne, t->ne, sizeof out.ne);
+    out.data = t->data;
+    op->def.cpu_kernel(&out, in, n, ith, nth, op->def.user);
+}
+
 size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
     switch (t->op) {
     case MLLM_OP_MATMUL: {
@@ -299,6 +314,7 @@ void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     case MLLM_OP_LAYERNORM: compute_layernorm(t, ith, nth); break;
     case MLLM_OP_KV_STORE_PAGED: mllm_compute_kv_store_paged(t, ith, nth); break;
     case MLLM_OP_ATTENTION_PAGED: mllm_compute_attention_paged(g, t, ith, nth); break;
+    case MLLM_OP_CUSTOM: compute_custom(t, ith, nth); break;
     default: break;
     }
 }

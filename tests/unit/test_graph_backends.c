@@ -188,10 +188,10 @@ static void test_split_graph(void **state) {
     assert_int_equal(g_seen.ops[MLLM_OP_MATMUL], 2 * LAYERS);
     assert_int_equal(g_seen.nodes, 2 * 3 * LAYERS);
     assert_int_equal(g_seen.sets + g_seen.gets, 2 * st.n_copies);
+    mllm_placement_free(pl); /* before the graph that owns the weight's struct */
+    assert_null(w1t->mirror);
     mllm_graph_free(&ref);
     mllm_graph_free(&g);
-    mllm_placement_free(pl);
-    assert_null(w1t->mirror);
     mllm_pool_free(pool);
     free(w1);
     free(w2);

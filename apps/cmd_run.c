@@ -26,6 +26,9 @@ static void run_usage(FILE *f) {
             "  -n, --n-predict N     tokens to generate (default 128; -1: until the end of the\n"
             "                        answer or the context)\n"
             "  -t, --threads N       compute threads (default: all cores)\n"
+            "      --plugin FILE     load an op plugin (a shared object exporting mllm_plugin_init;\n"
+            "                        repeatable; MLLM_PLUGINS=a.so:b.so too). Its ops are then\n"
+            "                        available to graphs; no model calls plugin ops by itself yet\n"
             "      --exact           f32 activations in quantized matmuls: the float32 answer on the\n"
             "                        file's weights (slower; docs/EXACTNESS.md)\n"
             "  -c, --ctx-size N      context length in tokens (default: min(model, 4096))\n"
@@ -174,6 +177,10 @@ int cmd_run(int argc, char **argv) {
     bool ignore_eos = false, no_bos = false, raw = false, shift = false;
     cli_spec_opts so;
     cli_spec_defaults(&so);
+    if (mllm_plugins_load_env() != MLLM_OK) {
+        fprintf(stderr, "mllm run: %s\n", mllm_last_error());
+        return 1;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int sa = cli_spec_arg(&so, argc, argv, &i);
@@ -186,6 +193,10 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { VAL(); pfile = v; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { VAL(); if (!cli_int(a, v, -1, 1 << 24, &n_predict)) return 2; }
         else if (!strcmp(a, "--exact")) exact = true;
+        else if (!strcmp(a, "--plugin")) {
+            VAL();
+            if (mllm_plugin_load(v) != MLLM_OK) { fprintf(stderr, "mllm run: %s\n", mllm_last_error()); return 1; }
+        }
         else if (!strcmp(a, "--kv-type")) { VAL(); if (!cli_kv_type(a, v, &kv_type)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!cli_int(a, v, 1, 1024, &threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!cli_int(a, v, 1, 1 << 20, &ctx)) return 2; }

@@ -723,6 +723,61 @@ typedef struct {
    thread rules as the other session calls. s or out NULL: no-op. */
 MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out);
 
+/* ---- Op plugins ------------------------------------------------------
+   A shared object loaded at run time (mllm_plugin_load, `mllm run
+   --plugin FILE`, the MLLM_PLUGINS environment variable) that adds ops to
+   the graph. It exports
+       mllm_status mllm_plugin_init(const mllm_plugin_host *host);
+   which checks host->abi_version and registers its ops with
+   host->register_op (the plugin links nothing of mllm). An op has a name,
+   a shape rule and a CPU kernel over contiguous f32 tensors; kernels for
+   other backends are not part of ABI 1. Models do not call plugin ops by
+   themselves: the graph API does (graph/graph.h, mllm_op_custom).
+   examples/plugin/ holds a complete plugin. */
+#define MLLM_PLUGIN_ABI_VERSION 1
+
+typedef struct {
+    int64_t ne[4]; /* elements per dimension, ne[0] fastest; unused ones 1 */
+    float *data;   /* contiguous f32 */
+} mllm_op_tensor;
+
+typedef struct {
+    uint32_t struct_size; /* sizeof(mllm_op_def) as the plugin was built */
+    uint32_t abi_version; /* MLLM_PLUGIN_ABI_VERSION as the plugin was built */
+    const char *name;     /* unique; letters, digits, '_' and '.'; under 64 bytes */
+    int n_inputs;         /* 1 to 4 */
+    /* The output's shape from the inputs': 0, or non-zero when they do not fit. */
+    int (*shape)(const mllm_op_tensor *in, int n_in, int64_t out_ne[4], void *user);
+    /* Thread ith of nth computes its share of out (all nth are called,
+       each once per execution, with the same out and in). */
+    void (*cpu_kernel)(const mllm_op_tensor *out, const mllm_op_tensor *in, int n_in, int ith, int nth,
+                       void *user);
+    void *user; /* passed to both */
+} mllm_op_def;
+
+typedef struct {
+    uint32_t struct_size; /* sizeof(mllm_plugin_host) of the library */
+    uint32_t abi_version; /* MLLM_PLUGIN_ABI_VERSION of the library */
+    mllm_status (*register_op)(const mllm_op_def *def);
+} mllm_plugin_host;
+
+typedef mllm_status (*mllm_plugin_init_fn)(const mllm_plugin_host *host);
+
+/* Registers an op (def is copied; name and user must stay valid).
+   Errors: MLLM_ERR_INVALID_ARG (NULL, a bad or taken name, n_inputs out of
+   range, a missing function), MLLM_ERR_UNSUPPORTED (def->abi_version is not
+   this library's, or def->struct_size too small: the plugin was built
+   against another mllm.h), MLLM_ERR_NOMEM (the table of ops is full). */
+MLLM_API mllm_status mllm_op_register(const mllm_op_def *def);
+/* dlopen()s path and runs its mllm_plugin_init. Errors: MLLM_ERR_IO (it
+   cannot be loaded), MLLM_ERR_FORMAT (no mllm_plugin_init), or what
+   mllm_plugin_init or mllm_op_register returned (an ABI mismatch is
+   MLLM_ERR_UNSUPPORTED, with both versions in mllm_last_error()).
+   MLLM_ERR_UNSUPPORTED in builds without dlopen (wasm32-wasi). */
+MLLM_API mllm_status mllm_plugin_load(const char *path);
+/* Loads every path of MLLM_PLUGINS (separated by ':'); MLLM_OK when unset. */
+MLLM_API mllm_status mllm_plugins_load_env(void);
+
 #ifdef __cplusplus
 }
 #endif

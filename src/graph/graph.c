@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
+#include "backends/plugin.h"
 #include "core/dtype.h"
+#include "core/error.h"
+#include "graph/sched.h"
 
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
     "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm", "gelu",
-    "kv_store_paged", "attention_paged",
+    "kv_store_paged", "attention_paged", "custom",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -24,6 +27,7 @@ void mllm_graph_init(mllm_graph *g, mllm_mode mode, mllm_pool *pool, size_t aren
 }
 
 void mllm_graph_free(mllm_graph *g) {
+    mllm_sched_free(g->sched);
     mllm_arena_free(&g->arena);
     mllm_free(g->nodes);
     mllm_free(g->views);
@@ -33,6 +37,8 @@ void mllm_graph_free(mllm_graph *g) {
 }
 
 void mllm_graph_reset(mllm_graph *g) {
+    mllm_sched_free(g->sched);
+    g->sched = NULL;
     mllm_arena_reset(&g->arena);
     g->n_nodes = 0;
     g->n_views = 0;
@@ -45,7 +51,9 @@ mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name) {
     void *data = mllm_arena_alloc(&g->arena, (size_t)n * sizeof(int32_t));
     if (!data) { g->failed = true; return NULL; }
     memset(data, 0, (size_t)n * sizeof(int32_t));
-    return mllm_tensor_wrap(g, MLLM_DTYPE_I32, 1, ne, data, name);
+    mllm_tensor *t = mllm_tensor_wrap(g, MLLM_DTYPE_I32, 1, ne, data, name);
+    if (t) t->is_input = true;
+    return t;
 }
 
 static void set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne);
@@ -65,11 +73,9 @@ mllm_tensor *mllm_graph_input_f32(mllm_graph *g, int64_t ne0, int64_t ne1, const
     void *data = mllm_arena_alloc(&g->arena, (size_t)(ne0 * ne1) * sizeof(float));
     if (!data) { g->failed = true; return NULL; }
     memset(data, 0, (size_t)(ne0 * ne1) * sizeof(float));
-    return mllm_tensor_wrap(g, MLLM_DTYPE_F32, 2, ne, data, name);
-}
-
-int64_t mllm_tensor_nelements(const mllm_tensor *t) {
-    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    mllm_tensor *t = mllm_tensor_wrap(g, MLLM_DTYPE_F32, 2, ne, data, name);
+    if (t) t->is_input = true;
+    return t;
 }
 
 static void set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne) {
@@ -96,7 +102,7 @@ mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_
     return t;
 }
 
-static size_t nbytes(const mllm_tensor *t) { return t->nb[3] * (size_t)t->ne[3]; }
+#define nbytes mllm_tensor_nbytes
 
 mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, const char *name) {
     mllm_tensor *t = tensor_struct(g, name);
@@ -110,41 +116,31 @@ mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, c
 
 /* ---- execution ------------------------------------------------------- */
 
-static bool ensure_work(mllm_graph *g, size_t need) {
-    if (need <= g->work_size) return true;
-    void *w = mllm_malloc_aligned(need);
-    if (!w) return false;
-    mllm_free_aligned(g->work);
-    g->work = w;
-    g->work_size = need;
-    return true;
-}
-
-typedef struct { mllm_graph *g; mllm_tensor **nodes; int n; } exec_job;
-
-static void exec_fn(void *arg, int ith, int nth) {
-    exec_job *j = arg;
-    for (int i = 0; i < j->n; i++) {
-        mllm_compute_node(j->g, j->nodes[i], ith, nth);
-        mllm_pool_barrier(j->g->pool);
-    }
-}
-
+/* The CPU alone (eager mode, and every graph without other backends): one
+   run of all nodes, straight to the CPU backend, no schedule in between. */
 static void run_nodes(mllm_graph *g, mllm_tensor **nodes, int n) {
-    int nth = mllm_pool_size(g->pool);
-    size_t need = 0;
-    for (int i = 0; i < n; i++) {
-        size_t w = mllm_node_work_size(nodes[i], nth);
-        if (w > need) need = w;
-    }
-    if (!ensure_work(g, need)) { g->failed = true; return; }
-    for (int i = 0; i < n; i++) nodes[i]->next_chunk = 0;
-    exec_job j = {g, nodes, n};
-    if (g->pool) mllm_pool_run(g->pool, exec_fn, &j);
-    else exec_fn(&j, 0, 1);
+    mllm_backend *cpu = mllm_backend_cpu();
+    mllm_exec_ctx x = {g->pool, g->work, g->work_size};
+    if (!cpu->graph_compute(cpu, &x, nodes, n)) g->failed = true;
+    g->work = x.work;
+    g->work_size = x.work_size;
 }
 
-void mllm_graph_execute(mllm_graph *g) { run_nodes(g, g->nodes, g->n_nodes); }
+void mllm_graph_execute(mllm_graph *g) {
+    if (!g->sched) {
+        run_nodes(g, g->nodes, g->n_nodes);
+        return;
+    }
+    mllm_exec_ctx x = {g->pool, g->work, g->work_size};
+    if (!mllm_sched_execute(g->sched, &x)) g->failed = true;
+    g->work = x.work;
+    g->work_size = x.work_size;
+}
+
+void mllm_graph_set_backends(mllm_graph *g, mllm_backend *const *backends, int n) {
+    g->n_backends = 0;
+    for (int i = 0; backends && i < n && i < MLLM_MAX_BACKENDS; i++) g->backends[g->n_backends++] = backends[i];
+}
 
 /* Eager: run now. Trace: record. Views are never recorded: they compute nothing. */
 static bool push(mllm_graph *g, mllm_tensor ***arr, int *n, int *cap, mllm_tensor *t) {
@@ -377,6 +373,41 @@ mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
     return unary(g, MLLM_OP_SOFTCAP, x, cap, "softcap");
 }
 
+static bool contiguous_f32(const mllm_tensor *t) {
+    return t && t->dtype == MLLM_DTYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] == (size_t)t->ne[0] * sizeof(float) &&
+           t->nb[2] == t->nb[1] * (size_t)t->ne[1] && t->nb[3] == t->nb[2] * (size_t)t->ne[2];
+}
+
+mllm_tensor *mllm_op_custom(mllm_graph *g, const char *name, mllm_tensor *const *in, int n_in) {
+    const mllm_custom_op *op = mllm_custom_op_find(name);
+    if (!op || n_in != op->def.n_inputs) {
+        if (op) mllm_err(MLLM_ERR_INVALID_ARG, "op '%s' takes %d inputs, not %d", name, op->def.n_inputs, n_in);
+        g->failed = true;
+        return NULL;
+    }
+    mllm_op_tensor v[4];
+    for (int i = 0; i < n_in; i++) {
+        if (!contiguous_f32(in[i])) {
+            mllm_err(MLLM_ERR_INVALID_ARG, "op '%s': input %d is not a contiguous f32 tensor", name, i);
+            g->failed = true;
+            return NULL;
+        }
+        memcpy(v[i].ne, in[i]->ne, sizeof v[i].ne);
+        v[i].data = NULL;
+    }
+    int64_t ne[4] = {1, 1, 1, 1};
+    if (op->def.shape(v, n_in, ne, op->def.user) != 0 || ne[0] < 1 || ne[1] < 1 || ne[2] < 1 || ne[3] < 1) {
+        mllm_err(MLLM_ERR_INVALID_ARG, "op '%s': its shape rule rejects these inputs", name);
+        g->failed = true;
+        return NULL;
+    }
+    mllm_tensor *t = node(g, MLLM_OP_CUSTOM, 4, ne, op->name);
+    if (!t) return NULL;
+    for (int i = 0; i < n_in; i++) t->src[i] = in[i];
+    t->pp = op;
+    return emit(g, t);
+}
+
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne) {
     if (!x) return NULL;
     int64_t n = 1;
@@ -519,5 +550,11 @@ bool mllm_graph_plan(mllm_graph *g, mllm_tensor **outputs, int n_outputs) {
     }
     mllm_free(p.free);
     mllm_free(offs);
+    /* Other backends than the CPU: split the nodes into runs per backend
+       (graph/sched.c). The CPU alone keeps g->sched NULL: the fast path. */
+    mllm_sched_free(g->sched);
+    g->sched = NULL;
+    if (ok && (g->n_backends > 1 || (g->n_backends == 1 && g->backends[0] != mllm_backend_cpu())))
+        ok = (g->sched = mllm_sched_new(g->nodes, g->n_nodes, g->backends, g->n_backends)) != NULL;
     return ok;
 }

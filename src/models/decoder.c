@@ -2,6 +2,7 @@
 #include "models/blocks.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
@@ -161,15 +162,17 @@ mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const m
 #undef LNAME
     }
 #undef BIND
-    return mllm_decoder_pack(m, f);
+    if ((st = mllm_decoder_pack(m, f)) != MLLM_OK) return st;
+    return mllm_decoder_use_backends(m, getenv("MLLM_BACKENDS"));
 }
 
 void mllm_decoder_release(mllm_decoder *m) {
     if (!m) return;
+    mllm_decoder_drop_backends(m);
     mllm_graph_free(&m->wg);
     mllm_free(m->layers);
     mllm_free(m->freq_factors);
-    mllm_free_aligned(m->packed);
+    if (m->packed_buf.type) m->packed_buf.type->free(&m->packed_buf);
     memset(m, 0, sizeof *m);
 }
 
@@ -177,6 +180,7 @@ void mllm_decoder_release(mllm_decoder *m) {
 static mllm_tensor *run_layers(mllm_graph *g, const mllm_decoder *m, const mllm_kv_layer *kv,
                                const mllm_decoder_inputs *in) {
     const mllm_hparams *c = &m->cfg;
+    mllm_graph_set_backends(g, m->backends, m->n_backends);
     /* input embeddings (images) replace the token lookup, already scaled */
     mllm_tensor *x = in->embd ? in->embd : mllm_op_get_rows(g, m->tok_embd, in->ids);
     if (!in->embd && c->embd_scale != 1.0f) x = mllm_op_scale(g, x, c->embd_scale);

@@ -31,6 +31,12 @@ typedef struct {
     size_t n_params;
     void *packed;                  /* load-time x8 copies of matmul weights, or NULL */
     size_t packed_size;
+    mllm_buffer packed_buf;        /* where packed lives: the CPU's repack buffer type */
+    /* MLLM_BACKENDS at load (decoder_backends.c): the backends every graph
+       it builds is scheduled over, and the weights placed on each. */
+    mllm_backend *backends[MLLM_MAX_BACKENDS];
+    int n_backends;
+    struct mllm_placement *placed[MLLM_MAX_BACKENDS];
 } mllm_decoder;
 
 /* Binds the weights of a file resolved by mllm_family_resolve (hp). Checks
@@ -41,6 +47,13 @@ void mllm_decoder_release(mllm_decoder *m);
    (decoder_pack.c); called by mllm_decoder_bind. By default only where the CPU
    path has packed kernels (AVX2 only: mllm_cpu_has_packed_kernels); MLLM_REPACK=0 never, =1 always. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
+/* Schedules the model over the backends named in list ("test,cpu"; NULL or
+   "" or "cpu": the CPU alone, no schedule) and places the matmul weights
+   each can multiply there (decoder_backends.c); called by mllm_decoder_bind
+   with the environment's MLLM_BACKENDS. An unknown name is an error that
+   lists the registered ones. */
+mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list);
+void mllm_decoder_drop_backends(mllm_decoder *m);
 
 /* The graph's inputs: T token ids and their T positions, I32 tensors
    (mllm_graph_input_i32) the caller fills before executing. rope_pos

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "core/alloc.h"
@@ -118,11 +119,14 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
         mllm_free(jobs);
         return MLLM_OK;
     }
-    m->packed = mllm_malloc_aligned(total);
-    if (!m->packed) {
+    /* The kernel layouts are a buffer type of the CPU backend's own. */
+    const mllm_buffer_type *bt = mllm_cpu_repack_buffer_type();
+    if (!bt->alloc(bt, total, &m->packed_buf)) {
+        m->packed_buf.type = NULL;
         mllm_free(jobs);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory repacking %zu bytes of weights", total);
     }
+    m->packed = m->packed_buf.data;
     m->packed_size = total;
     for (int i = 0; i < n_jobs; i++) jobs[i].dst = (char *)m->packed + (size_t)jobs[i].dst;
     pack_plan pl = {jobs, n_jobs, n_items, 0};
@@ -137,6 +141,8 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     for (int i = 0; i < n_jobs; i++) {
         jobs[i].t->data = jobs[i].dst;
         jobs[i].t->dtype = jobs[i].packed;
+        jobs[i].t->buffer = &m->packed_buf;
+        jobs[i].t->buffer_offs = (size_t)((char *)jobs[i].dst - (char *)m->packed);
     }
     /* The embedding table is the output matrix when tied: same tensor. */
     mllm_free(jobs);

@@ -32,7 +32,7 @@ typedef struct {
     int n_head_kv, head_dim;
     int n_blocks;       /* valid ids are [0, n_blocks) */
     /* Attention order. 0: the online softmax above. 1: the contiguous
-       cache's order (graph/compute.c): each token's scores up to its own
+       cache's order (backends/cpu/node_compute.c): each token's scores up to its own
        position in one row, one softmax, P x V along positions in 8-lane
        dots over blocks of 256 positions, K/V gathered from the blocks
        first; for f32 the same bits as the contiguous cache, no split. */

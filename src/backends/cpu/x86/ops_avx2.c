@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 #include "core/cpu_features.h"
 
 /* expf for 8 lanes: x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6

@@ -8,7 +8,7 @@
    int16 products per lane pair sum to at most 8 * 2 * 15 * 127 = 30480, so
    they add up in int16 and one madd gives the block's int32 dot per row;
    the q4_0 offset comes off as q8_0s's precomputed 8 * sum(y). */
-#include "backends/cpu/repack_avx2.h"
+#include "backends/cpu/x86/repack_avx2.h"
 
 #include <stdbool.h>
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "backends/cpu/repack.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define PACKED_TILE_N 4 /* activation rows per tile */

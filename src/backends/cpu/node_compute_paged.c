@@ -9,7 +9,7 @@
 #include <string.h>
 #include "backends/cpu/kernels.h"
 #include "core/dtype.h"
-#include "graph/graph.h"
+#include "backends/cpu/cpu_backend.h"
 
 /* The block-table row of token t's sequence, or NULL when its sequence
    index or position is out of range (a caller bug: the token is skipped). */
@@ -109,7 +109,7 @@ static void merge_heads(mllm_tensor *t, const float *parts, int n_chunks, int64_
    matmul over a multiple of 8 positions block by block. The per-row sums
    of these kernels do not depend on how many rows or tokens a call has
    (the batch invariance of the contiguous path), so f32 gives its bits. */
-static void attention_ordered(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+static void attention_ordered(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const mllm_kv_paged *kv = t->pp;
     const mllm_tensor *q = t->src[0];
@@ -154,7 +154,7 @@ static void attention_ordered(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     }
 }
 
-void mllm_compute_attention_paged(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+void mllm_compute_attention_paged(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     const mllm_kv_paged *kv = t->pp;
     if (kv->ordered) {
         attention_ordered(g, t, ith, nth);

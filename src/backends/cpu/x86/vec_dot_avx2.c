@@ -2,7 +2,7 @@
    float summation order differs (8-lane accumulators), the per-block integer
    sums are exact. */
 #include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 void mllm_vec_dot_f32_avx2(int n, float *s, const void *vx, const void *vy) {
     const float *x = vx, *y = vy;

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "backends/cpu/kquants.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 #define KQ_INLINE static inline __attribute__((always_inline))
 

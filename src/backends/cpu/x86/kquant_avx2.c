@@ -2,7 +2,7 @@
    plain (unpacked) layouts: the per-block math of kquant_avx2.h, summed
    over blocks in 8 float lanes. Only the float order differs from
    kquant_generic.c. */
-#include "backends/cpu/kquant_avx2.h"
+#include "backends/cpu/x86/kquant_avx2.h"
 
 static inline __attribute__((always_inline)) void dot_k45(int n, float *s, const void *vx, const void *vy, bool Q5) {
     const size_t bsize = Q5 ? sizeof(mllm_block_q5_k) : sizeof(mllm_block_q4_k);

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "backends/cpu/quant5.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 void mllm_vec_dot_q5_0_avx2(int n, float *s, const void *vx, const void *vy) {
     const mllm_block_q5_0 *x = vx;

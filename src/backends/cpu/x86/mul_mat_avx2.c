@@ -13,10 +13,10 @@
 #include <stdlib.h>
 
 #include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/kquant_avx2.h"
+#include "backends/cpu/x86/kquant_avx2.h"
 #include "core/alloc.h"
 #include "backends/cpu/quant5.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 #define TILE_M 4 /* weight rows per tile */
 #define TILE_N 3 /* activation rows per tile */

@@ -9,7 +9,7 @@
    Integer ranges: q4_K nibble x int8 pairs <= 3810, 8 of them per int16
    lane (one 32-value sub-block) <= 30480; q6_K 6-bit x int8 pairs <= 16002,
    2 per int16 lane <= 32004. Block sums stay far inside int32. */
-#include "backends/cpu/repack_avx2.h"
+#include "backends/cpu/x86/repack_avx2.h"
 #include "backends/cpu/kquants.h"
 
 #include <stdbool.h>

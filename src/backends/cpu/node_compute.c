@@ -3,8 +3,9 @@
 #include <math.h>
 #include <string.h>
 #include "backends/cpu/kernels.h"
+#include "backends/plugin.h"
 #include "core/dtype.h"
-#include "graph/graph.h"
+#include "backends/cpu/cpu_backend.h"
 
 static void split(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
     int64_t per = (n + nth - 1) / nth;
@@ -43,7 +44,7 @@ static void compute_layernorm(mllm_tensor *t, int ith, int nth) {
                      b ? (const float *)b->data : NULL, (int)n, t->fp[0]);
 }
 
-static void compute_matmul(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     const mllm_tensor *w = t->src[0], *x = t->src[1], *b = t->src[2];
     const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
     int64_t K = w->ne[0], N = w->ne[1], M = x->ne[1];
@@ -116,7 +117,7 @@ static void rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn
     }
 }
 
-static void compute_rope(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+static void compute_rope(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const mllm_rope_params *rp = t->pp;
     const mllm_tensor *x = t->src[0];
@@ -147,7 +148,7 @@ static void compute_rope(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     }
 }
 
-static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+static void compute_kv_store(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     const mllm_kv_layer *kv = t->pp;
     const mllm_tensor *k = t->src[0], *v = t->src[1];
     int64_t T = mllm_tensor_nelements(k) / kv->kv_dim;
@@ -181,7 +182,7 @@ static void compute_kv_store(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
    computed up to the block's last key; each row then masks the keys after
    its own token to probability 0, and out = V^T x P, dots along positions
    (the cache keeps V transposed for this), serves the whole block. */
-static void compute_attention(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+static void compute_attention(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const mllm_kv_layer *kv = t->pp;
     const mllm_tensor *q = t->src[0];
@@ -265,7 +266,21 @@ static void compute_unary(mllm_tensor *t, int ith, int nth) {
         for (int64_t i = i0; i < i1; i++) y[i] = p * tanhf(x[i] / p);
 }
 
-size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
+/* A plugin's op: its kernel sees contiguous f32 tensors (mllm_op_custom checked them). */
+static void compute_custom(mllm_tensor *t, int ith, int nth) {
+    const mllm_custom_op *op = t->pp;
+    mllm_op_tensor in[4], out;
+    int n = 0;
+    for (; n < 4 && t->src[n]; n++) {
+        memcpy(in[n].ne, t->src[n]->ne, sizeof in[n].ne);
+        in[n].data = t->src[n]->data;
+    }
+    memcpy(out.ne, t->ne, sizeof out.ne);
+    out.data = t->data;
+    op->def.cpu_kernel(&out, in, n, ith, nth, op->def.user);
+}
+
+size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
     switch (t->op) {
     case MLLM_OP_MATMUL: {
         const mllm_dtype_traits *tr = mllm_dtype_get(t->src[0]->dtype);
@@ -282,7 +297,7 @@ size_t mllm_node_work_size(const mllm_tensor *t, int nth) {
     }
 }
 
-void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
+void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
     switch (t->op) {
     case MLLM_OP_GET_ROWS: compute_get_rows(t, ith, nth); break;
     case MLLM_OP_RMSNORM: compute_rmsnorm(t, ith, nth); break;
@@ -299,6 +314,7 @@ void mllm_compute_node(mllm_graph *g, mllm_tensor *t, int ith, int nth) {
     case MLLM_OP_LAYERNORM: compute_layernorm(t, ith, nth); break;
     case MLLM_OP_KV_STORE_PAGED: mllm_compute_kv_store_paged(t, ith, nth); break;
     case MLLM_OP_ATTENTION_PAGED: mllm_compute_attention_paged(g, t, ith, nth); break;
+    case MLLM_OP_CUSTOM: compute_custom(t, ith, nth); break;
     default: break;
     }
 }

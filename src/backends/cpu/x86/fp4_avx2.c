@@ -3,7 +3,7 @@
    w4a32: nibbles -> signed int8 -> f32, fused multiply-add with the f32
    activations, one scale multiply per group. */
 #include "backends/cpu/fp4.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 void mllm_vec_dot_mxfp4_avx2(int n, float *s, const void *vx, const void *vy) {
     const mllm_block_mxfp4 *x = vx;

@@ -2,7 +2,7 @@
    functions (checked by test_kernels_quant), just faster. */
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 /* round half to even, as _MM_ROUND_NEAREST in ggml (an immediate, even at -O0) */
 #define ROUND_EVEN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)

@@ -9,7 +9,7 @@
    registers; per k, 2 panel loads and 6 broadcasts feed 12 multiply-adds,
    against 7 loads for the dot-product tiles, and no horizontal sums. */
 #include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/simd_avx2.h"
+#include "backends/cpu/x86/simd_avx2.h"
 
 #include <string.h>
 

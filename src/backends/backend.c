@@ -1,0 +1,84 @@
+/* The registry of backends, and the host-memory buffer functions that the
+   CPU's buffer type (and any other host-memory one) is made of. */
+#include "backends/backend.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+static mllm_backend *g_backends[MLLM_MAX_BACKENDS];
+static int g_n_backends;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The CPU is always first; called under g_mu. */
+static void ensure_cpu(void) {
+    if (g_n_backends == 0) g_backends[g_n_backends++] = mllm_backend_cpu();
+}
+
+bool mllm_backend_register(mllm_backend *be) {
+    bool ok = be && be->name && be->buffer_type && be->supports_op && be->graph_compute;
+    pthread_mutex_lock(&g_mu);
+    ensure_cpu();
+    for (int i = 0; ok && i < g_n_backends; i++) ok = strcmp(g_backends[i]->name, be->name) != 0;
+    ok = ok && g_n_backends < MLLM_MAX_BACKENDS;
+    if (ok) g_backends[g_n_backends++] = be;
+    pthread_mutex_unlock(&g_mu);
+    return ok;
+}
+
+void mllm_backend_names(char *out, size_t n) {
+    if (!n) return;
+    out[0] = 0;
+    pthread_mutex_lock(&g_mu);
+    ensure_cpu();
+    size_t at = 0;
+    for (int i = 0; i < g_n_backends && at < n; i++) {
+        int w = snprintf(out + at, n - at, "%s%s", i ? ", " : "", g_backends[i]->name);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+mllm_backend *mllm_backend_by_name(const char *name) {
+    mllm_backend *found = NULL;
+    pthread_mutex_lock(&g_mu);
+    ensure_cpu();
+    for (int i = 0; name && i < g_n_backends && !found; i++)
+        if (strcmp(g_backends[i]->name, name) == 0) found = g_backends[i];
+    pthread_mutex_unlock(&g_mu);
+    if (!found) {
+        char have[256];
+        mllm_backend_names(have, sizeof have);
+        mllm_err(MLLM_ERR_INVALID_ARG, "unknown backend '%s' (this build has: %s)", name ? name : "(null)", have);
+    }
+    return found;
+}
+
+/* ---- host memory ---- */
+
+bool mllm_host_buffer_alloc(const mllm_buffer_type *bt, size_t size, mllm_buffer *b) {
+    b->type = bt;
+    b->size = size;
+    b->data = mllm_malloc_aligned(size ? size : 64);
+    return b->data != NULL;
+}
+
+void mllm_host_buffer_free(mllm_buffer *b) {
+    mllm_free_aligned(b->data);
+    b->data = NULL;
+    b->size = 0;
+}
+
+void mllm_host_buffer_set(mllm_buffer *b, size_t offs, const void *src, size_t n) {
+    if (n) memcpy((char *)b->data + offs, src, n);
+}
+
+void mllm_host_buffer_get(const mllm_buffer *b, size_t offs, void *dst, size_t n) {
+    if (n) memcpy(dst, (const char *)b->data + offs, n);
+}
+
+bool mllm_host_buffer_is_host(const mllm_buffer_type *bt) { return true; }

@@ -1,0 +1,31 @@
+/* The CPU backend (backends/backend.h): the per-op compute functions of
+   node_compute.c / node_compute_paged.c over the thread pool, with the
+   kernel path chosen at build and run time (cpu_dispatch.c). */
+#ifndef MLLM_BACKENDS_CPU_CPU_BACKEND_H
+#define MLLM_BACKENDS_CPU_CPU_BACKEND_H
+#include "backends/backend.h"
+#include "backends/cpu/kv_paged.h"
+#include "core/tensor.h"
+
+/* The host-memory buffer type every CPU tensor lives in ("cpu"). */
+const mllm_buffer_type *mllm_cpu_buffer_type(void);
+/* Kernel layouts (repack.h: rows interleaved for the SIMD matmuls) are a
+   buffer type of their own ("cpu_repack"): host memory the CPU backend
+   alone knows how to read. */
+const mllm_buffer_type *mllm_cpu_repack_buffer_type(void);
+
+/* Whether the CPU computes op (every built-in op but the leaves and views). */
+bool mllm_cpu_supports_op(const mllm_tensor *t);
+/* Runs nodes[0..n) on x->pool, growing x->work for the largest node. */
+bool mllm_cpu_compute_nodes(mllm_exec_ctx *x, mllm_tensor **nodes, int n);
+
+/* The compute function of a node, per thread (node_compute.c), and the
+   scratch it needs for nth threads. */
+void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
+size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth);
+/* node_compute_paged.c */
+void mllm_compute_kv_store_paged(mllm_tensor *t, int ith, int nth);
+void mllm_compute_attention_paged(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
+size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth);
+
+#endif

@@ -204,7 +204,7 @@ static void att_fn(void *arg, int ith, int nth) {
         }
         const size_t es = a->kv_f16 ? 2 : 4; /* bytes per K / V value */
         const mllm_dtype kt = a->kv_f16 ? MLLM_DTYPE_F16 : MLLM_DTYPE_F32;
-        const char *kh = (const char *)a->k + (size_t)(h * a->hd) * es;
+        const char *kh = (const char *)a->k + (size_t)h * (a->k_head ? a->k_head : (size_t)a->hd) * es;
         const char *vh = (const char *)a->vt + (size_t)h * (size_t)a->hd * a->vt_stride * es;
         const void *xq = qh;
         size_t xq_stride = a->q_stride * sizeof(float);

@@ -75,6 +75,7 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
     wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
     if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
 
+    const size_t hd = (size_t)hp->head_dim;
     for (int l = 0; l < hp->n_dec_layers; l++) {
         float *kv = a;
         if ((st = wh_linear_run(w, &w->dec[l].cross_kv, w->enc_out, T2, kv, false, NULL)) != MLLM_OK) return st;
@@ -82,11 +83,17 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
         transpose(kv + d, (size_t)d * 2, T2, d, vt, (size_t)T2);
         if (w->cross_f16) {
             mllm_f16 *K = (mllm_f16 *)w->cross_k + (size_t)l * xd, *Vt = (mllm_f16 *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++) mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2, K + (size_t)j * (size_t)d, d);
+            for (int j = 0; j < T2; j++)
+                for (int hh = 0; hh < hp->n_head; hh++) /* head-major: wh_attn.k_head */
+                    mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
+                                          K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, (int64_t)hd);
             mllm_cpu_quantize_row(MLLM_DTYPE_F16, vt, Vt, (int64_t)xd);
         } else {
             float *K = (float *)w->cross_k + (size_t)l * xd, *Vt = (float *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++) memcpy(K + (size_t)j * (size_t)d, kv + (size_t)j * (size_t)d * 2, (size_t)d * 4);
+            for (int j = 0; j < T2; j++)
+                for (int hh = 0; hh < hp->n_head; hh++)
+                    memcpy(K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
+                           hd * sizeof(float));
             memcpy(Vt, vt, xd * sizeof(float));
         }
     }
@@ -188,7 +195,8 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
         const wh_attn ca = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = R, .n_k = hp->n_audio_ctx, .q = a,
                             .k = (const char *)w->cross_k + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
                             .vt = (const char *)w->cross_vt + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
-                            .q_stride = (size_t)d, .k_stride = (size_t)d, .vt_stride = (size_t)hp->n_audio_ctx,
+                            .q_stride = (size_t)d, .k_stride = (size_t)hp->head_dim,
+                            .k_head = (size_t)hp->n_audio_ctx * (size_t)hp->head_dim, .vt_stride = (size_t)hp->n_audio_ctx,
                             .out = att, .out_stride = (size_t)d, .causal = -1, .kv_f16 = w->cross_f16};
         if ((st = wh_attention(w, &ca)) != MLLM_OK) return st;
         if ((st = wh_linear_run(w, &L->cross_out, att, R, tmp, false, x)) != MLLM_OK) return st;

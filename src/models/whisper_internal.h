@@ -59,6 +59,7 @@ struct mllm_whisper {
     bool cross_f16;              /* all but f32 weights: half the bytes each decoder step reads */
     float *self_k, *self_vt;
     int n_seq_alloc;
+    int slot[MLLM_WHISPER_MAX_SEQ]; /* sequence -> its cache slot (a permutation; beam reorders rename) */
     /* scratch, grown as needed */
     float *scratch;
     size_t scratch_floats;

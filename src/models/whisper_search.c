@@ -159,14 +159,6 @@ static int cand_cmp(const void *a, const void *b) {
     return x->parent != y->parent ? x->parent - y->parent : x->tok - y->tok; /* deterministic ties */
 }
 
-/* Moves the KV caches so slot j holds what slot parent[j] held. */
-static void reorder(mllm_whisper *w, const int *parent, int S, int n_pos) {
-    for (int j = 0; j < S; j++)
-        if (parent[j] != j) mllm_whisper_kv_copy(w, S + j, parent[j], n_pos);
-    for (int j = 0; j < S; j++)
-        if (parent[j] != j) mllm_whisper_kv_copy(w, j, S + j, n_pos);
-}
-
 mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_options *o, const int32_t *prompt,
                                        int n_prompt, int sot_index, float temperature, uint64_t seed,
                                        mllm_whisper_hyp *out) {
@@ -273,7 +265,7 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
                 seq[S + s] = tmp;
             }
             if (n_fin >= max_fin || saved < S) break;
-            reorder(w, parent, S, pos);
+            if ((st = mllm_whisper_kv_reorder(w, parent, S, pos)) != MLLM_OK) goto done;
             all_done = false;
         }
         if (all_done || step + 1 >= sample_len) break;

@@ -161,7 +161,9 @@ void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
     p->arg = arg;
     atomic_store(&p->n_done, 0);
     const unsigned g = atomic_load_explicit(&p->job_gen, memory_order_relaxed);
-    atomic_store_explicit(&p->job_gen, (g | 1) + 1, memory_order_release);
+    /* seq_cst (a full barrier): the n_sleeping load below must not pass it,
+       or a worker going to sleep could miss the job */
+    atomic_store(&p->job_gen, (g | 1) + 1);
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
@@ -181,7 +183,7 @@ void mllm_pool_run_help(mllm_pool *p, mllm_job_fn fn, void *arg) {
     const unsigned g = (atomic_load_explicit(&p->job_gen, memory_order_relaxed) | 1) + 2; /* odd: help */
     atomic_store_explicit(&p->help_done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->help_state, (uint64_t)(g >> 1) << 32, memory_order_release);
-    atomic_store_explicit(&p->job_gen, g, memory_order_release);
+    atomic_store(&p->job_gen, g); /* seq_cst, as in mllm_pool_run */
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);

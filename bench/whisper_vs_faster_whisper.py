@@ -13,6 +13,10 @@ pip install faster-whisper.
 
   bench/whisper_vs_faster_whisper.py [--mllm build/release/mllm] [--model DIR]
       [--wav PATH ...] [-r 5] [--weights f16,q8_0,q4_0] [--json OUT]
+      [--also LABEL=PATH ...]
+--also adds another mllm binary (a build from before a change, say) as an
+engine of its own, run with the same --weights inside every repetition, so
+before and after see the same machine load.
 """
 import argparse, json, os, re, statistics, subprocess, sys, tempfile, time
 
@@ -25,7 +29,9 @@ ap.add_argument("-r", type=int, default=5)
 ap.add_argument("--weights", default="f16,q8_0,q4_0")
 ap.add_argument("--beams", default="1,5")
 ap.add_argument("--json")
+ap.add_argument("--also", nargs="*", default=[], help="LABEL=PATH: another mllm binary to time alongside")
 a = ap.parse_args()
+bins = [("mllm", a.mllm)] + [tuple(x.split("=", 1)) for x in a.also]
 from faster_whisper import WhisperModel
 
 wavs = a.wav
@@ -67,16 +73,16 @@ for wav in wavs:
                 text = "".join(s.text for s in segs).strip()
                 el = time.perf_counter() - t
                 res.setdefault(f"faster-whisper {ct}", []).append((el, el, text))
-            for wt in a.weights.split(","):
+            for (label, exe), wt in [(b, w) for w in a.weights.split(",") for b in bins]:
                 t = time.perf_counter()
-                p = subprocess.run([a.mllm, "transcribe", "-m", a.model, wav, "-t", "2", "--beam", str(beam), "--timestamps",
+                p = subprocess.run([exe, "transcribe", "-m", a.model, wav, "-t", "2", "--beam", str(beam), "--timestamps",
                                     "--weights", wt], capture_output=True, text=True, check=True)
                 el = time.perf_counter() - t
                 ld = re.search(r"load ([0-9.]+) s", p.stderr)
                 tot = re.search(r"total ([0-9.]+) s", p.stderr)
                 tr = float(tot.group(1)) - float(ld.group(1)) if ld and tot else el
                 text = " ".join(l.strip() for l in p.stdout.splitlines())
-                res.setdefault(f"mllm {wt}", []).append((el, tr, text))
+                res.setdefault(f"{label} {wt}", []).append((el, tr, text))
             print(f"{os.path.basename(wav)} beam {beam} rep {rep + 1}/{a.r} done", file=sys.stderr)
         ref = res["faster-whisper int8"][-1][2]
         base = statistics.median(x[1] for x in res["faster-whisper int8"])

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -28,21 +29,43 @@ static inline void relax(int *spins) {
 
 struct mllm_pool {
     int n;
+    atomic_int spin_iters;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_uint job_gen;    /* bumped for every job */
+    atomic_uint job_gen;    /* 2 x the job's number, + 1 for an mllm_pool_run_help job */
     atomic_int n_done;      /* workers finished with the current job */
     atomic_int n_sleeping;
     atomic_bool stop;
     mllm_job_fn fn;
     void *arg;
+    /* mllm_pool_run_help: the job's number << 32 | HELP_CLOSED once the
+       caller is done | how many workers took it up; and how many of those
+       have returned */
+    _Atomic uint64_t help_state;
+    atomic_int help_done;
     /* barrier */
     atomic_int bar_count;
     atomic_uint bar_gen;
 };
 
 typedef struct { mllm_pool *p; int ith; } worker_arg;
+
+#define HELP_CLOSED ((uint64_t)1 << 31)
+
+/* A help job's worker side: takes it up unless it is closed or already
+   replaced by a later one (its number no longer the state's). */
+static void help_join(mllm_pool *p, unsigned g, int ith) {
+    uint64_t s = atomic_load_explicit(&p->help_state, memory_order_acquire);
+    for (;;) {
+        if ((unsigned)(s >> 32) != g >> 1 || (s & HELP_CLOSED)) return;
+        if (atomic_compare_exchange_weak_explicit(&p->help_state, &s, s + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            break;
+    }
+    p->fn(p->arg, ith, p->n);
+    atomic_fetch_add_explicit(&p->help_done, 1, memory_order_release);
+}
 
 static void *worker_main(void *a) {
     mllm_pool *p = ((worker_arg *)a)->p;
@@ -54,7 +77,7 @@ static void *worker_main(void *a) {
         int spins = 0;
         while ((g = atomic_load_explicit(&p->job_gen, memory_order_acquire)) == seen &&
                !atomic_load(&p->stop)) {
-            if (++spins < MLLM_POOL_SPIN_ITERS) { CPU_RELAX(); continue; }
+            if (++spins < atomic_load_explicit(&p->spin_iters, memory_order_relaxed)) { CPU_RELAX(); continue; }
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->n_sleeping, 1);
             while (atomic_load(&p->job_gen) == seen && !atomic_load(&p->stop))
@@ -65,6 +88,10 @@ static void *worker_main(void *a) {
         }
         if (atomic_load(&p->stop)) break;
         seen = g;
+        if (g & 1) {
+            help_join(p, g, ith);
+            continue;
+        }
         p->fn(p->arg, ith, p->n);
         atomic_fetch_add_explicit(&p->n_done, 1, memory_order_release);
     }
@@ -88,6 +115,7 @@ mllm_pool *mllm_pool_new(int n_threads) {
     mllm_pool *p = mllm_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
+    atomic_init(&p->spin_iters, MLLM_POOL_SPIN_ITERS);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->threads = mllm_calloc((size_t)n_threads, sizeof(pthread_t));
@@ -123,12 +151,19 @@ void mllm_pool_free(mllm_pool *p) {
 
 int mllm_pool_size(const mllm_pool *p) { return p ? p->n : 1; }
 
+void mllm_pool_set_spin(mllm_pool *p, int iters) {
+    if (p) atomic_store_explicit(&p->spin_iters, iters > 0 ? iters : 1, memory_order_relaxed);
+}
+
 void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
     if (p->n == 1) { fn(arg, 0, 1); return; }
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->n_done, 0);
-    atomic_fetch_add_explicit(&p->job_gen, 1, memory_order_release);
+    const unsigned g = atomic_load_explicit(&p->job_gen, memory_order_relaxed);
+    /* seq_cst (a full barrier): the n_sleeping load below must not pass it,
+       or a worker going to sleep could miss the job */
+    atomic_store(&p->job_gen, (g | 1) + 1);
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
@@ -137,6 +172,28 @@ void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
     fn(arg, 0, p->n);
     int spins = 0;
     while (atomic_load_explicit(&p->n_done, memory_order_acquire) < p->n - 1) relax(&spins);
+}
+
+void mllm_pool_run_help(mllm_pool *p, mllm_job_fn fn, void *arg) {
+    if (p->n == 1) { fn(arg, 0, 1); return; }
+    p->fn = fn;
+    p->arg = arg;
+    /* only the caller posts jobs, and every worker that took up the last
+       one has returned: nobody reads these while they change */
+    const unsigned g = (atomic_load_explicit(&p->job_gen, memory_order_relaxed) | 1) + 2; /* odd: help */
+    atomic_store_explicit(&p->help_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->help_state, (uint64_t)(g >> 1) << 32, memory_order_release);
+    atomic_store(&p->job_gen, g); /* seq_cst, as in mllm_pool_run */
+    if (atomic_load(&p->n_sleeping) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    fn(arg, 0, p->n);
+    const uint64_t s = atomic_fetch_or_explicit(&p->help_state, HELP_CLOSED, memory_order_acq_rel);
+    const int entered = (int)(s & (HELP_CLOSED - 1));
+    int spins = 0;
+    while (atomic_load_explicit(&p->help_done, memory_order_acquire) < entered) relax(&spins);
 }
 
 void mllm_pool_barrier(mllm_pool *p) {

@@ -115,5 +115,9 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
 /* Copies positions [0, n_pos) of sequence src's KV cache into dst (beam
    search reorders). */
 void mllm_whisper_kv_copy(mllm_whisper *w, int dst, int src, int n_pos);
+/* Sequence j (j < n_seq) continues what sequence parent[j] held, positions
+   [0, n_pos): the caches are renamed, and copied only for a parent that
+   more than one sequence continues. */
+mllm_status mllm_whisper_kv_reorder(mllm_whisper *w, const int *parent, int n_seq, int n_pos);
 
 #endif

@@ -75,6 +75,7 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
     wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
     if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
 
+    const size_t hd = (size_t)hp->head_dim;
     for (int l = 0; l < hp->n_dec_layers; l++) {
         float *kv = a;
         if ((st = wh_linear_run(w, &w->dec[l].cross_kv, w->enc_out, T2, kv, false, NULL)) != MLLM_OK) return st;
@@ -82,11 +83,17 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
         transpose(kv + d, (size_t)d * 2, T2, d, vt, (size_t)T2);
         if (w->cross_f16) {
             mllm_f16 *K = (mllm_f16 *)w->cross_k + (size_t)l * xd, *Vt = (mllm_f16 *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++) mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2, K + (size_t)j * (size_t)d, d);
+            for (int j = 0; j < T2; j++)
+                for (int hh = 0; hh < hp->n_head; hh++) /* head-major: wh_attn.k_head */
+                    mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
+                                          K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, (int64_t)hd);
             mllm_cpu_quantize_row(MLLM_DTYPE_F16, vt, Vt, (int64_t)xd);
         } else {
             float *K = (float *)w->cross_k + (size_t)l * xd, *Vt = (float *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++) memcpy(K + (size_t)j * (size_t)d, kv + (size_t)j * (size_t)d * 2, (size_t)d * 4);
+            for (int j = 0; j < T2; j++)
+                for (int hh = 0; hh < hp->n_head; hh++)
+                    memcpy(K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
+                           hd * sizeof(float));
             memcpy(Vt, vt, xd * sizeof(float));
         }
     }
@@ -108,27 +115,73 @@ static mllm_status ensure_cache(mllm_whisper *w, int n_seq) {
         return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder cache");
     }
     w->n_seq_alloc = MLLM_WHISPER_MAX_SEQ;
+    for (int i = 0; i < MLLM_WHISPER_MAX_SEQ; i++) w->slot[i] = i;
     return MLLM_OK;
 }
 
-/* Layer l, sequence s: keys (n_text_ctx, d) and values transposed (d, n_text_ctx). */
-static float *cache_k(mllm_whisper *w, int l, int s) {
+/* Layer l, cache slot p: keys (n_text_ctx, d) and values transposed (d, n_text_ctx). */
+static float *slot_k(mllm_whisper *w, int l, int p) {
     const size_t one = (size_t)w->hp.n_text_ctx * (size_t)w->hp.d_model;
-    return w->self_k + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)s) * one;
+    return w->self_k + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)p) * one;
 }
-static float *cache_vt(mllm_whisper *w, int l, int s) {
+static float *slot_vt(mllm_whisper *w, int l, int p) {
     const size_t one = (size_t)w->hp.n_text_ctx * (size_t)w->hp.d_model;
-    return w->self_vt + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)s) * one;
+    return w->self_vt + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)p) * one;
+}
+/* The same for sequence s, wherever its slot is. */
+static float *cache_k(mllm_whisper *w, int l, int s) { return slot_k(w, l, w->slot[s]); }
+static float *cache_vt(mllm_whisper *w, int l, int s) { return slot_vt(w, l, w->slot[s]); }
+
+static void slot_copy(mllm_whisper *w, int dst, int src, int n_pos) {
+    const int d = w->hp.d_model, ctx = w->hp.n_text_ctx;
+    for (int l = 0; l < w->hp.n_dec_layers; l++) {
+        memcpy(slot_k(w, l, dst), slot_k(w, l, src), (size_t)n_pos * (size_t)d * sizeof(float));
+        float *vd = slot_vt(w, l, dst), *vs = slot_vt(w, l, src);
+        for (int c = 0; c < d; c++) memcpy(vd + (size_t)c * ctx, vs + (size_t)c * ctx, (size_t)n_pos * sizeof(float));
+    }
 }
 
 void mllm_whisper_kv_copy(mllm_whisper *w, int dst, int src, int n_pos) {
     if (dst == src || !w->self_k || n_pos <= 0) return;
-    const int d = w->hp.d_model, ctx = w->hp.n_text_ctx;
-    for (int l = 0; l < w->hp.n_dec_layers; l++) {
-        memcpy(cache_k(w, l, dst), cache_k(w, l, src), (size_t)n_pos * (size_t)d * sizeof(float));
-        float *vd = cache_vt(w, l, dst), *vs = cache_vt(w, l, src);
-        for (int c = 0; c < d; c++) memcpy(vd + (size_t)c * ctx, vs + (size_t)c * ctx, (size_t)n_pos * sizeof(float));
+    slot_copy(w, w->slot[dst], w->slot[src], n_pos);
+}
+
+mllm_status mllm_whisper_kv_reorder(mllm_whisper *w, const int *parent, int n_seq, int n_pos) {
+    if (n_seq < 1 || n_seq > MLLM_WHISPER_MAX_SEQ)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: %d sequences to reorder", n_seq);
+    for (int j = 0; j < n_seq; j++)
+        if (parent[j] < 0 || parent[j] >= n_seq)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: parent %d of sequence %d", parent[j], j);
+    if (!w->self_k || n_pos <= 0) return MLLM_OK;
+    int next[MLLM_WHISPER_MAX_SEQ];
+    bool taken[MLLM_WHISPER_MAX_SEQ] = {false}, used[MLLM_WHISPER_MAX_SEQ] = {false};
+    /* the first child of each parent takes its slot over */
+    for (int j = 0; j < n_seq; j++) {
+        next[j] = -1;
+        if (!taken[parent[j]]) {
+            taken[parent[j]] = true;
+            next[j] = w->slot[parent[j]];
+            used[next[j]] = true;
+        }
     }
+    /* the others get a copy in a slot nobody keeps (never a parent's) */
+    int f = 0;
+    for (int j = 0; j < n_seq; j++) {
+        if (next[j] >= 0) continue;
+        while (used[f]) f++;
+        used[f] = true;
+        slot_copy(w, f, w->slot[parent[j]], n_pos);
+        next[j] = f;
+    }
+    /* the sequences past n_seq keep the free slots: the map stays a permutation */
+    for (int j = 0; j < n_seq; j++) w->slot[j] = next[j];
+    f = 0;
+    for (int j = n_seq; j < MLLM_WHISPER_MAX_SEQ; j++) {
+        while (used[f]) f++;
+        used[f] = true;
+        w->slot[j] = f;
+    }
+    return MLLM_OK;
 }
 
 mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *tokens, int n_tok, int pos0,
@@ -188,7 +241,8 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
         const wh_attn ca = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = R, .n_k = hp->n_audio_ctx, .q = a,
                             .k = (const char *)w->cross_k + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
                             .vt = (const char *)w->cross_vt + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
-                            .q_stride = (size_t)d, .k_stride = (size_t)d, .vt_stride = (size_t)hp->n_audio_ctx,
+                            .q_stride = (size_t)d, .k_stride = (size_t)hp->head_dim,
+                            .k_head = (size_t)hp->n_audio_ctx * (size_t)hp->head_dim, .vt_stride = (size_t)hp->n_audio_ctx,
                             .out = att, .out_stride = (size_t)d, .causal = -1, .kv_f16 = w->cross_f16};
         if ((st = wh_attention(w, &ca)) != MLLM_OK) return st;
         if ((st = wh_linear_run(w, &L->cross_out, att, R, tmp, false, x)) != MLLM_OK) return st;

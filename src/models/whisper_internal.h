@@ -50,7 +50,7 @@ struct mllm_whisper {
     char (*lang_codes)[8];       /* sp.n_lang codes, for --language */
     mllm_pool *pool;
 
-    /* state: encoder output, cross K (n_audio_ctx, d) and V transposed
+    /* state: encoder output, cross K (n_head, n_audio_ctx, head_dim) and V transposed
        (d, n_audio_ctx) per decoder layer; self K (per seq, n_text_ctx, d)
        and V^T (per seq, d, n_text_ctx) per layer */
     bool encoded;
@@ -59,6 +59,7 @@ struct mllm_whisper {
     bool cross_f16;              /* all but f32 weights: half the bytes each decoder step reads */
     float *self_k, *self_vt;
     int n_seq_alloc;
+    int slot[MLLM_WHISPER_MAX_SEQ]; /* sequence -> its cache slot (a permutation; beam reorders rename) */
     /* scratch, grown as needed */
     float *scratch;
     size_t scratch_floats;
@@ -101,13 +102,16 @@ void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, 
    at out[i * out_stride + h * hd]. causal >= 0: query i sees keys
    j <= causal + i; -1: all n_k keys. kv_f16: k and vt hold f16 (strides
    in values), and q and the probabilities are rounded to f16 for the f16
-   kernels, as CTranslate2's float16 does; else all f32. */
+   kernels, as CTranslate2's float16 does; else all f32. k_head: values
+   from one head's keys to the next (0: hd, the heads side by side in a row;
+   the decoder's cross K is stored head-major, n_k x hd per head, so a head
+   streams one contiguous block instead of 128 bytes out of every row). */
 typedef struct {
     int n_head, hd;
     int64_t n_q, n_k;
     const float *q;
     const void *k, *vt;
-    size_t q_stride, k_stride, vt_stride, out_stride;
+    size_t q_stride, k_stride, vt_stride, out_stride, k_head;
     float *out;
     int causal;
     bool kv_f16;

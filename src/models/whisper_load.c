@@ -431,6 +431,10 @@ mllm_status wh_load(mllm_ct2 *c, const char *path, const char *config, size_t co
     if (st == MLLM_OK) {
         w->pool = mllm_pool_new(p && p->n_threads > 0 ? p->n_threads : 1);
         if (!w->pool) st = mllm_err(MLLM_ERR_NOMEM, "whisper: cannot start the thread pool");
+        /* Whisper's parallel jobs are few per decoder step (whisper_ops.c):
+           idle workers sleep after ~0.1 ms instead of spinning ~5 ms, which
+           on a busy machine took the core from the thread doing the work */
+        else mllm_pool_set_spin(w->pool, 4000);
     }
     if (st != MLLM_OK) {
         mllm_whisper_free(w);

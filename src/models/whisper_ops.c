@@ -39,24 +39,25 @@ typedef struct {
     bool gelu;
     const void *Xc;   /* X converted to the weight's vec_dot type (or X) */
     size_t xc_stride;
-    bool convert, single;
     /* f16 / bf16 weights, many rows: Xc is f32, rounded through the
        vec_dot type (the same values the tiles would see), for the GEMM */
     bool gemm;
-    int64_t chunk, next;
+    int64_t chunk, next;     /* output rows per chunk; the next chunk */
+    int64_t cv_chunk, cv_next; /* the same for the activation rows converted */
 } lin_job;
 
-/* Below this many multiply-adds a layer runs on the calling thread: waking
-   the pool and meeting at its barriers costs more than the work. A decoder
-   step's layers are 0.1-3 M each and its logits 20 M per sequence; on this
-   project's loaded 2-vCPU machine (load average 10-12), jfk.wav beam 5 with
-   2 threads took decoder 3.3-5.9 s at a 2 M threshold, 1.5-1.6 s at 16 M
-   (only beam search's logits and the encoder threaded) and 1.1-1.3 s all on
-   one thread (0.95-1.16 s at 32 M, beam search's logits threaded, vs
-   1.55-1.72 s): a descheduled worker makes every barrier wait a time
-   slice. 128 M threads the encoder's layers (200 M and up) and its
-   attention, and runs every decoder step on the calling thread. */
-#define WH_PARALLEL_MIN_MACS (128 * 1024 * 1024)
+/* Multiply-adds from which a layer is shared with the pool's workers
+   (mllm_pool_run_help: the caller never waits for a worker that has not
+   started, so a descheduled one on this project's loaded 2-vCPU machine
+   costs nothing). Below it, waking a worker and the cache lines its
+   results cross cost more than it saves: a decoder step's linears are
+   0.15-0.6 M each (q8_0: 0.02-0.1 ms), its logits 20 M per sequence, its
+   cross-attention 1.2 M per sequence and layer plus 2.3 MB read. jfk.wav,
+   beam 5, q8_0, 2 threads, load average 11-15: decoder 0.76-1.0 s at 2-4 M
+   (idle workers sleeping after 4000 pauses, whisper_load.c) against
+   0.82-1.1 s on one thread; with the pool's default 5-ms spin 1.4-1.5 s
+   (the spinning worker took the core the caller needed). */
+#define WH_PARALLEL_MIN_MACS (4 * 1024 * 1024)
 
 /* From this many rows on, f16 / bf16 layers run on mllm_cpu_gemm (the
    encoder, a prompt): the activations are rounded and widened once, shared
@@ -65,15 +66,22 @@ typedef struct {
 #define WH_GEMM_MIN_M 16
 #define WH_GEMM_MAX_K 16384
 
-static void lin_fn(void *arg, int ith, int nth) {
+static int64_t take(int64_t *next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
+
+/* The activation rows converted for the matmul, a chunk of rows at a time. */
+static void convert_fn(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
     lin_job *j = arg;
-    const mllm_cpu_ops *k = mllm_cpu_ops_get();
     const wh_linear *L = j->L;
-    const int64_t K = L->n_in, N = L->n_out, M = j->M;
-    if (j->convert) {
-        const mllm_dtype vt = (mllm_dtype)mllm_dtype_get(L->dtype)->vec_dot_type;
-        mllm_f16 half[WH_GEMM_MAX_K];
-        for (int64_t m = ith; m < M; m += nth) {
+    const int64_t K = L->n_in, M = j->M;
+    const mllm_dtype vt = (mllm_dtype)mllm_dtype_get(L->dtype)->vec_dot_type;
+    mllm_f16 half[WH_GEMM_MAX_K];
+    for (;;) {
+        const int64_t m0 = take(&j->cv_next) * j->cv_chunk;
+        if (m0 >= M) break;
+        const int64_t m1 = m0 + j->cv_chunk < M ? m0 + j->cv_chunk : M;
+        for (int64_t m = m0; m < m1; m++) {
             char *dst = (char *)(uintptr_t)j->Xc + (size_t)m * j->xc_stride;
             if (!j->gemm) {
                 mllm_cpu_quantize_row(vt, j->X + m * K, dst, K);
@@ -82,11 +90,18 @@ static void lin_fn(void *arg, int ith, int nth) {
             mllm_cpu_quantize_row(vt, j->X + m * K, half, K);
             mllm_cpu_to_float(vt, half, (float *)(void *)dst, K);
         }
-        if (!j->single) mllm_pool_barrier(j->w->pool);
     }
+}
+
+static void lin_fn(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    lin_job *j = arg;
+    const mllm_cpu_ops *k = mllm_cpu_ops_get();
+    const wh_linear *L = j->L;
+    const int64_t K = L->n_in, N = L->n_out, M = j->M;
     for (;;) {
-        const int64_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-        const int64_t r0 = c * j->chunk;
+        const int64_t r0 = take(&j->next) * j->chunk;
         if (r0 >= N) break;
         const int64_t r1 = r0 + j->chunk < N ? r0 + j->chunk : N;
         if (j->gemm) mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, K, j->Xc, j->xc_stride, M, j->Y, (size_t)N, r0, r1);
@@ -101,29 +116,35 @@ static void lin_fn(void *arg, int ith, int nth) {
     }
 }
 
+/* fn on the pool (shared with the workers that come) or on this thread. */
+static void run(mllm_whisper *w, bool parallel, mllm_job_fn fn, void *arg) {
+    if (parallel && mllm_pool_size(w->pool) > 1) mllm_pool_run_help(w->pool, fn, arg);
+    else fn(arg, 0, 1);
+}
+
 mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, int64_t M, float *Y, bool gelu,
                           float *acc) {
     const mllm_dtype_traits *tr = mllm_dtype_get(L->dtype);
     lin_job j = {.w = w, .L = L, .X = X, .M = M, .Y = Y, .acc = acc, .gelu = gelu};
     j.gemm = (L->dtype == MLLM_DTYPE_F16 || L->dtype == MLLM_DTYPE_BF16) && M >= WH_GEMM_MIN_M && L->n_in <= WH_GEMM_MAX_K;
+    const int nth = mllm_pool_size(w->pool);
+    const bool parallel = nth > 1 && M * (int64_t)L->n_out * L->n_in >= WH_PARALLEL_MIN_MACS;
+    /* many chunks: a worker descheduled while it holds one delays the end
+       by at most that chunk */
+    const int64_t target = (int64_t)nth * 8;
+    j.chunk = !parallel ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
     if (tr->vec_dot_type != MLLM_DTYPE_F32) {
         j.xc_stride = j.gemm ? (size_t)L->n_in * sizeof(float) : mllm_dtype_row_size((mllm_dtype)tr->vec_dot_type, L->n_in);
         if (!grow(&w->xq, &w->xq_bytes, j.xc_stride * (size_t)M))
             return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for activations");
-        j.convert = true;
         j.Xc = w->xq;
+        j.cv_chunk = parallel ? (M + target - 1) / target : M;
+        run(w, parallel && M >= 64, convert_fn, &j);
     } else {
         j.xc_stride = (size_t)L->n_in * sizeof(float);
         j.Xc = X;
     }
-    const int nth = mllm_pool_size(w->pool);
-    j.single = nth == 1 || M * (int64_t)L->n_out * L->n_in < WH_PARALLEL_MIN_MACS;
-    /* many chunks: a worker descheduled while it holds one delays the end
-       barrier by at most that chunk */
-    const int64_t target = (int64_t)nth * 8;
-    j.chunk = j.single ? L->n_out : ((L->n_out + target - 1) / target + 15) & ~(int64_t)15;
-    if (j.single) lin_fn(&j, 0, 1);
-    else mllm_pool_run(w->pool, lin_fn, &j);
+    run(w, parallel, lin_fn, &j);
     return MLLM_OK;
 }
 
@@ -131,20 +152,27 @@ typedef struct {
     const wh_norm *n;
     const float *X;
     float *Y;
-    int64_t M, dim;
+    int64_t M, dim, next;
 } ln_job;
 
+#define LN_ROWS 64
+
 static void ln_fn(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
     ln_job *j = arg;
     const mllm_cpu_ops *k = mllm_cpu_ops_generic();
-    for (int64_t m = ith; m < j->M; m += nth)
-        k->layernorm(j->Y + m * j->dim, j->X + m * j->dim, j->n->gamma, j->n->beta, (int)j->dim, 1e-5f);
+    for (;;) {
+        const int64_t m0 = take(&j->next) * LN_ROWS;
+        if (m0 >= j->M) break;
+        for (int64_t m = m0; m < j->M && m < m0 + LN_ROWS; m++)
+            k->layernorm(j->Y + m * j->dim, j->X + m * j->dim, j->n->gamma, j->n->beta, (int)j->dim, 1e-5f);
+    }
 }
 
 void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y) {
-    ln_job j = {n, X, Y, M, dim};
-    if (M * dim < (1 << 20)) ln_fn(&j, 0, 1); /* 1500 x 384: 0.2 ms, less than a pool round */
-    else mllm_pool_run(w->pool, ln_fn, &j);
+    ln_job j = {n, X, Y, M, dim, 0};
+    run(w, M * dim >= (1 << 20), ln_fn, &j); /* 1500 x 384: 0.2 ms, less than a pool round below */
 }
 
 /* Queries per attention job: each key and value row read serves this many
@@ -164,12 +192,15 @@ typedef struct {
        into the GEMM's panels (else NULL) */
     float *kp, *vp;
     size_t kp_head, vp_head;
+    int64_t next_pack;
 } att_job;
 
 static void pack_fn(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
     att_job *j = arg;
     const wh_attn *a = j->a;
-    for (int h = ith; h < a->n_head; h += nth) {
+    for (int64_t h; (h = take(&j->next_pack)) < a->n_head;) {
         const float *K = a->k, *Vt = a->vt;
         mllm_cpu_gemm_f32_pack(K + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
         mllm_cpu_gemm_f32_pack(Vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float), a->n_k,
@@ -204,7 +235,7 @@ static void att_fn(void *arg, int ith, int nth) {
         }
         const size_t es = a->kv_f16 ? 2 : 4; /* bytes per K / V value */
         const mllm_dtype kt = a->kv_f16 ? MLLM_DTYPE_F16 : MLLM_DTYPE_F32;
-        const char *kh = (const char *)a->k + (size_t)(h * a->hd) * es;
+        const char *kh = (const char *)a->k + (size_t)h * (a->k_head ? a->k_head : (size_t)a->hd) * es;
         const char *vh = (const char *)a->vt + (size_t)h * (size_t)a->hd * a->vt_stride * es;
         const void *xq = qh;
         size_t xq_stride = a->q_stride * sizeof(float);
@@ -259,11 +290,8 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
         w->att_pack_floats = bytes / sizeof(float);
         j.kp = w->att_pack;
         j.vp = j.kp + j.kp_head * (size_t)a->n_head;
-        if (nth == 1) pack_fn(&j, 0, 1);
-        else mllm_pool_run(w->pool, pack_fn, &j);
+        run(w, true, pack_fn, &j);
     }
-    if (j.n_jobs == 1 || nth == 1 || (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 < WH_PARALLEL_MIN_MACS)
-        att_fn(&j, 0, 1);
-    else mllm_pool_run(w->pool, att_fn, &j);
+    run(w, j.n_jobs > 1 && (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 >= WH_PARALLEL_MIN_MACS, att_fn, &j);
     return MLLM_OK;
 }

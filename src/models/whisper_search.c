@@ -24,8 +24,29 @@ typedef struct {
     float sum_lp;
 } fin_t;
 
-/* Whisper's rules on one sequence's logits, given what it generated. */
-static void filter(const mllm_whisper *w, const mllm_whisper_options *o, const seq_t *s, float *lg, float *lp) {
+/* log(sum(exp(lg - mx))) + mx over lg[i0, i1) with mx the largest value
+   there: the log-softmax normalizer, summed in double in index order (the
+   -inf entries add exactly 0). `ts_from` >= i0: *ts_sum (if not NULL) gets
+   the sum over [ts_from, i1) from the same terms, in the same order. */
+static double lse_range(const float *lg, int i0, int i1, int ts_from, double *ts_sum, float *mx_out) {
+    float mx = -INFINITY;
+    for (int i = i0; i < i1; i++) mx = lg[i] > mx ? lg[i] : mx;
+    double sum = 0, ts = 0;
+    for (int i = i0; i < i1; i++) {
+        const double e = lg[i] == -INFINITY ? 0.0 : exp((double)(lg[i] - mx));
+        sum += e;
+        if (i >= ts_from) ts += e;
+    }
+    if (ts_sum) *ts_sum = ts;
+    if (mx_out) *mx_out = mx;
+    return log(sum) + mx;
+}
+
+/* Whisper's rules on one sequence's logits, given what it generated; returns
+   the log-softmax normalizer of the filtered logits (lp[i] = lg[i] - it),
+   computed once here: each exp pass over the 51,864 logits costs about as
+   much as a decoder layer. */
+static float filter(const mllm_whisper *w, const mllm_whisper_options *o, const seq_t *s, float *lg) {
     const mllm_whisper_special *sp = mllm_whisper_tokens(w);
     const int V = mllm_whisper_hp(w)->n_vocab, tb = sp->timestamp_begin;
     int n;
@@ -39,7 +60,7 @@ static void filter(const mllm_whisper *w, const mllm_whisper_options *o, const s
     const int32_t always[] = {sp->transcribe, sp->translate, sp->sot, sp->sot_prev, sp->sot_lm, sp->no_speech};
     for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
         if (always[i] >= 0) lg[always[i]] = -INFINITY;
-    if (!o->timestamps) return;
+    if (!o->timestamps) return (float)lse_range(lg, 0, V, V, NULL, NULL);
     lg[sp->no_timestamps] = -INFINITY;
     const bool last_ts = s->n >= 1 && s->tok[s->n - 1] >= tb;
     const bool penult_ts = s->n < 2 || s->tok[s->n - 2] >= tb;
@@ -68,28 +89,17 @@ static void filter(const mllm_whisper *w, const mllm_whisper_options *o, const s
     }
     /* If the timestamps together are likelier than any one text token, a
        timestamp it is. */
-    float mx = -INFINITY;
-    for (int i = 0; i < V; i++) mx = lg[i] > mx ? lg[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += lg[i] == -INFINITY ? 0.0 : exp((double)(lg[i] - mx));
-    const double lse = log(sum) + mx;
-    double ts_sum = 0, text_max = -INFINITY;
-    for (int i = tb; i < V; i++) ts_sum += lg[i] == -INFINITY ? 0.0 : exp((double)(lg[i] - mx));
+    double ts_sum;
+    float mx;
+    const double lse = lse_range(lg, 0, V, tb, &ts_sum, &mx);
+    double text_max = -INFINITY;
     for (int i = 0; i < tb; i++) text_max = lg[i] > text_max ? lg[i] : text_max;
     const double ts_lp = ts_sum > 0 ? log(ts_sum) + mx - lse : -INFINITY;
-    if (ts_lp > text_max - lse)
-        for (int i = 0; i < tb; i++) lg[i] = -INFINITY;
-    (void)lp;
-}
-
-/* lp = log_softmax(lg). */
-static void log_softmax(const float *lg, float *lp, int V) {
-    float mx = -INFINITY;
-    for (int i = 0; i < V; i++) mx = lg[i] > mx ? lg[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += lg[i] == -INFINITY ? 0.0 : exp((double)(lg[i] - mx));
-    const float lse = (float)(log(sum) + mx);
-    for (int i = 0; i < V; i++) lp[i] = lg[i] - lse;
+    if (!(ts_lp > text_max - lse)) return (float)lse;
+    for (int i = 0; i < tb; i++) lg[i] = -INFINITY;
+    /* the text entries now add exactly 0: the sum over the timestamps is
+       the whole one */
+    return (float)lse_range(lg, tb, V, V, NULL, NULL);
 }
 
 static int argmax(const float *x, int n) {
@@ -97,6 +107,29 @@ static int argmax(const float *x, int n) {
     for (int i = 1; i < n; i++)
         if (x[i] > x[b]) b = i;
     return b;
+}
+
+/* The k best of lg[i] - lse (the log-probabilities), best first, ties to the
+   lower index: what k rounds of argmax-and-remove give, in one pass. Short
+   of k finite ones, the rest are (-inf, token 0), as argmax over all -inf
+   returns 0. */
+static void top_k_lp(const float *lg, int V, float lse, int k, float *val, int *idx) {
+    int n = 0;
+    for (int i = 0; i < V; i++) {
+        const float v = lg[i] - lse;
+        if (v == -INFINITY || (n == k && !(v > val[k - 1]))) continue;
+        int j = n < k ? n++ : k - 1;
+        for (; j > 0 && v > val[j - 1]; j--) {
+            val[j] = val[j - 1];
+            idx[j] = idx[j - 1];
+        }
+        val[j] = v;
+        idx[j] = i;
+    }
+    for (; n < k; n++) {
+        val[n] = -INFINITY;
+        idx[n] = 0;
+    }
 }
 
 static int sample(const float *lg, int V, float temp, mllm_rng *rng) {
@@ -126,14 +159,6 @@ static int cand_cmp(const void *a, const void *b) {
     return x->parent != y->parent ? x->parent - y->parent : x->tok - y->tok; /* deterministic ties */
 }
 
-/* Moves the KV caches so slot j holds what slot parent[j] held. */
-static void reorder(mllm_whisper *w, const int *parent, int S, int n_pos) {
-    for (int j = 0; j < S; j++)
-        if (parent[j] != j) mllm_whisper_kv_copy(w, S + j, parent[j], n_pos);
-    for (int j = 0; j < S; j++)
-        if (parent[j] != j) mllm_whisper_kv_copy(w, j, S + j, n_pos);
-}
-
 mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_options *o, const int32_t *prompt,
                                        int n_prompt, int sot_index, float temperature, uint64_t seed,
                                        mllm_whisper_hyp *out) {
@@ -150,7 +175,8 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
     const int sample_len = hp->n_text_ctx / 2 < hp->n_text_ctx - n_prompt ? hp->n_text_ctx / 2 : hp->n_text_ctx - n_prompt;
     const int max_fin = beam ? (int)lroundf((float)S * (o->patience > 0 ? o->patience : 1.0f)) : S;
     float *lg = mllm_malloc((size_t)S * (size_t)V * sizeof(float));
-    float *lp = mllm_malloc((size_t)V * sizeof(float));
+    float *top_v = mllm_malloc((size_t)(S + 1) * sizeof(float));
+    int *top_i = mllm_malloc((size_t)(S + 1) * sizeof(int));
     seq_t *seq = mllm_calloc((size_t)S * 2, sizeof *seq);
     fin_t *fin = mllm_calloc((size_t)max_fin + (size_t)S + 1, sizeof *fin);
     cand_t *cand = mllm_malloc((size_t)S * (size_t)(S + 1) * sizeof *cand);
@@ -159,7 +185,7 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
     int32_t *pool = mllm_malloc((size_t)S * 2 * (size_t)(sample_len + 1) * sizeof(int32_t));
     mllm_status st = MLLM_OK;
     int n_fin = 0;
-    if (!lg || !lp || !seq || !fin || !cand || !next || !parent || !pool) {
+    if (!lg || !top_v || !top_i || !seq || !fin || !cand || !next || !parent || !pool) {
         st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for decoding");
         goto done;
     }
@@ -169,10 +195,8 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
 
     /* The prompt up to <|startoftranscript|>: its logits give no_speech. */
     if ((st = mllm_whisper_decode(w, 1, prompt, sot_index + 1, 0, lg, false)) != MLLM_OK) goto done;
-    if (sp->no_speech >= 0) {
-        log_softmax(lg, lp, V);
-        out->no_speech_prob = expf(lp[sp->no_speech]);
-    }
+    if (sp->no_speech >= 0)
+        out->no_speech_prob = expf(lg[sp->no_speech] - (float)lse_range(lg, 0, V, V, NULL, NULL));
     if (sot_index + 1 < n_prompt &&
         (st = mllm_whisper_decode(w, 1, prompt + sot_index + 1, n_prompt - sot_index - 1, sot_index + 1, lg, false)) !=
             MLLM_OK)
@@ -192,14 +216,10 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
                 next[s] = sp->eot;
                 continue;
             }
-            filter(w, o, q, l, lp);
-            log_softmax(l, lp, V);
-            if (beam) {
-                for (int k = 0; k <= S; k++) { /* the beam_size + 1 best tokens */
-                    int b = argmax(lp, V);
-                    cand[n_cand++] = (cand_t){q->sum_lp + lp[b], s, b};
-                    lp[b] = -INFINITY;
-                }
+            const float lse = filter(w, o, q, l);
+            if (beam) { /* the beam_size + 1 best tokens */
+                top_k_lp(l, V, lse, S + 1, top_v, top_i);
+                for (int k = 0; k <= S; k++) cand[n_cand++] = (cand_t){q->sum_lp + top_v[k], s, top_i[k]};
                 continue;
             }
             const int t = temperature > 0.0f ? sample(l, V, temperature, &rng) : argmax(l, V);
@@ -207,7 +227,7 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
             if (t == sp->eot) {
                 q->done = true;
             } else {
-                q->sum_lp += lp[t];
+                q->sum_lp += l[t] - lse;
                 q->tok[q->n++] = t;
                 all_done = false;
             }
@@ -245,7 +265,7 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
                 seq[S + s] = tmp;
             }
             if (n_fin >= max_fin || saved < S) break;
-            reorder(w, parent, S, pos);
+            if ((st = mllm_whisper_kv_reorder(w, parent, S, pos)) != MLLM_OK) goto done;
             all_done = false;
         }
         if (all_done || step + 1 >= sample_len) break;
@@ -292,7 +312,8 @@ done:
     if (beam && fin)
         for (int i = 0; i < n_fin; i++) mllm_free(fin[i].tok);
     mllm_free(lg);
-    mllm_free(lp);
+    mllm_free(top_v);
+    mllm_free(top_i);
     mllm_free(seq);
     mllm_free(fin);
     mllm_free(cand);

@@ -198,7 +198,9 @@ int cmd_serve(int argc, char **argv) {
     if (mllm_model_can_generate(m))
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d %s)\n", c.host,
                 mllm_server_port(srv), c.model_id, c.n_parallel,
-                spp.draft && spp.mode != MLLM_SPEC_OFF ? "slots with a draft model" : "parallel sequences, one engine");
+                spp.draft && spp.mode != MLLM_SPEC_OFF ? "slots with a draft model"
+                : mllm_model_takes_images(m)          ? "slots (a vision model: no batching engine yet)"
+                                                      : "parallel sequences, one engine");
     else
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %s only)\n", c.host,
                 mllm_server_port(srv), c.model_id, mllm_model_can_transcribe(m) ? "speech to text" : "embeddings");

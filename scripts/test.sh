@@ -5,8 +5,8 @@
 # cross build whose unit, kernel and small-model tests run under qemu. Real-model tests
 # use SmolLM2 and Whisper tiny.en from PyPI when they can be fetched;
 # otherwise they print SKIPPED.
-# Then every libFuzzer target runs MLLM_FUZZ_SECONDS (default 15) seconds: a
-# regression run that keeps CI near its 45-minute budget with 21 targets
+# Then every libFuzzer target runs MLLM_FUZZ_SECONDS (default 10) seconds: a
+# regression run that keeps CI near its 45-minute budget with 23 targets
 # (long runs: scripts/fuzz.sh SECONDS [TARGET]).
 # Last, the time guard: the clock and template tests of each build and the
 # end-to-end tests of the release build run once more under libfaketime at MLLM_GUARD_DATE (default years
@@ -107,8 +107,8 @@ run_preset release
 run_preset clang
 run_preset asan
 # A short run of every libFuzzer target (clang): a crash fails the tests.
-phase "fuzz (${MLLM_FUZZ_SECONDS:-15} s per target)"
-if scripts/fuzz.sh "${MLLM_FUZZ_SECONDS:-15}"; then
+phase "fuzz (${MLLM_FUZZ_SECONDS:-10} s per target)"
+if scripts/fuzz.sh "${MLLM_FUZZ_SECONDS:-10}"; then
     n_pass=$((n_pass + 1))
 else
     n_fail=$((n_fail + 1))

@@ -42,6 +42,20 @@ static mllm_status launch(mllm_ocl *c, mllm_ocl_kernel k, const karg *args, int 
     return e == CL_SUCCESS ? MLLM_OK : mllm_ocl_fail(e, op);
 }
 
+/* Reads the T int32 values of b (ids or positions from a graph input) and
+   checks each is in [0, limit): the kernels index with them. */
+static mllm_status check_i32(const mllm_ocl_buf *b, int64_t T, int64_t limit, const char *op, const char *what) {
+    int32_t *h = mllm_malloc((size_t)T * sizeof *h);
+    if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl %s: out of memory", op);
+    mllm_status st = mllm_ocl_buf_get(b, 0, h, (size_t)T * 4);
+    for (int64_t i = 0; !st && i < T; i++)
+        if (h[i] < 0 || h[i] >= limit)
+            st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s %d at %lld is outside [0, %lld)", op, what, h[i],
+                          (long long)i, (long long)limit);
+    mllm_free(h);
+    return st;
+}
+
 static int matmul_kernel(mllm_dtype t) {
     switch (t) {
     case MLLM_DTYPE_F32: return MLLM_OCL_K_MM_F32;
@@ -67,12 +81,6 @@ static int get_rows_kernel(mllm_dtype t) {
 bool mllm_ocl_supports_matmul(mllm_dtype t) { return matmul_kernel(t) >= 0; }
 bool mllm_ocl_supports_get_rows(mllm_dtype t) { return get_rows_kernel(t) >= 0; }
 
-/* Row bytes of K values of t, 0 when K is not a whole number of blocks. */
-static size_t row_bytes(mllm_dtype t, int64_t K) {
-    const int64_t bs = t == MLLM_DTYPE_F32 || t == MLLM_DTYPE_F16 ? 1 : t == MLLM_DTYPE_Q4_K || t == MLLM_DTYPE_Q6_K ? 256 : 32;
-    return K % bs ? 0 : mllm_dtype_row_size(t, K);
-}
-
 mllm_status mllm_ocl_mul_mat(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W, int64_t K, int64_t N,
                              const mllm_ocl_buf *X, int64_t T, mllm_ocl_buf *Y, const mllm_ocl_buf *bias) {
     const char *op = "matmul";
@@ -80,7 +88,7 @@ mllm_status mllm_ocl_mul_mat(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W, 
     if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "opencl matmul: weights of type %s are not supported", mllm_dtype_name(wt));
     mllm_status st = dims_ok(op, K, N, T);
     if (st) return st;
-    const size_t rb = row_bytes(wt, K);
+    const size_t rb = mllm_dtype_row_size(wt, K); /* 0: K is not whole blocks */
     if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl matmul: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
     if ((st = need(W, rb * (size_t)N, op, "W")) || (st = need(X, (size_t)(K * T) * 4, op, "X")) ||
         (st = need(Y, (size_t)(N * T) * 4, op, "Y")) || (bias && (st = need(bias, (size_t)N * 4, op, "bias"))))
@@ -100,27 +108,13 @@ mllm_status mllm_ocl_get_rows(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W,
     if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "opencl get_rows: tables of type %s are not supported", mllm_dtype_name(wt));
     mllm_status st = dims_ok(op, K, n_rows, T);
     if (st) return st;
-    const size_t rb = row_bytes(wt, K);
+    const size_t rb = mllm_dtype_row_size(wt, K); /* 0: K is not whole blocks */
     if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl get_rows: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
     if ((st = need(W, rb * (size_t)n_rows, op, "table")) || (st = need(ids, (size_t)T * 4, op, "ids")) ||
         (st = need(Y, (size_t)(K * T) * 4, op, "Y")))
         return st;
-    /* The ids come from the host's tokenizer or a graph input: each is
-       checked here, as the kernel reads the row it names. */
-    int32_t *h = mllm_malloc((size_t)T * sizeof *h);
-    if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl get_rows: out of memory");
-    if ((st = mllm_ocl_buf_get(ids, 0, h, (size_t)T * 4))) {
-        mllm_free(h);
-        return st;
-    }
-    for (int64_t i = 0; i < T; i++)
-        if (h[i] < 0 || h[i] >= n_rows) {
-            st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl get_rows: id %d at %lld is outside the table's %lld rows", h[i],
-                          (long long)i, (long long)n_rows);
-            break;
-        }
-    mllm_free(h);
-    if (st) return st;
+    /* The ids come from the tokenizer or a graph input: the kernel reads the row each names. */
+    if ((st = check_i32(ids, T, n_rows, op, "id"))) return st;
     const cl_ulong rbl = rb;
     const cl_int Ki = (cl_int)K;
     const karg a[] = {MEM(W), ARG(rbl), ARG(Ki), MEM(ids), MEM(Y)};
@@ -234,19 +228,7 @@ mllm_status mllm_ocl_attention(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_oc
         return st;
     /* Causal: a token at a position past the stored keys would read keys
        that do not exist; the positions are checked on the host. */
-    if (causal) {
-        int32_t *h = mllm_malloc((size_t)T * sizeof *h);
-        if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl attention: out of memory");
-        if (!(st = mllm_ocl_buf_get(pos, 0, h, (size_t)T * 4)))
-            for (int64_t i = 0; i < T; i++)
-                if (h[i] < 0 || h[i] >= n_keys) {
-                    st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl attention: position %d of token %lld is outside the %lld keys",
-                                  h[i], (long long)i, (long long)n_keys);
-                    break;
-                }
-        mllm_free(h);
-        if (st) return st;
-    }
+    if (causal && (st = check_i32(pos, T, n_keys, op, "position"))) return st;
     const float sc = scale > 0 ? scale : 1.0f / sqrtf((float)D);
     const cl_int Di = (cl_int)D, Hi = (cl_int)H, Hkvi = (cl_int)Hkv, nk = (cl_int)n_keys, win = window, ca = causal;
     const karg a1[] = {MEM(Q), MEM(Kc), MEM(scratch), MEM(pos), ARG(Di), ARG(Hi), ARG(Hkvi), ARG(nk), ARG(sc), ARG(win), ARG(ca)};

@@ -37,17 +37,7 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     o->res = *r;
 }
 
-static mllm_model *synth(const char *arch, const char *dtype) {
-    char name[64];
-    snprintf(name, sizeof name, "eng-%s-%s.gguf", arch, dtype);
-    char *path = (char *)tu_tmp(name);
-    if (access(path, F_OK) != 0 && mllm_synth_write(arch, "tiny", dtype, "gguf", path, NULL, NULL))
-        fail_msg("synth %s: %s", arch, mllm_last_error());
-    mllm_model *m = NULL;
-    if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
-    free(path);
-    return m;
-}
+static mllm_model *synth(const char *arch, const char *dtype) { return tu_synth_load("eng", arch, dtype); }
 
 static const int plen[NSEQ] = {40, 23, 5, 33};
 

@@ -61,17 +61,7 @@ static void run_batch(const mllm_decoder *dec, mllm_pool *pool, mllm_kv_pool *kp
     mllm_graph_free(&g);
 }
 
-static mllm_model *synth(const char *arch, const char *dtype) {
-    char name[64];
-    snprintf(name, sizeof name, "kvm-%s-%s.gguf", arch, dtype);
-    char *path = (char *)tu_tmp(name);
-    if (access(path, F_OK) != 0 && mllm_synth_write(arch, "tiny", dtype, "gguf", path, NULL, NULL))
-        fail_msg("synth %s: %s", arch, mllm_last_error());
-    mllm_model *m = NULL;
-    if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
-    free(path);
-    return m;
-}
+static mllm_model *synth(const char *arch, const char *dtype) { return tu_synth_load("kvm", arch, dtype); }
 
 enum { NA = 40, NB = 23, NC = 5 };
 

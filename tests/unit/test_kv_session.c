@@ -112,17 +112,7 @@ static void report(const char *model, mllm_model *m, int kv_type, const cmp_resu
     mllm_session_free(s);
 }
 
-static mllm_model *synth(const char *arch) {
-    char name[64];
-    snprintf(name, sizeof name, "kvs-%s-f32.gguf", arch);
-    char *path = (char *)tu_tmp(name);
-    if (access(path, F_OK) != 0 && mllm_synth_write(arch, "tiny", "f32", "gguf", path, NULL, NULL))
-        fail_msg("synth %s: %s", arch, mllm_last_error());
-    mllm_model *m = NULL;
-    if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
-    free(path);
-    return m;
-}
+static mllm_model *synth(const char *arch) { return tu_synth_load("kvs", arch, "f32"); }
 
 #define N_SYN 300 /* past the first 256-position chunk */
 

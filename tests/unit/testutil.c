@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "synth/synth.h"
 
 static char *join(const char *a, const char *b) {
     size_t n = strlen(a) + strlen(b) + 2;
@@ -170,5 +171,17 @@ struct mllm_model *tu_load_env(const char *var, int exact) {
     lp.exact = exact;
     mllm_model *m = NULL;
     if (mllm_model_load(path, &lp, &m)) fail_msg("load %s: %s", path, mllm_last_error());
+    return m;
+}
+
+mllm_model *tu_synth_load(const char *tag, const char *arch, const char *dtype) {
+    char name[96];
+    snprintf(name, sizeof name, "%s-%s-%s.gguf", tag, arch, dtype);
+    char *path = (char *)tu_tmp(name);
+    if (access(path, F_OK) != 0 && mllm_synth_write(arch, "tiny", dtype, "gguf", path, NULL, NULL))
+        fail_msg("synth %s %s: %s", arch, dtype, mllm_last_error());
+    mllm_model *m = NULL;
+    if (mllm_model_load(path, NULL, &m)) fail_msg("load %s: %s", path, mllm_last_error());
+    free(path);
     return m;
 }

@@ -33,6 +33,10 @@ void *tu_read_file(const char *path, size_t *len);
 void tu_fill_random(float *x, size_t n, uint64_t seed);
 /* A fresh path in a temporary folder for this test process. */
 const char *tu_tmp(const char *name);
+/* The tiny synthetic model of arch in dtype (mllm_synth_write), written once
+   as TAG-ARCH-DTYPE.gguf in the tests' scratch folder and loaded with the
+   default parameters; fails the test on any error. */
+struct mllm_model *tu_synth_load(const char *tag, const char *arch, const char *dtype);
 
 /* Loads the model at path (1 thread, n_ctx 32), evaluates ids (each taken
    modulo the vocabulary) and returns the last position's logits (caller

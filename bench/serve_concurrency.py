@@ -5,6 +5,12 @@ tokens), over plain HTTP (no client library needed).
 
     bench/serve_concurrency.py MLLM_BINARY MODEL.gguf [--parallel 8] [--streams 1,8] [--rounds 3]
         [--extra "--kv-type q8"]
+    bench/serve_concurrency.py --llama-server LLAMA_SERVER_BINARY MODEL.gguf [same options]
+
+With --llama-server the first argument is llama.cpp's llama-server, started
+with -np PARALLEL -c PARALLEL*2048 on a free port (a benchmark, not a test).
+Every answer's token count is read back from the streamed usage chunk, so a
+server that stops early or ignores ignore_eos is caught, not counted.
 
 Prints, per stream count: wall seconds, total generated tokens, aggregate
 tokens/s (total / wall) and mean time to first token (from a streamed
@@ -25,15 +31,34 @@ QUESTIONS = ["Tell me about bread.", "Describe a forest.", "Explain rain.", "Wri
              "Describe winter.", "Explain the moon.", "Talk about music.", "Describe a garden."]
 
 
-def start(mllm, model, parallel, extra):
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start(mllm, model, parallel, extra, llama):
     log = tempfile.NamedTemporaryFile(prefix="bench-serve-", suffix=".log", delete=False)
-    cmd = [mllm, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), "--log-requests", "off"] + extra
+    if llama:
+        port = free_port()
+        cmd = [mllm, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-np", str(parallel),
+               "-c", str(parallel * 2048)] + extra
+    else:
+        cmd = [mllm, "serve", "-m", model, "--port", "0", "--parallel", str(parallel), "--log-requests", "off"] + extra
     p = subprocess.Popen(cmd, stdout=log, stderr=log)
-    for _ in range(600):
+    for _ in range(1200):
         with open(log.name) as f:
-            m = re.search(r"listening on http://[\d.]+:(\d+)", f.read())
-        if m:
-            return p, int(m.group(1))
+            out = f.read()
+        if llama:
+            if re.search(r"listening on http://", out):
+                return p, port
+        else:
+            m = re.search(r"listening on http://[\d.]+:(\d+)", out)
+            if m:
+                return p, int(m.group(1))
         if p.poll() is not None:
             break
         time.sleep(0.05)
@@ -44,21 +69,26 @@ def start(mllm, model, parallel, extra):
 def chat(port, q, n_tokens):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     body = {"model": "m", "messages": [{"role": "user", "content": q}], "max_tokens": n_tokens, "temperature": 0,
-            "ignore_eos": True, "stream": True}
+            "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True}}
     t0 = time.monotonic()
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
-    ttft, text = None, ""
+    ttft, text, used = None, "", None
     for line in r:
         line = line.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
         ch = json.loads(line[6:])
+        if ch.get("usage"):
+            used = ch["usage"].get("completion_tokens")
         if ch.get("choices") and ch["choices"][0]["delta"].get("content"):
             if ttft is None:
                 ttft = time.monotonic() - t0
             text += ch["choices"][0]["delta"]["content"]
     c.close()
+    if used != n_tokens:
+        raise SystemExit("a %d-token request came back with completion_tokens %r" % (n_tokens, used))
     return ttft or 0.0, text
 
 
@@ -84,8 +114,9 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--extra", default="")
+    ap.add_argument("--llama-server", action="store_true", help="the binary is llama.cpp's llama-server")
     a = ap.parse_args()
-    p, port = start(a.mllm, a.model, a.parallel, a.extra.split())
+    p, port = start(a.mllm, a.model, a.parallel, a.extra.split(), a.llama_server)
     try:
         chat(port, "Hello", 8)  # warm up
         print("load average before: %.2f %.2f %.2f" % os.getloadavg())

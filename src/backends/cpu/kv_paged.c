@@ -94,24 +94,36 @@ void mllm_kv_paged_read(const mllm_kv_paged *kv, int32_t block, int off, int whi
 
 void mllm_kv_paged_gather(const mllm_kv_paged *kv, const int32_t *table, int p0, int p1, int kvh, float *k, float *vt,
                           size_t vt_stride, float *row) {
-    const int D = kv->head_dim, bs = kv->block_size;
-    for (int p = p0; p < p1; p++) {
+    const int D = kv->head_dim, bs = kv->block_size, G = MLLM_KV_GATHER_ROWS;
+    for (int p = p0; k && p < p1; p++) {
         const int32_t id = table[p / bs];
-        const size_t i = (size_t)(p - p0);
+        float *dst = k + (size_t)(p - p0) * (size_t)D;
         if (id < 0 || id >= kv->n_blocks) { /* never written: zeros */
-            if (k) memset(k + i * (size_t)D, 0, (size_t)D * sizeof(float));
-            for (int d = 0; vt && d < D; d++) vt[(size_t)d * vt_stride + i] = 0.0f;
+            memset(dst, 0, (size_t)D * sizeof(float));
             continue;
         }
-        const uint8_t *blk = kv->base + (size_t)id * kv->block_bytes;
-        if (k) {
-            const float *r = head_row(kv, blk, p % bs, kvh, 0, row);
-            memcpy(k + i * (size_t)D, r, (size_t)D * sizeof(float));
+        const float *r = head_row(kv, kv->base + (size_t)id * kv->block_bytes, p % bs, kvh, 0, row);
+        memcpy(dst, r, (size_t)D * sizeof(float));
+    }
+    /* V^T a tile of G positions at a time: each row d of vt gets G adjacent
+       floats per tile instead of one, so the stores do not walk D lines of
+       vt for every position. */
+    for (int p = p0; vt && p < p1; p += G) {
+        const int n = p1 - p < G ? p1 - p : G;
+        const float *r[MLLM_KV_GATHER_ROWS];
+        for (int j = 0; j < n; j++) {
+            const int32_t id = table[(p + j) / bs];
+            float *buf = row + (size_t)j * (size_t)D;
+            if (id < 0 || id >= kv->n_blocks) { /* never written: zeros */
+                memset(buf, 0, (size_t)D * sizeof(float));
+                r[j] = buf;
+            } else {
+                r[j] = head_row(kv, kv->base + (size_t)id * kv->block_bytes, (p + j) % bs, kvh, 1, buf);
+            }
         }
-        if (vt) {
-            const float *r = head_row(kv, blk, p % bs, kvh, 1, row);
-            for (int d = 0; d < D; d++) vt[(size_t)d * vt_stride + i] = r[d];
-        }
+        float *dst = vt + (size_t)(p - p0);
+        for (int d = 0; d < D; d++)
+            for (int j = 0; j < n; j++) dst[(size_t)d * vt_stride + (size_t)j] = r[j][d];
     }
 }
 

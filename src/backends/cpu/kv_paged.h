@@ -48,12 +48,14 @@ size_t mllm_kv_paged_token_bytes(int dtype, int n_head_kv, int head_dim);
 /* Writes one token's K and V rows (n_head_kv * head_dim floats each) at
    offset off (< block_size) of block id `block`, converting to the dtype. */
 void mllm_kv_paged_write(const mllm_kv_paged *kv, int32_t block, int off, const float *k, const float *v);
-/* Reads back one token's K (which = 0) or V (1) row as floats. */
 /* Head kvh of positions [p0, p1) through a block table as floats: K rows
    (D floats each) into k (row p - p0), V transposed into vt (row d holds
-   position p at vt[d * vt_stride + p - p0]). Either may be NULL. */
+   position p at vt[d * vt_stride + p - p0]). Either may be NULL. row is
+   scratch for converted rows: MLLM_KV_GATHER_ROWS * head_dim floats. */
+#define MLLM_KV_GATHER_ROWS 8
 void mllm_kv_paged_gather(const mllm_kv_paged *kv, const int32_t *table, int p0, int p1, int kvh, float *k, float *vt,
                           size_t vt_stride, float *row);
+/* Reads back one token's K (which = 0) or V (1) row as floats. */
 void mllm_kv_paged_read(const mllm_kv_paged *kv, int32_t block, int off, int which, float *out);
 
 /* A partial of the online softmax for one query head: part[0] the running

@@ -61,9 +61,15 @@ static size_t ordered_cap(const mllm_tensor *t) {
     return (size_t)MLLM_KV_CAP(t->src[4]->ne[0] * (int64_t)kv->block_size);
 }
 
+/* Row stride of the V^T scratch: padded past MLLM_KV_VBLOCK, since a
+   1 KiB stride puts every row d of a block in the same few L1 sets. The
+   P x V matmul takes any stride, so the padding changes no bits. */
+#define VT_STRIDE (MLLM_KV_VBLOCK + 16)
+
 static size_t ordered_per_thread(const mllm_tensor *t) {
     const size_t D = (size_t)t->src[0]->ne[0], cap = ordered_cap(t);
-    return 2 * cap * D + cap + 2 * D; /* K rows, V^T blocks, P, a block's P x V, a converted row */
+    /* K rows, V^T blocks, P, a block's P x V, converted rows */
+    return cap * D + cap / MLLM_KV_VBLOCK * D * VT_STRIDE + cap + D + MLLM_KV_GATHER_ROWS * D;
 }
 
 size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth) {
@@ -117,7 +123,7 @@ static void attention_ordered(const mllm_exec_ctx *g, mllm_tensor *t, int ith, i
     const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D);
     const size_t cap = ordered_cap(t), row_bytes = (size_t)H * (size_t)D * sizeof(float), VB = MLLM_KV_VBLOCK;
     float *Kg = (float *)g->work + (size_t)ith * ordered_per_thread(t);
-    float *Vt = Kg + cap * (size_t)D, *P = Vt + cap * (size_t)D, *part = P + cap, *row = part + D;
+    float *Vt = Kg + cap * (size_t)D, *P = Vt + cap / VB * (size_t)D * VT_STRIDE, *part = P + cap, *row = part + D;
     for (int64_t j = ith; j < T * Hkv; j += nth) {
         const int64_t tt = j / Hkv;
         const int kvh = (int)(j % Hkv);
@@ -131,10 +137,17 @@ static void attention_ordered(const mllm_exec_ctx *g, mllm_tensor *t, int ith, i
         const int n_pv = (n_kv + 7) / 8 * 8;
         mllm_kv_paged_gather(kv, tab, lo, n_kv, kvh, Kg, NULL, 0, row);
         for (int b0 = 0; b0 < n_pv; b0 += (int)VB) {
-            float *vb = Vt + (size_t)(b0 / (int)VB) * (size_t)D * VB;
-            memset(vb, 0, (size_t)D * VB * sizeof(float));
+            /* The columns P x V reads, [0, kb): the gathered ones, zeros
+               around them (where P is 0 too). */
+            float *vb = Vt + (size_t)(b0 / (int)VB) * (size_t)D * VT_STRIDE;
+            const int kb = n_pv - b0 < (int)VB ? n_pv - b0 : (int)VB;
             const int p0 = lo > b0 ? lo : b0, p1 = n_kv < b0 + (int)VB ? n_kv : b0 + (int)VB;
-            if (p0 < p1) mllm_kv_paged_gather(kv, tab, p0, p1, kvh, NULL, vb + (p0 - b0), VB, row);
+            const int g0 = p0 < p1 ? p0 - b0 : kb, g1 = p0 < p1 ? p1 - b0 : kb;
+            for (int64_t d = 0; d < D; d++) {
+                memset(vb + (size_t)d * VT_STRIDE, 0, (size_t)g0 * sizeof(float));
+                memset(vb + (size_t)d * VT_STRIDE + g1, 0, (size_t)(kb - g1) * sizeof(float));
+            }
+            if (p0 < p1) mllm_kv_paged_gather(kv, tab, p0, p1, kvh, NULL, vb + g0, VT_STRIDE, row);
         }
         for (int64_t h = 0; h < group; h++) {
             const float *qh = (const float *)q->data + ((size_t)tt * (size_t)H + (size_t)(kvh * group + h)) * (size_t)D;
@@ -145,8 +158,8 @@ static void attention_ordered(const mllm_exec_ctx *g, mllm_tensor *t, int ith, i
             float *out = out0 + (size_t)h * (size_t)D;
             for (int b0 = 0; b0 < n_pv; b0 += (int)VB) {
                 const int kb = n_pv - b0 < (int)VB ? n_pv - b0 : (int)VB;
-                const float *vb = Vt + (size_t)(b0 / (int)VB) * (size_t)D * VB;
-                mllm_cpu_mul_mat(MLLM_DTYPE_F32, vb, VB * sizeof(float), kb, P + b0, cap * sizeof(float), 1,
+                const float *vb = Vt + (size_t)(b0 / (int)VB) * (size_t)D * VT_STRIDE;
+                mllm_cpu_mul_mat(MLLM_DTYPE_F32, vb, VT_STRIDE * sizeof(float), kb, P + b0, cap * sizeof(float), 1,
                                  b0 == 0 ? out : part, b0 == 0 ? (size_t)t->ne[0] : (size_t)D, 0, D);
                 if (b0 > 0) k->add_f32(out, out, part, (int)D);
             }

@@ -3,9 +3,22 @@
    preemption when the pool is full, and finishing. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "core/alloc.h"
 #include "core/error.h"
 #include "engine/engine_internal.h"
+#include "runtime/ngram_lookup.h"
+
+/* Prompt lookup's controller (as the session's, api/speculative.c): a
+   sequence is judged every SPEC_WINDOW passes; one whose proposals do not
+   pay rests for SPEC_BACKOFF_MIN generated tokens, twice as long after each
+   further failure (up to SPEC_BACKOFF_MAX). */
+#define SPEC_WINDOW 8
+#define SPEC_BACKOFF_MIN 32
+#define SPEC_BACKOFF_MAX 1024
+/* Until the step times spread enough to fit a slope: an extra token costs
+   this fraction of a one-token step (the session's prior). */
+#define SPEC_PRIOR_COST 0.06
 
 size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype) {
     return (size_t)c->n_layer * mllm_kv_paged_token_bytes(kv_dtype, c->n_head_kv, c->head_dim);
@@ -16,7 +29,10 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     *out = NULL;
     const int bs = p->block_size > 0 ? p->block_size : 16;
     if (!dec || !tok || !pool || p->max_running < 1 || p->max_running > MLLM_ENGINE_MAX_RUNNING || p->n_ctx < 1 ||
-        p->n_ctx > (1 << 20) || bs > MLLM_KV_MAX_BLOCK_SIZE || p->prefill_chunk < 0 || p->prefill_chunk > (1 << 16))
+        p->n_ctx > (1 << 20) || bs > MLLM_KV_MAX_BLOCK_SIZE || p->prefill_chunk < 0 || p->prefill_chunk > (1 << 16) ||
+        p->spec_mode < MLLM_SPEC_AUTO || p->spec_mode > MLLM_SPEC_ALWAYS || p->spec_max < 0 ||
+        p->spec_max > MLLM_SPEC_MAX_DRAFT || p->ngram_min < 0 || p->ngram_max < 0 || p->ngram_min > 8 ||
+        p->ngram_max > 8 || (p->ngram_min && p->ngram_max && p->ngram_min > p->ngram_max))
         return mllm_err(MLLM_ERR_INVALID_ARG, "engine: invalid parameters (%d sequences, context %d, block %d)",
                         p->max_running, p->n_ctx, bs);
     const int max_blocks = (p->n_ctx + bs - 1) / bs;
@@ -35,6 +51,9 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     e->p = *p;
     e->p.block_size = bs;
     if (e->p.prefill_chunk == 0) e->p.prefill_chunk = MLLM_ENGINE_DEFAULT_CHUNK;
+    if (e->p.spec_max == 0) e->p.spec_max = 8;
+    if (e->p.ngram_min == 0) e->p.ngram_min = e->p.ngram_max && e->p.ngram_max < 2 ? e->p.ngram_max : 2;
+    if (e->p.ngram_max == 0) e->p.ngram_max = e->p.ngram_min > 4 ? e->p.ngram_min : 4;
     e->max_blocks = max_blocks;
     const mllm_hparams *c = &dec->cfg;
     mllm_kv_pool_params pp = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim,
@@ -44,7 +63,7 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
                               .ordered = p->kv_dtype == MLLM_KV_DTYPE_F32};
     mllm_status st = mllm_kv_pool_init(&e->kp, &pp);
     if (st != MLLM_OK) { mllm_free(e); return st; }
-    const size_t cap = (size_t)e->p.max_running + (size_t)e->p.prefill_chunk;
+    const size_t cap = (size_t)e->p.max_running * (1 + MLLM_SPEC_MAX_DRAFT) + (size_t)e->p.prefill_chunk;
     e->b_ids = mllm_malloc(cap * sizeof(int32_t));
     e->b_pos = mllm_malloc(cap * sizeof(int32_t));
     e->b_seq = mllm_malloc(cap * sizeof(int32_t));
@@ -135,6 +154,8 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     s->n_tokens = r->n_prompt;
     s->res.n_prompt = r->n_prompt;
     s->slot = -1;
+    s->spec_cur = e->p.spec_max;
+    s->spec_backoff = SPEC_BACKOFF_MIN;
     mllm_kv_seq_init(&s->kv);
     mllm_eseq **at = &e->waiting;
     while (*at) at = &(*at)->next;
@@ -274,15 +295,127 @@ static void retire(mllm_engine *e, mllm_eseq *s, const char *msg) {
     seq_end(e, s, msg);
 }
 
+/* ---- prompt lookup ---- */
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* One step's time against its tokens, into the weighted fit. */
+static void fit_add(mllm_engine *e, int T, double ms) {
+    const double a = e->fit_n < 20 ? 1.0 / (e->fit_n + 1) : 0.05, dt = T - e->fit_t, dy = ms - e->fit_y;
+    e->fit_t += a * dt;
+    e->fit_y += a * dy;
+    e->fit_tt = (1 - a) * (e->fit_tt + a * dt * dt);
+    e->fit_ty = (1 - a) * (e->fit_ty + a * dt * dy);
+    e->fit_n++;
+}
+
+/* What k extra tokens in a step of B decode tokens cost, in tokens of that
+   step's output: their time over the time per token of the step. */
+static double extra_cost(const mllm_engine *e, int k, int B) {
+    double slope = 0, base = 0;
+    if (e->fit_n >= 8 && e->fit_tt > 0.25) {
+        slope = e->fit_ty / e->fit_tt;
+        base = e->fit_y - slope * e->fit_t;
+    }
+    if (!(slope > 0) || !(base > 0)) return SPEC_PRIOR_COST * k * B; /* no usable fit yet */
+    return slope * k / ((base + slope * B) / B);
+}
+
+/* A pass of s ended with `acc` of its k proposals kept. */
+static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
+    e->st.spec_passes++;
+    e->st.spec_drafted += (uint64_t)k;
+    e->st.spec_accepted += (uint64_t)acc;
+    s->spec_cur = acc == k ? (s->spec_cur + 2 < e->p.spec_max ? s->spec_cur + 2 : e->p.spec_max) : acc + 1;
+    if (e->p.spec_mode != MLLM_SPEC_AUTO) return;
+    s->w_passes++;
+    s->w_gain += acc;
+    s->w_cost += extra_cost(e, k, B);
+    if (s->w_passes < SPEC_WINDOW) return;
+    if (s->w_gain < s->w_cost) {
+        s->spec_off_until = s->res.n_gen + s->spec_backoff;
+        s->spec_backoff = s->spec_backoff * 2 < SPEC_BACKOFF_MAX ? s->spec_backoff * 2 : SPEC_BACKOFF_MAX;
+        e->st.spec_turned_off++;
+    } else {
+        s->spec_backoff = SPEC_BACKOFF_MIN;
+    }
+    s->w_passes = 0;
+    s->w_gain = s->w_cost = 0;
+}
+
+/* Proposals for the decoding sequences of the plan, within the blocks left
+   over (`spare`): appended after each one's pending token. */
+static void plan_lookup(mllm_engine *e, int spare) {
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        s->n_prop = 0;
+        if (e->p.spec_mode == MLLM_SPEC_OFF || s->n_step != 1 || s->n_tokens - s->n_done != 1 || s->r.constraint ||
+            (e->p.spec_mode == MLLM_SPEC_AUTO && s->res.n_gen < s->spec_off_until))
+            continue;
+        /* Room: the context (with a position to spare, so the verdict never
+           shifts it), and the tokens the request may still be given. */
+        int cap = s->spec_cur;
+        if (cap > e->p.n_ctx - s->n_tokens - 1) cap = e->p.n_ctx - s->n_tokens - 1;
+        if (cap > s->sp.max_tokens - s->res.n_gen - 1) cap = s->sp.max_tokens - s->res.n_gen - 1;
+        if (cap <= 0) continue;
+        const int k = mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
+                                        s->tokens + s->n_tokens);
+        if (k <= 0) continue;
+        const int extra = mllm_engine_blocks_needed(e, s, 1 + k) - mllm_engine_blocks_needed(e, s, 1);
+        if (extra > spare) continue;
+        spare -= extra;
+        s->n_prop = k;
+        s->n_step = 1 + k;
+        s->n_tokens += k;
+    }
+}
+
+/* s evaluated its pending token and n_prop proposals, P the pending one's
+   position; rows their logits. Draws each next token from its row as a
+   plain step would, down the proposals while the draw equals the proposed
+   token; then keeps the K/V of what was delivered and registers its
+   blocks. Returns true when s has finished. */
+static bool verify(mllm_engine *e, mllm_eseq *s, const float *rows, int B) {
+    const size_t V = (size_t)e->dec->cfg.n_vocab;
+    const int k = s->n_prop, P = s->n_done - 1 - k;
+    int32_t prop[MLLM_SPEC_MAX_DRAFT];
+    memcpy(prop, s->tokens + P + 1, (size_t)k * sizeof *prop);
+    s->n_prop = 0;
+    int acc = 0;
+    for (int i = 0; i <= k; i++) {
+        s->n_done = P + 1 + i;
+        s->n_tokens = P + 1 + i;
+        if (mllm_engine_sample(e, s, rows + (size_t)i * V)) return true;
+        if (i == k || s->tokens[P + 1 + i] != prop[i]) break;
+        acc++;
+    }
+    mllm_kv_seq_truncate(&e->kp, &s->kv, s->n_done);
+    mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
+    judge(e, s, k, acc, B);
+    return false;
+}
+
 mllm_status mllm_engine_step(mllm_engine *e) {
     sweep(e, &e->running, &e->n_running);
     sweep(e, &e->waiting, &e->n_waiting);
     while (admit_one(e)) {}
     if (!e->running) return MLLM_OK;
-    while (plan(e) > avail_blocks(e) && e->n_running > 1) preempt_newest(e);
+    int need;
+    while ((need = plan(e)) > avail_blocks(e) && e->n_running > 1) preempt_newest(e);
+    for (mllm_eseq *s = e->running; s; s = s->next) s->n_prop = 0;
+    if (need <= avail_blocks(e)) plan_lookup(e, avail_blocks(e) - need);
+    int T = 0, B = 0;
+    for (mllm_eseq *s = e->running; s; s = s->next) {
+        T += s->n_step > 0 ? s->n_step : 0;
+        B += s->n_step > 0 && s->n_tokens - s->n_prop - s->n_done == 1; /* decodes */
+    }
     e->st.steps++;
     int n_out = 0;
     const float *logits = NULL;
+    const double t0 = now_ms();
     mllm_status st = mllm_engine_run_batch(e, &n_out, &logits);
     if (st != MLLM_OK) {
         char msg[256];
@@ -290,6 +423,7 @@ mllm_status mllm_engine_step(mllm_engine *e) {
         /* Their K/V are unknown now: every sequence of the batch ends. */
         for (mllm_eseq *s = e->running, *nx; s; s = nx) {
             nx = s->next;
+            s->n_prop = 0;
             if (s->n_step <= 0) continue;
             s->res.finish = MLLM_ENGINE_ERROR;
             s->res.status = st;
@@ -297,11 +431,15 @@ mllm_status mllm_engine_step(mllm_engine *e) {
         }
         return st;
     }
+    if (T > 0) fit_add(e, T, now_ms() - t0);
     const size_t V = (size_t)e->dec->cfg.n_vocab;
+    const float *row = logits;
     for (int i = 0; i < n_out; i++) {
         mllm_eseq *s = e->b_out[i];
-        if (mllm_engine_sample(e, s, logits + (size_t)i * V))
-            retire(e, s, s->res.finish == MLLM_ENGINE_ERROR ? mllm_last_error() : NULL);
+        const int rows = 1 + s->n_prop;
+        const bool done = s->n_prop ? verify(e, s, row, B > 0 ? B : 1) : mllm_engine_sample(e, s, row);
+        row += (size_t)rows * V;
+        if (done) retire(e, s, s->res.finish == MLLM_ENGINE_ERROR ? mllm_last_error() : NULL);
     }
     return MLLM_OK;
 }

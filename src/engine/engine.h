@@ -30,9 +30,25 @@
    when there is room. Its output is unchanged: a token's logits do not
    depend on what shares its batch or on what came from the cache.
 
+   Prompt lookup (speculation without a draft model, docs/speculative.md):
+   a decoding sequence whose context repeats the n-gram it ends with gets
+   the tokens that followed that n-gram appended to its step, all with
+   logits; its sampler then draws each next token as usual and keeps going
+   down the proposals while its draw equals the proposed token. Every
+   delivered token is the sampler's own draw from the logits it would have
+   had without speculation (the same bits: a token's logits do not depend
+   on its batch), with the same random numbers, so greedy and seeded text
+   are identical with speculation on or off; the K/V of refused proposals
+   is dropped before the sequence's blocks are registered. MLLM_SPEC_AUTO
+   judges each sequence every SPEC_WINDOW passes by the tokens its
+   proposals saved against what their extra tokens cost the step (a
+   linear fit of step time against batch tokens, measured as the engine
+   runs), and rests a sequence's lookup when it does not pay.
+   Grammar-constrained sequences do not speculate.
+
    One thread drives an engine (submit, cancel, step, stats, free); a
    request's `cancel` flag may be set from any thread. Not supported here
-   (the per-session path keeps them): images, speculative decoding. */
+   (the per-session path keeps them): images, a draft model. */
 #ifndef MLLM_ENGINE_ENGINE_H
 #define MLLM_ENGINE_ENGINE_H
 #include <stdatomic.h>
@@ -59,6 +75,9 @@ typedef struct {
     int kv_dtype;     /* mllm_kv_dtype: MLLM_KV_DTYPE_F32 / F16 / Q8 */
     int prefill_chunk;/* prompt tokens per step (0: MLLM_ENGINE_DEFAULT_CHUNK) */
     bool exact;       /* mllm_load_params.exact */
+    int spec_mode;    /* prompt lookup: mllm_spec_mode (0: MLLM_SPEC_AUTO) */
+    int spec_max;     /* most tokens proposed per pass, 1..MLLM_SPEC_MAX_DRAFT (0: 8) */
+    int ngram_min, ngram_max; /* n-gram lengths tried, longest first, 1..8 (0: 2, 4) */
 } mllm_engine_params;
 
 /* Grammar-constrained sampling, implemented above (api/grammar.c) and used
@@ -113,6 +132,7 @@ typedef struct {
     int blocks_total, blocks_free, blocks_cached, blocks_used;
     uint64_t prefix_lookups, prefix_hit_tokens; /* admissions, and prompt tokens they took from the cache */
     uint64_t tokens_generated, tokens_evaluated, steps, preemptions; /* evaluated: every token of every batch */
+    uint64_t spec_passes, spec_drafted, spec_accepted, spec_turned_off; /* prompt lookup */
 } mllm_engine_stats;
 
 /* dec, tok, pool and file (NULL: unchecked) must outlive the engine. */

@@ -62,14 +62,19 @@ static void put(mllm_engine *e, int r, const mllm_eseq *s, int at) {
     e->b_seq[r] = s->slot;
 }
 
+/* Rows with logits a sequence of the plan returns: its last token's, or,
+   speculating, the pending token's and every proposal's. 0: none (a prompt
+   chunk that does not reach the end). */
+static int out_rows(const mllm_eseq *s) { return s->n_done + s->n_step == s->n_tokens ? 1 + s->n_prop : 0; }
+
 mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logits) {
     *n_out = 0;
     *logits = NULL;
-    int T = 0, n_o = 0;
+    int T = 0, n_rows = 0, n_o = 0;
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->n_step <= 0) continue;
         T += s->n_step;
-        if (s->n_done + s->n_step == s->n_tokens) n_o++;
+        n_rows += out_rows(s);
     }
     if (T == 0) return MLLM_OK;
     /* Reserve the K/V positions (the plan made room: this cannot run out). */
@@ -79,15 +84,18 @@ mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logi
         if (st != MLLM_OK) return st;
     }
     /* Rows: every planned token but the wanted ones, then the wanted ones. */
-    int r = 0, o = 0;
+    int r = 0;
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->n_step <= 0) continue;
-        const bool out = s->n_done + s->n_step == s->n_tokens;
-        for (int t = s->n_done; t < s->n_done + s->n_step - (out ? 1 : 0); t++) put(e, r++, s, t);
-        if (out) e->b_out[o++] = s;
+        const int k = out_rows(s);
+        for (int t = s->n_done; t < s->n_done + s->n_step - k; t++) put(e, r++, s, t);
+        if (k) e->b_out[n_o++] = s;
     }
-    for (int i = 0; i < o; i++) put(e, r++, e->b_out[i], e->b_out[i]->n_tokens - 1);
-    mllm_egraph *g = graph_for(e, T, n_o > 0 ? n_o : 1);
+    for (int i = 0; i < n_o; i++) {
+        const mllm_eseq *s = e->b_out[i];
+        for (int t = s->n_tokens - out_rows(s); t < s->n_tokens; t++) put(e, r++, s, t);
+    }
+    mllm_egraph *g = graph_for(e, T, n_rows > 0 ? n_rows : 1);
     if (!g) return mllm_err(MLLM_ERR_NOMEM, "engine: could not build the graph for %d tokens", T);
     memcpy(mllm_tensor_i32(g->in.ids), e->b_ids, (size_t)T * sizeof(int32_t));
     memcpy(mllm_tensor_i32(g->in.pos), e->b_pos, (size_t)T * sizeof(int32_t));
@@ -109,8 +117,9 @@ mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logi
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->n_step <= 0) continue;
         s->n_done += s->n_step;
-        /* Full blocks become findable by any later sequence. */
-        mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
+        /* Full blocks become findable by any later sequence (a speculating
+           one's once its proposals are judged). */
+        if (s->n_prop == 0) mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
     }
     e->st.tokens_evaluated += (uint64_t)T;
     *n_out = n_o;

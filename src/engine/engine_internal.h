@@ -21,6 +21,13 @@ typedef struct mllm_eseq {
     mllm_sampler smp;
     mllm_token_text text;
     int n_step;               /* tokens it evaluates in this step's batch (the plan) */
+    int n_prop;               /* of which prompt-lookup proposals, after the pending token (all with logits) */
+    /* prompt lookup's controller (engine.c) */
+    int spec_cur;             /* proposal length, adapted to what was accepted */
+    int spec_off_until;       /* n_gen from which it may propose again */
+    int spec_backoff;
+    int w_passes;             /* the current window: passes, tokens they saved, what their extra tokens cost */
+    double w_gain, w_cost;
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */
     bool admitted_once;
@@ -53,15 +60,23 @@ struct mllm_engine {
     mllm_egraph graphs[MLLM_ENGINE_GRAPH_CACHE];
     /* the batch being built (engine_batch.c), sized for max_running + prefill_chunk tokens */
     int32_t *b_ids, *b_pos, *b_seq;
-    mllm_eseq **b_out;        /* (max_running) the sequences whose logits the batch returns, in row order */
+    mllm_eseq **b_out;        /* (max_running) the sequences whose logits the batch returns, in row order
+                                 (1 + n_prop rows each) */
     mllm_engine_stats st;
+    /* step time against batch tokens, exponentially weighted: mean T, mean
+       ms, and their (co)variance, for the lookup controller's cost model */
+    double fit_t, fit_y, fit_tt, fit_ty;
+    int fit_n;
 };
 
 /* engine_batch.c: builds the step's micro-batch from the running
    sequences' plans (n_step tokens each, from n_done; their K/V blocks are
    reserved here), runs it, and returns the sequences with logits (*out,
-   e->b_out) and their logits (*logits, n_out x n_vocab). n_out 0: nothing
-   to do. Errors end nobody; the caller does. */
+   e->b_out, n_out of them) and their logits (*logits: 1 + n_prop rows per
+   sequence, in b_out's order, n_vocab each). n_out 0: nothing to do. A
+   speculating sequence's n_done then counts its proposals too: the caller
+   verifies them, truncates and registers its blocks. Errors end nobody;
+   the caller does. */
 mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logits);
 /* The blocks that growing s by n positions takes from the pool (new ones
    and copies on write), as mllm_kv_seq_grow would. */

@@ -2,8 +2,10 @@
    token, what each gives alone (greedy and seeded sampling, prompts
    chunked beside decodes, with preemption when the pool is small); the
    prefix cache's reuse counts are exact; every block is free again after
-   finish and cancel; a request waits while the pool cannot hold it.
-   Synthetic q8_0 / f32 models (batch-invariant matmuls). */
+   finish and cancel; a request waits while the pool cannot hold it;
+   prompt lookup changes no token (greedy and seeded), and the blocks it
+   registers hold only delivered tokens. Synthetic q8_0 / f32 models
+   (batch-invariant matmuls). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@
 #include "synth/synth.h"
 #include "testutil.h"
 
-#define MAXGEN 24
+#define MAXGEN 48
 #define NSEQ 4
 
 typedef struct {
@@ -64,12 +66,17 @@ static void submit(mllm_engine *e, int s, int V, int max_tokens, out_t *o, const
     assert_int_equal(mllm_engine_submit(e, &r), MLLM_OK);
 }
 
-static mllm_model_engine open_engine(mllm_model *m, int max_running, int n_blocks, int chunk, int kv_dtype) {
+static mllm_model_engine open_engine_spec(mllm_model *m, int max_running, int n_blocks, int chunk, int kv_dtype,
+                                          int spec_mode) {
     mllm_engine_params p = {.max_running = max_running, .n_ctx = 64, .n_blocks = n_blocks, .block_size = 16,
-                            .kv_dtype = kv_dtype, .prefill_chunk = chunk};
+                            .kv_dtype = kv_dtype, .prefill_chunk = chunk, .spec_mode = spec_mode};
     mllm_model_engine me;
     if (mllm_model_engine_open(m, &p, 2, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
     return me;
+}
+
+static mllm_model_engine open_engine(mllm_model *m, int max_running, int n_blocks, int chunk, int kv_dtype) {
+    return open_engine_spec(m, max_running, n_blocks, chunk, kv_dtype, MLLM_SPEC_AUTO);
 }
 
 static void run_to_end(mllm_engine *e) {
@@ -225,6 +232,88 @@ static void test_cancel_and_wait(void **state) {
     mllm_model_free(m);
 }
 
+/* Prompt lookup: four sequences with repetitive prompts stepped together,
+   proposing whenever they can (MLLM_SPEC_ALWAYS), give each one's tokens
+   without speculation, alone; proposals were both kept and refused; a
+   later request through the blocks they registered answers as a fresh
+   one. */
+static void check_lookup(const char *arch, const char *wtype, int kv_dtype, uint64_t *refused) {
+    mllm_model *m = synth(arch, wtype);
+    const int V = m->dec.cfg.n_vocab;
+    enum { NP = 18, NG = 40 };
+    int32_t pr[NSEQ][NP];
+    for (int s = 0; s < NSEQ; s++)
+        for (int i = 0; i < NP; i++) pr[s][i] = (int32_t)(((i % (3 + s)) * (17 + 4 * s) + 3 * s + 1) % V);
+    out_t alone[NSEQ] = {0}, mixed[NSEQ] = {0};
+    mllm_sampling sp[NSEQ];
+    for (int s = 0; s < NSEQ; s++) {
+        sp[s] = sampling_of(s, NG);
+        mllm_model_engine me = open_engine_spec(m, 1, 5, 512, kv_dtype, MLLM_SPEC_OFF);
+        mllm_engine_request r = {.prompt = pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+                                 .on_finish = on_finish, .user = &alone[s]};
+        assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+        run_to_end(me.e);
+        mllm_engine_stats st;
+        mllm_engine_get_stats(me.e, &st);
+        assert_int_equal(st.spec_passes, 0);
+        assert_int_equal(alone[s].n, NG);
+        mllm_model_engine_close(&me);
+    }
+    mllm_model_engine me = open_engine_spec(m, NSEQ, 40, 512, kv_dtype, MLLM_SPEC_ALWAYS);
+    for (int s = 0; s < NSEQ; s++) {
+        mllm_engine_request r = {.prompt = pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+                                 .on_finish = on_finish, .user = &mixed[s]};
+        assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+    }
+    run_to_end(me.e);
+    mllm_engine_stats st;
+    mllm_engine_get_stats(me.e, &st);
+    printf("# %s %s kv %d: %llu lookup passes, %llu of %llu proposals kept, %llu steps for %d tokens\n", arch,
+           wtype, kv_dtype, (unsigned long long)st.spec_passes, (unsigned long long)st.spec_accepted,
+           (unsigned long long)st.spec_drafted, (unsigned long long)st.steps, NSEQ * NG);
+    assert_true(st.spec_accepted > 0);                /* kept: tokens came without a step of their own */
+    *refused += st.spec_drafted - st.spec_accepted;
+    assert_int_equal(st.tokens_generated, NSEQ * NG);
+    check_blocks_free(me.e);
+    for (int s = 0; s < NSEQ; s++) {
+        assert_int_equal(mixed[s].n, NG);
+        if (memcmp(mixed[s].toks, alone[s].toks, sizeof alone[s].toks))
+            fail_msg("%s %s kv %d: sequence %d differs with prompt lookup", arch, wtype, kv_dtype, s);
+    }
+    /* The prompt plus what sequence 0 said, through the blocks registered
+       above, answers as a fresh engine does. */
+    int32_t again[NP + NG];
+    memcpy(again, pr[0], sizeof pr[0]);
+    memcpy(again + NP, alone[0].toks, (NG - 8) * sizeof(int32_t));
+    const int n_again = NP + NG - 8;
+    mllm_sampling sp1 = sampling_of(0, 8);
+    out_t o = {0}, f = {0};
+    mllm_engine_request r = {.prompt = again, .n_prompt = n_again, .sampling = &sp1, .on_token = on_token,
+                             .on_finish = on_finish, .user = &o};
+    assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+    run_to_end(me.e);
+    assert_true(o.res.n_cached >= 32);
+    mllm_model_engine_close(&me);
+    me = open_engine_spec(m, 1, 5, 512, kv_dtype, MLLM_SPEC_OFF);
+    r.user = &f;
+    assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+    run_to_end(me.e);
+    assert_int_equal(f.res.n_cached, 0);
+    assert_int_equal(f.n, o.n);
+    assert_memory_equal(f.toks, o.toks, sizeof f.toks);
+    mllm_model_engine_close(&me);
+    mllm_model_free(m);
+}
+
+static void test_lookup(void **state) {
+    (void)state;
+    uint64_t refused = 0;
+    check_lookup("qwen3", "q8_0", MLLM_KV_DTYPE_F32, &refused);
+    check_lookup("llama", "f32", MLLM_KV_DTYPE_Q8, &refused);
+    check_lookup("gemma3", "q8_0", MLLM_KV_DTYPE_F16, &refused); /* sliding-window layers */
+    assert_true(refused > 0); /* some were refused: their K/V was dropped */
+}
+
 /* Freeing an engine ends what runs and waits, each once. */
 static void test_free_ends_all(void **state) {
     (void)state;
@@ -245,6 +334,7 @@ static void test_free_ends_all(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_together), cmocka_unit_test(test_prefix_reuse),
-                                       cmocka_unit_test(test_cancel_and_wait), cmocka_unit_test(test_free_ends_all)};
+                                       cmocka_unit_test(test_cancel_and_wait), cmocka_unit_test(test_free_ends_all),
+                                       cmocka_unit_test(test_lookup)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,9 +61,10 @@ static void serve_usage(FILE *f) {
             "      --chat-template T   a built-in template name or a .jinja file\n"
             "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
             "%s"
-            "                        (--draft: each of --parallel slots runs a session of its\n"
-            "                        own and speculates on it, without batching or a shared KV\n"
-            "                        pool; without --draft the server does not speculate)\n"
+            "                        (without --draft the batching engine speculates by prompt\n"
+            "                        lookup, per sequence, where it pays; --draft: each of\n"
+            "                        --parallel slots runs a session of its own and speculates\n"
+            "                        on it, without batching or a shared KV pool)\n"
             "  -h, --help              this help\n",
             SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY, SRV_DEFAULT_MAX_UPLOAD,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,

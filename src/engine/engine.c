@@ -361,8 +361,13 @@ static void plan_lookup(mllm_engine *e, int spare) {
         if (cap > e->p.n_ctx - s->n_tokens - 1) cap = e->p.n_ctx - s->n_tokens - 1;
         if (cap > s->sp.max_tokens - s->res.n_gen - 1) cap = s->sp.max_tokens - s->res.n_gen - 1;
         if (cap <= 0) continue;
-        const int k = mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
-                                        s->tokens + s->n_tokens);
+        int k = e->p.propose ? e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens)
+                             : mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
+                                                 s->tokens + s->n_tokens);
+        if (k <= 0) continue;
+        if (k > cap) k = cap;
+        for (int i = 0; i < k; i++) /* a proposer's ids go into the graph: out of range is no proposal */
+            if (s->tokens[s->n_tokens + i] < 0 || s->tokens[s->n_tokens + i] >= e->dec->cfg.n_vocab) k = i;
         if (k <= 0) continue;
         const int extra = mllm_engine_blocks_needed(e, s, 1 + k) - mllm_engine_blocks_needed(e, s, 1);
         if (extra > spare) continue;

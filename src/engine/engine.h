@@ -78,6 +78,11 @@ typedef struct {
     int spec_mode;    /* prompt lookup: mllm_spec_mode (0: MLLM_SPEC_AUTO) */
     int spec_max;     /* most tokens proposed per pass, 1..MLLM_SPEC_MAX_DRAFT (0: 8) */
     int ngram_min, ngram_max; /* n-gram lengths tried, longest first, 1..8 (0: 2, 4) */
+    /* The proposer (NULL: prompt lookup): up to cap tokens to follow
+       ctx[0, n) (prompt, generated, the pending token last) into out;
+       returns how many. Called on the stepping thread. */
+    int (*propose)(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
+    void *propose_user;
 } mllm_engine_params;
 
 /* Grammar-constrained sampling, implemented above (api/grammar.c) and used

@@ -272,6 +272,14 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
     mllm_engine_params ep = {.max_running = p->n_parallel, .n_ctx = S->n_ctx, .block_size = bs,
                              .n_blocks = n_blocks > (1 << 28) ? (1 << 28) : (int)n_blocks,
                              .kv_dtype = kv_type - MLLM_KV_PAGED_F32};
+    /* Prompt lookup inside the engine, as each session would do it (the
+       server's default: MLLM_SPEC_AUTO). */
+    if (p->spec) {
+        ep.spec_mode = p->spec->lookup ? p->spec->mode : MLLM_SPEC_OFF;
+        ep.spec_max = p->spec->n_draft_max;
+        ep.ngram_min = p->spec->ngram_min;
+        ep.ngram_max = p->spec->ngram_max;
+    }
     mllm_status st = S->incoming && S->batch ? mllm_model_engine_open(m, &ep, p->n_threads, &S->me)
                                  : mllm_err(MLLM_ERR_NOMEM, "out of memory");
     if (st == MLLM_OK && pthread_create(&S->thread, NULL, loop_main, S) != 0)
@@ -362,6 +370,9 @@ void srv_esched_gauges(srv_esched *S, srv_metrics_gauges *g) {
     g->engine_steps = S->st.steps;
     g->engine_tokens_evaluated = S->st.tokens_evaluated;
     g->engine_preemptions = S->st.preemptions;
+    g->spec_passes = S->st.spec_passes;
+    g->spec_drafted = S->st.spec_drafted;
+    g->spec_accepted = S->st.spec_accepted;
     pthread_mutex_unlock(&S->mu);
 }
 

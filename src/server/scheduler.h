@@ -7,7 +7,8 @@
      running sequence plus chunks of pending prompts (continuous batching).
      --parallel caps the running sequences, --kv-size the pool.
    - the slots (sched_slots.c): a session and a worker thread per slot, for
-     what the engine does not run yet: a speculative draft model (--draft).
+     what the engine does not run yet: a speculative draft model (--draft;
+     the engine itself speculates by prompt lookup).
 
    Either way: a bounded FIFO queue in front, refusal beyond it. */
 #ifndef MLLM_SERVER_SCHEDULER_H

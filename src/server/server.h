@@ -61,10 +61,11 @@ typedef struct {
     const char *allowed_origins; /* NULL: no cross-origin requests; "*"; or "https://a.example,http://b:3000" */
     bool log_requests;     /* one line per request on stderr (default true) */
     bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
-    /* How each slot speculates (NULL: the session default, prompt lookup in
+    /* How requests speculate (NULL: the default, prompt lookup in
        MLLM_SPEC_AUTO). A draft model (p->draft) selects the per-slot path:
        each slot gets its own draft session. The engine (the default path)
-       does not speculate. */
+       speculates by prompt lookup only (mode, lookup, n_draft_max and the
+       n-gram lengths are used). */
     const mllm_speculative_params *speculative;
     size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
     /* The engine's KV pool (every sequence's K/V, and the prefix cache):

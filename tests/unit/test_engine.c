@@ -232,86 +232,118 @@ static void test_cancel_and_wait(void **state) {
     mllm_model_free(m);
 }
 
-/* Prompt lookup: four sequences with repetitive prompts stepped together,
-   proposing whenever they can (MLLM_SPEC_ALWAYS), give each one's tokens
-   without speculation, alone; proposals were both kept and refused; a
-   later request through the blocks they registered answers as a fresh
-   one. */
-static void check_lookup(const char *arch, const char *wtype, int kv_dtype, uint64_t *refused) {
-    mllm_model *m = synth(arch, wtype);
-    const int V = m->dec.cfg.n_vocab;
-    enum { NP = 18, NG = 40 };
+/* Speculation: four sequences stepped together, with proposals whenever
+   they can (MLLM_SPEC_ALWAYS), give each one's tokens without speculation,
+   alone. The proposer is prompt lookup, or (`known`) one that proposes a
+   sequence's true continuation (its tokens alone) with one token wrong at
+   a place that moves with the position, so runs of every length are kept
+   and refused. Then requests through the blocks they registered (prompt +
+   generated text) answer as fresh ones: refused K/V was never registered. */
+enum { NP = 18, NG = 40 };
+
+typedef struct {
     int32_t pr[NSEQ][NP];
+    out_t alone[NSEQ];
+    int V, calls;
+} known_t;
+
+static int propose_known(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
+    known_t *k = user;
+    int s = 0;
+    while (s < NSEQ && memcmp(ctx, k->pr[s], sizeof k->pr[s])) s++;
+    if (s == NSEQ || n <= NP) fail_msg("propose: an unknown context of %d tokens", n);
+    const int g = n - NP; /* generated so far, the pending token included */
+    if (cap > NG - g) cap = NG - g;
+    const int wrong = (g * 7 + s * 3) % (cap + 2); /* >= cap: all right */
+    for (int i = 0; i < cap; i++) out[i] = (k->alone[s].toks[g + i] + (i == wrong)) % k->V;
+    k->calls++;
+    return cap;
+}
+
+static void check_speculation(const char *arch, const char *wtype, int kv_dtype, bool known, uint64_t *refused) {
+    mllm_model *m = synth(arch, wtype);
+    known_t kn = {.V = m->dec.cfg.n_vocab};
     for (int s = 0; s < NSEQ; s++)
-        for (int i = 0; i < NP; i++) pr[s][i] = (int32_t)(((i % (3 + s)) * (17 + 4 * s) + 3 * s + 1) % V);
-    out_t alone[NSEQ] = {0}, mixed[NSEQ] = {0};
+        for (int i = 0; i < NP; i++) kn.pr[s][i] = (int32_t)(((i % (3 + s)) * (17 + 4 * s) + 3 * s + 1) % kn.V);
+    out_t mixed[NSEQ] = {0};
     mllm_sampling sp[NSEQ];
     for (int s = 0; s < NSEQ; s++) {
         sp[s] = sampling_of(s, NG);
         mllm_model_engine me = open_engine_spec(m, 1, 5, 512, kv_dtype, MLLM_SPEC_OFF);
-        mllm_engine_request r = {.prompt = pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
-                                 .on_finish = on_finish, .user = &alone[s]};
+        mllm_engine_request r = {.prompt = kn.pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+                                 .on_finish = on_finish, .user = &kn.alone[s]};
         assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
         run_to_end(me.e);
         mllm_engine_stats st;
         mllm_engine_get_stats(me.e, &st);
         assert_int_equal(st.spec_passes, 0);
-        assert_int_equal(alone[s].n, NG);
+        assert_int_equal(kn.alone[s].n, NG);
         mllm_model_engine_close(&me);
     }
-    mllm_model_engine me = open_engine_spec(m, NSEQ, 40, 512, kv_dtype, MLLM_SPEC_ALWAYS);
+    mllm_engine_params p = {.max_running = NSEQ, .n_ctx = 64, .n_blocks = 40, .block_size = 16,
+                            .kv_dtype = kv_dtype, .spec_mode = MLLM_SPEC_ALWAYS,
+                            .propose = known ? propose_known : NULL, .propose_user = &kn};
+    mllm_model_engine me;
+    if (mllm_model_engine_open(m, &p, 2, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
     for (int s = 0; s < NSEQ; s++) {
-        mllm_engine_request r = {.prompt = pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+        mllm_engine_request r = {.prompt = kn.pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
                                  .on_finish = on_finish, .user = &mixed[s]};
         assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
     }
     run_to_end(me.e);
     mllm_engine_stats st;
     mllm_engine_get_stats(me.e, &st);
-    printf("# %s %s kv %d: %llu lookup passes, %llu of %llu proposals kept, %llu steps for %d tokens\n", arch,
-           wtype, kv_dtype, (unsigned long long)st.spec_passes, (unsigned long long)st.spec_accepted,
-           (unsigned long long)st.spec_drafted, (unsigned long long)st.steps, NSEQ * NG);
-    assert_true(st.spec_accepted > 0);                /* kept: tokens came without a step of their own */
+    printf("# %s %s kv %d %s: %llu passes, %llu of %llu proposals kept, %llu steps for %d tokens\n", arch, wtype,
+           kv_dtype, known ? "known" : "lookup", (unsigned long long)st.spec_passes,
+           (unsigned long long)st.spec_accepted, (unsigned long long)st.spec_drafted, (unsigned long long)st.steps,
+           NSEQ * NG);
+    assert_true(st.spec_accepted > 0); /* kept: tokens came without a step of their own */
+    if (known) assert_true(st.steps < NG / 2);
     *refused += st.spec_drafted - st.spec_accepted;
     assert_int_equal(st.tokens_generated, NSEQ * NG);
     check_blocks_free(me.e);
     for (int s = 0; s < NSEQ; s++) {
         assert_int_equal(mixed[s].n, NG);
-        if (memcmp(mixed[s].toks, alone[s].toks, sizeof alone[s].toks))
-            fail_msg("%s %s kv %d: sequence %d differs with prompt lookup", arch, wtype, kv_dtype, s);
+        if (memcmp(mixed[s].toks, kn.alone[s].toks, sizeof kn.alone[s].toks))
+            fail_msg("%s %s kv %d: sequence %d differs with speculation", arch, wtype, kv_dtype, s);
     }
-    /* The prompt plus what sequence 0 said, through the blocks registered
-       above, answers as a fresh engine does. */
-    int32_t again[NP + NG];
-    memcpy(again, pr[0], sizeof pr[0]);
-    memcpy(again + NP, alone[0].toks, (NG - 8) * sizeof(int32_t));
-    const int n_again = NP + NG - 8;
-    mllm_sampling sp1 = sampling_of(0, 8);
-    out_t o = {0}, f = {0};
-    mllm_engine_request r = {.prompt = again, .n_prompt = n_again, .sampling = &sp1, .on_token = on_token,
-                             .on_finish = on_finish, .user = &o};
-    assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
-    run_to_end(me.e);
-    assert_true(o.res.n_cached >= 32);
-    mllm_model_engine_close(&me);
-    me = open_engine_spec(m, 1, 5, 512, kv_dtype, MLLM_SPEC_OFF);
-    r.user = &f;
-    assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
-    run_to_end(me.e);
-    assert_int_equal(f.res.n_cached, 0);
-    assert_int_equal(f.n, o.n);
-    assert_memory_equal(f.toks, o.toks, sizeof f.toks);
+    /* Each prompt plus most of what it said, through the registered
+       blocks, answers as a fresh engine does. */
+    p.spec_mode = MLLM_SPEC_OFF;
+    for (int s = 0; s < NSEQ; s++) {
+        int32_t again[NP + NG];
+        memcpy(again, kn.pr[s], sizeof kn.pr[s]);
+        memcpy(again + NP, kn.alone[s].toks, (NG - 6) * sizeof(int32_t));
+        mllm_sampling sp1 = sampling_of(s, 6);
+        out_t o = {0}, f = {0};
+        mllm_engine_request r = {.prompt = again, .n_prompt = NP + NG - 6, .sampling = &sp1, .on_token = on_token,
+                                 .on_finish = on_finish, .user = &o};
+        assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+        run_to_end(me.e);
+        assert_true(o.res.n_cached >= 32);
+        mllm_model_engine fresh;
+        if (mllm_model_engine_open(m, &p, 2, &fresh) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
+        r.user = &f;
+        assert_int_equal(mllm_engine_submit(fresh.e, &r), MLLM_OK);
+        run_to_end(fresh.e);
+        mllm_model_engine_close(&fresh);
+        assert_int_equal(f.res.n_cached, 0);
+        assert_int_equal(f.n, o.n);
+        if (memcmp(f.toks, o.toks, sizeof f.toks))
+            fail_msg("%s %s kv %d: sequence %d's registered blocks answer otherwise", arch, wtype, kv_dtype, s);
+    }
     mllm_model_engine_close(&me);
     mllm_model_free(m);
 }
 
-static void test_lookup(void **state) {
+static void test_speculation(void **state) {
     (void)state;
     uint64_t refused = 0;
-    check_lookup("qwen3", "q8_0", MLLM_KV_DTYPE_F32, &refused);
-    check_lookup("llama", "f32", MLLM_KV_DTYPE_Q8, &refused);
-    check_lookup("gemma3", "q8_0", MLLM_KV_DTYPE_F16, &refused); /* sliding-window layers */
-    assert_true(refused > 0); /* some were refused: their K/V was dropped */
+    check_speculation("qwen3", "q8_0", MLLM_KV_DTYPE_F32, true, &refused);
+    check_speculation("llama", "f32", MLLM_KV_DTYPE_Q8, true, &refused);
+    check_speculation("gemma3", "q8_0", MLLM_KV_DTYPE_F16, true, &refused); /* sliding-window layers */
+    assert_true(refused > 0);
+    check_speculation("gemma3", "q8_0", MLLM_KV_DTYPE_F32, false, &refused); /* prompt lookup itself */
 }
 
 /* Freeing an engine ends what runs and waits, each once. */
@@ -335,6 +367,6 @@ static void test_free_ends_all(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_together), cmocka_unit_test(test_prefix_reuse),
                                        cmocka_unit_test(test_cancel_and_wait), cmocka_unit_test(test_free_ends_all),
-                                       cmocka_unit_test(test_lookup)};
+                                       cmocka_unit_test(test_speculation)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

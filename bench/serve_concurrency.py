@@ -7,6 +7,9 @@ tokens), over plain HTTP (no client library needed).
         [--extra "--kv-type q8"]
     bench/serve_concurrency.py --llama-server LLAMA_SERVER_BINARY MODEL.gguf [same options]
 
+--prompt-file F sends F's text as every request's user message (an "edit
+this code" task, say) instead of the built-in questions.
+
 With --llama-server the first argument is llama.cpp's llama-server, started
 with -np PARALLEL -c PARALLEL*2048 on a free port (a benchmark, not a test).
 Every answer's token count is read back from the streamed usage chunk, so a
@@ -92,9 +95,9 @@ def chat(port, q, n_tokens):
     return ttft or 0.0, text
 
 
-def run(port, n, n_tokens):
+def run(port, n, n_tokens, questions):
     res = [None] * n
-    th = [threading.Thread(target=lambda i=i: res.__setitem__(i, chat(port, QUESTIONS[i % len(QUESTIONS)], n_tokens)))
+    th = [threading.Thread(target=lambda i=i: res.__setitem__(i, chat(port, questions[i % len(questions)], n_tokens)))
           for i in range(n)]
     t0 = time.monotonic()
     for t in th:
@@ -115,13 +118,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--extra", default="")
     ap.add_argument("--llama-server", action="store_true", help="the binary is llama.cpp's llama-server")
+    ap.add_argument("--prompt-file", help="every request's user message")
     a = ap.parse_args()
+    questions = [open(a.prompt_file).read()] if a.prompt_file else QUESTIONS
     p, port = start(a.mllm, a.model, a.parallel, a.extra.split(), a.llama_server)
     try:
         chat(port, "Hello", 8)  # warm up
         print("load average before: %.2f %.2f %.2f" % os.getloadavg())
         for n in [int(x) for x in a.streams.split(",")]:
-            best = min((run(port, n, a.tokens) for _ in range(a.rounds)), key=lambda r: r[0])
+            best = min((run(port, n, a.tokens, questions) for _ in range(a.rounds)), key=lambda r: r[0])
             wall, toks, ttft = best
             print("streams %d: %.2f s, %d tokens, %.1f tokens/s aggregate, TTFT %.0f ms"
                   % (n, wall, toks, toks / wall, ttft * 1e3))

@@ -3,7 +3,10 @@ greedy chat requests sent together (one batched forward per step) answer
 exactly what each answers alone; a second client sharing a long system
 prompt with a first one that is still generating reports cached_tokens
 equal to the two prompts' common prefix (from /tokenize) and
-answers as with nothing cached; a client that hangs up frees its blocks;
+answers as with nothing cached; a copy-the-code request speculates by
+prompt lookup (the default) and answers, greedy and seeded, exactly what a
+server started with --no-speculative answers; a client that hangs up frees
+its blocks;
 /metrics parses and its KV and prefix counters add up.
 Args: mllm binary, shared dir, build dir. Loopback only."""
 import os
@@ -18,6 +21,8 @@ from srvtest import check, import_openai  # noqa: E402
 
 SYSTEM = ("You are a careful assistant for a small bakery. " * 6 +
           "Answer in one short sentence. Prices: bread 3 euros, croissant 2 euros, cake 15 euros. " * 3)
+COPY = ("Repeat this code exactly, nothing else:\n\ndef area(w, h):\n    return w * h\n\n"
+        "def perimeter(w, h):\n    return 2 * (w + h)\n\nprint(area(3, 4), perimeter(3, 4))\n")
 QUESTIONS = ["What does bread cost?", "Name a pastry.", "Is cake expensive?", "Say hello.",
              "Count to five.", "What is two plus two?", "Name a color.", "Give me a fruit."]
 
@@ -97,13 +102,28 @@ def main(argv):
         want = min(common, n_prompt_b - 1)
         check(cached == want, "cached_tokens %d, expected %d (common prefix %d of %d)"
               % (cached, want, common, n_prompt_b))
-        fresh = srvtest.Server(mllm, path, "--parallel", "1", "-c", "1024", alias="smollm2")
+        fresh = srvtest.Server(mllm, path, "--parallel", "1", "-c", "1024", "--no-speculative", alias="smollm2")
         try:  # B on a server with nothing cached
             fc = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % fresh.port, api_key="none", max_retries=0,
                                timeout=300)
             fb = chat(fc, qb, system=SYSTEM)
             expect_b = fb.choices[0].message.content
             check(fb.usage.prompt_tokens_details.cached_tokens == 0, "fresh server: nothing cached")
+            # prompt lookup (s, the default) against none (fresh): the same text, greedy and seeded
+            m0 = s.metrics()
+            for temp, seed in ((0, 0), (0.8, 11)):
+                kw = dict(model="smollm2", messages=[{"role": "user", "content": COPY}], max_tokens=96,
+                          temperature=temp, seed=seed)
+                got = client.chat.completions.create(**kw).choices[0].message.content
+                want = fc.chat.completions.create(**kw).choices[0].message.content
+                check(got == want, "temperature %g: with prompt lookup %r, without %r" % (temp, got, want))
+            m = s.metrics()
+            kept = m["mllm_lookup_accepted_tokens_total"] - m0["mllm_lookup_accepted_tokens_total"]
+            drafted = m["mllm_lookup_drafted_tokens_total"] - m0["mllm_lookup_drafted_tokens_total"]
+            check(kept > 0, "prompt lookup kept no proposal: %r" % m)
+            check(fresh.metrics()["mllm_lookup_drafted_tokens_total"] == 0, "--no-speculative proposed tokens")
+            print("ok   prompt lookup in the engine: %d of %d proposals kept, greedy and seeded text as without"
+                  % (kept, drafted))
         finally:
             fresh.close()
         check(b.choices[0].message.content == expect_b, "B with a cached prefix %r vs without %r"

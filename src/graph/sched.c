@@ -68,15 +68,22 @@ static bool reads_weights(const mllm_tensor *t) {
     return false;
 }
 
-/* The backend index of the earlier node that made t->src[0] (through a
-   view), or -1 (a leaf, or none). Nodes are in execution order, so a
-   backward scan finds it; it is usually a few nodes back. */
-static int producer(mllm_tensor **nodes, int i, const int *assign) {
-    const mllm_tensor *src = nodes[i]->src[0] ? root_of(nodes[i]->src[0]) : NULL;
-    if (!src || src->op == MLLM_OP_NONE) return -1;
-    for (int j = i - 1; j >= 0; j--)
-        if (nodes[j] == src) return assign[j];
-    return -1;
+/* For a node without weights: the most preferred backend (lowest index)
+   among those that made its inputs and can compute it, or -1 when its
+   inputs are all leaves (graph inputs) or none of those backends can.
+   Nodes are in execution order, so a backward scan finds each producer;
+   it is usually a few nodes back. */
+static int producer(mllm_sched *s, mllm_tensor **nodes, int i, const int *assign) {
+    int best = -1;
+    for (int k = 0; k < MLLM_MAX_SRC; k++) {
+        const mllm_tensor *src = nodes[i]->src[k] ? root_of(nodes[i]->src[k]) : NULL;
+        if (!src || src->op == MLLM_OP_NONE) continue;
+        int b = -1;
+        for (int j = i - 1; j >= 0 && b < 0; j--)
+            if (nodes[j] == src) b = assign[j];
+        if (b >= 0 && (best < 0 || b < best) && s->backends[b]->supports_op(s->backends[b], nodes[i])) best = b;
+    }
+    return best;
 }
 
 static slot *map_find(mllm_sched *s, const mllm_tensor *key) {
@@ -201,12 +208,12 @@ mllm_sched *mllm_sched_new(mllm_tensor **nodes, int n, mllm_backend *const *back
     }
     for (int i = 0; i < n; i++) {
         assign[i] = cpu;
-        /* A node without weights stays with the node it reads first when
-           that backend computes it: the layers left on the CPU (-ngl) keep
-           their norms, RoPE and adds there instead of sending each
+        /* A node without weights goes where its inputs were made (the most
+           preferred of those backends): the layers left on the CPU (-ngl)
+           keep their RoPE and adds there instead of sending each
            activation to the device and back. */
-        const int from = reads_weights(nodes[i]) ? -1 : producer(nodes, i, assign);
-        if (from >= 0 && s->backends[from]->supports_op(s->backends[from], nodes[i])) {
+        const int from = reads_weights(nodes[i]) ? -1 : producer(s, nodes, i, assign);
+        if (from >= 0) {
             assign[i] = from;
         } else {
             for (int b = 0; b < s->n_backends; b++) {
@@ -301,7 +308,7 @@ static bool can_use(mllm_backend *be, mllm_tensor *w) {
     out.op = MLLM_OP_MATMUL;
     out.src[0] = w;
     out.src[1] = &act;
-    if (be->supports_op(be, &out)) return true;
+    if (w->ne[1] > 1 && be->supports_op(be, &out)) return true;
     mllm_tensor id = f32_vector(1), rows = f32_vector(w->ne[0]);
     id.dtype = MLLM_DTYPE_I32;
     rows.op = MLLM_OP_GET_ROWS;

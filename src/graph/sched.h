@@ -6,9 +6,9 @@
    input) must be in that backend's buffer type, either the host memory it
    was mapped in (the CPU's) or a copy placed there at load
    (mllm_sched_place_weights). The CPU, last in the list, takes the rest.
-   A node that reads no weight (RoPE, adds, activations) first tries the
-   backend of the node that made its first input, so a layer whose weights
-   stayed on the CPU (-ngl) stays there whole.
+   A node that reads no weight (RoPE, adds, activations) goes to the most
+   preferred backend among those that made its inputs and can compute it,
+   so a layer whose weights stayed on the CPU (-ngl) stays there whole.
 
    The graph's nodes stay the CPU's (host memory, placed by the planner).
    A run on a backend with another buffer type computes shadows of its

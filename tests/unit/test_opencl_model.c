@@ -99,6 +99,7 @@ static double nmse(const float *a, const float *ref, size_t n) {
 }
 
 #ifdef MLLM_HAVE_OPENCL
+#include "backends/opencl/ocl.h"
 #include "backends/opencl/ocl_backend.h"
 
 static bool no_device(void) {
@@ -115,6 +116,21 @@ static bool no_device(void) {
     }
     if (state < 0) printf("SKIPPED: %s\n", why);
     return state < 0;
+}
+
+/* The schedule of m's decode graph (one token): runs, nodes on OpenCL
+   (index 0) and on the CPU (1). */
+static mllm_sched_stats decode_schedule(mllm_model *m) {
+    mllm_session *s = NULL;
+    assert_int_equal(mllm_session_new(m, NULL, &s), MLLM_OK);
+    int32_t ids[2] = {1, 2};
+    assert_int_equal(mllm_session_eval(s, ids, 2), MLLM_OK);
+    assert_int_equal(mllm_session_eval(s, ids, 1), MLLM_OK);
+    assert_non_null(s->decode.sched);
+    mllm_sched_stats st;
+    mllm_sched_get_stats(s->decode.sched, &st);
+    mllm_session_free(s);
+    return st;
 }
 
 /* path on OpenCL with -ngl ngl against the CPU: logits NMSE below bound
@@ -151,6 +167,17 @@ static int model_case(const char *path, const char *label, int ngl, double bound
     printf("%-34s greedy %d tokens: equal to the CPU's exact mode; %s its default mode\n", "", go.n,
            eq_default ? "equal to" : "differs from");
     if (same_as_default) assert_true(eq_default);
+    /* Everything offloaded: only the KV store and attention of each layer
+       (and a k-quant embedding lookup) on the CPU. Some: the CPU layers first, whole, then per offloaded
+       layer a device run and a CPU run (KV, attention), then the output
+       on the CPU. */
+    const mllm_sched_stats st = decode_schedule(ocl);
+    const int n_layer = ocl->dec.cfg.n_layer;
+    printf("%-34s decode graph: %d runs, %d nodes on OpenCL, %d on the CPU, %d copies\n", "", st.n_runs,
+           st.n_nodes[0], st.n_nodes[1], st.n_copies);
+    const bool lookup = mllm_ocl_supports_get_rows((mllm_dtype)ocl->dec.tok_embd->dtype); /* not k-quants */
+    if (ngl < 0 || ngl > n_layer) assert_int_equal(st.n_nodes[1], 2 * n_layer + !lookup);
+    else assert_int_equal(st.n_runs, 2 * ngl + 3);
     free(a), free(x), free(o);
     mllm_model_free(cpu), mllm_model_free(cpux), mllm_model_free(ocl);
     return placed;

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#ifdef MLLM_HAVE_OPENCL
+#include "backends/opencl/ocl_backend.h"
+#endif
 
 const char *const cli_backend_usage =
     "      --backend NAME    where the model computes: cpu (default) or opencl (the first GPU,\n"
@@ -39,4 +42,13 @@ void cli_backend_apply(const cli_backend_opts *o, mllm_load_params *lp, const ch
     lp->n_gpu_layers = (int)o->n_gpu_layers;
     if (o->n_gpu_layers >= 0 && !o->backend && !getenv("MLLM_BACKENDS"))
         fprintf(stderr, "%s: note: -ngl without --backend opencl: everything runs on the CPU\n", who);
+}
+
+void cli_backend_report(const char *who) {
+#ifdef MLLM_HAVE_OPENCL
+    const char *dev = mllm_backend_opencl_device(); /* NULL: not opened by this load */
+    if (dev) fprintf(stderr, "%s: opencl device: %s\n", who, dev);
+#else
+    (void)who;
+#endif
 }

@@ -192,6 +192,7 @@ int cmd_bench(int argc, char **argv) {
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
+    cli_backend_report("mllm bench");
     const mllm_hparams *c = &m->dec.cfg;
     /* llama-bench's column: the backend that computes the layers (the CPU
        takes what it lacks) */

@@ -494,6 +494,7 @@ int cmd_chat(int argc, char **argv) {
     lp.mmproj = mmproj;
     mllm_status st = mllm_model_load(model, &lp, &c.m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
+    cli_backend_report("mllm chat");
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;

@@ -75,6 +75,7 @@ int cmd_perplexity(int argc, char **argv) {
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { free(text); return cli_fail("cannot load model", st); }
+    cli_backend_report("mllm perplexity");
     size_t n_tok = 0;
     int32_t *ids = NULL;
     st = mllm_tokenize(m, text, len, 1, NULL, 0, &n_tok);

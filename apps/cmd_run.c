@@ -264,6 +264,7 @@ int cmd_run(int argc, char **argv) {
     lp.mmproj = mmproj;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { cli_fail("cannot load model", st); goto done; }
+    cli_backend_report("mllm run");
     int32_t n_train = mllm_model_n_ctx_train(m);
     if (ctx > 0 && n_train > 0 && ctx > n_train)
         fprintf(stderr, "mllm run: warning: -c %ld is more than the %d tokens this model was trained on; past that "

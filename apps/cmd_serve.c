@@ -193,6 +193,7 @@ int cmd_serve(int argc, char **argv) {
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("load", st);
+    cli_backend_report("mllm serve");
     mllm_model *dm = NULL;
     if (cli_spec_load(&so, c.n_threads, &dm) != MLLM_OK) { mllm_model_free(m); return 1; }
     mllm_speculative_params spp;

@@ -8,8 +8,9 @@
    tiny256 quantized to q4_K and q6_K (rows of 256 for the k-quants),
    qwen2 (q/k/v biases) and gemma3 (GeGLU, post norms, scaled embeddings,
    sliding windows); stories260K with -ngl 2 (two of five layers on the
-   device, the rest on the CPU). Every NMSE is printed. Without an OpenCL
+   device, the rest on the CPU), and two sessions generating at once. Every NMSE is printed. Without an OpenCL
    build or device every test prints SKIPPED. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,39 @@ static void test_stories_partial(void **state) {
     free((void *)path);
 }
 
+/* Two sessions of one model generating at once on two threads: graph
+   computes take turns on the device (kernel arguments are per kernel
+   object), and each gets the tokens it gets alone. */
+typedef struct {
+    mllm_model *m;
+    greedy_out out;
+} greedy_job;
+
+static void *greedy_thread(void *arg) {
+    greedy_job *j = arg;
+    greedy(j->m, &j->out);
+    return NULL;
+}
+
+static void test_two_threads(void **state) {
+    (void)state;
+    if (no_device()) return;
+    const char *path = tu_shared("anchor-data/models/stories260K.gguf");
+    mllm_model *m = load(path, "opencl", 99, 0);
+    greedy_out alone;
+    greedy(m, &alone);
+    greedy_job j[2] = {{.m = m}, {.m = m}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, greedy_thread, &j[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(j[i].out.n, alone.n);
+        assert_memory_equal(j[i].out.ids, alone.ids, sizeof alone.ids);
+    }
+    mllm_model_free(m);
+    free((void *)path);
+}
+
 static void test_errors(void **state) {
     (void)state;
     const char *path = tu_shared("anchor-data/models/stories260K.gguf");
@@ -258,7 +292,8 @@ int main(void) {
         cmocka_unit_test(test_qwen3_tiny_q8_0),
         cmocka_unit_test(test_synth_q4_K),      cmocka_unit_test(test_synth_q6_K),
         cmocka_unit_test(test_synth_qwen2_f32), cmocka_unit_test(test_synth_gemma3_f16),
-        cmocka_unit_test(test_stories_partial), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_stories_partial), cmocka_unit_test(test_two_threads),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,21 @@ int cli_image_eval(mllm_session *s, const char *conv, const char *const *paths, 
 /* The counters a prefill with images added since *before, on stderr. */
 void cli_image_report(const char *who, const mllm_timings *before, const mllm_timings *after);
 
+/* --backend NAME, -ngl N (cli_backend.c). */
+typedef struct {
+    const char *backend; /* NULL: MLLM_BACKENDS, else the CPU */
+    long n_gpu_layers;   /* -1: everything */
+} cli_backend_opts;
+extern const char *const cli_backend_usage; /* the options' --help lines */
+void cli_backend_defaults(cli_backend_opts *o);
+/* argv[*i] is one of the options: 1 (its value consumed), -1 (bad value,
+   printed), 0 (not one of them). */
+int cli_backend_arg(cli_backend_opts *o, int argc, char **argv, int *i);
+/* Into the load parameters; who prefixes a note ("mllm run"). */
+void cli_backend_apply(const cli_backend_opts *o, mllm_load_params *lp, const char *who);
+/* After a load: the OpenCL device in use, on stderr ("who: opencl device: ..."). */
+void cli_backend_report(const char *who);
+
 /* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,
    --no-lookup, --speculative, --no-speculative. */
 typedef struct {

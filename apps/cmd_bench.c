@@ -25,12 +25,14 @@ static void bench_usage(FILE *f) {
             "  -n, --n-gen LIST     tokens to generate one at a time (tgN); 0 skips (default 128)\n"
             "  -t, --threads LIST   thread counts (default: all cores)\n"
             "      --exact          time the exact mode (f32 activations in quantized matmuls)\n"
+            "%s"
             "  -r, --repetitions N  timed runs per test, after one untimed warm-up (default 5)\n"
             "  -o, --output FMT     md (a table, default) or json (llama-bench's field names)\n"
             "      --tokenizer PATH tokenizer for llama2.c checkpoints\n"
             "\n"
             "Tokens are random ids (fixed seed), as in llama-bench. Times cover only the\n"
-            "model evaluation, each repetition from an empty KV cache.\n");
+            "model evaluation, each repetition from an empty KV cache.\n",
+            cli_backend_usage);
 }
 
 static int parse_list(const char *opt, const char *s, long lo, long hi, long *out) {
@@ -155,8 +157,13 @@ int cmd_bench(int argc, char **argv) {
     bool exact = false;
     long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5;
     int n_pp = 1, n_tg = 1, n_th = 1;
+    cli_backend_opts bo;
+    cli_backend_defaults(&bo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int ba = cli_backend_arg(&bo, argc, argv, &i);
+        if (ba < 0) return 2;
+        if (ba > 0) continue;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
@@ -181,10 +188,15 @@ int cmd_bench(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    cli_backend_apply(&bo, &lp, "mllm bench");
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
+    cli_backend_report("mllm bench");
     const mllm_hparams *c = &m->dec.cfg;
+    /* llama-bench's column: the backend that computes the layers (the CPU
+       takes what it lacks) */
+    const char *be_name = m->dec.n_backends ? m->dec.backends[0]->name : "CPU";
     size_t size = 0;
     for (size_t i = 0; i < m->file->n_weights; i++) size += m->file->weights[i].size;
     char tname[32], mtype[96], sz[16];
@@ -225,7 +237,7 @@ int cmd_bench(int argc, char **argv) {
                 char tps[48];
                 snprintf(tps, sizeof tps, "%.2f ± %.2f", ats, sts);
                 printf("| %-30s | %6.2f GiB | %8.2f M | %-7s | %7d | %12s | %21s |\n", mtype, size / 1073741824.0, np / 1e6,
-                       "CPU", t.threads, test, tps);
+                       be_name, t.threads, test, tps);
                 fflush(stdout);
                 continue;
             }
@@ -234,13 +246,13 @@ int cmd_bench(int argc, char **argv) {
             char when[32];
             struct tm tm;
             strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-            printf("%s  {\n    \"build_commit\": \"%s\",\n    \"cpu_info\": \"%s\",\n    \"backends\": \"CPU\",\n"
+            printf("%s  {\n    \"build_commit\": \"%s\",\n    \"cpu_info\": \"%s\",\n    \"backends\": \"%s\",\n"
                    "    \"model_filename\": \"%s\",\n    \"model_type\": \"%s\",\n    \"model_size\": %zu,\n"
                    "    \"model_n_params\": %.0f,\n    \"n_batch\": 512,\n    \"n_ubatch\": 512,\n    \"n_threads\": %d,\n"
                    "    \"type_k\": \"f32\",\n    \"type_v\": \"f32\",\n    \"n_prompt\": %d,\n    \"n_gen\": %d,\n"
                    "    \"n_depth\": 0,\n    \"test_time\": \"%s\",\n    \"avg_ns\": %.0f,\n    \"stddev_ns\": %.0f,\n"
                    "    \"avg_ts\": %.6f,\n    \"stddev_ts\": %.6f,\n    \"samples_ns\": [",
-                   first ? "" : ",\n", mllm_version(), mllm_cpu_path(), base, mtype, size, np, t.threads,
+                   first ? "" : ",\n", mllm_version(), mllm_cpu_path(), be_name, base, mtype, size, np, t.threads,
                    t.n_prompt, t.n_gen, when, ans, sns, ats, sts);
             for (int r = 0; r < t.reps; r++) printf("%s%.0f", r ? ", " : " ", t.ns[r]);
             printf(" ],\n    \"samples_ts\": [");

@@ -37,7 +37,7 @@ static void chat_usage(FILE *f) {
             "      --ids-out FILE      write each reply's token ids, one per line, an empty line after each\n"
             "      --verbose           after each reply, print prompt tokens reused vs computed\n"
             "                          and how speculation did\n"
-            "%s"
+            "%s%s"
             "\n"
             "In the chat: arrow keys edit the line and walk the history (libedit, on a\n"
             "terminal); a line ending in \\ continues on the next line; /reset clears the\n"
@@ -51,7 +51,7 @@ static void chat_usage(FILE *f) {
             "\n"
             "When the conversation no longer fits the context, the oldest turns are dropped\n"
             "(the system prompt is kept) and a note goes to stderr.\n",
-            cli_spec_usage);
+            cli_spec_usage, cli_backend_usage);
 }
 
 #define CLI_CHAT_MAX_IMAGES 64
@@ -437,11 +437,16 @@ int cmd_chat(int argc, char **argv) {
     double temp = 0.8, top_p = 0.95, min_p = 0.05, rpen = 1.0;
     cli_spec_opts so;
     cli_spec_defaults(&so);
+    cli_backend_opts bo;
+    cli_backend_defaults(&bo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int sa = cli_spec_arg(&so, argc, argv, &i);
         if (sa < 0) return 2;
         if (sa > 0) continue;
+        int ba = cli_backend_arg(&bo, argc, argv, &i);
+        if (ba < 0) return 2;
+        if (ba > 0) continue;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { chat_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
@@ -484,10 +489,12 @@ int cmd_chat(int argc, char **argv) {
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    cli_backend_apply(&bo, &lp, "mllm chat");
     lp.chat_template = tmpl;
     lp.mmproj = mmproj;
     mllm_status st = mllm_model_load(model, &lp, &c.m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
+    cli_backend_report("mllm chat");
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = (int)ctx;

@@ -18,12 +18,14 @@ static void ppl_usage(FILE *f) {
             "      --chunks N       stop after N chunks (default: all)\n"
             "  -t, --threads N      compute threads\n"
             "      --exact          f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
+            "%s"
             "      --kv-type T      KV cache as a pool of 16-token blocks with K/V in f32, f16 or q8\n"
             "                       (int8 per token and head, f32 scale); default: one contiguous f32 cache\n"
             "      --tokenizer PATH tokenizer for llama2.c checkpoints\n"
             "\n"
             "Prints each chunk's running perplexity and, at the end, PPL = x +/- err\n"
-            "(err from the spread of the per-token negative log-likelihoods).\n");
+            "(err from the spread of the per-token negative log-likelihoods).\n",
+            cli_backend_usage);
 }
 
 /* -log softmax(logits)[target], in double. */
@@ -40,8 +42,13 @@ int cmd_perplexity(int argc, char **argv) {
     bool exact = false;
     int kv_type = MLLM_KV_CONTIGUOUS;
     long n_ctx = 512, threads = 0, max_chunks = 0;
+    cli_backend_opts bo;
+    cli_backend_defaults(&bo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int ba = cli_backend_arg(&bo, argc, argv, &i);
+        if (ba < 0) return 2;
+        if (ba > 0) continue;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
@@ -64,9 +71,11 @@ int cmd_perplexity(int argc, char **argv) {
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    cli_backend_apply(&bo, &lp, "mllm perplexity");
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { free(text); return cli_fail("cannot load model", st); }
+    cli_backend_report("mllm perplexity");
     size_t n_tok = 0;
     int32_t *ids = NULL;
     st = mllm_tokenize(m, text, len, 1, NULL, 0, &n_tok);

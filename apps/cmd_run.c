@@ -54,7 +54,7 @@ static void run_usage(FILE *f) {
             "                        root rule: root); it ends when the grammar is complete\n"
             "      --json-schema FILE  constrain the output to JSON that validates against\n"
             "                        this JSON Schema (see docs/grammar.md for what is supported)\n"
-            "%s"
+            "%s%s"
             "      --no-bos          do not add BOS even if the model asks for it\n"
             "      --tokenizer PATH  tokenizer for llama2.c checkpoints (tok512.bin)\n"
             "      --logits-out FILE write the last prompt position's logits (raw LE f32)\n"
@@ -66,7 +66,7 @@ static void run_usage(FILE *f) {
             "  -h, --help            this help\n"
             "\n"
             "At the end, load time, prompt and generation tokens/s and peak RSS go to stderr.\n",
-            cli_spec_usage);
+            cli_spec_usage, cli_backend_usage);
 }
 
 /* --logit-bias ID=BIAS; the id is checked against the vocabulary when
@@ -177,6 +177,8 @@ int cmd_run(int argc, char **argv) {
     bool ignore_eos = false, no_bos = false, raw = false, shift = false;
     cli_spec_opts so;
     cli_spec_defaults(&so);
+    cli_backend_opts bo;
+    cli_backend_defaults(&bo);
     if (mllm_plugins_load_env() != MLLM_OK) {
         fprintf(stderr, "mllm run: %s\n", mllm_last_error());
         return 1;
@@ -186,6 +188,9 @@ int cmd_run(int argc, char **argv) {
         int sa = cli_spec_arg(&so, argc, argv, &i);
         if (sa < 0) return 2;
         if (sa > 0) continue;
+        int ba = cli_backend_arg(&bo, argc, argv, &i);
+        if (ba < 0) return 2;
+        if (ba > 0) continue;
 #define VAL() do { if (!(v = cli_value(argc, argv, &i))) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
@@ -255,9 +260,11 @@ int cmd_run(int argc, char **argv) {
     lp.n_threads = (int)threads;
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    cli_backend_apply(&bo, &lp, "mllm run");
     lp.mmproj = mmproj;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) { cli_fail("cannot load model", st); goto done; }
+    cli_backend_report("mllm run");
     int32_t n_train = mllm_model_n_ctx_train(m);
     if (ctx > 0 && n_train > 0 && ctx > n_train)
         fprintf(stderr, "mllm run: warning: -c %ld is more than the %d tokens this model was trained on; past that "

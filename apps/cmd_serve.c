@@ -60,7 +60,7 @@ static void serve_usage(FILE *f) {
             "                          S seconds (default 10; a second signal: at once)\n"
             "      --chat-template T   a built-in template name or a .jinja file\n"
             "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
-            "%s"
+            "%s%s"
             "                        (without --draft the batching engine speculates by prompt\n"
             "                        lookup, per sequence, where it pays; --draft: each of\n"
             "                        --parallel slots runs a session of its own and speculates\n"
@@ -69,7 +69,7 @@ static void serve_usage(FILE *f) {
             SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY, SRV_DEFAULT_MAX_UPLOAD,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
             SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS, SRV_DEFAULT_MAX_CONNECTIONS_PER_IP,
-            SRV_DEFAULT_HEADER_TIMEOUT_S, cli_spec_usage);
+            SRV_DEFAULT_HEADER_TIMEOUT_S, cli_backend_usage, cli_spec_usage);
 }
 
 /* "dir/SmolLM2.Q4_1.gguf" -> "SmolLM2.Q4_1" (in buf). */
@@ -114,11 +114,16 @@ int cmd_serve(int argc, char **argv) {
     if (c.api_key && !c.api_key[0]) c.api_key = NULL;
     cli_spec_opts so;
     cli_spec_defaults(&so);
+    cli_backend_opts bo;
+    cli_backend_defaults(&bo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *s;
         int sa = cli_spec_arg(&so, argc, argv, &i);
         if (sa < 0) return 2;
         if (sa > 0) continue;
+        int ba = cli_backend_arg(&bo, argc, argv, &i);
+        if (ba < 0) return 2;
+        if (ba > 0) continue;
 #define VAL() do { if (!(s = cli_value(argc, argv, &i))) return 2; } while (0)
 #define INT(lo, hi, dst) do { VAL(); if (!cli_int(a, s, lo, hi, &v)) return 2; dst = v; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { serve_usage(stdout); return 0; }
@@ -183,11 +188,13 @@ int cmd_serve(int argc, char **argv) {
     mllm_load_default_params(&lp);
     lp.tokenizer_path = tok;
     lp.exact = exact;
+    cli_backend_apply(&bo, &lp, "mllm serve");
     lp.mmproj = mmproj;
     lp.chat_template = tmpl;
     mllm_model *m = NULL;
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("load", st);
+    cli_backend_report("mllm serve");
     mllm_model *dm = NULL;
     if (cli_spec_load(&so, c.n_threads, &dm) != MLLM_OK) { mllm_model_free(m); return 1; }
     mllm_speculative_params spp;

@@ -66,6 +66,8 @@ extern "C" {
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
 /* Bumped whenever a struct layout or a signature below changes.
+   6: mllm_load_params grew `backend` and `n_gpu_layers` (the ABI 5 and 4
+   sizes are still accepted).
    5: mllm_load_params grew `mmproj`, mllm_timings image counters (the
    ABI 4 sizes are still accepted); mllm_chat_prefill.
    4: mllm_sampling grew a grammar (constrained decoding); mllm_generate*
@@ -76,7 +78,7 @@ extern "C" {
    logprobs callback); mllm_sampling_default writes the new size, so a
    program compiled against an ABI 2 header must be rebuilt (mllm_generate*
    still accept an ABI 2 struct filled by the caller). */
-#define MLLM_ABI_VERSION 5
+#define MLLM_ABI_VERSION 6
 
 typedef enum {
     MLLM_OK = 0,
@@ -132,6 +134,15 @@ typedef struct {
                               Qwen2.5-VL). NULL: a Hugging Face folder's own
                               tower, if it has one. Opened on the first image;
                               copied, so the string need not outlive the call */
+    /* Appended in ABI 6 (the ABI 5 and 4 sizes are still accepted: NULL, -1). */
+    const char *backend;   /* where the decoder computes: "cpu", "opencl", or a
+                              comma-separated list in order of preference; what
+                              a backend lacks runs on the CPU. NULL (default):
+                              $MLLM_BACKENDS, else the CPU. docs/opencl.md */
+    int n_gpu_layers;      /* with a backend other than the CPU: offload the last
+                              N layers; more than the model has also offloads the
+                              embeddings and the output (llama.cpp's -ngl). -1
+                              (default): everything */
 } mllm_load_params;
 
 /* Fills every field with its default and struct_size with the library's

@@ -11,7 +11,7 @@ import os
 import threading
 
 # The MLLM_ABI_VERSION of the header this module mirrors.
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 # mllm_status values.
 MLLM_OK = 0
@@ -67,8 +67,9 @@ class LoadParamsBase(ctypes.Structure):
 
 class LoadParams(LoadParamsBase):
     """mllm_load_params with chat_template (appended, same ABI version) and
-    exact (ABI 4) and mmproj (ABI 5)."""
-    _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int), ("mmproj", ctypes.c_char_p)]
+    exact (ABI 4), mmproj (ABI 5), backend and n_gpu_layers (ABI 6)."""
+    _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int), ("mmproj", ctypes.c_char_p),
+                ("backend", ctypes.c_char_p), ("n_gpu_layers", ctypes.c_int)]
 
 
 # The mllm_load_params layout of the loaded library (one of the two above).

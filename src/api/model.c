@@ -27,6 +27,7 @@ MLLM_API void mllm_load_default_params(mllm_load_params *p) {
     p->struct_size = sizeof *p;
     p->n_threads = 0;
     p->use_mmap = 1;
+    p->n_gpu_layers = -1;
 }
 
 static mllm_status load_tokenizer(mllm_model *m, const mllm_load_params *p) {
@@ -54,8 +55,9 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     mllm_load_default_params(&lp);
     if (p) {
         size_t v1 = offsetof(mllm_load_params, chat_template), v3 = offsetof(mllm_load_params, exact),
-               v4 = offsetof(mllm_load_params, mmproj);
-        if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3 && p->struct_size != v4)
+               v4 = offsetof(mllm_load_params, mmproj), v5 = offsetof(mllm_load_params, backend);
+        if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3 && p->struct_size != v4 &&
+            p->struct_size != v5)
             return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
                             p->struct_size, sizeof *p);
         memcpy(&lp, p, p->struct_size);
@@ -84,7 +86,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         m->enc = mllm_calloc(1, sizeof *m->enc);
         st = m->enc ? mllm_bert_bind(m->enc, m->file, &hp) : mllm_err(MLLM_ERR_NOMEM, "out of memory");
     } else if (st == MLLM_OK) {
-        st = mllm_decoder_bind(&m->dec, m->file, &hp);
+        st = mllm_decoder_bind(&m->dec, m->file, &hp, p ? p->backend : NULL, p ? p->n_gpu_layers : -1);
     }
     if (st == MLLM_OK && m->file->kind == MLLM_FILE_HF) st = mllm_st_config_load(m->file->path, &m->st);
     if (st == MLLM_OK) st = load_tokenizer(m, p);

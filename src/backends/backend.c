@@ -8,6 +8,9 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#ifdef MLLM_HAVE_OPENCL
+#include "backends/opencl/ocl_backend.h"
+#endif
 
 static mllm_backend *g_backends[MLLM_MAX_BACKENDS];
 static int g_n_backends;
@@ -40,6 +43,12 @@ void mllm_backend_names(char *out, size_t n) {
         if (w < 0) break;
         at += (size_t)w;
     }
+#ifdef MLLM_HAVE_OPENCL
+    /* not registered until first asked for (mllm_backend_by_name) */
+    bool have_ocl = false;
+    for (int i = 0; i < g_n_backends; i++) have_ocl = have_ocl || strcmp(g_backends[i]->name, "opencl") == 0;
+    if (!have_ocl && at < n) snprintf(out + at, n - at, ", opencl");
+#endif
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -50,6 +59,18 @@ mllm_backend *mllm_backend_by_name(const char *name) {
     for (int i = 0; name && i < g_n_backends && !found; i++)
         if (strcmp(g_backends[i]->name, name) == 0) found = g_backends[i];
     pthread_mutex_unlock(&g_mu);
+    /* Backends with a device register when first asked for: opening one
+       costs (OpenCL builds its kernels), and a missing device is an error
+       only for whoever wants it. */
+    if (!found && name && strcmp(name, "opencl") == 0) {
+#ifdef MLLM_HAVE_OPENCL
+        return mllm_backend_opencl(); /* NULL: the error says why (no device, ...) */
+#else
+        mllm_err(MLLM_ERR_UNSUPPORTED, "backend 'opencl' is not in this build (configure with -DMLLM_OPENCL=ON; "
+                                       "it needs Debian's ocl-icd-opencl-dev and opencl-c-headers)");
+        return NULL;
+#endif
+    }
     if (!found) {
         char have[256];
         mllm_backend_names(have, sizeof have);

@@ -4,7 +4,7 @@
    computes a run of consecutive nodes (graph_compute) and waits for its work
    to finish (synchronize). Backends are found by name in a small registry:
    the CPU is always there (backends/cpu/cpu_backend.c); others (the tests'
-   "test" backend today, OpenCL / CUDA later) register themselves.
+   "test" backend, OpenCL; CUDA later) register themselves.
 
    Nodes are core/tensor.h's mllm_tensor. A node whose buffer is NULL lives
    in host memory the CPU reads in place; otherwise in buffer at
@@ -71,7 +71,10 @@ mllm_backend *mllm_backend_cpu(void);
    name is taken. */
 bool mllm_backend_register(mllm_backend *be);
 /* The backend called name (case-sensitive), or NULL after setting the error
-   message (core/error.h): unknown name, with the names there are. */
+   message (core/error.h): unknown name, with the names there are.
+   "opencl" opens its device and registers on the first call
+   (opencl/ocl_backend.h); without a device, or in a build without OpenCL,
+   the message says so. */
 mllm_backend *mllm_backend_by_name(const char *name);
 /* Writes the registered names, comma separated, into out. */
 void mllm_backend_names(char *out, size_t n);

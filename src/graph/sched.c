@@ -5,8 +5,13 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/dtype.h"
 
-#define ALIGN(n) (((n) + 63) & ~(size_t)63)
+/* Tensors placed in a backend's buffer start at multiples of 512 bytes: a
+   device backend hands them to its kernels as sub-buffers, whose origins
+   must be aligned to the device's base address alignment (OpenCL: 128
+   bytes on PoCL and phone GPUs, 512 on NVIDIA's). */
+#define ALIGN(n) (((n) + 511) & ~(size_t)511)
 
 typedef struct { mllm_tensor *src, *dst; } copy;
 
@@ -55,6 +60,30 @@ static bool weights_on(const mllm_backend *be, const mllm_tensor *t) {
         if (w && is_weight(w) && !(w->mirror && w->mirror->buffer->type == be->buffer_type)) return false;
     }
     return true;
+}
+
+static bool reads_weights(const mllm_tensor *t) {
+    for (int s = 0; s < MLLM_MAX_SRC; s++)
+        if (t->src[s] && is_weight(root_of(t->src[s]))) return true;
+    return false;
+}
+
+/* For a node without weights: the most preferred backend (lowest index)
+   among those that made its inputs and can compute it, or -1 when its
+   inputs are all leaves (graph inputs) or none of those backends can.
+   Nodes are in execution order, so a backward scan finds each producer;
+   it is usually a few nodes back. */
+static int producer(mllm_sched *s, mllm_tensor **nodes, int i, const int *assign) {
+    int best = -1;
+    for (int k = 0; k < MLLM_MAX_SRC; k++) {
+        const mllm_tensor *src = nodes[i]->src[k] ? root_of(nodes[i]->src[k]) : NULL;
+        if (!src || src->op == MLLM_OP_NONE) continue;
+        int b = -1;
+        for (int j = i - 1; j >= 0 && b < 0; j--)
+            if (nodes[j] == src) b = assign[j];
+        if (b >= 0 && (best < 0 || b < best) && s->backends[b]->supports_op(s->backends[b], nodes[i])) best = b;
+    }
+    return best;
 }
 
 static slot *map_find(mllm_sched *s, const mllm_tensor *key) {
@@ -179,11 +208,20 @@ mllm_sched *mllm_sched_new(mllm_tensor **nodes, int n, mllm_backend *const *back
     }
     for (int i = 0; i < n; i++) {
         assign[i] = cpu;
-        for (int b = 0; b < s->n_backends; b++) {
-            const mllm_backend *be = s->backends[b];
-            if (be->supports_op(be, nodes[i]) && weights_on(be, nodes[i])) {
-                assign[i] = b;
-                break;
+        /* A node without weights goes where its inputs were made (the most
+           preferred of those backends): the layers left on the CPU (-ngl)
+           keep their RoPE and adds there instead of sending each
+           activation to the device and back. */
+        const int from = reads_weights(nodes[i]) ? -1 : producer(s, nodes, i, assign);
+        if (from >= 0) {
+            assign[i] = from;
+        } else {
+            for (int b = 0; b < s->n_backends; b++) {
+                const mllm_backend *be = s->backends[b];
+                if (be->supports_op(be, nodes[i]) && weights_on(be, nodes[i])) {
+                    assign[i] = b;
+                    break;
+                }
             }
         }
         s->stats.n_nodes[assign[i]]++;
@@ -253,15 +291,37 @@ struct mllm_placement {
     int n;
 };
 
-/* Whether be can multiply by w: a matmul node of one f32 column. */
-static bool can_multiply(mllm_backend *be, mllm_tensor *w) {
+/* An f32 vector of n (contiguous), as the probes below need. */
+static mllm_tensor f32_vector(int64_t n) {
+    mllm_tensor v = {.dtype = 0 /* f32 */, .ne = {n, 1, 1, 1}, .is_input = true};
+    v.nb[0] = sizeof(float);
+    v.nb[1] = v.nb[2] = v.nb[3] = (size_t)n * sizeof(float);
+    return v;
+}
+
+/* Whether be has a use for w: multiplying by it (a matmul node of one f32
+   column), looking rows up in it (embeddings), or, for an f32 vector
+   (norm weights, biases), an RMSNorm with it as the weight. */
+static bool can_use(mllm_backend *be, mllm_tensor *w) {
     if (w->ne[2] != 1 || w->ne[3] != 1) return false;
-    mllm_tensor act = {.dtype = 0 /* f32 */, .ne = {w->ne[0], 1, 1, 1}};
-    act.nb[0] = sizeof(float);
-    act.nb[1] = act.nb[2] = act.nb[3] = (size_t)w->ne[0] * sizeof(float);
-    act.is_input = true;
-    mllm_tensor probe = {.dtype = 0, .ne = {w->ne[1], 1, 1, 1}, .op = MLLM_OP_MATMUL, .src = {w, &act}};
-    return be->supports_op(be, &probe);
+    mllm_tensor act = f32_vector(w->ne[0]), out = f32_vector(w->ne[1]);
+    out.op = MLLM_OP_MATMUL;
+    out.src[0] = w;
+    out.src[1] = &act;
+    if (w->ne[1] > 1 && be->supports_op(be, &out)) return true;
+    mllm_tensor id = f32_vector(1), rows = f32_vector(w->ne[0]);
+    id.dtype = MLLM_DTYPE_I32;
+    rows.op = MLLM_OP_GET_ROWS;
+    rows.src[0] = w;
+    rows.src[1] = &id;
+    if (w->ne[1] > 1 && be->supports_op(be, &rows)) return true;
+    if (w->ne[1] != 1 || w->dtype != 0) return false;
+    mllm_tensor norm = f32_vector(w->ne[0]);
+    norm.op = MLLM_OP_RMSNORM;
+    norm.src[0] = &act;
+    norm.src[1] = w;
+    norm.fp[0] = 1e-6f;
+    return be->supports_op(be, &norm);
 }
 
 mllm_placement *mllm_sched_place_weights(mllm_backend *be, mllm_tensor **w, int n) {
@@ -276,7 +336,7 @@ mllm_placement *mllm_sched_place_weights(mllm_backend *be, mllm_tensor **w, int 
     }
     size_t top = 0;
     for (int i = 0; i < n; i++) {
-        if (!w[i] || w[i]->mirror || !can_multiply(be, w[i])) continue;
+        if (!w[i] || w[i]->mirror || !can_use(be, w[i])) continue;
         /* a weight shared by two roles (tied embeddings) is placed once */
         bool dup = false;
         for (int j = 0; j < p->n && !dup; j++) dup = p->w[j] == w[i];

@@ -6,6 +6,9 @@
    input) must be in that backend's buffer type, either the host memory it
    was mapped in (the CPU's) or a copy placed there at load
    (mllm_sched_place_weights). The CPU, last in the list, takes the rest.
+   A node that reads no weight (RoPE, adds, activations) goes to the most
+   preferred backend among those that made its inputs and can compute it,
+   so a layer whose weights stayed on the CPU (-ngl) stays there whole.
 
    The graph's nodes stay the CPU's (host memory, placed by the planner).
    A run on a backend with another buffer type computes shadows of its
@@ -37,8 +40,9 @@ typedef struct {
 void mllm_sched_get_stats(const mllm_sched *s, mllm_sched_stats *out);
 
 /* Weights on a backend: copies of w[i] in one buffer of be's type for each
-   matrix be can multiply (a matmul node with it as the weight passes
-   supports_op), setting w[i]->mirror; the others stay where they are. NULL
+   weight be has a use for (supports_op passes a matmul by it, a row lookup
+   in it, or for an f32 vector an RMSNorm with it as the weight), setting
+   w[i]->mirror; the others stay where they are. NULL
    when out of memory; a backend with the CPU's buffer type places nothing. */
 typedef struct mllm_placement mllm_placement;
 mllm_placement *mllm_sched_place_weights(mllm_backend *be, mllm_tensor **w, int n);

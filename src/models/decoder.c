@@ -103,7 +103,8 @@ static void rope_params(const mllm_hparams *c, float theta, bool scaled, mllm_ro
     }
 }
 
-mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp) {
+mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp, const char *backends,
+                              int n_offload) {
     memset(m, 0, sizeof *m);
     m->cfg = *hp;
     const mllm_hparams *c = &m->cfg;
@@ -162,8 +163,12 @@ mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const m
 #undef LNAME
     }
 #undef BIND
-    if ((st = mllm_decoder_pack(m, f)) != MLLM_OK) return st;
-    return mllm_decoder_use_backends(m, getenv("MLLM_BACKENDS"));
+    /* Placed first: a weight the device computes with is copied there as
+       the file has it, and the CPU does not repack it. */
+    if (backends) st = mllm_decoder_use_backends(m, backends, n_offload, "backend");
+    else st = mllm_decoder_use_backends(m, getenv("MLLM_BACKENDS"), n_offload, "MLLM_BACKENDS");
+    if (st != MLLM_OK) return st;
+    return mllm_decoder_pack(m, f);
 }
 
 void mllm_decoder_release(mllm_decoder *m) {

@@ -40,19 +40,25 @@ typedef struct {
 } mllm_decoder;
 
 /* Binds the weights of a file resolved by mllm_family_resolve (hp). Checks
-   every tensor's dtype; errors name the tensor. */
-mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp);
+   every tensor's dtype; errors name the tensor. backends (NULL: the
+   environment's MLLM_BACKENDS) and n_offload go to
+   mllm_decoder_use_backends, before the CPU repacks what stays with it. */
+mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp, const char *backends,
+                              int n_offload);
 void mllm_decoder_release(mllm_decoder *m);
 /* Repacks the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K matmul weights into the x8 layouts
    (decoder_pack.c); called by mllm_decoder_bind. By default only where the CPU
-   path has packed kernels (AVX2 only: mllm_cpu_has_packed_kernels); MLLM_REPACK=0 never, =1 always. */
+   path has packed kernels (AVX2 only: mllm_cpu_has_packed_kernels); MLLM_REPACK=0 never, =1 always.
+   Weights placed on another backend (a mirror) are left as they are. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
-/* Schedules the model over the backends named in list ("test,cpu"; NULL or
-   "" or "cpu": the CPU alone, no schedule) and places the matmul weights
-   each can multiply there (decoder_backends.c); called by mllm_decoder_bind
-   with the environment's MLLM_BACKENDS. An unknown name is an error that
-   lists the registered ones. */
-mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list);
+/* Schedules the model over the backends named in list ("opencl", "test,cpu";
+   NULL or "" or "cpu": the CPU alone, no schedule) and places the weights
+   each can use there (decoder_backends.c): those of the last n_offload
+   layers (< 0 or more than n_layer: all, and the embeddings and output
+   too). what names the list's source in errors ("MLLM_BACKENDS"). An
+   unknown name is an error (MLLM_ERR_INVALID_ARG) that lists the
+   registered ones; a known backend without a device MLLM_ERR_UNSUPPORTED. */
+mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list, int n_offload, const char *what);
 void mllm_decoder_drop_backends(mllm_decoder *m);
 
 /* The graph's inputs: T token ids and their T positions, I32 tensors

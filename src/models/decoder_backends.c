@@ -1,7 +1,9 @@
-/* Which backends a decoder runs on: MLLM_BACKENDS names them in order of
-   preference ("test,cpu"); the CPU is always the last resort. The matrices
-   each backend can multiply are copied into its buffers once, here, so
-   graphs never copy weights (graph/sched.h). */
+/* Which backends a decoder runs on: mllm_load_params.backend or
+   MLLM_BACKENDS names them in order of preference ("opencl", "test,cpu");
+   the CPU is always the last resort. The weights each backend can use (of
+   the layers offloaded: -ngl) are copied into its buffers once, here,
+   before the CPU repacks the rest, so graphs never copy weights
+   (graph/sched.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +12,7 @@
 #include "graph/sched.h"
 #include "models/decoder.h"
 
-mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list) {
+mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list, int n_offload, const char *what) {
     mllm_decoder_drop_backends(m);
     if (!list || !*list) return MLLM_OK;
     char name[64];
@@ -18,7 +20,7 @@ mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list) {
         size_t n = strcspn(p, ",");
         if (n == 0 || n >= sizeof name) {
             mllm_decoder_drop_backends(m);
-            return mllm_err(MLLM_ERR_INVALID_ARG, "MLLM_BACKENDS: bad list '%s' (names separated by commas)", list);
+            return mllm_err(MLLM_ERR_INVALID_ARG, "%s: bad list '%s' (names separated by commas)", what, list);
         }
         memcpy(name, p, n);
         name[n] = 0;
@@ -26,13 +28,15 @@ mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list) {
         if (!be) {
             char why[320]; /* mllm_err writes the buffer mllm_last_error reads */
             snprintf(why, sizeof why, "%s", mllm_last_error());
-            mllm_status st = mllm_err(MLLM_ERR_INVALID_ARG, "MLLM_BACKENDS: %s", why);
+            /* a backend this build has but cannot open (no OpenCL device) is unsupported here */
+            const bool known = strcmp(name, "opencl") == 0;
+            mllm_status st = mllm_err(known ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG, "%s: %s", what, why);
             mllm_decoder_drop_backends(m);
             return st;
         }
         if (m->n_backends == MLLM_MAX_BACKENDS) {
             mllm_decoder_drop_backends(m);
-            return mllm_err(MLLM_ERR_INVALID_ARG, "MLLM_BACKENDS: more than %d backends", MLLM_MAX_BACKENDS);
+            return mllm_err(MLLM_ERR_INVALID_ARG, "%s: more than %d backends", what, MLLM_MAX_BACKENDS);
         }
         m->backends[m->n_backends++] = be;
         p += n + (p[n] == ',');
@@ -42,16 +46,28 @@ mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list) {
         m->n_backends = 0;
         return MLLM_OK;
     }
-    const int per_layer = 7;
-    const int n_w = 1 + per_layer * m->cfg.n_layer;
+    /* -ngl: the last n_offload layers, and with more than n_layer also the
+       embeddings and the output (llama.cpp's rule: -ngl 99 is everything). */
+    const int n_layer = m->cfg.n_layer;
+    const int ngl = n_offload < 0 || n_offload > n_layer ? n_layer + 1 : n_offload;
+    const int first = n_layer - (ngl < n_layer ? ngl : n_layer);
+    enum { PER_LAYER = 16 };
+    const int n_w = 3 + PER_LAYER * n_layer;
     mllm_tensor **w = mllm_calloc((size_t)n_w, sizeof *w);
     if (!w) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     int k = 0;
-    w[k++] = m->output;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
+    if (ngl > n_layer) {
+        w[k++] = m->output;
+        w[k++] = m->output_norm;
+        w[k++] = m->tok_embd;
+    }
+    for (int l = first; l < n_layer; l++) {
         const mllm_decoder_layer *L = &m->layers[l];
-        mllm_tensor *lw[7] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (int j = 0; j < per_layer; j++) w[k++] = lw[j];
+        mllm_tensor *lw[PER_LAYER] = {L->attn_norm, L->wq,       L->wk,      L->wv,     L->wo,         L->bq,
+                                      L->bk,        L->bv,       L->q_norm,  L->k_norm, L->post_attn_norm,
+                                      L->ffn_norm,  L->w_gate,   L->w_up,    L->w_down, L->post_ffw_norm};
+        for (int j = 0; j < PER_LAYER; j++)
+            if (lw[j]) w[k++] = lw[j];
     }
     mllm_status st = MLLM_OK;
     for (int b = 0; b < m->n_backends && st == MLLM_OK; b++)

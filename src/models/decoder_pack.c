@@ -99,7 +99,7 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     for (int i = 0; i < n; i++) {
         mllm_tensor *t = ts[i];
         const int packed = mllm_repack_type_for((mllm_dtype)t->dtype, t->ne[0], t->ne[1]);
-        if (packed < 0 || t->ne[2] != 1 || t->ne[3] != 1) continue;
+        if (packed < 0 || t->ne[2] != 1 || t->ne[3] != 1 || t->mirror) continue; /* mirror: computed elsewhere */
         const mllm_weight *w = mllm_model_file_find(f, t->name);
         pack_job *jb = &jobs[n_jobs++];
         jb->t = t;

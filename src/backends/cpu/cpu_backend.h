@@ -23,6 +23,11 @@ bool mllm_cpu_compute_nodes(mllm_exec_ctx *x, mllm_tensor **nodes, int n);
    scratch it needs for nth threads. */
 void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
 size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth);
+/* The cos/sin of the n_rot/2 rotation angles at position pos, with the
+   arithmetic of ggml's rope cache (YaRN included): what every backend's
+   RoPE must use to round as the CPU does (the OpenCL backend's host-side
+   table). */
+void mllm_cpu_rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn);
 /* node_compute_paged.c */
 void mllm_compute_kv_store_paged(mllm_tensor *t, int ith, int nth);
 void mllm_compute_attention_paged(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);

@@ -95,7 +95,7 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     }
 }
 
-static void rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn) {
+void mllm_cpu_rope_table(const mllm_rope_params *rp, int pos, float *cs, float *sn) {
     /* Same arithmetic as ggml's rope cache: theta advances by repeated float
        multiplication, so angles round exactly like the reference. */
     float theta = (float)pos;
@@ -132,13 +132,13 @@ static void compute_rope(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nt
             /* M-RoPE: the tables of the height and width positions, then
                each frequency taken from its section's table */
             float *ch = cs + rp->n_rot, *sh = ch + rp->n_rot / 2;
-            rope_table(rp, pos[tt], cs, sn);
-            rope_table(rp, pos[T + tt], ch, sh);
+            mllm_cpu_rope_table(rp, pos[tt], cs, sn);
+            mllm_cpu_rope_table(rp, pos[T + tt], ch, sh);
             for (int i = s0; i < s01 && i < rp->n_rot / 2; i++) cs[i] = ch[i], sn[i] = sh[i];
-            rope_table(rp, pos[2 * T + tt], ch, sh);
+            mllm_cpu_rope_table(rp, pos[2 * T + tt], ch, sh);
             for (int i = s01; i < rp->n_rot / 2; i++) cs[i] = ch[i], sn[i] = sh[i];
         } else {
-            rope_table(rp, pos[tt], cs, sn);
+            mllm_cpu_rope_table(rp, pos[tt], cs, sn);
         }
         for (int64_t h = ith; h < H; h += nth) {
             float *dst = (float *)t->data + (tt * H + h) * D;

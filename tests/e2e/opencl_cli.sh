@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# mllm --backend opencl / -ngl (docs/opencl.md): the help of run, chat,
+# bench, perplexity and serve names both options; an unknown backend stops
+# the load with exit 1 and the names there are; on an OpenCL device (PoCL
+# in CI) stories260K's greedy text with -ngl 99, -ngl 2 and MLLM_BACKENDS=
+# opencl equals the CPU's, and bench's backend column says opencl. Without
+# OpenCL the error must say why, then SKIPPED. Usage: opencl_cli.sh MLLM SHARED_DIR BUILD_DIR.
+set -euo pipefail
+cli=$1 shared=$2
+model=$shared/anchor-data/models/stories260K.gguf
+[[ -f $model ]] || { echo "SKIPPED: $model is absent"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+for cmd in run chat bench perplexity serve; do
+    "$cli" $cmd --help > "$tmp/help" 2>&1 || true
+    grep -q "unknown command" "$tmp/help" && continue # serve in a build without the server
+    grep -q -- "--backend NAME" "$tmp/help" && grep -q -- "-ngl, --n-gpu-layers N" "$tmp/help" ||
+        { echo "FAIL: mllm $cmd --help does not name --backend and -ngl"; fail=1; }
+done
+rc=0
+"$cli" run -m "$model" -p hi -n 2 --backend nope > "$tmp/out" 2> "$tmp/err" || rc=$?
+if [[ $rc != 1 ]] || ! grep -q "unknown backend 'nope' (this build has: cpu" "$tmp/err"; then
+    echo "FAIL: --backend nope: exit $rc"; cat "$tmp/err"; fail=1
+fi
+gen() { "$cli" run -m "$model" -p "Once upon a time" -n 32 --temp 0 --raw "$@" 2> "$tmp/err"; }
+gen --backend cpu > "$tmp/cpu"
+rc=0
+gen --backend opencl -ngl 99 > "$tmp/ocl" || rc=$?
+if [[ $rc != 0 ]]; then
+    if grep -qE "not in this build|no OpenCL (platform|device)" "$tmp/err"; then
+        [[ $fail == 0 ]] && echo "SKIPPED: $(tail -1 "$tmp/err")" && exit 77
+    fi
+    echo "FAIL: --backend opencl: exit $rc"; cat "$tmp/err"; exit 1
+fi
+cmp -s "$tmp/cpu" "$tmp/ocl" || { echo "FAIL: -ngl 99 text differs:"; cat "$tmp/cpu" "$tmp/ocl"; fail=1; }
+gen --backend opencl -ngl 2 > "$tmp/ocl2" || { echo "FAIL: -ngl 2"; cat "$tmp/err"; fail=1; }
+cmp -s "$tmp/cpu" "$tmp/ocl2" || { echo "FAIL: -ngl 2 text differs"; fail=1; }
+MLLM_BACKENDS=opencl gen > "$tmp/env" || { echo "FAIL: MLLM_BACKENDS=opencl"; cat "$tmp/err"; fail=1; }
+cmp -s "$tmp/cpu" "$tmp/env" || { echo "FAIL: MLLM_BACKENDS=opencl text differs"; fail=1; }
+"$cli" bench -m "$model" -p 8 -n 4 -r 1 -t 1 --backend opencl > "$tmp/bench" 2>&1 ||
+    { echo "FAIL: bench --backend opencl"; cat "$tmp/bench"; fail=1; }
+grep -q "| opencl " "$tmp/bench" || { echo "FAIL: bench's backend column:"; cat "$tmp/bench"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: --backend opencl (-ngl 99, -ngl 2, MLLM_BACKENDS) gives the CPU's greedy text; help and errors"
+exit $fail

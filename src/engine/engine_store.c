@@ -50,10 +50,19 @@ uint64_t mllm_engine_model_identity(const mllm_engine *e) {
         if (w->size > 4096 + 256)
             for (size_t k = 0; k < 16; k++) upd(&h, d + 4096 + (w->size - 4096 - 256) / 15 * k, 256);
     }
-    mllm_hparams c;
-    memcpy(&c, &e->dec->cfg, sizeof c);
-    c.row = NULL; /* a pointer: differs between runs */
-    upd(&h, &c, sizeof c);
+    /* field by field: a struct's padding bytes are not part of its value */
+    const mllm_hparams *c = &e->dec->cfg;
+    upd(&h, c->arch, sizeof c->arch);
+    const int32_t ints[] = {c->n_vocab, c->n_embd, c->n_layer, c->n_head, c->n_head_kv, c->head_dim, c->n_ff,
+                            c->n_ctx_train, c->n_rot, c->rope_neox, (int32_t)c->rope_scaling, c->rope_orig_ctx,
+                            c->swa_window, (int32_t)c->act, c->post_norms, c->qkv_bias, c->qk_norm, c->tied_embd,
+                            c->n_token_types, c->mrope[0], c->mrope[1], c->mrope[2]};
+    const float floats[] = {c->rope_theta, c->rope_theta_swa, c->rope_factor, c->rope_low_freq_factor,
+                            c->rope_high_freq_factor, c->yarn_beta_fast, c->yarn_beta_slow, c->rms_eps,
+                            c->attn_scale, c->embd_scale, c->final_softcap};
+    upd(&h, ints, sizeof ints);
+    upd(&h, floats, sizeof floats);
+    upd(&h, c->layer_flags, sizeof c->layer_flags);
     const uint8_t flags[3] = {e->p.exact, mllm_cpu_features_avx2_path(), mllm_cpu_features_avx512_path()};
     upd(&h, flags, sizeof flags);
     return mllm_xxh64_digest(&h);
@@ -68,7 +77,9 @@ mllm_status mllm_engine_store_open(mllm_engine *e) {
                             .block_size = e->p.block_size, .block_bytes = e->kp.layers[0].block_bytes};
     /* One file per model and geometry: several models can share a folder
        and never read each other's (the header says whose it is as well). */
-    const uint64_t name = mllm_xxh64(&g, sizeof g);
+    const uint64_t fields[7] = {g.model_id, (uint64_t)g.n_layer, (uint64_t)g.n_head_kv, (uint64_t)g.head_dim,
+                                (uint64_t)g.dtype, (uint64_t)g.block_size, g.block_bytes}; /* no padding bytes */
+    const uint64_t name = mllm_xxh64(fields, sizeof fields);
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/prefix-%016llx.kvstore", e->p.store_dir, (unsigned long long)name) >=
         sizeof path)

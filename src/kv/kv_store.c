@@ -147,7 +147,22 @@ static int scan(mllm_kv_store *s) {
         store_ent *e = &s->ents[i];
         memset(e, 0, sizeof *e);
         e->hnext = -1;
-        if (r.magic == 0 && r.sum == 0) continue; /* a free slot */
+        if (r.magic == 0 && r.sum == 0) { /* a free slot; tokens there: a write that never committed */
+            const uint8_t *b = body_of(s, i);
+            size_t z = 0;
+            while (z < (size_t)bs * 4 && !b[z]) z++;
+            if (z < (size_t)bs * 4) {
+                s->st.incomplete++;
+                if (s->fd >= 0) { /* cleared, so the next open counts only new ones */
+                    static const uint8_t zeros[512];
+                    for (size_t o = 0; o < (size_t)bs * 4; o += sizeof zeros)
+                        if (pwrite(s->fd, zeros, (size_t)bs * 4 - o < sizeof zeros ? (size_t)bs * 4 - o : sizeof zeros,
+                                   (off_t)(s->h.data_off + (uint64_t)i * s->h.slot_bytes + o)) < 0)
+                            break;
+                }
+            }
+            continue;
+        }
         e->body_sum = r.body_sum;
         if (r.magic != REC_MAGIC || r.sum != mllm_xxh64(&r, offsetof(store_rec, sum)) || r.slot != (uint32_t)i ||
             r.serial == 0 || r.parent >= r.serial || r.serial > (UINT64_C(1) << 62) || r.stamp > (UINT64_C(1) << 62) ||
@@ -231,10 +246,16 @@ int mllm_kv_store_check_image(const uint8_t *img, size_t n, const mllm_kv_store_
     return count;
 }
 
+/* Test hook: MLLM_KV_STORE_TEST_SLOW_US=N writes in 512-byte pieces N
+   microseconds apart, so a crash test's SIGKILL lands inside writes
+   (tests/e2e/serve_prefix_store.py). */
+static unsigned slow_us = 0;
+
 static bool pwrite_all(int fd, const void *p, size_t n, uint64_t off) {
     const uint8_t *b = p;
     while (n > 0) {
-        ssize_t w = pwrite(fd, b, n, (off_t)off);
+        if (slow_us) usleep(slow_us);
+        ssize_t w = pwrite(fd, b, slow_us && n > 512 ? 512 : n, (off_t)off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) return false;
         b += w, n -= (size_t)w, off += (uint64_t)w;
@@ -265,6 +286,8 @@ mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, ui
     if (n_slots > MLLM_KV_STORE_MAX_SLOTS) n_slots = MLLM_KV_STORE_MAX_SLOTS;
     layout(&want, g, (uint32_t)n_slots);
     if (want.file_bytes > (uint64_t)SIZE_MAX / 2) return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: too large");
+    const char *slow = getenv("MLLM_KV_STORE_TEST_SLOW_US");
+    slow_us = slow ? (unsigned)strtoul(slow, NULL, 10) % 100000 : 0;
     mllm_kv_store *s = mllm_calloc(1, sizeof *s);
     if (!s) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     s->g = *g;
@@ -313,8 +336,9 @@ mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, ui
         snprintf(s->note, sizeof s->note, "prefix store %s: created (%d slots of %llu bytes)", path, s->st.n_slots,
                  (unsigned long long)s->h.slot_bytes);
     else
-        snprintf(s->note, sizeof s->note, "prefix store %s: %d blocks of %d slots, %d broken ones dropped", path, n,
-                 s->st.n_slots, s->st.dropped);
+        snprintf(s->note, sizeof s->note,
+                 "prefix store %s: %d blocks of %d slots, %d broken ones dropped, %d uncommitted writes cleared", path,
+                 n, s->st.n_slots, s->st.dropped, s->st.incomplete);
     if (note) *note = s->note;
     *out = s;
     return MLLM_OK;

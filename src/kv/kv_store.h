@@ -59,6 +59,7 @@ typedef struct {
 typedef struct {
     int n_slots, n_entries;
     int dropped;           /* entries found broken at open */
+    int incomplete;        /* free slots holding a body that was never committed (cleared at open) */
     uint64_t slot_bytes, file_bytes;
     uint64_t hits, writes, evictions; /* entries read, written, overwritten */
 } mllm_kv_store_stats;

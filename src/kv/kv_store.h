@@ -48,7 +48,7 @@
 #define MLLM_KV_STORE_HEADER 4096
 #define MLLM_KV_STORE_RECORD 64
 #define MLLM_KV_STORE_VERSION 1
-#define MLLM_KV_STORE_MAX_SLOTS (1 << 24)
+#define MLLM_KV_STORE_MAX_SLOTS (1 << 20) /* the index keeps each slot's tokens in memory */
 
 typedef struct {
     uint64_t model_id;     /* the model's identity (the engine's hash of its file and settings) */

@@ -219,7 +219,7 @@ def main(argv):
         else:
             restart_case(mllm, path, "smollm2", os.path.join(work, "store-smollm2"), None,
                          "You are a careful assistant for a small bakery. Answer in one short sentence. " * 8,
-                         "What does bread cost?", "Name a pastry.", ["--kv-type", "q8"])
+                         "What does bread cost?", "Name a pastry.", ["--kv-type", "q8", "--prefix-store-size", "64M"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

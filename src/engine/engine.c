@@ -166,6 +166,7 @@ void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out) {
         out->store_writes = ss.writes;
         out->store_entries = (uint64_t)ss.n_entries;
         out->store_bytes = (uint64_t)ss.n_entries * ss.slot_bytes;
+        out->store_failed = e->store_failed;
     }
 }
 

@@ -127,6 +127,7 @@ typedef struct {
     /* the prefix store (zeros without one): blocks read from it into the
        pool, blocks written, entries and their bytes in the file now */
     uint64_t store_hit_blocks, store_writes, store_entries, store_bytes;
+    bool store_failed; /* a write failed: the store only reads now (mllm_engine_store_note says why) */
 } mllm_engine_stats;
 
 /* dec, tok, pool and file (NULL: unchecked) must outlive the engine. */

@@ -39,7 +39,7 @@ struct srv_esched {
     srv_metrics *metrics;
     mllm_model_engine me;
     int n_ctx, n_parallel, max_queue;
-    bool context_shift, store;
+    bool context_shift, store, store_fail_logged;
     pthread_mutex_t mu;
     pthread_cond_t cv;    /* wakes the loop: a job, a cancel, close or quit */
     srv_job **incoming;   /* (max_queue + n_parallel) jobs not yet in the engine, FIFO */
@@ -234,6 +234,10 @@ static void *loop_main(void *arg) {
         mllm_engine_step(e); /* an error has ended the sequences it concerns */
         mllm_engine_stats st;
         mllm_engine_get_stats(e, &st);
+        if (st.store_failed && !S->store_fail_logged) { /* once: the store reads on, it no longer writes */
+            S->store_fail_logged = true;
+            fprintf(stderr, "mllm serve: %s\n", mllm_engine_store_note(e));
+        }
         pthread_mutex_lock(&S->mu);
         S->st = st;
     }

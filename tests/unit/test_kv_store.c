@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "api/engine_api.h"
@@ -260,6 +262,42 @@ static void test_lru(void **state) {
     free(path);
 }
 
+/* A write that fails (here: past RLIMIT_FSIZE, as on a full disk) stops
+   the writing with an error; what is stored is still read. */
+static void test_write_error(void **state) {
+    (void)state;
+    char *path = (char *)tu_tmp("d.kvstore");
+    unlink(path);
+    const mllm_kv_store_geom g = geom();
+    mllm_kv_store *s = open_ok(path, &g, 1 << 16, NULL);
+    uint64_t keys[2], serials[2];
+    write_chain(s, 2, keys, serials);
+    assert_int_equal(mllm_kv_store_flush(s), MLLM_OK);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = 8192; /* below the data slots */
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int32_t tok[BS];
+    uint8_t data[NL][BB];
+    block_of(2, tok, data);
+    const uint8_t *src[NL] = {data[0], data[1]};
+    const uint64_t got = mllm_kv_store_put(s, mllm_kv_chain_key(keys[1], tok, BS), serials[1], tok, src);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(got, 0);
+    assert_int_equal(mllm_kv_store_flush(s), MLLM_ERR_IO);
+    assert_non_null(strstr(mllm_last_error(), "read-only from now on"));
+    assert_int_equal(mllm_kv_store_put(s, 1, 0, tok, src), 0); /* and stays so */
+    assert_int_equal(walk(s, 3), 2);
+    mllm_kv_store_close(s);
+    s = open_ok(path, &g, 1 << 16, NULL);
+    assert_int_equal(walk(s, 3), 2);
+    mllm_kv_store_close(s);
+    free(path);
+}
+
 /* ---- the engine on a store ------------------------------------------- */
 
 typedef struct {
@@ -344,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_and_damage),
         cmocka_unit_test(test_truncated_and_uncommitted),
         cmocka_unit_test(test_lru),
+        cmocka_unit_test(test_write_error),
         cmocka_unit_test(test_engine_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

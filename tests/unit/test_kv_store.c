@@ -36,19 +36,22 @@ static void block_of(int i, int32_t *tok, uint8_t data[NL][BB]) {
         for (int b = 0; b < BB; b++) data[l][b] = (uint8_t)(i * 31 + l * 7 + b);
 }
 
+/* Writes block i after the block with chain key pkey and serial parent;
+   returns its serial (0: not written), *key its chain key. */
+static uint64_t put_block(mllm_kv_store *s, int i, uint64_t pkey, uint64_t parent, uint64_t *key) {
+    int32_t tok[BS];
+    uint8_t data[NL][BB];
+    block_of(i, tok, data);
+    const uint8_t *src[NL] = {data[0], data[1]};
+    *key = mllm_kv_chain_key(pkey, tok, BS);
+    return mllm_kv_store_put(s, *key, parent, tok, src);
+}
+
 /* Writes blocks [0, n) as one chain; keys[i], serials[i] per block. */
 static void write_chain(mllm_kv_store *s, int n, uint64_t *keys, uint64_t *serials) {
-    uint64_t key = 0, parent = 0;
     for (int i = 0; i < n; i++) {
-        int32_t tok[BS];
-        uint8_t data[NL][BB];
-        block_of(i, tok, data);
-        const uint8_t *src[NL] = {data[0], data[1]};
-        key = mllm_kv_chain_key(key, tok, BS);
-        parent = mllm_kv_store_put(s, key, parent, tok, src);
-        assert_true(parent != 0);
-        keys[i] = key;
-        serials[i] = parent;
+        serials[i] = put_block(s, i, i ? keys[i - 1] : 0, i ? serials[i - 1] : 0, &keys[i]);
+        assert_true(serials[i] != 0);
     }
 }
 
@@ -155,11 +158,8 @@ static void test_truncated_and_uncommitted(void **state) {
     write_chain(s, 3, keys, serials);
     assert_int_equal(mllm_kv_store_flush(s), MLLM_OK);
     /* a fourth entry written but never committed: what a SIGKILL before the flush leaves */
-    int32_t tok[BS];
-    uint8_t data[NL][BB];
-    block_of(3, tok, data);
-    const uint8_t *src[NL] = {data[0], data[1]};
-    assert_true(mllm_kv_store_put(s, mllm_kv_chain_key(keys[2], tok, BS), serials[2], tok, src) != 0);
+    uint64_t k3;
+    assert_true(put_block(s, 3, keys[2], serials[2], &k3) != 0);
     size_t n = 0;
     uint8_t *img = tu_read_file(path, &n);
     assert_non_null(img);
@@ -243,11 +243,10 @@ static void test_lru(void **state) {
     write_chain(s, 3, keys, serials);
     assert_int_equal(walk(s, 1), 1); /* block 0 is now the most recent */
     /* a fourth block: the least recent (block 1) goes */
+    uint64_t k3;
+    assert_true(put_block(s, 3, keys[2], serials[2], &k3) != 0);
     int32_t tok[BS];
     uint8_t data[NL][BB];
-    block_of(3, tok, data);
-    const uint8_t *src[NL] = {data[0], data[1]};
-    assert_true(mllm_kv_store_put(s, mllm_kv_chain_key(keys[2], tok, BS), serials[2], tok, src) != 0);
     mllm_kv_store_get_stats(s, &st);
     assert_int_equal(st.evictions, 1);
     assert_int_equal(st.n_entries, 3);
@@ -279,17 +278,14 @@ static void test_write_error(void **state) {
     lim.rlim_cur = 8192; /* below the data slots */
     void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-    int32_t tok[BS];
-    uint8_t data[NL][BB];
-    block_of(2, tok, data);
-    const uint8_t *src[NL] = {data[0], data[1]};
-    const uint64_t got = mllm_kv_store_put(s, mllm_kv_chain_key(keys[1], tok, BS), serials[1], tok, src);
+    uint64_t k2;
+    const uint64_t got = put_block(s, 2, keys[1], serials[1], &k2);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, prev);
     assert_int_equal(got, 0);
     assert_int_equal(mllm_kv_store_flush(s), MLLM_ERR_IO);
     assert_non_null(strstr(mllm_last_error(), "read-only from now on"));
-    assert_int_equal(mllm_kv_store_put(s, 1, 0, tok, src), 0); /* and stays so */
+    assert_int_equal(put_block(s, 0, 0, 0, &k2), 0); /* and stays so */
     assert_int_equal(walk(s, 3), 2);
     mllm_kv_store_close(s);
     s = open_ok(path, &g, 1 << 16, NULL);

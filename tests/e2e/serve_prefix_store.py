@@ -118,12 +118,13 @@ def port_of(log_path, proc, deadline):
 
 def kill_case(mllm, model, store, prompts, refs):
     rng = random.Random(20261202)
-    iters = 5 if SANITIZED else 12
+    iters = 6 if SANITIZED else 16
     max_delay = 2.0 if SANITIZED else 0.5
     hits = dropped_total = incomplete = 0
+    last = ""
     t0 = time.monotonic()
     # small enough that old entries are overwritten (eviction) while the test runs
-    size = "256K"
+    size = "512K"
     for it in range(iters):
         log = tempfile.NamedTemporaryFile(prefix="mllm-kill-", suffix=".log", delete=False)
         proc = subprocess.Popen([mllm, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--alias", "tiny",
@@ -173,6 +174,7 @@ def kill_case(mllm, model, store, prompts, refs):
             check(m or "created" in s.text_log() or "started afresh" in s.text_log(),
                   "the store's line: " + s.text_log()[-600:])
             if m:
+                last = m.group(0)
                 dropped_total += int(m.group(2))
                 incomplete += int(m.group(3)) > 0
             i = rng.randrange(len(prompts))
@@ -184,9 +186,12 @@ def kill_case(mllm, model, store, prompts, refs):
         finally:
             s.close()
     check(hits > 0, "no restart read anything from the store")
+    files = glob.glob(os.path.join(store, "prefix-*.kvstore"))
+    check(len(files) == 1, "one store file: %r" % files)
     print("ok   %d SIGKILLs at random moments (%.1f s): every restart answered as without a store "
           "(%d read blocks from it; %d kills landed inside a write; %d broken entries)"
           % (iters, time.monotonic() - t0, hits, incomplete, dropped_total))
+    print("     last open: " + last[last.index("kvstore: ") + 9:] if last else "")
 
 
 def main(argv):

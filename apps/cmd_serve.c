@@ -1,5 +1,7 @@
 /* mllm serve: the OpenAI-compatible HTTP server (src/server). */
+#include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,11 @@ static void serve_usage(FILE *f) {
             "                          parallel x ctx-size + 16); when it is full, new requests\n"
             "                          wait\n"
             "      --kv-type T         K/V in the pool as f32 (default), f16 or q8\n"
+            "      --prefix-store DIR  keep the K/V blocks of prompts in a file in DIR, so a\n"
+            "                          restarted server skips their prefill (one file per model\n"
+            "                          and KV geometry; survives a crash; docs/server.md)\n"
+            "      --prefix-store-size BYTES  the store's file size, suffix K, M or G allowed\n"
+            "                          (default 1G); least recently used blocks go first\n"
             "  -t, --threads N         compute threads (default: every core; with --draft: per\n"
             "                          slot, cores / slots)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
@@ -70,6 +77,23 @@ static void serve_usage(FILE *f) {
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
             SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS, SRV_DEFAULT_MAX_CONNECTIONS_PER_IP,
             SRV_DEFAULT_HEADER_TIMEOUT_S, cli_backend_usage, cli_spec_usage);
+}
+
+/* "1073741824", "512M", "1G" -> bytes in [64 KiB, 1 TiB]. */
+static bool parse_bytes(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || s[0] == '-') return false;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10, end++;
+    else if (*end == 'M' || *end == 'm') shift = 20, end++;
+    else if (*end == 'G' || *end == 'g') shift = 30, end++;
+    if (*end || v > (1ull << 40) >> shift) return false;
+    v <<= shift;
+    if (v < (64u << 10)) return false;
+    *out = v;
+    return true;
 }
 
 /* "dir/SmolLM2.Q4_1.gguf" -> "SmolLM2.Q4_1" (in buf). */
@@ -139,6 +163,14 @@ int cmd_serve(int argc, char **argv) {
             VAL();
             if (!cli_kv_type(a, s, &c.kv_type)) return 2;
             if (c.kv_type == MLLM_KV_CONTIGUOUS) c.kv_type = MLLM_KV_PAGED_F32; /* the engine's pool is paged */
+        }
+        else if (!strcmp(a, "--prefix-store")) { VAL(); c.prefix_store = s; }
+        else if (!strcmp(a, "--prefix-store-size")) {
+            VAL();
+            if (!parse_bytes(s, &c.prefix_store_size)) {
+                fprintf(stderr, "mllm serve: --prefix-store-size takes bytes (suffix K, M or G), at least 64K, not '%s'\n", s);
+                return 2;
+            }
         }
         else if (!strcmp(a, "--exact")) exact = true;
         else if (!strcmp(a, "--mmproj")) { VAL(); mmproj = s; }

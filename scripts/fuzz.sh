@@ -13,7 +13,7 @@ secs=${1:-60}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build/fuzz
-all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin http ctranslate2 audio grammar json_schema st_config toolcall whisper_config multipart image mmproj data_url)
+all_targets=(gguf gguf_tokenizer safetensors hf_config hf_folder llama2c mllmfile template tokenizer_json tokenizer_bin http ctranslate2 audio grammar json_schema st_config toolcall whisper_config multipart image mmproj data_url kv_store)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 
@@ -21,7 +21,7 @@ targets=("$@")
 max_len() {
     case $1 in
         gguf | mmproj) echo 32768 ;;
-        hf_folder | llama2c | mllmfile | audio | image) echo 16384 ;;
+        hf_folder | llama2c | mllmfile | audio | image | kv_store) echo 16384 ;;
         tokenizer_json | tokenizer_bin | template) echo 8192 ;;
         *) echo 4096 ;;
     esac

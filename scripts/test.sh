@@ -7,7 +7,7 @@
 # use SmolLM2 and Whisper tiny.en from PyPI when they can be fetched;
 # otherwise they print SKIPPED.
 # Then every libFuzzer target runs MLLM_FUZZ_SECONDS (default 10) seconds: a
-# regression run that keeps CI near its 45-minute budget with 23 targets
+# regression run that keeps CI near its 45-minute budget with 24 targets
 # (long runs: scripts/fuzz.sh SECONDS [TARGET]).
 # Last, the time guard: the clock and template tests of each build and the
 # end-to-end tests of the release build run once more under libfaketime at MLLM_GUARD_DATE (default years

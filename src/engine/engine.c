@@ -73,6 +73,11 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
         mllm_engine_free(e);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
+    st = mllm_engine_store_open(e);
+    if (st != MLLM_OK) {
+        mllm_engine_free(e);
+        return st;
+    }
     *out = e;
     return MLLM_OK;
 }
@@ -112,6 +117,8 @@ void mllm_engine_free(mllm_engine *e) {
     end_list(e, &e->waiting);
     for (int i = 0; i < MLLM_ENGINE_GRAPH_CACHE; i++)
         if (e->graphs[i].traced) mllm_graph_free(&e->graphs[i].g);
+    mllm_kv_store_close(e->store);
+    mllm_free(e->store_bufs);
     mllm_kv_pool_free(&e->kp);
     mllm_free(e->b_ids);
     mllm_free(e->b_pos);
@@ -174,7 +181,17 @@ void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out) {
     out->blocks_free = e->kp.st.n_free;
     out->blocks_cached = e->kp.st.n_cached;
     out->blocks_used = e->kp.st.n_used;
+    if (e->store) {
+        mllm_kv_store_stats ss;
+        mllm_kv_store_get_stats(e->store, &ss);
+        out->store_writes = ss.writes;
+        out->store_entries = (uint64_t)ss.n_entries;
+        out->store_bytes = (uint64_t)ss.n_entries * ss.slot_bytes;
+        out->store_failed = e->store_failed;
+    }
 }
+
+const char *mllm_engine_store_note(const mllm_engine *e) { return e->store_note; }
 
 static bool cancelled(const mllm_eseq *s) { return s->r.cancel && atomic_load(s->r.cancel); }
 
@@ -208,12 +225,15 @@ static bool admit_one(mllm_engine *e) {
     if (!s || e->n_running >= e->p.max_running) return false;
     const int bs = e->p.block_size;
     int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->n_tokens);
-    k += mllm_kv_prefix_extend(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    /* (the partial block of mllm_kv_prefix_extend never lowers this) */
     const int need = (s->n_tokens + bs - 1) / bs - k / bs + 1;
     if (need > avail_blocks(e) - pending_blocks(e)) {
         mllm_kv_seq_release(&e->kp, &s->kv); /* the hit blocks go back to the cache */
         return false;
     }
+    /* Blocks read from the store take pool blocks that need counted already. */
+    if (e->store) k += mllm_engine_store_load(e, s);
+    k += mllm_kv_prefix_extend(&e->kp, &s->kv, s->tokens, s->n_tokens);
     /* The last token is evaluated again (copy on write) so its logits exist. */
     int n_cached = k;
     if (n_cached == s->n_tokens) {
@@ -437,6 +457,7 @@ mllm_status mllm_engine_step(mllm_engine *e) {
         return st;
     }
     if (T > 0) fit_add(e, T, now_ms() - t0);
+    mllm_engine_store_save(e); /* before sampling: a sequence that ends now is still listed */
     const size_t V = (size_t)e->dec->cfg.n_vocab;
     const float *row = logits;
     for (int i = 0; i < n_out; i++) {

@@ -18,7 +18,11 @@
    prompt that diverges, or ends, inside a block another sequence filled:
    shared copy on write); it computes only the rest.
    n_cached in mllm_engine_result is that count exactly. Every full block a
-   sequence computes is registered, so later requests find it.
+   sequence computes is registered, so later requests find it. With a
+   prefix store (store_dir), full blocks of a prompt that the pool does not
+   hold are read from the store after the pool's hit (they count in
+   n_cached too), and every full prompt block is written to it after the
+   step that computes it (engine_store.c).
 
    Pool-full policy: a waiting sequence is admitted only when the free and
    evictable (cached, unreferenced) blocks cover its whole prompt plus one
@@ -83,7 +87,14 @@ typedef struct {
        returns how many. Called on the stepping thread. */
     int (*propose)(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
     void *propose_user;
+    /* The persistent prefix store (engine_store.c, src/kv/kv_store.h):
+       a folder (NULL: none) and its file's size in bytes (0: the default).
+       Needs the model file (the store is keyed by its identity). */
+    const char *store_dir;
+    uint64_t store_bytes;
 } mllm_engine_params;
+
+#define MLLM_ENGINE_DEFAULT_STORE_BYTES ((uint64_t)1 << 30)
 
 /* Grammar-constrained sampling, implemented above (api/grammar.c) and used
    through these hooks; NULL members are not allowed when the struct is
@@ -138,6 +149,10 @@ typedef struct {
     uint64_t prefix_lookups, prefix_hit_tokens; /* admissions, and prompt tokens they took from the cache */
     uint64_t tokens_generated, tokens_evaluated, steps, preemptions; /* evaluated: every token of every batch */
     uint64_t spec_passes, spec_drafted, spec_accepted, spec_turned_off; /* prompt lookup */
+    /* the prefix store (zeros without one): blocks read from it into the
+       pool, blocks written, entries and their bytes in the file now */
+    uint64_t store_hit_blocks, store_writes, store_entries, store_bytes;
+    bool store_failed; /* a write failed: the store only reads now (mllm_engine_store_note says why) */
 } mllm_engine_stats;
 
 /* dec, tok, pool and file (NULL: unchecked) must outlive the engine. */
@@ -156,6 +171,11 @@ mllm_status mllm_engine_step(mllm_engine *e);
 /* Nothing running or waiting. */
 bool mllm_engine_idle(const mllm_engine *e);
 void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out);
+/* What opening the prefix store found ("" without one): a line for the log. */
+const char *mllm_engine_store_note(const mllm_engine *e);
+/* The identity a prefix store is keyed by (engine_store.c): the model
+   file, its hyper-parameters and the settings that change K/V bits. */
+uint64_t mllm_engine_model_identity(const mllm_engine *e);
 /* Bytes of K/V per token position in the pool (all layers). */
 size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype);
 

@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 #include "graph/graph.h"
 #include "kv/kv_pool.h"
+#include "kv/kv_store.h"
 #include "runtime/sampler.h"
 #include "runtime/token_text.h"
 
@@ -31,6 +32,8 @@ typedef struct mllm_eseq {
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */
     bool admitted_once;
+    int st_saved;             /* leading prompt blocks known in the prefix store; -1: stop writing */
+    uint64_t st_key, st_parent; /* the chain key and store serial of block st_saved - 1 */
     mllm_engine_result res;
 } mllm_eseq;
 
@@ -67,6 +70,10 @@ struct mllm_engine {
        ms, and their (co)variance, for the lookup controller's cost model */
     double fit_t, fit_y, fit_tt, fit_ty;
     int fit_n;
+    mllm_kv_store *store;     /* NULL: no prefix store */
+    uint8_t **store_bufs;     /* (n_layer) one block's bytes in each layer */
+    bool store_failed;
+    char store_note[600];
 };
 
 /* engine_batch.c: builds the step's micro-batch from the running
@@ -86,5 +93,15 @@ int mllm_engine_blocks_needed(const mllm_engine *e, const mllm_eseq *s, int n);
    its callbacks; returns true when s has finished (s->res filled, not yet
    reported). */
 bool mllm_engine_sample(mllm_engine *e, mllm_eseq *s, const float *logits);
+
+/* engine_store.c: opens e->p.store_dir's store (nothing without one). */
+mllm_status mllm_engine_store_open(mllm_engine *e);
+/* At admission, after the pool's prefix hit: the following full prompt
+   blocks found in the store are read into new pool blocks (registered);
+   returns the positions they hold. */
+int mllm_engine_store_load(mllm_engine *e, mllm_eseq *s);
+/* After a step: the running sequences' full prompt blocks not yet in the
+   store are written, then committed (mllm_kv_store_flush). */
+void mllm_engine_store_save(mllm_engine *e);
 
 #endif

@@ -109,6 +109,11 @@ int mllm_kv_prefix_extend(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *token
    block is swapped for that one (the duplicate goes back to the pool). */
 void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens);
 
+/* The chain key of a block: of its n tokens after the block whose key is
+   parent_key (0 for a sequence's first block). The prefix store
+   (kv_store.h) keys its entries the same way. */
+uint64_t mllm_kv_chain_key(uint64_t parent_key, const int32_t *tok, int n);
+
 /* Internal to src/kv: unlinks a cached block from the index. */
 void mllm_kv_index_remove(mllm_kv_pool *kp, int32_t id);
 /* Internal to src/kv: one more reference (a cached block leaves the LRU list). */

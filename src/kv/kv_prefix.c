@@ -7,7 +7,7 @@
 
 /* FNV-1a over 32-bit tokens from the parent's key, then a splitmix64
    finaliser: cheap, and a collision only costs a failed comparison. */
-static uint64_t chain_key(uint64_t parent_key, const int32_t *tok, int n) {
+uint64_t mllm_kv_chain_key(uint64_t parent_key, const int32_t *tok, int n) {
     uint64_t h = parent_key ^ 0xcbf29ce484222325ull;
     for (int i = 0; i < n; i++) h = (h ^ (uint32_t)tok[i]) * 0x100000001b3ull;
     h ^= h >> 30;
@@ -53,7 +53,7 @@ int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *token
     int i = 0;
     for (; i < full; i++) {
         const int32_t *tok = tokens + (size_t)i * (size_t)bs;
-        key = chain_key(key, tok, bs);
+        key = mllm_kv_chain_key(key, tok, bs);
         const int32_t id = find(kp, key, parent, tok);
         if (id < 0) break;
         mllm_kv_block_ref(kp, id);
@@ -72,7 +72,7 @@ void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *toke
         const int32_t *tok = tokens + (size_t)i * (size_t)bs;
         const int32_t prev = i > 0 ? s->blocks[i - 1] : -1;
         const uint64_t pkey = prev >= 0 ? kp->key[prev] : 0, parent = prev >= 0 ? kp->serial[prev] : 0;
-        const uint64_t key = chain_key(pkey, tok, bs);
+        const uint64_t key = mllm_kv_chain_key(pkey, tok, bs);
         const int32_t have = find(kp, key, parent, tok), id = s->blocks[i];
         if (have >= 0 && have != id) { /* the same prefix is cached already: share it */
             mllm_kv_block_ref(kp, have);

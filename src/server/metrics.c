@@ -98,6 +98,14 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
         counter(&o, "mllm_lookup_accepted_tokens_total", "Proposed tokens the sampler drew as well (no step of their own)",
                 (unsigned long)g->spec_accepted);
     }
+    if (g->engine && g->prefix_store) {
+        counter(&o, "mllm_prefix_store_hit_blocks_total", "KV blocks read from the prefix store into the pool",
+                (unsigned long)g->store_hit_blocks);
+        counter(&o, "mllm_prefix_store_writes_total", "KV blocks written to the prefix store",
+                (unsigned long)g->store_writes);
+        gauge(&o, "mllm_prefix_store_entries", "KV blocks in the prefix store file", (double)g->store_entries);
+        gauge(&o, "mllm_prefix_store_bytes", "Bytes of the prefix store's entries", (double)g->store_bytes);
+    }
     if (o.fail) { mllm_free(o.b); return NULL; }
     *len = o.len;
     return o.b;

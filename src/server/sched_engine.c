@@ -39,7 +39,7 @@ struct srv_esched {
     srv_metrics *metrics;
     mllm_model_engine me;
     int n_ctx, n_parallel, max_queue;
-    bool context_shift;
+    bool context_shift, store, store_fail_logged;
     pthread_mutex_t mu;
     pthread_cond_t cv;    /* wakes the loop: a job, a cancel, close or quit */
     srv_job **incoming;   /* (max_queue + n_parallel) jobs not yet in the engine, FIFO */
@@ -234,6 +234,10 @@ static void *loop_main(void *arg) {
         mllm_engine_step(e); /* an error has ended the sequences it concerns */
         mllm_engine_stats st;
         mllm_engine_get_stats(e, &st);
+        if (st.store_failed && !S->store_fail_logged) { /* once: the store reads on, it no longer writes */
+            S->store_fail_logged = true;
+            fprintf(stderr, "mllm serve: %s\n", mllm_engine_store_note(e));
+        }
         pthread_mutex_lock(&S->mu);
         S->st = st;
     }
@@ -257,6 +261,7 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
     S->n_parallel = p->n_parallel;
     S->max_queue = p->max_queue;
     S->context_shift = p->context_shift;
+    S->store = p->prefix_store != NULL;
     S->n_ctx = p->n_ctx > 0 ? p->n_ctx : mllm_model_default_ctx(m);
     pthread_mutex_init(&S->mu, NULL);
     pthread_cond_init(&S->cv, NULL);
@@ -271,7 +276,8 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
     const long long n_blocks = (kv_tokens + bs - 1) / bs;
     mllm_engine_params ep = {.max_running = p->n_parallel, .n_ctx = S->n_ctx, .block_size = bs,
                              .n_blocks = n_blocks > (1 << 28) ? (1 << 28) : (int)n_blocks,
-                             .kv_dtype = kv_type - MLLM_KV_PAGED_F32};
+                             .kv_dtype = kv_type - MLLM_KV_PAGED_F32, .store_dir = p->prefix_store,
+                             .store_bytes = p->prefix_store_size};
     /* Prompt lookup inside the engine, as each session would do it (the
        server's default: MLLM_SPEC_AUTO). */
     if (p->spec) {
@@ -291,6 +297,8 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
         return st;
     }
     S->started = true;
+    const char *note = mllm_engine_store_note(S->me.e);
+    if (note[0]) fprintf(stderr, "mllm serve: %s\n", note);
     *out = S;
     return MLLM_OK;
 }
@@ -373,6 +381,11 @@ void srv_esched_gauges(srv_esched *S, srv_metrics_gauges *g) {
     g->spec_passes = S->st.spec_passes;
     g->spec_drafted = S->st.spec_drafted;
     g->spec_accepted = S->st.spec_accepted;
+    g->prefix_store = S->store;
+    g->store_hit_blocks = S->st.store_hit_blocks;
+    g->store_writes = S->st.store_writes;
+    g->store_entries = S->st.store_entries;
+    g->store_bytes = S->st.store_bytes;
     pthread_mutex_unlock(&S->mu);
 }
 

@@ -22,6 +22,11 @@ mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics 
     *out = NULL;
     srv_sched *S = mllm_calloc(1, sizeof *S);
     if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (p->prefix_store && srv_sched_uses_slots(m, p)) {
+        mllm_free(S);
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "server: --prefix-store needs the engine path (not with --draft or "
+                        "a model that takes images)");
+    }
     mllm_status st = srv_sched_uses_slots(m, p)
                          ? srv_slots_new(m, p->n_parallel, p->n_ctx, p->n_threads, p->max_queue, p->context_shift,
                                          p->spec, metrics, &S->sl)

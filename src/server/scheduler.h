@@ -30,6 +30,8 @@ typedef struct {
     const mllm_speculative_params *spec; /* NULL: the default; a draft model selects the slots */
     int kv_size;           /* engine: token positions of the KV pool; 0: n_parallel x n_ctx */
     int kv_type;           /* engine: MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8 */
+    const char *prefix_store; /* engine: the persistent prefix store's folder; NULL: none */
+    uint64_t prefix_store_size; /* its file's bytes; 0: MLLM_ENGINE_DEFAULT_STORE_BYTES */
 } srv_sched_params;
 
 /* Whether the slots path serves this model with these settings (else the

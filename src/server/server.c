@@ -101,7 +101,8 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
                              .max_upload = c->max_upload};
     srv_sched_params sp = {.n_parallel = c->n_parallel, .n_ctx = c->n_ctx, .n_threads = c->n_threads,
                            .max_queue = c->max_queue, .context_shift = c->context_shift, .spec = c->speculative,
-                           .kv_size = c->kv_size, .kv_type = c->kv_type};
+                           .kv_size = c->kv_size, .kv_type = c->kv_type, .prefix_store = c->prefix_store,
+                           .prefix_store_size = c->prefix_store_size};
     /* The engine steps every sequence with one pool of every core; the
        slots path splits the cores between its sessions. */
     if (sp.n_threads <= 0 && srv_sched_uses_slots(model, &sp)) {

@@ -73,6 +73,11 @@ typedef struct {
        plus a block; kv_type MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8. */
     int kv_size;
     int kv_type;
+    /* The persistent prefix store (engine path): a folder (NULL: none)
+       whose file keeps the K/V blocks of prompts across restarts, bounded
+       by prefix_store_size bytes (0: 1 GiB); docs/server.md. */
+    const char *prefix_store;
+    uint64_t prefix_store_size;
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

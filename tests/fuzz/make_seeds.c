@@ -705,6 +705,7 @@ int main(int argc, char **argv) {
     mllm_v1v2_seed(2);
     template_seeds();
     media_seeds();
+    kv_store_seeds();
     if (g_failed) fprintf(stderr, "some seeds failed their check\n");
     return g_failed;
 }

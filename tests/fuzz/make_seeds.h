@@ -37,5 +37,7 @@ void tokenizer_bin_seeds(void);
 void template_seeds(void);
 /* make_seeds_media.c: CTranslate2 model.bin and audio files. */
 void media_seeds(void);
+/* make_seeds_kv.c: prefix store files. */
+void kv_store_seeds(void);
 
 #endif

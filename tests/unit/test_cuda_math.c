@@ -25,6 +25,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/type_kernels.h"
 #include "backends/cuda/cu_math.h"
+#include "device_ref.h"
 #include "testutil.h"
 
 #define TOL 1e-10
@@ -41,12 +42,6 @@ static float tree_max(float *part) {
     for (int o = LWS / 2; o > 0; o >>= 1)
         for (int l = 0; l < o; l++) part[l] = fmaxf(part[l], part[l + o]);
     return part[0];
-}
-
-static float *rnd(size_t n, uint64_t seed) {
-    float *x = malloc(n * sizeof *x);
-    tu_fill_random(x, n, seed);
-    return x;
 }
 
 static uint32_t bits(float f) {
@@ -291,30 +286,6 @@ static void attn_cuda(const float *Q, const float *Kc, const float *Vc, const in
     free(S);
 }
 
-static void attn_ref(const float *Q, const float *Kc, const float *Vc, const int32_t *pos, float *O, int D, int H,
-                     int Hkv, int T, int n_keys, float scale, int window, bool causal) {
-    double *s = malloc((size_t)n_keys * sizeof *s);
-    for (int t = 0; t < T; t++)
-        for (int h = 0; h < H; h++) {
-            const int kvh = h / (H / Hkv), hi = causal ? pos[t] : n_keys - 1;
-            const int lo = causal && window > 0 && pos[t] + 1 > window ? pos[t] + 1 - window : 0;
-            double mx = -INFINITY, sum = 0;
-            for (int j = lo; j <= hi; j++) {
-                double d = 0;
-                for (int e = 0; e < D; e++) d += (double)Q[(t * H + h) * D + e] * Kc[(j * Hkv + kvh) * D + e];
-                s[j] = d * scale;
-                mx = fmax(mx, s[j]);
-            }
-            for (int j = lo; j <= hi; j++) sum += (s[j] = exp(s[j] - mx));
-            for (int e = 0; e < D; e++) {
-                double o = 0;
-                for (int j = lo; j <= hi; j++) o += s[j] / sum * Vc[(j * Hkv + kvh) * D + e];
-                O[(t * H + h) * D + e] = (float)o;
-            }
-        }
-    free(s);
-}
-
 static void test_attention(void **state) {
     (void)state;
     const int D = 40, H = 6, Hkv = 2, n_keys = 37;
@@ -329,7 +300,7 @@ static void test_attention(void **state) {
               *Vc = rnd((size_t)(n_keys * Hkv * D), 71);
         float *ref = malloc((size_t)(D * H * T) * sizeof(float)), *got = malloc((size_t)(D * H * T) * sizeof(float));
         const float scale = 1.0f / sqrtf((float)D);
-        attn_ref(Q, Kc, Vc, pos, ref, D, H, Hkv, T, n_keys, scale, cases[ci].window, cases[ci].causal);
+        tu_attention_ref(Q, Kc, Vc, pos, ref, D, H, Hkv, T, n_keys, scale, cases[ci].window, cases[ci].causal);
         attn_cuda(Q, Kc, Vc, pos, got, D, H, Hkv, T, n_keys, scale, cases[ci].window, cases[ci].causal);
         const double e = tu_nmse(got, ref, (size_t)(D * H * T));
         printf("attention T %d pos0 %d window %d %s: NMSE %.3g\n", T, cases[ci].pos0, cases[ci].window,

@@ -260,40 +260,32 @@ static void test_attention(void **state) {
     (void)state;
     DEV_CTX *c = dev();
     if (!c) return;
-    const int D = 40, H = 6, Hkv = 2, n_keys = 37;
-    static const struct { int T, pos0, window; bool causal; } cases[] = {
-        {1, 36, 0, true}, {5, 32, 0, true}, {9, 20, 7, true}, {4, 0, 0, false},
-    };
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const int T = cases[ci].T;
-        int32_t pos[16];
-        for (int t = 0; t < T; t++) pos[t] = cases[ci].pos0 + t;
-        float *Q = rnd((size_t)(D * H * T), 61 + ci), *Kc = rnd((size_t)(n_keys * Hkv * D), 67),
-              *Vc = rnd((size_t)(n_keys * Hkv * D), 71);
-        float *ref = malloc((size_t)(D * H * T) * sizeof(float));
-        const float scale = 1.0f / sqrtf((float)D);
-        tu_attention_ref(Q, Kc, Vc, pos, ref, D, H, Hkv, T, n_keys, scale, cases[ci].window, cases[ci].causal);
-        DEV_BUF *bq = upload(c, Q, (size_t)(D * H * T) * 4), *bk = upload(c, Kc, (size_t)(n_keys * Hkv * D) * 4),
-                     *bv = upload(c, Vc, (size_t)(n_keys * Hkv * D) * 4), *bp = upload(c, pos, (size_t)T * 4),
-                     *bo = upload(c, NULL, (size_t)(D * H * T) * 4),
-                     *bs = upload(c, NULL, DEV(attention_scratch)(H, T, n_keys));
-        assert_int_equal(DEV(attention)(c, bq, bk, bv, bp, bo, bs, D, H, Hkv, T, n_keys, 0.0f, cases[ci].window,
-                                            cases[ci].causal),
+    const int D = TU_ATT_D, H = TU_ATT_H, Hkv = TU_ATT_HKV, n_keys = TU_ATT_KEYS;
+    for (int ci = 0; ci < TU_ATT_CASES; ci++) {
+        tu_attention_case a;
+        tu_attention_case_make(ci, &a);
+        const int T = a.T;
+        const size_t q_bytes = (size_t)(D * H * T) * 4, kv_bytes = (size_t)(n_keys * Hkv * D) * 4;
+        DEV_BUF *bq = upload(c, a.Q, q_bytes), *bk = upload(c, a.K, kv_bytes), *bv = upload(c, a.V, kv_bytes),
+                *bp = upload(c, a.pos, (size_t)T * 4), *bo = upload(c, NULL, q_bytes),
+                *bs = upload(c, NULL, DEV(attention_scratch)(H, T, n_keys));
+        /* scale 0: the layer's default 1/sqrt(D), the reference's scale */
+        assert_int_equal(DEV(attention)(c, bq, bk, bv, bp, bo, bs, D, H, Hkv, T, n_keys, 0.0f, a.window, a.causal),
                          MLLM_OK);
         float *got = download(bo, (size_t)(D * H * T));
-        const double e = tu_nmse(got, ref, (size_t)(D * H * T));
-        printf("attention T %d pos0 %d window %d %s: NMSE %.3g\n", T, cases[ci].pos0, cases[ci].window,
-               cases[ci].causal ? "causal" : "full", e);
+        const double e = tu_nmse(got, a.ref, (size_t)(D * H * T));
+        printf("attention T %d pos0 %d window %d %s: NMSE %.3g\n", T, a.pos0, a.window, a.causal ? "causal" : "full", e);
         assert_true(e < TOL);
-        if (cases[ci].causal) { /* a position past the keys is refused */
-            pos[0] = n_keys;
-            assert_int_equal(DEV(buf_set)(bp, 0, pos, 4), MLLM_OK);
+        if (a.causal) { /* a position past the keys is refused */
+            a.pos[0] = n_keys;
+            assert_int_equal(DEV(buf_set)(bp, 0, a.pos, 4), MLLM_OK);
             assert_int_equal(DEV(attention)(c, bq, bk, bv, bp, bo, bs, D, H, Hkv, T, n_keys, 0.0f, 0, true),
                              MLLM_ERR_INVALID_ARG);
         }
         DEV(buf_free)(bq), DEV(buf_free)(bk), DEV(buf_free)(bv), DEV(buf_free)(bp);
         DEV(buf_free)(bo), DEV(buf_free)(bs);
-        free(Q), free(Kc), free(Vc), free(ref), free(got);
+        tu_attention_case_free(&a);
+        free(got);
     }
 }
 

@@ -44,4 +44,34 @@ static inline void tu_attention_ref(const float *Q, const float *Kc, const float
     free(s);
 }
 
+/* The attention cases of the device tests: D 40, 6 heads over 2 KV heads,
+   37 keys; case 0: one token at the last position, 1: five tokens, 2: nine
+   in a sliding window of 7, 3: four tokens non-causal. make fills the
+   inputs and the double reference (ref); scale is 1/sqrt(D). */
+enum { TU_ATT_D = 40, TU_ATT_H = 6, TU_ATT_HKV = 2, TU_ATT_KEYS = 37, TU_ATT_CASES = 4 };
+typedef struct {
+    int T, pos0, window;
+    bool causal;
+    float scale;
+    int32_t pos[16];
+    float *Q, *K, *V, *ref;
+} tu_attention_case;
+
+static inline void tu_attention_case_make(int ci, tu_attention_case *a) {
+    static const struct { int T, pos0, window; bool causal; } cases[TU_ATT_CASES] = {
+        {1, 36, 0, true}, {5, 32, 0, true}, {9, 20, 7, true}, {4, 0, 0, false},
+    };
+    const int D = TU_ATT_D, H = TU_ATT_H, Hkv = TU_ATT_HKV, n_keys = TU_ATT_KEYS, T = cases[ci].T;
+    a->T = T, a->pos0 = cases[ci].pos0, a->window = cases[ci].window, a->causal = cases[ci].causal;
+    a->scale = 1.0f / sqrtf((float)D);
+    for (int t = 0; t < T; t++) a->pos[t] = a->pos0 + t;
+    a->Q = rnd((size_t)(D * H * T), 61 + (uint64_t)ci);
+    a->K = rnd((size_t)(n_keys * Hkv * D), 67);
+    a->V = rnd((size_t)(n_keys * Hkv * D), 71);
+    a->ref = malloc((size_t)(D * H * T) * sizeof(float));
+    tu_attention_ref(a->Q, a->K, a->V, a->pos, a->ref, D, H, Hkv, T, n_keys, a->scale, a->window, a->causal);
+}
+
+static inline void tu_attention_case_free(tu_attention_case *a) { free(a->Q), free(a->K), free(a->V), free(a->ref); }
+
 #endif

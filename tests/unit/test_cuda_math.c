@@ -288,25 +288,17 @@ static void attn_cuda(const float *Q, const float *Kc, const float *Vc, const in
 
 static void test_attention(void **state) {
     (void)state;
-    const int D = 40, H = 6, Hkv = 2, n_keys = 37;
-    static const struct { int T, pos0, window; bool causal; } cases[] = {
-        {1, 36, 0, true}, {5, 32, 0, true}, {9, 20, 7, true}, {4, 0, 0, false},
-    };
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const int T = cases[ci].T;
-        int32_t pos[16];
-        for (int t = 0; t < T; t++) pos[t] = cases[ci].pos0 + t;
-        float *Q = rnd((size_t)(D * H * T), 61 + ci), *Kc = rnd((size_t)(n_keys * Hkv * D), 67),
-              *Vc = rnd((size_t)(n_keys * Hkv * D), 71);
-        float *ref = malloc((size_t)(D * H * T) * sizeof(float)), *got = malloc((size_t)(D * H * T) * sizeof(float));
-        const float scale = 1.0f / sqrtf((float)D);
-        tu_attention_ref(Q, Kc, Vc, pos, ref, D, H, Hkv, T, n_keys, scale, cases[ci].window, cases[ci].causal);
-        attn_cuda(Q, Kc, Vc, pos, got, D, H, Hkv, T, n_keys, scale, cases[ci].window, cases[ci].causal);
-        const double e = tu_nmse(got, ref, (size_t)(D * H * T));
-        printf("attention T %d pos0 %d window %d %s: NMSE %.3g\n", T, cases[ci].pos0, cases[ci].window,
-               cases[ci].causal ? "causal" : "full", e);
+    const int D = TU_ATT_D, H = TU_ATT_H, Hkv = TU_ATT_HKV, n_keys = TU_ATT_KEYS;
+    for (int ci = 0; ci < TU_ATT_CASES; ci++) {
+        tu_attention_case a;
+        tu_attention_case_make(ci, &a);
+        float *got = malloc((size_t)(D * H * a.T) * sizeof(float));
+        attn_cuda(a.Q, a.K, a.V, a.pos, got, D, H, Hkv, a.T, n_keys, a.scale, a.window, a.causal);
+        const double e = tu_nmse(got, a.ref, (size_t)(D * H * a.T));
+        printf("attention T %d pos0 %d window %d %s: NMSE %.3g\n", a.T, a.pos0, a.window, a.causal ? "causal" : "full", e);
         assert_true(e < TOL);
-        free(Q), free(Kc), free(Vc), free(ref), free(got);
+        tu_attention_case_free(&a);
+        free(got);
     }
 }
 

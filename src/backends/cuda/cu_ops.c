@@ -5,25 +5,14 @@
 #include <math.h>
 
 #include "backends/cuda/cu_internal.h"
+#include "backends/device_checks.h"
 #include "core/alloc.h"
 
-/* Sizes and counts must fit the kernels' int arguments; far above any
-   model's, small enough that no product of two overflows 64 bits. */
-#define CU_MAX_DIM ((int64_t)1 << 30)
-
 static mllm_status need(const mllm_cuda_buf *b, size_t bytes, const char *op, const char *what) {
-    if (!b) return mllm_err(MLLM_ERR_INVALID_ARG, "cuda %s: %s is NULL", op, what);
-    if (b->size < bytes)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "cuda %s: %s holds %zu bytes, %zu needed", op, what, b->size, bytes);
-    return MLLM_OK;
+    return mllm_dev_need("cuda", op, what, b != NULL, b ? b->size : 0, bytes);
 }
 
-static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) {
-    if (a <= 0 || b <= 0 || c <= 0 || a > CU_MAX_DIM || b > CU_MAX_DIM || c > CU_MAX_DIM)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "cuda %s: sizes %lld x %lld x %lld out of range", op, (long long)a,
-                        (long long)b, (long long)c);
-    return MLLM_OK;
-}
+static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) { return mllm_dev_dims("cuda", op, a, b, c); }
 
 /* Every buffer of one call must live in that call's context. */
 static mllm_status same_ctx(const mllm_cuda *c, const mllm_cuda_buf *const *bufs, int n, const char *op) {
@@ -41,10 +30,7 @@ static mllm_status check_i32(const mllm_cuda_buf *b, int64_t T, int64_t limit, c
     int32_t *h = mllm_malloc((size_t)T * sizeof *h);
     if (!h) return mllm_err(MLLM_ERR_NOMEM, "cuda %s: out of memory", op);
     mllm_status st = mllm_cuda_buf_get(b, 0, h, (size_t)T * 4);
-    for (int64_t i = 0; !st && i < T; i++)
-        if (h[i] < 0 || h[i] >= limit)
-            st = mllm_err(MLLM_ERR_INVALID_ARG, "cuda %s: %s %d at %lld is outside [0, %lld)", op, what, h[i],
-                          (long long)i, (long long)limit);
+    if (!st) st = mllm_dev_ids("cuda", op, what, h, T, limit);
     mllm_free(h);
     return st;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/cuda/cu_internal.h"
+#include "backends/device_checks.h"
 #include "core/alloc.h"
 
 mllm_status mllm_cuda_fail(cudaError_t err, const char *what) {
@@ -114,11 +115,7 @@ void mllm_cuda_buf_free(mllm_cuda_buf *b) {
 size_t mllm_cuda_buf_size(const mllm_cuda_buf *b) { return b ? b->size : 0; }
 
 static mllm_status check_range(const mllm_cuda_buf *b, size_t off, size_t n, const char *what) {
-    if (!b) return mllm_err(MLLM_ERR_INVALID_ARG, "cuda: %s: NULL buffer", what);
-    if (off > b->size || n > b->size - off)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "cuda: %s of %zu bytes at %zu is outside a buffer of %zu", what, n,
-                        off, b->size);
-    return MLLM_OK;
+    return mllm_dev_range("cuda", what, b != NULL, b ? b->size : 0, off, n);
 }
 
 /* One copy on the context's stream; blocking ones wait for it (and so for

@@ -4,25 +4,14 @@
 #include <math.h>
 
 #include "backends/opencl/ocl_internal.h"
+#include "backends/device_checks.h"
 #include "core/alloc.h"
 
-/* Sizes and counts must fit the kernels' int arguments; far above any
-   model's, small enough that no product of two overflows 64 bits. */
-#define OCL_MAX_DIM ((int64_t)1 << 30)
-
 static mllm_status need(const mllm_ocl_buf *b, size_t bytes, const char *op, const char *what) {
-    if (!b) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s is NULL", op, what);
-    if (b->size < bytes)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s holds %zu bytes, %zu needed", op, what, b->size, bytes);
-    return MLLM_OK;
+    return mllm_dev_need("opencl", op, what, b != NULL, b ? b->size : 0, bytes);
 }
 
-static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) {
-    if (a <= 0 || b <= 0 || c <= 0 || a > OCL_MAX_DIM || b > OCL_MAX_DIM || c > OCL_MAX_DIM)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: sizes %lld x %lld x %lld out of range", op, (long long)a,
-                        (long long)b, (long long)c);
-    return MLLM_OK;
-}
+static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) { return mllm_dev_dims("opencl", op, a, b, c); }
 
 /* Arguments in order: each call names its size and value. */
 typedef struct {
@@ -48,10 +37,7 @@ static mllm_status check_i32(const mllm_ocl_buf *b, int64_t T, int64_t limit, co
     int32_t *h = mllm_malloc((size_t)T * sizeof *h);
     if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl %s: out of memory", op);
     mllm_status st = mllm_ocl_buf_get(b, 0, h, (size_t)T * 4);
-    for (int64_t i = 0; !st && i < T; i++)
-        if (h[i] < 0 || h[i] >= limit)
-            st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s %d at %lld is outside [0, %lld)", op, what, h[i],
-                          (long long)i, (long long)limit);
+    if (!st) st = mllm_dev_ids("opencl", op, what, h, T, limit);
     mllm_free(h);
     return st;
 }

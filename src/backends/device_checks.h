@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 /* Sizes and counts must fit the kernels' int arguments; far above any
@@ -28,6 +29,22 @@ static inline mllm_status mllm_dev_dims(const char *be, const char *op, int64_t 
     if (a <= 0 || b <= 0 || c <= 0 || a > MLLM_DEV_MAX_DIM || b > MLLM_DEV_MAX_DIM || c > MLLM_DEV_MAX_DIM)
         return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: sizes %lld x %lld x %lld out of range", be, op, (long long)a,
                         (long long)b, (long long)c);
+    return MLLM_OK;
+}
+
+/* The weights of a matmul or the table of a row lookup: a type the layer
+   has a kernel for (supported), sizes K x rows x T in range, and rows of
+   whole blocks; *rb gets the bytes of a row. kind: "weights", "tables". */
+static inline mllm_status mllm_dev_rows(const char *be, const char *op, const char *kind, mllm_dtype t, bool supported,
+                                        int64_t K, int64_t rows, int64_t T, size_t *rb) {
+    if (!supported)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s %s: %s of type %s are not supported", be, op, kind, mllm_dtype_name(t));
+    mllm_status st = mllm_dev_dims(be, op, K, rows, T);
+    if (st) return st;
+    *rb = mllm_dtype_row_size(t, K); /* 0: K is not whole blocks */
+    if (!*rb)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: K = %lld is not whole %s blocks", be, op, (long long)K,
+                        mllm_dtype_name(t));
     return MLLM_OK;
 }
 

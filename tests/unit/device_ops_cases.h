@@ -195,12 +195,8 @@ static void test_rope(void **state) {
     for (int neox = 0; neox <= 1; neox++)
         for (int n_rot = 8; n_rot <= D; n_rot += 16) { /* partial (8 of 24) and full rotation */
             const int half = n_rot / 2;
-            float *x = rnd((size_t)(D * H * T), 7), *cs = malloc((size_t)(T * half) * 4), *sn = malloc((size_t)(T * half) * 4);
-            for (int t = 0; t < T; t++)
-                for (int i = 0; i < half; i++) {
-                    const float th = (float)(t + 3) * powf(10000.0f, -2.0f * (float)i / (float)n_rot);
-                    cs[t * half + i] = cosf(th), sn[t * half + i] = sinf(th);
-                }
+            float *x = rnd((size_t)(D * H * T), 7), *cs, *sn;
+            tu_rope_tables(T, n_rot, &cs, &sn);
             DEV_BUF *bx = upload(c, x, (size_t)(D * H * T) * 4), *by = upload(c, NULL, (size_t)(D * H * T) * 4),
                          *bc = upload(c, cs, (size_t)(T * half) * 4), *bs = upload(c, sn, (size_t)(T * half) * 4);
             assert_int_equal(DEV(rope)(c, bx, by, bc, bs, D, H, T, n_rot, neox), MLLM_OK);

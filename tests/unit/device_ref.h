@@ -16,6 +16,18 @@ static inline float *rnd(size_t n, uint64_t seed) {
     return x;
 }
 
+/* RoPE tables for the device tests: T rows of n_rot/2 cos and sin of
+   (t + 3) * 10000^(-2i/n_rot); the caller frees *cs and *sn. */
+static inline void tu_rope_tables(int T, int n_rot, float **cs, float **sn) {
+    const int half = n_rot / 2;
+    *cs = malloc((size_t)(T * half) * sizeof(float)), *sn = malloc((size_t)(T * half) * sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < half; i++) {
+            const float th = (float)(t + 3) * powf(10000.0f, -2.0f * (float)i / (float)n_rot);
+            (*cs)[t * half + i] = cosf(th), (*sn)[t * half + i] = sinf(th);
+        }
+}
+
 /* softmax(q k^T * scale) v per token and head, in double: Q and O are
    T x H x D, K and V position-major rows of Hkv * D; token t at pos[t]
    sees keys [lo, pos[t]] when causal (lo = pos[t] + 1 - window with a

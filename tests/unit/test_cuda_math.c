@@ -221,12 +221,8 @@ static void test_rope(void **state) {
     for (int neox = 0; neox <= 1; neox++)
         for (int n_rot = 8; n_rot <= D; n_rot += 16) {
             const int half = n_rot / 2;
-            float *x = rnd((size_t)(D * H * T), 7), *cs = malloc((size_t)(T * half) * 4), *sn = malloc((size_t)(T * half) * 4);
-            for (int t = 0; t < T; t++)
-                for (int i = 0; i < half; i++) {
-                    const float th = (float)(t + 3) * powf(10000.0f, -2.0f * (float)i / (float)n_rot);
-                    cs[t * half + i] = cosf(th), sn[t * half + i] = sinf(th);
-                }
+            float *x = rnd((size_t)(D * H * T), 7), *cs, *sn;
+            tu_rope_tables(T, n_rot, &cs, &sn);
             float *got = malloc((size_t)(D * H * T) * sizeof(float)), *ref = malloc((size_t)(D * H * T) * sizeof(float));
             for (int i = 0; i < D * H * T; i++) { /* k_rope's index split */
                 const int head = i / D, t = head / H;

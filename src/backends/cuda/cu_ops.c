@@ -55,11 +55,9 @@ mllm_status mllm_cuda_mul_mat(mllm_cuda *c, mllm_dtype wt, const mllm_cuda_buf *
                               const mllm_cuda_buf *X, int64_t T, mllm_cuda_buf *Y, const mllm_cuda_buf *bias) {
     const char *op = "matmul";
     const int k = wtype(wt);
-    if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "cuda matmul: weights of type %s are not supported", mllm_dtype_name(wt));
-    mllm_status st = dims_ok(op, K, N, T);
+    size_t rb = 0;
+    mllm_status st = mllm_dev_rows("cuda", op, "weights", wt, k >= 0, K, N, T, &rb);
     if (st) return st;
-    const size_t rb = mllm_dtype_row_size(wt, K); /* 0: K is not whole blocks */
-    if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "cuda matmul: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
     if ((st = need(W, rb * (size_t)N, op, "W")) || (st = need(X, (size_t)(K * T) * 4, op, "X")) ||
         (st = need(Y, (size_t)(N * T) * 4, op, "Y")) || (bias && (st = need(bias, (size_t)N * 4, op, "bias"))))
         return st;
@@ -74,11 +72,9 @@ mllm_status mllm_cuda_get_rows(mllm_cuda *c, mllm_dtype wt, const mllm_cuda_buf 
                                const mllm_cuda_buf *ids, int64_t T, mllm_cuda_buf *Y) {
     const char *op = "get_rows";
     const int k = wtype(wt);
-    if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "cuda get_rows: tables of type %s are not supported", mllm_dtype_name(wt));
-    mllm_status st = dims_ok(op, K, n_rows, T);
+    size_t rb = 0;
+    mllm_status st = mllm_dev_rows("cuda", op, "tables", wt, k >= 0, K, n_rows, T, &rb);
     if (st) return st;
-    const size_t rb = mllm_dtype_row_size(wt, K); /* 0: K is not whole blocks */
-    if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "cuda get_rows: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
     if ((st = need(W, rb * (size_t)n_rows, op, "table")) || (st = need(ids, (size_t)T * 4, op, "ids")) ||
         (st = need(Y, (size_t)(K * T) * 4, op, "Y")))
         return st;

@@ -190,7 +190,6 @@ static void test_rope(void **state) {
     (void)state;
     DEV_CTX *c = dev();
     if (!c) return;
-    const mllm_cpu_ops *g = mllm_cpu_ops_generic();
     const int D = 24, H = 3, T = 5;
     for (int neox = 0; neox <= 1; neox++)
         for (int n_rot = 8; n_rot <= D; n_rot += 16) { /* partial (8 of 24) and full rotation */
@@ -200,10 +199,7 @@ static void test_rope(void **state) {
             DEV_BUF *bx = upload(c, x, (size_t)(D * H * T) * 4), *by = upload(c, NULL, (size_t)(D * H * T) * 4),
                          *bc = upload(c, cs, (size_t)(T * half) * 4), *bs = upload(c, sn, (size_t)(T * half) * 4);
             assert_int_equal(DEV(rope)(c, bx, by, bc, bs, D, H, T, n_rot, neox), MLLM_OK);
-            float *got = download(by, (size_t)(D * H * T)), *ref = malloc((size_t)(D * H * T) * sizeof(float));
-            memcpy(ref, x, (size_t)(D * H * T) * sizeof(float));
-            for (int t = 0; t < T; t++)
-                for (int h = 0; h < H; h++) g->rope(ref + (t * H + h) * D, n_rot, cs + t * half, sn + t * half, neox);
+            float *got = download(by, (size_t)(D * H * T)), *ref = tu_rope_ref(x, D, H, T, n_rot, cs, sn, neox);
             const double e = tu_nmse(got, ref, (size_t)(D * H * T));
             printf("rope %s n_rot %d of %d: NMSE %.3g\n", neox ? "neox" : "pairs", n_rot, D, e);
             assert_true(e < TOL);

@@ -7,7 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "testutil.h"
 
 static inline float *rnd(size_t n, uint64_t seed) {
@@ -26,6 +28,19 @@ static inline void tu_rope_tables(int T, int n_rot, float **cs, float **sn) {
             const float th = (float)(t + 3) * powf(10000.0f, -2.0f * (float)i / (float)n_rot);
             (*cs)[t * half + i] = cosf(th), (*sn)[t * half + i] = sinf(th);
         }
+}
+
+/* The generic C kernel's RoPE of x (T x H x D) with those tables, as a
+   fresh array (the caller frees it). */
+static inline float *tu_rope_ref(const float *x, int D, int H, int T, int n_rot, const float *cs, const float *sn,
+                                 bool neox) {
+    const int half = n_rot / 2;
+    float *ref = malloc((size_t)(D * H * T) * sizeof(float));
+    memcpy(ref, x, (size_t)(D * H * T) * sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            mllm_cpu_ops_generic()->rope(ref + (t * H + h) * D, n_rot, cs + t * half, sn + t * half, neox);
+    return ref;
 }
 
 /* softmax(q k^T * scale) v per token and head, in double: Q and O are

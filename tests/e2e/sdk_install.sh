@@ -47,7 +47,8 @@ make -s -C "$tmp/examples" CC="${cc:-cc}" CFLAGS="$cflags" LDFLAGS="-Wl,-rpath,$
 ex=$tmp/examples
 
 # Static: libmllm.a plus the private libraries pkg-config --static names.
-static_libs=$(pkg-config --static --libs-only-l mllm | sed 's/-lmllm\b//')
+# (-L too: a CUDA build names the static CUDA runtime's folder.)
+static_libs="$(pkg-config --static --libs-only-L mllm) $(pkg-config --static --libs-only-l mllm | sed 's/-lmllm\b//')"
 "${cc:-cc}" $cflags $(pkg-config --cflags mllm) -o "$ex/tokenize_static" "$ex/tokenize.c" \
     "$libdir/libmllm.a" $static_libs
 if readelf -d "$ex/tokenize_static" | grep 'libmllm\.so' >/dev/null; then

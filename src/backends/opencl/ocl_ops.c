@@ -4,25 +4,14 @@
 #include <math.h>
 
 #include "backends/opencl/ocl_internal.h"
+#include "backends/device_checks.h"
 #include "core/alloc.h"
 
-/* Sizes and counts must fit the kernels' int arguments; far above any
-   model's, small enough that no product of two overflows 64 bits. */
-#define OCL_MAX_DIM ((int64_t)1 << 30)
-
 static mllm_status need(const mllm_ocl_buf *b, size_t bytes, const char *op, const char *what) {
-    if (!b) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s is NULL", op, what);
-    if (b->size < bytes)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s holds %zu bytes, %zu needed", op, what, b->size, bytes);
-    return MLLM_OK;
+    return mllm_dev_need("opencl", op, what, b != NULL, b ? b->size : 0, bytes);
 }
 
-static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) {
-    if (a <= 0 || b <= 0 || c <= 0 || a > OCL_MAX_DIM || b > OCL_MAX_DIM || c > OCL_MAX_DIM)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: sizes %lld x %lld x %lld out of range", op, (long long)a,
-                        (long long)b, (long long)c);
-    return MLLM_OK;
-}
+static mllm_status dims_ok(const char *op, int64_t a, int64_t b, int64_t c) { return mllm_dev_dims("opencl", op, a, b, c); }
 
 /* Arguments in order: each call names its size and value. */
 typedef struct {
@@ -48,10 +37,7 @@ static mllm_status check_i32(const mllm_ocl_buf *b, int64_t T, int64_t limit, co
     int32_t *h = mllm_malloc((size_t)T * sizeof *h);
     if (!h) return mllm_err(MLLM_ERR_NOMEM, "opencl %s: out of memory", op);
     mllm_status st = mllm_ocl_buf_get(b, 0, h, (size_t)T * 4);
-    for (int64_t i = 0; !st && i < T; i++)
-        if (h[i] < 0 || h[i] >= limit)
-            st = mllm_err(MLLM_ERR_INVALID_ARG, "opencl %s: %s %d at %lld is outside [0, %lld)", op, what, h[i],
-                          (long long)i, (long long)limit);
+    if (!st) st = mllm_dev_ids("opencl", op, what, h, T, limit);
     mllm_free(h);
     return st;
 }
@@ -85,11 +71,9 @@ mllm_status mllm_ocl_mul_mat(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W, 
                              const mllm_ocl_buf *X, int64_t T, mllm_ocl_buf *Y, const mllm_ocl_buf *bias) {
     const char *op = "matmul";
     const int k = matmul_kernel(wt);
-    if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "opencl matmul: weights of type %s are not supported", mllm_dtype_name(wt));
-    mllm_status st = dims_ok(op, K, N, T);
+    size_t rb = 0;
+    mllm_status st = mllm_dev_rows("opencl", op, "weights", wt, k >= 0, K, N, T, &rb);
     if (st) return st;
-    const size_t rb = mllm_dtype_row_size(wt, K); /* 0: K is not whole blocks */
-    if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl matmul: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
     if ((st = need(W, rb * (size_t)N, op, "W")) || (st = need(X, (size_t)(K * T) * 4, op, "X")) ||
         (st = need(Y, (size_t)(N * T) * 4, op, "Y")) || (bias && (st = need(bias, (size_t)N * 4, op, "bias"))))
         return st;
@@ -105,11 +89,9 @@ mllm_status mllm_ocl_get_rows(mllm_ocl *c, mllm_dtype wt, const mllm_ocl_buf *W,
                               const mllm_ocl_buf *ids, int64_t T, mllm_ocl_buf *Y) {
     const char *op = "get_rows";
     const int k = get_rows_kernel(wt);
-    if (k < 0) return mllm_err(MLLM_ERR_UNSUPPORTED, "opencl get_rows: tables of type %s are not supported", mllm_dtype_name(wt));
-    mllm_status st = dims_ok(op, K, n_rows, T);
+    size_t rb = 0;
+    mllm_status st = mllm_dev_rows("opencl", op, "tables", wt, k >= 0, K, n_rows, T, &rb);
     if (st) return st;
-    const size_t rb = mllm_dtype_row_size(wt, K); /* 0: K is not whole blocks */
-    if (!rb) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl get_rows: K = %lld is not whole %s blocks", (long long)K, mllm_dtype_name(wt));
     if ((st = need(W, rb * (size_t)n_rows, op, "table")) || (st = need(ids, (size_t)T * 4, op, "ids")) ||
         (st = need(Y, (size_t)(K * T) * 4, op, "Y")))
         return st;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/opencl/ocl_internal.h"
+#include "backends/device_checks.h"
 #include "core/alloc.h"
 
 extern const char mllm_ocl_kernels_src[];
@@ -189,11 +190,7 @@ void mllm_ocl_buf_free(mllm_ocl_buf *b) {
 size_t mllm_ocl_buf_size(const mllm_ocl_buf *b) { return b ? b->size : 0; }
 
 static mllm_status check_range(const mllm_ocl_buf *b, size_t off, size_t n, const char *what) {
-    if (!b) return mllm_err(MLLM_ERR_INVALID_ARG, "opencl: %s: NULL buffer", what);
-    if (off > b->size || n > b->size - off)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "opencl: %s of %zu bytes at %zu is outside a buffer of %zu", what, n,
-                        off, b->size);
-    return MLLM_OK;
+    return mllm_dev_range("opencl", what, b != NULL, b ? b->size : 0, off, n);
 }
 
 mllm_status mllm_ocl_buf_set(mllm_ocl_buf *b, size_t off, const void *src, size_t n) {

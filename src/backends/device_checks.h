@@ -1,0 +1,72 @@
+/* The checks a device layer (src/backends/opencl, src/backends/cuda) makes
+   before it touches device memory or launches a kernel, shared so both
+   refuse the same calls with the same words. `be` names the layer in the
+   messages ("opencl", "cuda"). Every failure is MLLM_ERR_INVALID_ARG. */
+#ifndef MLLM_BACKENDS_DEVICE_CHECKS_H
+#define MLLM_BACKENDS_DEVICE_CHECKS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+/* Sizes and counts must fit the kernels' int arguments; far above any
+   model's, small enough that no product of two overflows 64 bits. */
+#define MLLM_DEV_MAX_DIM ((int64_t)1 << 30)
+
+/* A buffer an op reads or writes: present, and at least `bytes` long. */
+static inline mllm_status mllm_dev_need(const char *be, const char *op, const char *what, bool present, size_t size,
+                                        size_t bytes) {
+    if (!present) return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: %s is NULL", be, op, what);
+    if (size < bytes)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: %s holds %zu bytes, %zu needed", be, op, what, size, bytes);
+    return MLLM_OK;
+}
+
+/* Three sizes of an op, each in [1, MLLM_DEV_MAX_DIM]. */
+static inline mllm_status mllm_dev_dims(const char *be, const char *op, int64_t a, int64_t b, int64_t c) {
+    if (a <= 0 || b <= 0 || c <= 0 || a > MLLM_DEV_MAX_DIM || b > MLLM_DEV_MAX_DIM || c > MLLM_DEV_MAX_DIM)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: sizes %lld x %lld x %lld out of range", be, op, (long long)a,
+                        (long long)b, (long long)c);
+    return MLLM_OK;
+}
+
+/* The weights of a matmul or the table of a row lookup: a type the layer
+   has a kernel for (supported), sizes K x rows x T in range, and rows of
+   whole blocks; *rb gets the bytes of a row. kind: "weights", "tables". */
+static inline mllm_status mllm_dev_rows(const char *be, const char *op, const char *kind, mllm_dtype t, bool supported,
+                                        int64_t K, int64_t rows, int64_t T, size_t *rb) {
+    if (!supported)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s %s: %s of type %s are not supported", be, op, kind, mllm_dtype_name(t));
+    mllm_status st = mllm_dev_dims(be, op, K, rows, T);
+    if (st) return st;
+    *rb = mllm_dtype_row_size(t, K); /* 0: K is not whole blocks */
+    if (!*rb)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: K = %lld is not whole %s blocks", be, op, (long long)K,
+                        mllm_dtype_name(t));
+    return MLLM_OK;
+}
+
+/* n bytes at off inside a buffer of `size` (a host copy in or out). */
+static inline mllm_status mllm_dev_range(const char *be, const char *what, bool present, size_t size, size_t off,
+                                         size_t n) {
+    if (!present) return mllm_err(MLLM_ERR_INVALID_ARG, "%s: %s: NULL buffer", be, what);
+    if (off > size || n > size - off)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: %s of %zu bytes at %zu is outside a buffer of %zu", be, what, n, off,
+                        size);
+    return MLLM_OK;
+}
+
+/* Each of the T ids or positions (read back from a graph input) in
+   [0, limit): the kernels index with them. */
+static inline mllm_status mllm_dev_ids(const char *be, const char *op, const char *what, const int32_t *v, int64_t T,
+                                       int64_t limit) {
+    for (int64_t i = 0; i < T; i++)
+        if (v[i] < 0 || v[i] >= limit)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "%s %s: %s %d at %lld is outside [0, %lld)", be, op, what, v[i],
+                            (long long)i, (long long)limit);
+    return MLLM_OK;
+}
+
+#endif

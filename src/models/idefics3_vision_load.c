@@ -153,25 +153,15 @@ mllm_status mllm_idefics3_vision_open(const char *dir, int n_threads, mllm_idefi
     if (!out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_idefics3_vision_open: NULL out");
     *out = NULL;
     if (!dir || n_threads < 1) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_idefics3_vision_open: bad arguments");
-    char cfg[4096], stp[4096], idx[4096];
-    if ((size_t)snprintf(cfg, sizeof cfg, "%s/config.json", dir) >= sizeof cfg ||
-        (size_t)snprintf(stp, sizeof stp, "%s/model.safetensors", dir) >= sizeof stp ||
-        (size_t)snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir) >= sizeof idx)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    qv_folder fo;
     mllm_meta m = {0};
-    mllm_status st = mllm_hf_config_load(cfg, &m);
+    mllm_status st = qv_folder_config(dir, &fo, &m);
+    const char *cfg = fo.cfg, *stp = fo.weights;
     mllm_idefics3_vision *v = st ? NULL : mllm_calloc(1, sizeof *v);
     if (!st && !v) st = mllm_err(MLLM_ERR_NOMEM, "out of memory");
     if (!st) st = read_config(&m, cfg, &v->c);
     mllm_meta_free(&m);
-    if (!st) {
-        FILE *f = fopen(idx, "rb");
-        if (f) {
-            fclose(f);
-            st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: sharded checkpoints are not read by the vision tower yet", dir);
-        }
-    }
-    if (!st) st = mllm_safetensors_open(stp, &v->st);
+    if (!st) st = qv_folder_weights(dir, &fo, &v->st);
     if (!st) {
         /* transformers 5 and the published checkpoints: model.vision_model.*;
            older saves: vision_model.* */

@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "formats/hf_config.h"
 
 typedef struct {
     const qv_linear *L;
@@ -127,4 +128,21 @@ void qv_bind_linear(qv_binder *b, qv_linear *L, const char *name, int64_t n_in, 
     *L = (qv_linear){.w = t->data, .dtype = t->dtype, .row_bytes = t->size / (size_t)n_out, .n_in = n_in,
                      .n_out = n_out};
     if (bias) L->b = qv_bind_f32(b, bn, n_out);
+}
+
+mllm_status qv_folder_config(const char *dir, qv_folder *f, mllm_meta *m) {
+    if ((size_t)snprintf(f->cfg, sizeof f->cfg, "%s/config.json", dir) >= sizeof f->cfg ||
+        (size_t)snprintf(f->weights, sizeof f->weights, "%s/model.safetensors", dir) >= sizeof f->weights ||
+        (size_t)snprintf(f->index, sizeof f->index, "%s/model.safetensors.index.json", dir) >= sizeof f->index)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    return mllm_hf_config_load(f->cfg, m);
+}
+
+mllm_status qv_folder_weights(const char *dir, const qv_folder *f, mllm_safetensors **st) {
+    FILE *x = fopen(f->index, "rb");
+    if (x) {
+        fclose(x);
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: sharded checkpoints are not read by the vision tower yet", dir);
+    }
+    return mllm_safetensors_open(f->weights, st);
 }

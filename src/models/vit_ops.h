@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/threadpool.h"
+#include "core/meta.h"
 #include "formats/safetensors.h"
 
 typedef struct {
@@ -60,5 +61,14 @@ float *qv_bind_f32(qv_binder *b, const char *name, int64_t n);
 float *qv_bind_f32_2d(qv_binder *b, const char *name, int64_t ne0, int64_t ne1);
 /* name.weight (n_out x n_in) in place, name.bias copied when bias. */
 void qv_bind_linear(qv_binder *b, qv_linear *L, const char *name, int64_t n_in, int64_t n_out, bool bias);
+
+/* A Hugging Face folder's files: config.json's path and contents (m: the
+   caller frees it with mllm_meta_free), then model.safetensors opened (a
+   sharded checkpoint refused with a message). */
+typedef struct {
+    char cfg[4096], weights[4096], index[4096];
+} qv_folder;
+mllm_status qv_folder_config(const char *dir, qv_folder *f, mllm_meta *m);
+mllm_status qv_folder_weights(const char *dir, const qv_folder *f, mllm_safetensors **st);
 
 #endif

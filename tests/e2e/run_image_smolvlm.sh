@@ -34,6 +34,13 @@ else
     grep -q "WebP support not built" "$tmp/err" && ok "WebP refused: not built" || bad "webp: $(cat "$tmp/err")"
 fi
 
+# /image in mllm chat: the same path, the same first 3 tokens
+printf '/image %s\nWhat is this?\n' "$data/images/photo.png" |
+    "$mllm" chat -m "$model" -n 3 --temp 0 --exact -t 1 --ids-out "$tmp/cids" >/dev/null 2>"$tmp/err" && rc=0 || rc=$?
+expect "chat: exit status" "$rc" 0
+expect "chat /image: transformers' first 3 greedy ids" "$(head -n 3 "$tmp/cids" | tr '\n' ' ' | sed 's/ $//')" \
+    "$(sed -n 's/^greedy //p' "$data/smolvlm/prompt.txt" | cut -d' ' -f1-3)"
+
 head -c 3000 "$data/images/photo.png" >"$tmp/cut.png"
 "$mllm" run -m "$model" --image "$tmp/cut.png" -p hi -n 2 >/dev/null 2>"$tmp/err" && rc=0 || rc=$?
 expect "truncated image: exit status" "$rc" 1

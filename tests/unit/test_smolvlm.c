@@ -110,22 +110,12 @@ static void test_vision(void **state) {
     mllm_idefics3_vision_free(v);
 }
 
-static int read_ids(const char *txt, const char *key, int32_t *out, int cap) {
-    const char *p = strstr(txt, key);
-    assert_non_null(p);
-    p += strlen(key);
-    int n = 0;
-    char *e;
-    for (long x = strtol(p, &e, 10); e != p && n < cap; x = strtol(p, &e, 10)) out[n++] = (int32_t)x, p = e;
-    return n;
-}
-
 static void test_prompt_logits(void **state) {
     (void)state;
     size_t len = 0;
     char *txt = tu_read_file(tu_datap("smolvlm/prompt.txt"), &len);
     int32_t ids[256];
-    const int n = read_ids(txt, "\nids ", ids, 256);
+    const int n = tu_read_ints(txt, "\nids ", ids, 256);
     free(txt);
     assert_int_equal(n, 125);
     float *want = tu_read_file(tu_datap("smolvlm/logits.f32"), &len);

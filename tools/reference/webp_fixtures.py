@@ -24,13 +24,7 @@ f1, f2 = photo.crop((0, 0, 20, 10)), photo.crop((40, 40, 60, 50))
 f1.save(f"{out}/anim.webp", save_all=True, append_images=[f2], duration=100, loop=0, lossless=True)
 
 
-def to_rgb(im):  # transformers.image_transforms.convert_to_rgb
-    if "A" in im.getbands() or im.info.get("transparency") is not None:
-        im = im.convert("RGBA")
-        bg = Image.new("RGBA", im.size, (255, 255, 255, 255))
-        return Image.alpha_composite(bg, im).convert("RGB")
-    return im.convert("RGB")
-
+from reftools import to_rgb  # noqa: E402
 
 for n in ["photo.webp", "photo_lossy.webp", "alpha.webp"]:
     to_rgb(Image.open(f"{out}/{n}")).save(f"{out}/pil_{n.replace('.', '_')}.png")

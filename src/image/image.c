@@ -166,6 +166,24 @@ static bool jpeg_dht_ok(const uint8_t *p, size_t n) {
     return true;
 }
 
+/* stb_image 2.27 appends an IDAT chunk's data at idata + offset before it
+   has allocated idata, so a first IDAT of length 0 does pointer arithmetic
+   on NULL (undefined behaviour, caught by UBSan; found by
+   tests/fuzz/fuzz_image.c, regressions/image/png_empty_first_idat). Such a
+   file holds no image data where it starts, and no encoder writes one:
+   refused. Walks the chunks with every length checked; false on a chunk
+   past the end only when it is the first IDAT (the rest is stb's). */
+static bool png_first_idat_ok(const uint8_t *p, size_t n) {
+    size_t i = 8;
+    while (i + 8 <= n) {
+        const uint32_t len = be32(p + i);
+        if (!memcmp(p + i + 4, "IDAT", 4)) return len > 0;
+        if (len > n - i - 8 || n - i - 8 - len < 4) return true; /* cut short: stb reports it */
+        i += 12 + (size_t)len;
+    }
+    return true;
+}
+
 /* PIL's Image.alpha_composite of src over an opaque white dst
    (libImaging/AlphaComposite.c, PRECISION_BITS 7), per channel. */
 static uint8_t over_white(uint32_t c, uint32_t a) {
@@ -275,6 +293,8 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
     if (hi.w != w || hi.h != h)
         return mllm_err(MLLM_ERR_FORMAT, "%s: %s header of %lld x %lld read by stb as %d x %d", label, fmt,
                         (long long)w, (long long)h, hi.w, hi.h);
+    if (!strcmp(fmt, "PNG") && !png_first_idat_ok(p, len))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt PNG (its first IDAT chunk is empty)", label);
     if (!strcmp(fmt, "JPEG") && !jpeg_has_eoi(p, len))
         return mllm_err(MLLM_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker after the last scan)", label);
     if (!strcmp(fmt, "JPEG") && !jpeg_dht_ok(p, len))

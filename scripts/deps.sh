@@ -5,6 +5,8 @@
 # libsndfile 1.2.0 reads MP3). zlib1g-dev: Whisper's compression-ratio fallback.
 # libstb-dev: stb_image, the PNG/JPEG/BMP/GIF decoder of image input (src/image;
 # a header compiled into the library, tests also use its stb_image_write).
+# libwebp-dev: WebP image input (optional in CMake: without it WebP files are
+# refused with "WebP support not built").
 # espeak-ng and sox: scripts/make-speech-clip.sh (the long Whisper clip).
 # chromium (about 80 MB to download, 350 MB installed) is only for the
 # chat page's browser test (tests/e2e/serve_webchat.sh, skipped without it).
@@ -22,7 +24,7 @@
 # pocl-opencl-icd: PoCL, an OpenCL driver that runs the kernels on the CPU,
 # so test_opencl_ops has a device on machines without a GPU.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev libwebp-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
       wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl
       ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user

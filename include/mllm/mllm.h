@@ -567,8 +567,10 @@ MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const 
    mllm_generate_ids(s, NULL, 0, sp, cb, user).
    An image sits in a user message's content parts as {"type": "image"}
    (the order of the parts is where it goes); the model's chat template
-   places it (Qwen2.5-VL's: <|vision_start|><|image_pad|><|vision_end|>),
-   and images[k] (the encoded file: PNG, JPEG, BMP or GIF, image_lens[k]
+   places it (Qwen2.5-VL's: <|vision_start|><|image_pad|><|vision_end|>;
+   SmolVLM / Idefics3's: <image>, expanded to the tile markers as
+   transformers' processor does),
+   and images[k] (the encoded file: PNG, JPEG, BMP, GIF or WebP, image_lens[k]
    bytes, only read during the call) is the k-th image the rendered
    conversation places. Each image is decoded, resized and encoded by the
    model's vision tower (a Hugging Face folder's own, or

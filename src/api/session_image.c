@@ -1,4 +1,5 @@
-/* A prompt with images for an M-RoPE model (Qwen2-VL / Qwen2.5-VL): the
+/* A prompt with images for an M-RoPE model (Qwen2-VL / Qwen2.5-VL), or
+   one of plain RoPE (Idefics3 / SmolVLM: consecutive positions): the
    token rows looked up here, each image token's row taken from the vision
    tower's output instead, M-RoPE's three position rows, and the rotation
    offset the text after the images keeps (mllm_session_eval_image,
@@ -31,8 +32,10 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
     if (s->kvp)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "images with a paged KV cache (kv_type) are not supported yet; "
                                               "use the contiguous cache");
-    if (!(c->mrope[0] || c->mrope[1] || c->mrope[2]))
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s has no M-RoPE sections: it does not take images", c->arch);
+    /* M-RoPE (Qwen2-VL): three position rows; otherwise (Idefics3 /
+       SmolVLM) the image tokens take plain consecutive positions and need
+       not be contiguous (markers sit between an image's tiles) */
+    const bool mrope = c->mrope[0] || c->mrope[1] || c->mrope[2];
     if ((size_t)s->n_past + n > (size_t)s->n_ctx)
         return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %zu new tokens > n_ctx %d", s->n_past, n,
                         s->n_ctx);
@@ -45,7 +48,13 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
     int32_t *pos3 = mllm_malloc(3 * n * sizeof(int32_t));
     if (!pos3) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     int64_t next = 0;
-    mllm_status st = mllm_qwen2vl_mrope_positions(ids, (int64_t)n, image_token, grids, n_grids, merge, pos3, &next);
+    mllm_status st = MLLM_OK;
+    if (mrope) {
+        st = mllm_qwen2vl_mrope_positions(ids, (int64_t)n, image_token, grids, n_grids, merge, pos3, &next);
+    } else {
+        for (size_t i = 0; i < n; i++) pos3[i] = pos3[n + i] = pos3[2 * n + i] = (int32_t)i;
+        next = (int64_t)n;
+    }
     int64_t n_img = 0, last_img = -1;
     for (size_t i = 0; i < n; i++)
         if (ids[i] == image_token) n_img++, last_img = (int64_t)i;
@@ -63,7 +72,7 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
         mllm_decoder_inputs in = {0};
         in.ids = mllm_graph_input_i32(&g, T, "ids");
         in.pos = mllm_graph_input_i32(&g, T, "pos");
-        in.rope_pos = mllm_graph_input_i32(&g, 3 * (int64_t)T, "rope_pos");
+        in.rope_pos = mrope ? mllm_graph_input_i32(&g, 3 * (int64_t)T, "rope_pos") : NULL;
         in.embd = mllm_graph_input_f32(&g, E, T, "embd");
         mllm_tensor *logits = in.embd ? mllm_decoder_forward(&g, d, s->kv, &in, T - 1) : NULL;
         if (!logits || !mllm_graph_plan(&g, &logits, 1)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
@@ -71,7 +80,7 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
             const size_t t = done + (size_t)i;
             mllm_tensor_i32(in.ids)[i] = ids[t];
             mllm_tensor_i32(in.pos)[i] = s->n_past + i;
-            for (int r = 0; r < 3; r++) mllm_tensor_i32(in.rope_pos)[r * T + i] = base + pos3[(size_t)r * n + t];
+            for (int r = 0; mrope && r < 3; r++) mllm_tensor_i32(in.rope_pos)[r * T + i] = base + pos3[(size_t)r * n + t];
             float *row = (float *)in.embd->data + (size_t)i * E;
             if (ids[t] == image_token) {
                 memcpy(row, img_emb + (size_t)img_row++ * E, (size_t)E * sizeof(float));
@@ -104,7 +113,9 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
             const int64_t rows = (int64_t)grids[k].t * grids[k].h * grids[k].w / ((int64_t)merge * merge);
             while (t < n && ids[t] != image_token) t++;
             const size_t start = t;
-            t += (size_t)rows; /* mllm_qwen2vl_mrope_positions checked the runs */
+            /* the next rows image tokens (a run under M-RoPE, which
+               mllm_qwen2vl_mrope_positions checked; counted above) */
+            for (int64_t r = 0; r < rows && t < n; t++) r += ids[t] == image_token;
             const int64_t after = t < n ? pos3[t] : next; /* text: the three rows are equal */
             s->imgs[s->n_imgs].start = past0 + (int)start;
             s->imgs[s->n_imgs].end = past0 + (int)t;
@@ -131,10 +142,14 @@ mllm_status mllm_session_sync_images(mllm_session *s, const int32_t *ids, size_t
     for (int k = 0; k < n_imgs; k++) {
         while (t < n && ids[t] != image_token) t++;
         start[k] = (int)t;
-        for (int64_t r = 0; r < imgs[k].n_rows; r++, t++)
-            if (t >= n || ids[t] != image_token)
+        /* its n_rows image tokens: a run for Qwen2-VL, interleaved with
+           the tile markers for Idefics3 */
+        for (int64_t r = 0; r < imgs[k].n_rows; t++) {
+            if (t >= n)
                 return mllm_err(MLLM_ERR_INVALID_ARG, "image %d: fewer than its %lld tokens in the prompt", k,
                                 (long long)imgs[k].n_rows);
+            r += ids[t] == image_token;
+        }
         end[k] = (int)t;
     }
     for (; t < n; t++)

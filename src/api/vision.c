@@ -9,7 +9,9 @@
 #include "core/error.h"
 #include "formats/mllmfile.h"
 #include "image/image.h"
+#include "image/idefics3_pre.h"
 #include "image/qwen2vl_pre.h"
+#include "models/idefics3_vision.h"
 #include "models/qwen2vl_vision.h"
 
 typedef struct {
@@ -25,8 +27,10 @@ struct mllm_vision {
     int state;             /* 0: not tried, 1: open, -1: failed (err says why) */
     mllm_status err_st;
     char err[512];
-    mllm_qwen2vl_vision *tower;
+    mllm_qwen2vl_vision *tower;        /* Qwen2.5-VL, or */
+    mllm_idefics3_vision *i3;          /* Idefics3 / SmolVLM */
     mllm_qwen2vl_pre_params pp;
+    mllm_idefics3_pre_params ip;
     int32_t pad;
     int n_embd;
     cache_entry ent[MLLM_VISION_CACHE_MAX_ENTRIES];
@@ -61,6 +65,9 @@ static struct mllm_vision *vision_of(mllm_model *m) {
     return m->vision;
 }
 
+/* Idefics3 / SmolVLM: its registry row; its image token is <image>. */
+static bool is_idefics3(const mllm_model *m) { return m && !strcmp(m->dec.cfg.arch, "idefics3"); }
+
 static mllm_status fail(struct mllm_vision *v, mllm_status st) {
     v->state = -1;
     v->err_st = st;
@@ -76,6 +83,22 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
     const char *where = m->mmproj ? m->mmproj : m->file ? m->file->path : "?";
     if (!m->file || m->asr || m->enc) {
         st = mllm_err(MLLM_ERR_UNSUPPORTED, "this model takes no images (not a vision-language decoder)");
+    } else if (is_idefics3(m)) {
+        st = m->mmproj || m->file->kind != MLLM_FILE_HF
+                 ? mllm_err(MLLM_ERR_UNSUPPORTED, "%s: Idefics3 / SmolVLM vision is read from a Hugging Face folder "
+                                                  "only (no mmproj GGUF of this family yet)", where)
+                 : mllm_idefics3_vision_open(m->file->path, m->n_threads > 0 ? m->n_threads : 1, &v->i3);
+        if (st) return fail(v, st);
+        const mllm_idefics3_vision_config *ic = mllm_idefics3_vision_config_of(v->i3);
+        if (ic->out_hidden != m->dec.cfg.n_embd)
+            return fail(v, mllm_err(MLLM_ERR_FORMAT, "%s: the connector's output width %d is not the text model's %d",
+                                    where, ic->out_hidden, m->dec.cfg.n_embd));
+        if ((v->pad = mllm_model_image_pad_token(m)) < 0)
+            return fail(v, mllm_err(MLLM_ERR_FORMAT, "this model's tokenizer has no <image> token"));
+        v->n_embd = (int)m->dec.cfg.n_embd;
+        mllm_idefics3_vision_pre_params(v->i3, &v->ip);
+        v->state = 1;
+        return MLLM_OK;
     } else if (m->mmproj) {
         st = mllm_qwen2vl_vision_open_gguf(m->mmproj, m->n_threads > 0 ? m->n_threads : 1, &v->tower);
     } else if (m->file->kind == MLLM_FILE_HF) {
@@ -103,9 +126,8 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
 int32_t mllm_model_image_pad_token(const mllm_model *m) {
     int32_t one[4];
     size_t np = 0;
-    if (!m || !m->tok ||
-        mllm_tokenizer_encode(m->tok, "<|image_pad|>", strlen("<|image_pad|>"), false, true, one, 4, &np) != MLLM_OK ||
-        np != 1)
+    const char *t = is_idefics3(m) ? "<image>" : "<|image_pad|>";
+    if (!m || !m->tok || mllm_tokenizer_encode(m->tok, t, strlen(t), false, true, one, 4, &np) != MLLM_OK || np != 1)
         return -1;
     return one[0];
 }
@@ -121,16 +143,19 @@ mllm_status mllm_model_vision_pad(mllm_model *m, int32_t *pad) {
     return st;
 }
 
-static uint64_t key_of(const void *data, size_t len, const mllm_qwen2vl_pre_params *pp) {
+static uint64_t key_of(const void *data, size_t len, const struct mllm_vision *v) {
     mllm_xxh64_state h;
     mllm_xxh64_init(&h);
     mllm_xxh64_update(&h, &len, sizeof len);
     mllm_xxh64_update(&h, data, len);
     /* field by field: no padding bytes hashed */
+    const mllm_qwen2vl_pre_params *pp = &v->pp;
+    const mllm_idefics3_pre_params *ip = &v->ip;
     const int64_t ints[5] = {pp->patch_size, pp->temporal_patch_size, pp->merge_size, pp->min_pixels, pp->max_pixels};
-    mllm_xxh64_update(&h, ints, sizeof ints);
-    mllm_xxh64_update(&h, pp->mean, sizeof pp->mean);
-    mllm_xxh64_update(&h, pp->std, sizeof pp->std);
+    const int64_t ints3[4] = {ip->longest_edge, ip->tile, ip->do_resize, ip->do_split};
+    mllm_xxh64_update(&h, v->i3 ? (const void *)ints3 : (const void *)ints, v->i3 ? sizeof ints3 : sizeof ints);
+    mllm_xxh64_update(&h, v->i3 ? ip->mean : pp->mean, sizeof pp->mean);
+    mllm_xxh64_update(&h, v->i3 ? ip->std : pp->std, sizeof pp->std);
     return mllm_xxh64_digest(&h);
 }
 
@@ -185,6 +210,47 @@ static void cache_put(struct mllm_vision *v, uint64_t key, const void *data, siz
     v->bytes += cost;
 }
 
+/* The cache's new entry for out (an encode just done). */
+static void keep(struct mllm_vision *v, uint64_t key, const void *data, size_t len, mllm_vision_embedding *out) {
+    pthread_mutex_lock(&v->mu);
+    out->id = v->next_id++;
+    cache_put(v, key, data, len, out);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* Idefics3 / SmolVLM: tiles (idefics3_pre.h), the tower per tile. The grid
+   is written so grid h * w / merge^2 is the row count: 1 x (tiles * side)
+   x side patches, merge = scale_factor; tile_rows / tile_cols place them. */
+static mllm_status embed_idefics3(struct mllm_vision *v, uint64_t key, const void *data, size_t len, const char *label,
+                                  mllm_vision_embedding *out) {
+    mllm_image im = {0};
+    mllm_idefics3_pixels px = {0};
+    const double t0 = mllm_now_ms();
+    mllm_status st = mllm_image_load_memory(data, len, label, 0, &im, NULL);
+    if (!st) st = mllm_idefics3_preprocess(&im, &v->ip, &px);
+    const double t1 = mllm_now_ms();
+    if (!st) {
+        pthread_mutex_lock(&v->enc_mu);
+        st = mllm_idefics3_vision_encode(v->i3, &px, &out->emb, &out->n_rows);
+        pthread_mutex_unlock(&v->enc_mu);
+    }
+    if (!st) {
+        const mllm_idefics3_vision_config *c = mllm_idefics3_vision_config_of(v->i3);
+        const int side = c->image_size / c->patch;
+        *out = (mllm_vision_embedding){.grid = {1, px.n_tiles * side, side}, .merge = c->scale,
+                                       .n_rows = out->n_rows, .emb = out->emb, .width = im.width,
+                                       .height = im.height, .resized_w = px.resized_w, .resized_h = px.resized_h,
+                                       .decode_ms = t1 - t0, .encode_ms = mllm_now_ms() - t1,
+                                       .tile_rows = px.rows, .tile_cols = px.cols, .tile_tokens = c->image_seq_len};
+        keep(v, key, data, len, out);
+    } else {
+        mllm_vision_embedding_free(out);
+    }
+    mllm_idefics3_pixels_free(&px);
+    mllm_image_free(&im);
+    return st;
+}
+
 mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len, const char *label,
                                     mllm_vision_embedding *out) {
     if (out) memset(out, 0, sizeof *out);
@@ -194,11 +260,12 @@ mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len,
     if (!v) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&v->mu);
     mllm_status st = open_tower(m, v);
-    const uint64_t key = st ? 0 : key_of(data, len, &v->pp);
+    const uint64_t key = st ? 0 : key_of(data, len, v);
     const bool hit = !st && cache_get(v, key, data, len, out);
     const mllm_qwen2vl_pre_params pp = v->pp;
     pthread_mutex_unlock(&v->mu);
     if (st || hit) return st;
+    if (v->i3) return embed_idefics3(v, key, data, len, label, out);
 
     mllm_image im = {0};
     mllm_qwen2vl_pixels px = {0};
@@ -216,10 +283,7 @@ mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len,
                                        .n_rows = out->n_rows, .emb = out->emb, .width = im.width,
                                        .height = im.height, .resized_w = px.resized_w, .resized_h = px.resized_h,
                                        .decode_ms = t1 - t0, .encode_ms = mllm_now_ms() - t1};
-        pthread_mutex_lock(&v->mu);
-        out->id = v->next_id++;
-        cache_put(v, key, data, len, out);
-        pthread_mutex_unlock(&v->mu);
+        keep(v, key, data, len, out);
     } else {
         mllm_vision_embedding_free(out);
     }
@@ -233,6 +297,7 @@ void mllm_model_free_vision(mllm_model *m) {
     if (!v) return;
     while (v->n) drop(v, 0);
     mllm_qwen2vl_vision_free(v->tower);
+    mllm_idefics3_vision_free(v->i3);
     pthread_mutex_destroy(&v->mu);
     pthread_mutex_destroy(&v->enc_mu);
     mllm_free(v);

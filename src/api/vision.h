@@ -33,17 +33,21 @@ typedef struct {
     bool cached;      /* came from the cache (decode_ms and encode_ms are 0) */
     double decode_ms; /* decode + preprocess */
     double encode_ms; /* the vision tower */
+    /* Idefics3 / SmolVLM: the tiles' rows and columns (0, 0: one tile, no
+       splitting) and tokens a tile, for the prompt's markers; 0 for Qwen */
+    int tile_rows, tile_cols, tile_tokens;
 } mllm_vision_embedding;
 
 void mllm_vision_embedding_free(mllm_vision_embedding *e);
 
-/* The tokenizer's <|image_pad|> token, or -1 (no tower opened). */
+/* The tokenizer's image token (<|image_pad|>; Idefics3 / SmolVLM: <image>),
+   or -1. */
 int32_t mllm_model_image_pad_token(const mllm_model *m);
 /* The <|image_pad|> token id of the model's vision tower (opening it on
    first use). Errors: the model has no vision tower (the message says why). */
 mllm_status mllm_model_vision_pad(mllm_model *m, int32_t *pad);
 
-/* Embeds the encoded image (PNG, JPEG, BMP, GIF) of len bytes through the
+/* Embeds the encoded image (PNG, JPEG, BMP, GIF, WebP) of len bytes through the
    cache; label names it in errors. */
 mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len, const char *label,
                                     mllm_vision_embedding *out);

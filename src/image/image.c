@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "core/file_open.h"
 #include "image/image_stb.h"
+#include "image/image_webp.h"
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The decode budget: stb's live allocations for an image of P pixels
@@ -23,6 +25,7 @@ static const char *sniff(const uint8_t *p, size_t n) {
     if (n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return "JPEG";
     if (n >= 2 && p[0] == 'B' && p[1] == 'M') return "BMP";
     if (n >= 6 && (!memcmp(p, "GIF87a", 6) || !memcmp(p, "GIF89a", 6))) return "GIF";
+    if (n >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4)) return "WebP";
     return NULL;
 }
 
@@ -163,6 +166,24 @@ static bool jpeg_dht_ok(const uint8_t *p, size_t n) {
     return true;
 }
 
+/* stb_image 2.27 appends an IDAT chunk's data at idata + offset before it
+   has allocated idata, so a first IDAT of length 0 does pointer arithmetic
+   on NULL (undefined behaviour, caught by UBSan; found by
+   tests/fuzz/fuzz_image.c, regressions/image/png_empty_first_idat). Such a
+   file holds no image data where it starts, and no encoder writes one:
+   refused. Walks the chunks with every length checked; false on a chunk
+   past the end only when it is the first IDAT (the rest is stb's). */
+static bool png_first_idat_ok(const uint8_t *p, size_t n) {
+    size_t i = 8;
+    while (i + 8 <= n) {
+        const uint32_t len = be32(p + i);
+        if (!memcmp(p + i + 4, "IDAT", 4)) return len > 0;
+        if (len > n - i - 8 || n - i - 8 - len < 4) return true; /* cut short: stb reports it */
+        i += 12 + (size_t)len;
+    }
+    return true;
+}
+
 /* PIL's Image.alpha_composite of src over an opaque white dst
    (libImaging/AlphaComposite.c, PRECISION_BITS 7), per channel. */
 static uint8_t over_white(uint32_t c, uint32_t a) {
@@ -173,6 +194,74 @@ static uint8_t over_white(uint32_t c, uint32_t a) {
     uint32_t coef2 = 255 * (1u << pb) - coef1;
     uint32_t t = c * coef1 + 255 * coef2 + (0x80u << pb);
     return (uint8_t)((((t >> 8) + t) >> 8) >> pb);
+}
+
+/* The RGBA pixels' conversion to RGB over white (rgb: px * 3 bytes). */
+static void rgba_to_rgb(const uint8_t *rgba, size_t px, uint8_t *rgb) {
+    for (size_t i = 0; i < px; i++) {
+        const uint8_t *s = rgba + 4 * i;
+        uint8_t *o = rgb + 3 * i;
+        if (s[3] == 255) {
+            o[0] = s[0], o[1] = s[1], o[2] = s[2];
+        } else if (s[3] == 0) {
+            o[0] = o[1] = o[2] = 255;
+        } else {
+            for (int c = 0; c < 3; c++) o[c] = over_white(s[c], s[3]);
+        }
+    }
+}
+
+static void set_info(mllm_image_info *info, int w, int h, int comp, int bits, const char *fmt) {
+    if (!info) return;
+    memset(info, 0, sizeof *info);
+    info->width = w;
+    info->height = h;
+    info->channels = comp;
+    info->bits = bits;
+    snprintf(info->format, sizeof info->format, "%s", fmt);
+}
+
+/* The limits every format's claimed size must pass before decoding. */
+static mllm_status check_dims(const char *label, const char *fmt, int64_t w, int64_t h, uint64_t max_pixels) {
+    if (w <= 0 || h <= 0)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: %s of zero size (%lld x %lld)", label, fmt, (long long)w, (long long)h);
+    if (w > MLLM_IMAGE_MAX_SIDE || h > MLLM_IMAGE_MAX_SIDE)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s of %lld x %lld, a side over the %d-pixel limit", label, fmt,
+                        (long long)w, (long long)h, MLLM_IMAGE_MAX_SIDE);
+    uint64_t px = (uint64_t)w * (uint64_t)h;
+    if (px > max_pixels)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s of %lld x %lld = %llu pixels, over the limit of %llu pixels",
+                        label, fmt, (long long)w, (long long)h, (unsigned long long)px, (unsigned long long)max_pixels);
+    return MLLM_OK;
+}
+
+/* WebP (libwebp, image_webp.h): the header's size checked, then decoded
+   into a buffer of that size. */
+static mllm_status load_webp(const uint8_t *p, size_t len, const char *label, uint64_t max_pixels, mllm_image *out,
+                             mllm_image_info *info) {
+    if (!mllm_webp_built())
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: WebP support not built (install libwebp-dev and rebuild)", label);
+    mllm_webp_info wi = mllm_webp_probe(p, len);
+    if (!wi.ok) return mllm_err(MLLM_ERR_FORMAT, "%s: unreadable WebP (%s)", label, wi.reason);
+    if (wi.animated) return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: animated WebP is not supported (still images only)", label);
+    mllm_status st = check_dims(label, "WebP", wi.w, wi.h, max_pixels);
+    if (st) return st;
+    const size_t px = (size_t)wi.w * (size_t)wi.h;
+    uint8_t *rgba = mllm_malloc(px * 4), *rgb = rgba ? mllm_malloc(px * 3) : NULL;
+    if (!rgb) {
+        mllm_free(rgba);
+        return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory for %zu pixels", label, px);
+    }
+    if (!mllm_webp_decode(p, len, wi.w, wi.h, rgba)) {
+        mllm_free(rgba);
+        mllm_free(rgb);
+        return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt or truncated WebP", label);
+    }
+    rgba_to_rgb(rgba, px, rgb);
+    mllm_free(rgba);
+    *out = (mllm_image){.rgb = rgb, .width = wi.w, .height = wi.h};
+    set_info(info, wi.w, wi.h, wi.alpha ? 4 : 3, 8, "WebP");
+    return MLLM_OK;
 }
 
 mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *label, uint64_t max_pixels,
@@ -187,18 +276,14 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %zu bytes, over the %zu-byte image file limit", label, len,
                         MLLM_IMAGE_MAX_FILE_BYTES);
     const char *fmt = sniff(p, len);
-    if (!fmt) return mllm_err(MLLM_ERR_FORMAT, "%s: not a PNG, JPEG, BMP or GIF file (unknown signature)", label);
+    if (!fmt)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: not a PNG, JPEG, BMP, GIF or WebP file (unknown signature)", label);
+    if (!strcmp(fmt, "WebP")) return load_webp(p, len, label, max_pixels, out, info);
     int64_t w = 0, h = 0;
     if (!header_dims(fmt, p, len, &w, &h)) return mllm_err(MLLM_ERR_FORMAT, "%s: truncated or corrupt %s header", label, fmt);
-    if (w <= 0 || h <= 0)
-        return mllm_err(MLLM_ERR_FORMAT, "%s: %s of zero size (%lld x %lld)", label, fmt, (long long)w, (long long)h);
-    if (w > MLLM_IMAGE_MAX_SIDE || h > MLLM_IMAGE_MAX_SIDE)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s of %lld x %lld, a side over the %d-pixel limit", label, fmt,
-                        (long long)w, (long long)h, MLLM_IMAGE_MAX_SIDE);
+    mllm_status st = check_dims(label, fmt, w, h, max_pixels);
+    if (st) return st;
     uint64_t px = (uint64_t)w * (uint64_t)h;
-    if (px > max_pixels)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: %s of %lld x %lld = %llu pixels, over the limit of %llu pixels",
-                        label, fmt, (long long)w, (long long)h, (unsigned long long)px, (unsigned long long)max_pixels);
     if (!size_can_hold(fmt, p, len, (uint64_t)w, (uint64_t)h))
         return mllm_err(MLLM_ERR_FORMAT,
                         "%s: a %s of %lld x %lld cannot be held in %zu bytes (truncated, or a decompression bomb)",
@@ -208,6 +293,8 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
     if (hi.w != w || hi.h != h)
         return mllm_err(MLLM_ERR_FORMAT, "%s: %s header of %lld x %lld read by stb as %d x %d", label, fmt,
                         (long long)w, (long long)h, hi.w, hi.h);
+    if (!strcmp(fmt, "PNG") && !png_first_idat_ok(p, len))
+        return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt PNG (its first IDAT chunk is empty)", label);
     if (!strcmp(fmt, "JPEG") && !jpeg_has_eoi(p, len))
         return mllm_err(MLLM_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker after the last scan)", label);
     if (!strcmp(fmt, "JPEG") && !jpeg_dht_ok(p, len))
@@ -224,7 +311,6 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
         if (!strcmp(d.reason ? d.reason : "", "outofmem")) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", label);
         return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt or truncated %s (%s)", label, fmt, d.reason ? d.reason : "?");
     }
-    mllm_status st = MLLM_OK;
     if (d.w != hi.w || d.h != hi.h)
         st = mllm_err(MLLM_ERR_FORMAT, "%s: %s decoded as %d x %d after a header of %d x %d", label, fmt, d.w, d.h,
                       hi.w, hi.h);
@@ -236,29 +322,12 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
         mllm_stb_free(d.rgba);
         return st;
     }
-    for (size_t i = 0; i < (size_t)px; i++) {
-        const uint8_t *s = d.rgba + 4 * i;
-        uint8_t *o = rgb + 3 * i;
-        if (s[3] == 255) {
-            o[0] = s[0], o[1] = s[1], o[2] = s[2];
-        } else if (s[3] == 0) {
-            o[0] = o[1] = o[2] = 255;
-        } else {
-            for (int c = 0; c < 3; c++) o[c] = over_white(s[c], s[3]);
-        }
-    }
+    rgba_to_rgb(d.rgba, (size_t)px, rgb);
     mllm_stb_free(d.rgba);
     out->rgb = rgb;
     out->width = hi.w;
     out->height = hi.h;
-    if (info) {
-        memset(info, 0, sizeof *info);
-        info->width = hi.w;
-        info->height = hi.h;
-        info->channels = hi.comp;
-        info->bits = hi.is16 ? 16 : 8;
-        strcpy(info->format, fmt);
-    }
+    set_info(info, hi.w, hi.h, hi.comp, hi.is16 ? 16 : 8, fmt);
     return MLLM_OK;
 }
 

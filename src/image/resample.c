@@ -20,6 +20,22 @@ static double bicubic(double x) {
     return 0.0;
 }
 
+/* Pillow's LANCZOS: a sinc windowed by a sinc, support 3. */
+static double sinc(double x) {
+    if (x == 0.0) return 1.0;
+    x *= M_PI;
+    return sin(x) / x;
+}
+
+static double lanczos(double x) { return -3.0 <= x && x < 3.0 ? sinc(x) * sinc(x / 3) : 0.0; }
+
+typedef struct {
+    double (*fn)(double);
+    double support;
+} filter;
+
+static const filter k_bicubic = {bicubic, 2.0}, k_lanczos = {lanczos, 3.0};
+
 static uint8_t clip8(int v) {
     v >>= PRECISION_BITS; /* arithmetic shift, as in Pillow */
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
@@ -31,9 +47,9 @@ typedef struct {
     int32_t *kk;  /* per output: ksize fixed-point weights */
 } coeffs;
 
-static bool precompute(int in_size, int out_size, coeffs *c) {
+static bool precompute(int in_size, int out_size, const filter *f, coeffs *c) {
     double scale = (double)(float)in_size / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 2.0 * filterscale;
+    double support = f->support * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     double *k = mllm_malloc((size_t)out_size * (size_t)ksize * sizeof(double));
     c->bounds = mllm_malloc((size_t)out_size * 2 * sizeof(int));
@@ -53,7 +69,7 @@ static bool precompute(int in_size, int out_size, coeffs *c) {
         double *kr = k + (size_t)xx * ksize;
         int x = 0;
         for (; x < xmax; x++) {
-            double w = bicubic((x + xmin - center + 0.5) * ss);
+            double w = f->fn((x + xmin - center + 0.5) * ss);
             kr[x] = w;
             ww += w;
         }
@@ -114,9 +130,9 @@ static void coeffs_free(coeffs *c) {
     mllm_free(c->kk);
 }
 
-mllm_status mllm_image_resize_bicubic(const mllm_image *in, int out_w, int out_h, mllm_image *out) {
+static mllm_status resize(const mllm_image *in, int out_w, int out_h, const filter *f, mllm_image *out) {
     if (out) memset(out, 0, sizeof *out);
-    if (!in || !in->rgb || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_image_resize_bicubic: NULL argument");
+    if (!in || !in->rgb || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "image resize: NULL argument");
     if (out_w < 1 || out_h < 1 || out_w > MLLM_IMAGE_MAX_SIDE || out_h > MLLM_IMAGE_MAX_SIDE || in->width < 1 ||
         in->height < 1)
         return mllm_err(MLLM_ERR_INVALID_ARG, "image resize: bad size %d x %d -> %d x %d", in->width, in->height,
@@ -131,8 +147,8 @@ mllm_status mllm_image_resize_bicubic(const mllm_image *in, int out_w, int out_h
        Pillow 12 and older always ran the horizontal pass first. The order
        moves pixels by up to ~20 levels, so it is Pillow 13's here. */
     const bool h_first = !((ih - out_h) > 0 && (ih - out_h) > (iw - out_w) * 2);
-    if (!precompute(ih, out_h, &cv)) goto nomem;
-    if (need_h && !precompute(iw, out_w, &ch)) goto nomem;
+    if (!precompute(ih, out_h, f, &cv)) goto nomem;
+    if (need_h && !precompute(iw, out_w, f, &ch)) goto nomem;
     dst = mllm_malloc((size_t)out_w * (size_t)out_h * 3);
     if (!dst) goto nomem;
     if (!need_h && !need_v) {
@@ -170,4 +186,12 @@ done:
     coeffs_free(&ch);
     mllm_free(tmp);
     return st;
+}
+
+mllm_status mllm_image_resize_bicubic(const mllm_image *in, int out_w, int out_h, mllm_image *out) {
+    return resize(in, out_w, out_h, &k_bicubic, out);
+}
+
+mllm_status mllm_image_resize_lanczos(const mllm_image *in, int out_w, int out_h, mllm_image *out) {
+    return resize(in, out_w, out_h, &k_lanczos, out);
 }

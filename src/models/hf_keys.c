@@ -96,11 +96,17 @@ static mllm_status rename_tensors(mllm_model_file *f, const mllm_arch *row) {
     for (size_t i = 0; i < f->n_weights; i++) {
         const char *hf = f->weights[i].name;
         /* Gemma 3 and other multimodal checkpoints nest the decoder. */
-        const char *nested = "model.language_model.";
+        /* (Idefics3 / SmolVLM: model.text_model.) */
+        static const char *const nests[] = {"model.language_model.", "model.text_model."};
         char flat[256];
-        if (!strncmp(hf, nested, strlen(nested)) && snprintf(flat, sizeof flat, "model.%s", hf + strlen(nested)) <
-                                                         (int)sizeof flat)
-            hf = flat;
+        for (int k = 0; k < 2; k++) {
+            const char *nested = nests[k];
+            if (!strncmp(hf, nested, strlen(nested)) &&
+                snprintf(flat, sizeof flat, "model.%s", hf + strlen(nested)) < (int)sizeof flat) {
+                hf = flat;
+                break;
+            }
+        }
         if (row->hf_strip_prefix && !strncmp(hf, row->hf_strip_prefix, strlen(row->hf_strip_prefix)))
             hf += strlen(row->hf_strip_prefix);
         bool ok;

@@ -65,6 +65,18 @@ const mllm_arch mllm_arch_qwen2vl = {
     .read = qwen2vl_read,
 };
 
+/* Idefics3 / SmolVLM's language model: a Llama decoder (model.text_model.*
+   in the checkpoints) whose <image> tokens take the vision side's rows
+   (idefics3_vision.h) in order; plain 1-D RoPE, images included. The
+   vision_model.* and connector.* tensors stay unused under their HF names. */
+const mllm_arch mllm_arch_idefics3 = {
+    .name = "idefics3",
+    .hf_types = "idefics3 smolvlm",
+    .hf_classes = "Idefics3ForConditionalGeneration SmolVLMForConditionalGeneration",
+    .family = "llama",
+    .rope_neox = true,
+};
+
 const mllm_arch mllm_arch_qwen3 = {
     .name = "qwen3",
     .hf_types = "qwen3",

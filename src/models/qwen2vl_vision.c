@@ -12,38 +12,8 @@
 #include "core/error.h"
 #include "models/qwen2vl_vision_internal.h"
 
-/* Queries per attention block: the scores of one block are QV_QBLOCK x
-   window floats of scratch per thread. */
-#define QV_QBLOCK 64
-
-typedef struct {
-    const qv_linear *L;
-    const float *X;
-    int64_t M;
-    float *Y;
-} lin_job;
-
-static void lin_fn(void *arg, int ith, int nth) {
-    lin_job *j = arg;
-    const qv_linear *L = j->L;
-    const int64_t N = L->n_out, per = (N + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < N ? r0 + per : N;
-    if (r0 >= r1) return;
-    mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, L->n_in, j->X, (size_t)L->n_in * sizeof(float), j->M,
-                  j->Y, (size_t)N, r0, r1);
-    if (L->b)
-        for (int64_t m = 0; m < j->M; m++)
-            for (int64_t r = r0; r < r1; r++) j->Y[m * N + r] += L->b[r];
-}
-
-static void run(mllm_qwen2vl_vision *v, mllm_job_fn fn, void *arg) {
-    if (v->pool) mllm_pool_run(v->pool, fn, arg);
-    else fn(arg, 0, 1);
-}
-
-/* Y (M x n_out) = X (M x n_in) W^T + b */
 static void linear(mllm_qwen2vl_vision *v, const qv_linear *L, const float *X, int64_t M, float *Y) {
-    lin_job j = {L, X, M, Y};
-    run(v, lin_fn, &j);
+    qv_linear_run(v->pool, L, X, M, Y);
 }
 
 /* As transformers' RMSNorm: x / sqrt(mean(x^2) + 1e-6) * w, in float32. */
@@ -56,51 +26,6 @@ static void rmsnorm(const float *x, const float *w, int64_t M, int64_t D, float 
         float r = 1.0f / sqrtf((float)(s / (double)D) + 1e-6f);
         for (int64_t i = 0; i < D; i++) o[i] = w[i] * (a[i] * r);
     }
-}
-
-typedef struct {
-    const float *qkv;     /* tokens x 3 H (q, k, v; heads inside each) */
-    float *out;           /* tokens x H */
-    const int32_t *segs;  /* n_segs + 1 token offsets */
-    int n_segs, heads, hd, H, max_len;
-    float *scratch;       /* per thread: QV_QBLOCK x max_len scores + hd x max_len V^T */
-    size_t scratch_per;
-} att_job;
-
-static void att_fn(void *arg, int ith, int nth) {
-    att_job *a = arg;
-    float *S = a->scratch + a->scratch_per * (size_t)ith, *VT = S + (size_t)QV_QBLOCK * a->max_len;
-    const float scale = 1.0f / sqrtf((float)a->hd);
-    const size_t row = (size_t)3 * a->H;
-    int task = 0;
-    for (int s = 0; s < a->n_segs; s++)
-        for (int h = 0; h < a->heads; h++, task++) {
-            if (task % nth != ith) continue;
-            const int t0 = a->segs[s], n = a->segs[s + 1] - t0;
-            const float *q = a->qkv + (size_t)t0 * row + (size_t)h * a->hd;
-            const float *k = q + a->H, *vv = q + 2 * a->H;
-            for (int j = 0; j < n; j++)
-                for (int d = 0; d < a->hd; d++) VT[(size_t)d * n + j] = vv[(size_t)j * row + d];
-            for (int i0 = 0; i0 < n; i0 += QV_QBLOCK) {
-                const int nb = n - i0 < QV_QBLOCK ? n - i0 : QV_QBLOCK;
-                mllm_cpu_gemm(MLLM_DTYPE_F32, k, row * sizeof(float), a->hd, q + (size_t)i0 * row, row * sizeof(float),
-                              nb, S, (size_t)n, 0, n);
-                for (int i = 0; i < nb; i++) {
-                    float *p = S + (size_t)i * n, mx = -INFINITY;
-                    for (int j = 0; j < n; j++) {
-                        p[j] *= scale;
-                        if (p[j] > mx) mx = p[j];
-                    }
-                    float sum = 0;
-                    for (int j = 0; j < n; j++) sum += (p[j] = expf(p[j] - mx));
-                    const float inv = 1.0f / sum;
-                    for (int j = 0; j < n; j++) p[j] *= inv;
-                }
-                float *o = a->out + (size_t)(t0 + i0) * a->H + (size_t)h * a->hd;
-                mllm_cpu_gemm(MLLM_DTYPE_F32, VT, (size_t)n * sizeof(float), n, S, (size_t)n * sizeof(float), nb, o,
-                              (size_t)a->H, 0, a->hd);
-            }
-        }
 }
 
 /* rotate_half rotary: dims i and i + hd/2 turn by ang[i] */
@@ -142,7 +67,7 @@ mllm_status mllm_qwen2vl_vision_encode(mllm_qwen2vl_vision *v, const mllm_qwen2v
     float *cs = mllm_malloc((size_t)n * (hd / 2) * sizeof(float)), *sn = mllm_malloc((size_t)n * (hd / 2) * sizeof(float));
     const int nth = v->pool ? mllm_pool_size(v->pool) : 1;
     const int max_len = (int)n;
-    const size_t per = (size_t)QV_QBLOCK * max_len + (size_t)hd * max_len;
+    const size_t per = qv_attention_scratch(max_len, (int)hd);
     float *scratch = mllm_malloc_aligned(per * (size_t)nth * sizeof(float));
     float *out = mllm_malloc((size_t)nu * c->out_hidden * sizeof(float));
     float *m1 = mllm_malloc_aligned((size_t)nu * v->mlp0.n_out * sizeof(float));
@@ -197,8 +122,8 @@ mllm_status mllm_qwen2vl_vision_encode(mllm_qwen2vl_vision *v, const mllm_qwen2v
                 rope(qkv + t * 3 * H + h * hd, cs + t * (hd / 2), sn + t * (hd / 2), (int)hd);
                 rope(qkv + t * 3 * H + H + h * hd, cs + t * (hd / 2), sn + t * (hd / 2), (int)hd);
             }
-        att_job aj = {qkv, Xn, full ? fsegs : wsegs, full ? 1 : nseg, c->heads, (int)hd, (int)H, max_len, scratch, per};
-        run(v, att_fn, &aj);
+        qv_attention_job aj = {qkv, Xn, full ? fsegs : wsegs, full ? 1 : nseg, c->heads, (int)hd, (int)H, max_len, scratch, per};
+        qv_attention(v->pool, &aj);
         float *po = big; /* qkv is consumed: reuse for the projection */
         linear(v, &b->proj, Xn, n, po);
         for (int64_t i = 0; i < n * H; i++) Hs[i] += po[i];

@@ -6,15 +6,7 @@
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "models/qwen2vl_vision.h"
-
-typedef struct {
-    const void *w;      /* n_out rows of n_in values, in the mapping */
-    int dtype;          /* F32, F16 or BF16 */
-    size_t row_bytes;
-    int64_t n_in, n_out;
-    float *b;           /* n_out floats (owned) or NULL */
-    void *own;          /* w when the loader built it (GGUF: q, k, v joined; the patch kernel), else NULL */
-} qv_linear;
+#include "models/vit_ops.h"
 
 typedef struct {
     float *norm1, *norm2; /* hidden floats each (owned) */
@@ -33,8 +25,7 @@ struct mllm_qwen2vl_vision {
     mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
 };
 
-/* The checks both loaders share: a weight's type (F32, F16, BF16), the sizes. */
-mllm_status qv_check_dtype(int dtype, const char *path, const char *name);
+/* The check both loaders share: the sizes. */
 mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path);
 
 #endif

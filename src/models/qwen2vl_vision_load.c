@@ -12,54 +12,6 @@
 #include "formats/hf_config.h"
 #include "models/qwen2vl_vision_internal.h"
 
-typedef struct {
-    mllm_qwen2vl_vision *v;
-    const char *path, *prefix;
-    mllm_status st;
-} binder;
-
-static const mllm_st_tensor *find(binder *b, const char *name, int64_t ne0, int64_t ne1) {
-    if (b->st) return NULL;
-    char full[256];
-    snprintf(full, sizeof full, "%s%s", b->prefix, name);
-    const mllm_st_tensor *t = mllm_safetensors_find(b->v->st, full);
-    if (!t) {
-        b->st = mllm_err(MLLM_ERR_FORMAT, "%s: tensor %s is missing", b->path, full);
-        return NULL;
-    }
-    int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-    /* a Conv3d kernel [out, in, t, h, w] is read as out rows of its flat
-       in * t * h * w values: only its count can be checked */
-    if ((t->src_dims <= 2 && t->ne[0] != ne0) || n != ne0 * ne1) {
-        b->st = mllm_err(MLLM_ERR_FORMAT, "%s: tensor %s has shape [..., %lld] (%lld values), want %lld x %lld",
-                         b->path, full, (long long)t->ne[0], (long long)n, (long long)ne1, (long long)ne0);
-        return NULL;
-    }
-    return (b->st = qv_check_dtype(t->dtype, b->path, full)) ? NULL : t;
-}
-
-static float *to_f32(binder *b, const char *name, int64_t n) {
-    const mllm_st_tensor *t = find(b, name, n, 1);
-    if (!t) return NULL;
-    float *f = mllm_malloc((size_t)n * sizeof(float));
-    if (!f) {
-        b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
-        return NULL;
-    }
-    mllm_cpu_to_float((mllm_dtype)t->dtype, t->data, f, n);
-    return f;
-}
-
-static void linear(binder *b, qv_linear *L, const char *name, int64_t n_in, int64_t n_out, bool bias) {
-    char w[200], bn[200];
-    snprintf(w, sizeof w, "%s.weight", name);
-    snprintf(bn, sizeof bn, "%s.bias", name);
-    const mllm_st_tensor *t = find(b, w, n_in, n_out);
-    if (!t) return;
-    *L = (qv_linear){.w = t->data, .dtype = t->dtype, .row_bytes = t->size / (size_t)n_out, .n_in = n_in,
-                     .n_out = n_out};
-    if (bias) L->b = to_f32(b, bn, n_out);
-}
 
 static bool get_int(const mllm_meta *m, const char *key, int64_t lo, int64_t hi, int *out, mllm_status *st,
                     const char *path, bool required, int dflt) {
@@ -79,12 +31,6 @@ static bool get_int(const mllm_meta *m, const char *key, int64_t lo, int64_t hi,
     }
     *out = (int)v;
     return true;
-}
-
-mllm_status qv_check_dtype(int dtype, const char *path, const char *name) {
-    if (dtype == MLLM_DTYPE_F32 || dtype == MLLM_DTYPE_F16 || dtype == MLLM_DTYPE_BF16) return MLLM_OK;
-    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", path, name,
-                    mllm_dtype_get(dtype)->name);
 }
 
 mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path) {
@@ -195,52 +141,42 @@ mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2v
     if (!out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_qwen2vl_vision_open: NULL out");
     *out = NULL;
     if (!dir || n_threads < 1) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_qwen2vl_vision_open: bad arguments");
-    char cfg[4096], stp[4096], idx[4096];
-    if ((size_t)snprintf(cfg, sizeof cfg, "%s/config.json", dir) >= sizeof cfg ||
-        (size_t)snprintf(stp, sizeof stp, "%s/model.safetensors", dir) >= sizeof stp ||
-        (size_t)snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir) >= sizeof idx)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    qv_folder fo;
     mllm_meta m = {0};
-    mllm_status st = mllm_hf_config_load(cfg, &m);
+    mllm_status st = qv_folder_config(dir, &fo, &m);
+    const char *cfg = fo.cfg, *stp = fo.weights;
     mllm_qwen2vl_vision *v = st ? NULL : mllm_calloc(1, sizeof *v);
     if (!st && !v) st = mllm_err(MLLM_ERR_NOMEM, "out of memory");
     if (!st) st = read_config(&m, cfg, &v->c);
     mllm_meta_free(&m);
-    if (!st) {
-        FILE *f = fopen(idx, "rb");
-        if (f) {
-            fclose(f);
-            st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: sharded checkpoints are not read by the vision tower yet", dir);
-        }
-    }
-    if (!st) st = mllm_safetensors_open(stp, &v->st);
+    if (!st) st = qv_folder_weights(dir, &fo, &v->st);
     if (!st) {
         const mllm_qwen2vl_vision_config *c = &v->c;
-        binder b = {v, stp, "visual.", MLLM_OK};
+        qv_binder b = {v->st, stp, "visual.", MLLM_OK};
         if (!mllm_safetensors_find(v->st, "visual.patch_embed.proj.weight") &&
             mllm_safetensors_find(v->st, "model.visual.patch_embed.proj.weight"))
             b.prefix = "model.visual.";
         const int64_t H = c->hidden, F = c->intermediate, pd = 3LL * c->temporal * c->patch * c->patch;
         const int64_t M = H * c->merge * c->merge;
-        linear(&b, &v->patch, "patch_embed.proj", pd, H, false);
+        qv_bind_linear(&b, &v->patch, "patch_embed.proj", pd, H, false);
         v->blocks = mllm_calloc((size_t)c->depth, sizeof *v->blocks);
         if (!v->blocks) b.st = mllm_err(MLLM_ERR_NOMEM, "out of memory");
         for (int i = 0; !b.st && i < c->depth; i++) {
             qv_block *k = &v->blocks[i];
             char n[96];
 #define NAME(s) (snprintf(n, sizeof n, "blocks.%d." s, i), n)
-            k->norm1 = to_f32(&b, NAME("norm1.weight"), H);
-            k->norm2 = to_f32(&b, NAME("norm2.weight"), H);
-            linear(&b, &k->qkv, NAME("attn.qkv"), H, 3 * H, true);
-            linear(&b, &k->proj, NAME("attn.proj"), H, H, true);
-            linear(&b, &k->gate, NAME("mlp.gate_proj"), H, F, true);
-            linear(&b, &k->up, NAME("mlp.up_proj"), H, F, true);
-            linear(&b, &k->down, NAME("mlp.down_proj"), F, H, true);
+            k->norm1 = qv_bind_f32(&b, NAME("norm1.weight"), H);
+            k->norm2 = qv_bind_f32(&b, NAME("norm2.weight"), H);
+            qv_bind_linear(&b, &k->qkv, NAME("attn.qkv"), H, 3 * H, true);
+            qv_bind_linear(&b, &k->proj, NAME("attn.proj"), H, H, true);
+            qv_bind_linear(&b, &k->gate, NAME("mlp.gate_proj"), H, F, true);
+            qv_bind_linear(&b, &k->up, NAME("mlp.up_proj"), H, F, true);
+            qv_bind_linear(&b, &k->down, NAME("mlp.down_proj"), F, H, true);
 #undef NAME
         }
-        v->merge_norm = to_f32(&b, "merger.ln_q.weight", H);
-        linear(&b, &v->mlp0, "merger.mlp.0", M, M, true);
-        linear(&b, &v->mlp2, "merger.mlp.2", M, c->out_hidden, true);
+        v->merge_norm = qv_bind_f32(&b, "merger.ln_q.weight", H);
+        qv_bind_linear(&b, &v->mlp0, "merger.mlp.0", M, M, true);
+        qv_bind_linear(&b, &v->mlp2, "merger.mlp.2", M, c->out_hidden, true);
         st = b.st;
     }
     if (!st) {

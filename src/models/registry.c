@@ -7,10 +7,11 @@
 #include "formats/hf_config.h"
 
 extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen2vl, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3,
-    mllm_arch_bert;
+    mllm_arch_bert, mllm_arch_idefics3;
 
 static const mllm_arch *const k_rows[] = {
     &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen2vl, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3, &mllm_arch_bert,
+    &mllm_arch_idefics3,
 };
 #define N_ROWS (sizeof k_rows / sizeof *k_rows)
 
@@ -56,14 +57,17 @@ static mllm_status find_hf_row(const mllm_meta *m, const char *path, const mllm_
         return mllm_err(MLLM_ERR_FORMAT, "%s: no 'general.architecture', 'model_type' or 'architectures' in its "
                                          "metadata", path);
     }
-    for (size_t i = 0; i < N_ROWS; i++) {
-        const mllm_arch *r = k_rows[i];
-        if ((mt && in_list(r->hf_types, mt)) || (tmt && in_list(r->hf_types, tmt)) ||
-            (!mt && cls && in_list(r->hf_classes, cls))) {
-            *row = r;
-            return MLLM_OK;
+    /* the outer model_type first: a SmolVLM (model_type smolvlm) nests a
+       text_config of model_type llama, and is its own row */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < N_ROWS; i++) {
+            const mllm_arch *r = k_rows[i];
+            if ((pass == 0 && ((mt && in_list(r->hf_types, mt)) || (!mt && cls && in_list(r->hf_classes, cls)))) ||
+                (pass == 1 && tmt && in_list(r->hf_types, tmt))) {
+                *row = r;
+                return MLLM_OK;
+            }
         }
-    }
     return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: model_type '%.64s' is not supported (%s)", path, mt ? mt : cls,
                     mllm_arch_names());
 }

@@ -8,6 +8,10 @@ tests/data/qwen2vl/tiny:
   answers the same; a two-turn conversation repeating the image works;
 - the GGUF pair (llama.cpp's converter, tests/data/qwen2vl/gguf) served
   with --mmproj gives the same log-probabilities;
+- the tiny SmolVLM (tests/data/smolvlm/tiny): the answer's log-probabilities
+  equal `mllm run --image`'s (whose tokens and logits equal transformers':
+  run_image_smolvlm.sh, test_smolvlm), usage counts the tile markers and 80
+  image tokens (125), and a WebP data URL is answered;
 - refused with a 400 and a clear message: an https URL (no network), a
   non-image data URL, bad base64, a corrupt PNG, an unknown part type, too
   many images, images for a text-only model (a body over --max-body is a
@@ -42,10 +46,10 @@ def msg(url, text=QUESTION):
                                          {"type": "text", "text": text}]}]
 
 
-def run_reference(mllm, tmp):
+def run_reference(mllm, tmp, model=TINY):
     """log-softmax of `mllm run --image`'s prompt logits, and its 6 greedy ids."""
     lf, idf = os.path.join(tmp, "logits"), os.path.join(tmp, "ids")
-    subprocess.run([mllm, "run", "-m", TINY, "--image", PNG, "-p", QUESTION, "-n", "6", "--temp", "0", "--exact",
+    subprocess.run([mllm, "run", "-m", model, "--image", PNG, "-p", QUESTION, "-n", "6", "--temp", "0", "--exact",
                     "-t", "1", "--no-lookup", "--logits-out", lf, "--ids-out", idf],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     raw = open(lf, "rb").read()
@@ -135,6 +139,25 @@ def main():
         err = max(abs(a - b) for a, b in zip(got, want_top))
         check(err < 1e-4, "GGUF pair: max diff %g" % err)
         print("ok   GGUF pair (--mmproj): top-20 logprobs within %.2g" % err)
+    finally:
+        s.close()
+
+    # SmolVLM / Idefics3: the same path, its own prompt expansion
+    smol = os.path.join(DATA, "smolvlm", "tiny")
+    want_top, _ = run_reference(mllm, tmp, smol)
+    s = srvtest.Server(mllm, smol, "--exact", "-t", "1", "-np", "1", "--max-body", str(4 << 20))
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
+        r = ask(client, msg(url))
+        err = max(abs(a - b) for a, b in zip(first_top(r), want_top))
+        check(err < 1e-4, "SmolVLM: max diff %g" % err)
+        check(r.usage.prompt_tokens == 125, "SmolVLM usage: %r" % r.usage)
+        print("ok   SmolVLM image_url answer equals mllm run --image (top-20 logprobs within %.2g)" % err)
+        webp = os.path.join(DATA, "images", "photo.webp")
+        st, body = s.json("POST", "/v1/chat/completions", {"model": "tiny", "max_tokens": 1,
+                                                           "messages": msg(data_url(webp, "image/webp"))})
+        check(st == 200 or "WebP support not built" in str(body), "SmolVLM WebP: %d %r" % (st, body))
+        print("ok   SmolVLM: a WebP data URL (%d)" % st)
     finally:
         s.close()
 

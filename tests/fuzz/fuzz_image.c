@@ -1,13 +1,16 @@
-/* Fuzz target: an image file (PNG, JPEG, BMP, GIF or anything else)
+/* Fuzz target: an image file (PNG, JPEG, BMP, GIF, WebP or anything else)
    decoded in memory, then, when decoded, preprocessed for Qwen2-VL
-   (smart_resize, Pillow's bicubic resize, patches). Input: a mode byte
+   (smart_resize, Pillow's bicubic resize, patches) or, with bit 3 of the
+   mode, for Idefics3 / SmolVLM (Lanczos resizes, tiles). Input: a mode byte
    (bit 0: a 4096-pixel limit instead of the default, so the over-limit
    path is reached by small inputs; bits 1-2: the preprocessing's pixel
-   budget, 1 to 4 x 3136), then the file. A success must hand out an image
+   budget, 1 to 4 x 3136, or the Idefics3 longest edge, 16 to 64; bit 4:
+   Idefics3 without image splitting), then the file. A success must hand out an image
    within the limits whose pixels are all readable (ASan checks each byte
    is inside the buffer), and patches that are finite and match the grid. */
 #include "fuzz_util.h"
 #include "image/image.h"
+#include "image/idefics3_pre.h"
 #include "image/qwen2vl_pre.h"
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +37,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         unsigned sum = 0;
         for (size_t i = 0; i < (size_t)im.width * (size_t)im.height * 3; i++) sum += im.rgb[i];
         (void)sum;
+        if (mode & 8) {
+            mllm_idefics3_pre_params ip;
+            mllm_idefics3_pre_defaults(&ip);
+            ip.tile = 16;
+            ip.longest_edge = 16 * (1 + ((mode >> 1) & 3));
+            ip.do_split = !(mode & 16);
+            mllm_idefics3_pixels tp;
+            st = mllm_idefics3_preprocess(&im, &ip, &tp);
+            fz_check_status(st);
+            if (!st) {
+                FZ_CHECK(tp.tile == 16 && tp.n_tiles == (tp.rows ? tp.rows * tp.cols + 1 : 1));
+                FZ_CHECK(tp.rows <= 4 && tp.cols <= 4);
+                for (size_t i = 0; i < (size_t)tp.n_tiles * 3 * 16 * 16; i++) FZ_CHECK(isfinite(tp.pixels[i]));
+                mllm_idefics3_pixels_free(&tp);
+            }
+            mllm_image_free(&im);
+            free(img);
+            return 0;
+        }
         mllm_qwen2vl_pre_params p;
         mllm_qwen2vl_pre_defaults(&p);
         p.max_pixels = 3136 * (1 + ((mode >> 1) & 3));

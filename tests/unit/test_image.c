@@ -11,6 +11,12 @@
 #include <string.h>
 #include <zlib.h>
 
+#if defined(MLLM_HAVE_WEBP)
+#define MLLM_HAVE_WEBP_TEST 1
+#else
+#define MLLM_HAVE_WEBP_TEST 0
+#endif
+
 static mllm_image load_ok(const char *rel, mllm_image_info *info) {
     mllm_image im;
     mllm_status st = mllm_image_load(tu_datap(rel), 0, &im, info);
@@ -163,7 +169,7 @@ static void expect_err(const void *p, size_t n, uint64_t max_px, mllm_status wan
 static void test_hostile_headers(void **state) {
     (void)state;
     expect_err("", 0, 0, MLLM_ERR_FORMAT, "empty file");
-    expect_err("RIFF....WEBPVP8 ", 16, 0, MLLM_ERR_FORMAT, "not a PNG, JPEG, BMP or GIF");
+    expect_err("II*\0\x08\0\0\0", 8, 0, MLLM_ERR_FORMAT, "not a PNG, JPEG, BMP, GIF or WebP"); /* TIFF */
     buf b = make_png(8, 8, 8 * 25);
     assert_int_equal(try_mem(b.p, b.n, 0), MLLM_OK); /* the generator itself is right */
     free(b.p);
@@ -239,11 +245,49 @@ static void test_truncated(void **state) {
     free(p);
 }
 
+/* WebP (libwebp): lossless and alpha equal PIL's decode (alpha over white);
+   lossy within a level (PIL bundles a newer libwebp: measured equal);
+   animated, truncated, a header claiming 16384 x 16384 and a pixel limit
+   are refused; a build without libwebp says so. */
+static void test_webp(void **state) {
+    (void)state;
+    size_t len = 0;
+    char *photo = tu_read_file(tu_datap("images/photo.webp"), &len);
+    if (!MLLM_HAVE_WEBP_TEST) {
+        expect_err(photo, len, 0, MLLM_ERR_UNSUPPORTED, "WebP support not built");
+        free(photo);
+        return;
+    }
+    expect_same_as_pil("images/photo.webp", "images/pil_photo_webp.png", "WebP");
+    expect_same_as_pil("images/alpha.webp", "images/pil_alpha_webp.png", "WebP");
+    mllm_image_info info;
+    mllm_image a = load_ok("images/photo_lossy.webp", &info), b = load_ok("images/pil_photo_lossy_webp.png", NULL);
+    double mean;
+    int max;
+    diff(&a, &b, &mean, &max);
+    print_message("lossy WebP vs PIL: mean %.3g, max %d levels\n", mean, max);
+    assert_true(max <= 1);
+    mllm_image_free(&a);
+    mllm_image_free(&b);
+    size_t alen = 0;
+    char *anim = tu_read_file(tu_datap("images/anim.webp"), &alen);
+    expect_err(anim, alen, 0, MLLM_ERR_UNSUPPORTED, "animated WebP");
+    free(anim);
+    for (size_t cut = 12; cut < len; cut += len / 7) expect_err(photo, cut, 0, MLLM_ERR_FORMAT, "WebP");
+    expect_err(photo, len, 100, MLLM_ERR_UNSUPPORTED, "over the limit");
+    /* VP8L: signature 0x2f, then 14 bits of width - 1 and of height - 1 */
+    unsigned char big[64] = "RIFF\x38\0\0\0WEBPVP8L\x2c\0\0\0\x2f\xff\xff\xff\x0f";
+    expect_err(big, sizeof big, 0, MLLM_ERR_UNSUPPORTED, "16384 x 16384");
+    unsigned char junk[20] = "RIFF\x0c\0\0\0WEBPVP8 ";
+    expect_err(junk, sizeof junk, 0, MLLM_ERR_FORMAT, "unreadable WebP");
+    free(photo);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixtures_match_pil), cmocka_unit_test(test_gray16),
         cmocka_unit_test(test_jpeg_close_to_pil),  cmocka_unit_test(test_hostile_headers),
-        cmocka_unit_test(test_decompression_bomb), cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_decompression_bomb), cmocka_unit_test(test_truncated), cmocka_unit_test(test_webp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,22 +35,12 @@ static void open_exact(int n_ctx, mllm_model **m, mllm_session **s) {
     assert_int_equal(mllm_session_new(*m, &sp, s), MLLM_OK);
 }
 
-static int read_list(const char *txt, const char *key, int32_t *out, int cap) {
-    const char *p = strstr(txt, key);
-    assert_non_null(p);
-    p += strlen(key);
-    int n = 0;
-    char *e;
-    for (long v = strtol(p, &e, 10); e != p && n < cap; v = strtol(p, &e, 10)) out[n++] = (int32_t)v, p = e;
-    return n;
-}
-
 static void test_text_logits(void **state) {
     (void)state;
     size_t len = 0;
     char *txt = tu_read_file(tu_datap("qwen2vl/text_logits.txt"), &len);
     int32_t ids[64];
-    const int n = read_list(txt, "\n", ids, 64);
+    const int n = tu_read_ints(txt, "\n", ids, 64);
     free(txt);
     assert_int_equal(n, 14);
     float *want = tu_read_file(tu_datap("qwen2vl/text_logits.f32"), &len);
@@ -76,8 +66,8 @@ static void test_image_prompt_logits(void **state) {
     size_t len = 0;
     char *txt = tu_read_file(tu_datap("qwen2vl/image_logits.txt"), &len);
     int32_t ids[512], extra[8], g[3];
-    const int n = read_list(txt, "\nids ", ids, 512), ne = read_list(txt, "\nextra ", extra, 8);
-    assert_int_equal(read_list(txt, "\ngrid ", g, 3), 3);
+    const int n = tu_read_ints(txt, "\nids ", ids, 512), ne = tu_read_ints(txt, "\nextra ", extra, 8);
+    assert_int_equal(tu_read_ints(txt, "\ngrid ", g, 3), 3);
     free(txt);
     float *want = tu_read_file(tu_datap("qwen2vl/image_logits.f32"), &len);
     assert_int_equal(len, 8 * 1024 * sizeof(float));

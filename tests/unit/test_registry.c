@@ -17,13 +17,20 @@
 static void test_one_list(void **state) {
     (void)state;
     const char *names = mllm_arch_names();
-    const char *want[] = {"llama", "qwen2", "qwen2vl", "qwen3", "smollm3", "gemma3", "bert"};
-    assert_int_equal(mllm_arch_count(), 7);
-    for (int i = 0; i < 7; i++) {
+    const char *want[] = {"llama", "qwen2", "qwen2vl", "qwen3", "smollm3", "gemma3", "bert", "idefics3"};
+    assert_int_equal(mllm_arch_count(), 8);
+    for (int i = 0; i < 8; i++) {
         assert_non_null(strstr(names, want[i]));
         assert_ptr_equal(mllm_arch_find(want[i]), mllm_arch_at((size_t)i));
     }
     assert_null(mllm_arch_find("mistral"));
+    /* SmolVLM: its own row, though its text_config says llama */
+    mllm_hparams shp;
+    const char *sv = "{\"model_type\":\"smolvlm\",\"text_config\":{\"model_type\":\"llama\",\"hidden_size\":64,"
+                     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"intermediate_size\":128,"
+                     "\"vocab_size\":320}}";
+    if (mllm_family_read_hf_config(sv, strlen(sv), "c.json", &shp)) fail_msg("%s", mllm_last_error());
+    assert_string_equal(shp.arch, "idefics3");
     mllm_hparams hp;
     const char *js = "{\"model_type\":\"mamba\",\"hidden_size\":8}";
     assert_int_equal(mllm_family_read_hf_config(js, strlen(js), "c.json", &hp), MLLM_ERR_UNSUPPORTED);

@@ -58,6 +58,16 @@ double tu_nmse(const float *a, const float *ref, size_t n) {
     return den > 0 ? num / den : num;
 }
 
+int tu_read_ints(const char *txt, const char *key, int32_t *out, int cap) {
+    const char *p = strstr(txt, key);
+    assert_non_null(p);
+    p += strlen(key);
+    int n = 0;
+    char *e;
+    for (long v = strtol(p, &e, 10); e != p && n < cap; v = strtol(p, &e, 10)) out[n++] = (int32_t)v, p = e;
+    return n;
+}
+
 void *tu_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

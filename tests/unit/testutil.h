@@ -29,6 +29,9 @@ const char *tu_datap(const char *rel);
 double tu_nmse(const float *a, const float *ref, size_t n);
 /* Reads a whole file; NULL if it cannot. *len gets the size. */
 void *tu_read_file(const char *path, size_t *len);
+/* The integers after the first occurrence of key in txt, up to cap of
+   them (fails the test when key is absent); their count. */
+int tu_read_ints(const char *txt, const char *key, int32_t *out, int cap);
 /* Deterministic uniform floats in [-1, 1). */
 void tu_fill_random(float *x, size_t n, uint64_t seed);
 /* A fresh path in a temporary folder for this test process. */

@@ -47,12 +47,7 @@ f2 = photo.crop((40, 40, 60, 50)).quantize(16)
 f1.save(f"{out}/anim.gif", save_all=True, append_images=[f2], duration=100, loop=0)
 photo.crop((100, 100, 164, 148)).save(f"{out}/photo.bmp")
 
-def to_rgb(im):  # transformers.image_transforms.convert_to_rgb
-    if "A" in im.getbands() or im.info.get("transparency") is not None:
-        im = im.convert("RGBA")
-        bg = Image.new("RGBA", im.size, (255, 255, 255, 255))
-        return Image.alpha_composite(bg, im).convert("RGB")
-    return im.convert("RGB")
+from reftools import to_rgb  # noqa: E402
 
 # What PIL hands transformers for each file, as plain 8-bit RGB PNGs (the
 # photo's is photo.png itself): the test decodes both and compares.

@@ -91,17 +91,7 @@ cfg.save_pretrained(out)
 
 # the tokenizer: byte-level BPE, the 256 bytes and no merges, then the specials
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-def bytes_to_unicode():  # GPT-2's printable stand-ins for the 256 bytes
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
-        list(range(ord("\xae"), ord("\xff") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
+from reftools import bytes_to_unicode  # noqa: E402
 specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
             "<|video_pad|>"]
 b2u = bytes_to_unicode()

@@ -1,0 +1,27 @@
+/* Inside the Idefics3 / SmolVLM vision side: the weights
+   (idefics3_vision_load.c) and the forward pass (idefics3_vision.c). */
+#ifndef MLLM_MODELS_IDEFICS3_VISION_INTERNAL_H
+#define MLLM_MODELS_IDEFICS3_VISION_INTERNAL_H
+#include "core/threadpool.h"
+#include "formats/safetensors.h"
+#include "models/idefics3_vision.h"
+#include "models/vit_ops.h"
+
+typedef struct {
+    float *ln1_w, *ln1_b, *ln2_w, *ln2_b; /* hidden floats each (owned) */
+    qv_linear q, k, v, o, fc1, fc2;
+} i3_block;
+
+struct mllm_idefics3_vision {
+    mllm_idefics3_vision_config c;
+    mllm_safetensors *st;
+    qv_linear patch;  /* hidden x (3 * patch^2), with bias */
+    float *pos;       /* (image_size / patch)^2 x hidden (owned) */
+    i3_block *blocks;
+    float *post_w, *post_b;
+    qv_linear proj;   /* hidden * scale^2 -> out_hidden, no bias */
+    mllm_pool *pool;
+    mllm_idefics3_pre_params pre;
+};
+
+#endif

@@ -1,0 +1,148 @@
+/* The vision towers' shared pieces (vit_ops.h). */
+#include "models/vit_ops.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "backends/cpu/kernels.h"
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "formats/hf_config.h"
+
+typedef struct {
+    const qv_linear *L;
+    const float *X;
+    int64_t M;
+    float *Y;
+} lin_job;
+
+static void lin_fn(void *arg, int ith, int nth) {
+    lin_job *j = arg;
+    const qv_linear *L = j->L;
+    const int64_t N = L->n_out, per = (N + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < N ? r0 + per : N;
+    if (r0 >= r1) return;
+    mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, L->n_in, j->X, (size_t)L->n_in * sizeof(float), j->M,
+                  j->Y, (size_t)N, r0, r1);
+    if (L->b)
+        for (int64_t m = 0; m < j->M; m++)
+            for (int64_t r = r0; r < r1; r++) j->Y[m * N + r] += L->b[r];
+}
+
+static void run(mllm_pool *pool, mllm_job_fn fn, void *arg) {
+    if (pool) mllm_pool_run(pool, fn, arg);
+    else fn(arg, 0, 1);
+}
+
+void qv_linear_run(mllm_pool *pool, const qv_linear *L, const float *X, int64_t M, float *Y) {
+    lin_job j = {L, X, M, Y};
+    run(pool, lin_fn, &j);
+}
+
+size_t qv_attention_scratch(int max_len, int hd) { return (size_t)QV_QBLOCK * max_len + (size_t)hd * max_len; }
+
+static void att_fn(void *arg, int ith, int nth) {
+    qv_attention_job *a = arg;
+    float *S = a->scratch + a->scratch_per * (size_t)ith, *VT = S + (size_t)QV_QBLOCK * a->max_len;
+    const float scale = 1.0f / sqrtf((float)a->hd);
+    const size_t row = (size_t)3 * a->H;
+    int task = 0;
+    for (int s = 0; s < a->n_segs; s++)
+        for (int h = 0; h < a->heads; h++, task++) {
+            if (task % nth != ith) continue;
+            const int t0 = a->segs[s], n = a->segs[s + 1] - t0;
+            const float *q = a->qkv + (size_t)t0 * row + (size_t)h * a->hd;
+            const float *k = q + a->H, *vv = q + 2 * a->H;
+            for (int j = 0; j < n; j++)
+                for (int d = 0; d < a->hd; d++) VT[(size_t)d * n + j] = vv[(size_t)j * row + d];
+            for (int i0 = 0; i0 < n; i0 += QV_QBLOCK) {
+                const int nb = n - i0 < QV_QBLOCK ? n - i0 : QV_QBLOCK;
+                mllm_cpu_gemm(MLLM_DTYPE_F32, k, row * sizeof(float), a->hd, q + (size_t)i0 * row, row * sizeof(float),
+                              nb, S, (size_t)n, 0, n);
+                for (int i = 0; i < nb; i++) {
+                    float *p = S + (size_t)i * n, mx = -INFINITY;
+                    for (int j = 0; j < n; j++) {
+                        p[j] *= scale;
+                        if (p[j] > mx) mx = p[j];
+                    }
+                    float sum = 0;
+                    for (int j = 0; j < n; j++) sum += (p[j] = expf(p[j] - mx));
+                    const float inv = 1.0f / sum;
+                    for (int j = 0; j < n; j++) p[j] *= inv;
+                }
+                float *o = a->out + (size_t)(t0 + i0) * a->H + (size_t)h * a->hd;
+                mllm_cpu_gemm(MLLM_DTYPE_F32, VT, (size_t)n * sizeof(float), n, S, (size_t)n * sizeof(float), nb, o,
+                              (size_t)a->H, 0, a->hd);
+            }
+        }
+}
+
+void qv_attention(mllm_pool *pool, qv_attention_job *a) { run(pool, att_fn, a); }
+
+mllm_status qv_check_dtype(int dtype, const char *path, const char *name) {
+    if (dtype == MLLM_DTYPE_F32 || dtype == MLLM_DTYPE_F16 || dtype == MLLM_DTYPE_BF16) return MLLM_OK;
+    return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: tensor %s is %s (F32, F16 or BF16 are read)", path, name,
+                    mllm_dtype_get(dtype)->name);
+}
+
+const mllm_st_tensor *qv_bind_find(qv_binder *b, const char *name, int64_t ne0, int64_t ne1) {
+    if (b->st) return NULL;
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", b->prefix, name);
+    const mllm_st_tensor *t = mllm_safetensors_find(b->file, full);
+    if (!t) {
+        b->st = mllm_err(MLLM_ERR_FORMAT, "%s: tensor %s is missing", b->path, full);
+        return NULL;
+    }
+    int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    /* a conv kernel [out, in, (t,) h, w] is read as out rows of its flat
+       values: only its count can be checked */
+    if ((t->src_dims <= 2 && t->ne[0] != ne0) || n != ne0 * ne1) {
+        b->st = mllm_err(MLLM_ERR_FORMAT, "%s: tensor %s has shape [..., %lld] (%lld values), want %lld x %lld",
+                         b->path, full, (long long)t->ne[0], (long long)n, (long long)ne1, (long long)ne0);
+        return NULL;
+    }
+    return (b->st = qv_check_dtype(t->dtype, b->path, full)) ? NULL : t;
+}
+
+float *qv_bind_f32(qv_binder *b, const char *name, int64_t n) { return qv_bind_f32_2d(b, name, n, 1); }
+
+float *qv_bind_f32_2d(qv_binder *b, const char *name, int64_t ne0, int64_t ne1) {
+    const mllm_st_tensor *t = qv_bind_find(b, name, ne0, ne1);
+    if (!t) return NULL;
+    const int64_t n = ne0 * ne1;
+    float *f = mllm_malloc((size_t)n * sizeof(float));
+    if (!f) {
+        b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
+        return NULL;
+    }
+    mllm_cpu_to_float((mllm_dtype)t->dtype, t->data, f, n);
+    return f;
+}
+
+void qv_bind_linear(qv_binder *b, qv_linear *L, const char *name, int64_t n_in, int64_t n_out, bool bias) {
+    char w[200], bn[200];
+    snprintf(w, sizeof w, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    const mllm_st_tensor *t = qv_bind_find(b, w, n_in, n_out);
+    if (!t) return;
+    *L = (qv_linear){.w = t->data, .dtype = t->dtype, .row_bytes = t->size / (size_t)n_out, .n_in = n_in,
+                     .n_out = n_out};
+    if (bias) L->b = qv_bind_f32(b, bn, n_out);
+}
+
+mllm_status qv_folder_config(const char *dir, qv_folder *f, mllm_meta *m) {
+    if ((size_t)snprintf(f->cfg, sizeof f->cfg, "%s/config.json", dir) >= sizeof f->cfg ||
+        (size_t)snprintf(f->weights, sizeof f->weights, "%s/model.safetensors", dir) >= sizeof f->weights ||
+        (size_t)snprintf(f->index, sizeof f->index, "%s/model.safetensors.index.json", dir) >= sizeof f->index)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", dir);
+    return mllm_hf_config_load(f->cfg, m);
+}
+
+mllm_status qv_folder_weights(const char *dir, const qv_folder *f, mllm_safetensors **st) {
+    FILE *x = fopen(f->index, "rb");
+    if (x) {
+        fclose(x);
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: sharded checkpoints are not read by the vision tower yet", dir);
+    }
+    return mllm_safetensors_open(f->weights, st);
+}

@@ -17,14 +17,19 @@ typedef struct {
 } stb_budget;
 static _Thread_local stb_budget tl_budget;
 
-/* Each block carries its size in a 16-byte header (keeps 16-byte alignment). */
+/* Each block carries its size in a 16-byte header (keeps 16-byte alignment).
+   Every byte stb gets is zeroed (grown tails of a realloc too): a hostile
+   JPEG can make stb 2.27 read decoder state it never set (fuzzing found an
+   out-of-bounds read in stbi__jpeg_huff_decode that only showed when a
+   block held an earlier input's bytes); zeros make such reads the same on
+   every run and keep their indexes in range. */
 #define HDR 16
 static void *cap_malloc(size_t n) {
     if (n > SIZE_MAX - HDR || tl_budget.live + n > tl_budget.budget) {
         tl_budget.over = true;
         return NULL;
     }
-    uint8_t *p = mllm_malloc(n + HDR);
+    uint8_t *p = mllm_calloc(1, n + HDR);
     if (!p) return NULL;
     memcpy(p, &n, sizeof n);
     tl_budget.live += n;
@@ -49,6 +54,7 @@ static void *cap_realloc(void *q, size_t n) {
     }
     uint8_t *np = mllm_realloc(p, n + HDR);
     if (!np) return NULL;
+    if (n > old) memset(np + HDR + old, 0, n - old);
     memcpy(np, &n, sizeof n);
     tl_budget.live = tl_budget.live - old + n;
     return np + HDR;

@@ -137,7 +137,12 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     m->packed_size = total;
     for (int i = 0; i < n_jobs; i++) jobs[i].dst = (char *)m->packed + (size_t)jobs[i].dst;
     pack_plan pl = {jobs, n_jobs, n_items, 0};
+    /* MLLM_PACK_THREADS=N caps the packing threads (1: all on the calling
+       thread, as the qemu instruction counts of bench/ need: their counter
+       is exact for one thread only). */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *pt = getenv("MLLM_PACK_THREADS");
+    if (pt && atol(pt) > 0 && atol(pt) < ncpu) ncpu = atol(pt);
     int nth = ncpu < 1 ? 1 : ncpu > MAX_THREADS ? MAX_THREADS : (int)ncpu;
     pthread_t th[MAX_THREADS];
     int started = 0;

@@ -1,5 +1,6 @@
 /* The arm64 tiles for the x8 packed layouts (src/backends/cpu/arm/
-   repack_body.h: q4_0x8, q4_1x8, q8_0x8, q4_Kx8) against the generic packed
+   repack_body.h: q4_0x8, q4_1x8, q5_0x8, q8_0x8, q4_Kx8,
+   q6_Kx8) against the generic packed
    kernel, per variant: NEON (SDOT emulated: every arm64 CPU) and
    NEON+dotprod (SDOT by element; neon-i8mm runs the same tiles), each where
    the CPU has it (under qemu: QEMU_CPU=max has both, cortex-a57 only NEON;
@@ -30,7 +31,8 @@
 #define TOL_PLAIN 1e-10
 
 static const mllm_cpu_isa k_isas[] = {MLLM_CPU_ISA_NEON, MLLM_CPU_ISA_NEON_DOTPROD, MLLM_CPU_ISA_NEON_I8MM};
-static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K};
+static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0,
+                                     MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q6_K};
 
 static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
     const size_t rs = mllm_dtype_row_size(t, K);
@@ -129,8 +131,9 @@ static void test_dispatch(void **state) {
     assert_true(mllm_cpu_has_packed_kernels());
     assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q4_0_X8));
     assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q4_K_X8));
-    assert_false(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q5_0_X8));
-    assert_false(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q6_K_X8));
+    assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q5_0_X8));
+    assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q6_K_X8));
+    assert_false(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q5_K_X8)); /* no NEON tiles yet */
 }
 
 static void test_q8_0s_neon(void **state) {

@@ -153,6 +153,70 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const void *vw, int64_t nb, const char *X
     }
 }
 
+/* Bit k of each byte at bit 4, the other bits 0 (k a literal after
+   inlining: the shifts take immediates). */
+ALWAYS_INLINE uint8x16_t bit_to_4(uint8x16_t v, int k) {
+    const uint8x16_t b4 = vdupq_n_u8(0x10);
+    switch (k) {
+    case 0: return vandq_u8(vshlq_n_u8(v, 4), b4);
+    case 1: return vandq_u8(vshlq_n_u8(v, 3), b4);
+    case 2: return vandq_u8(vshlq_n_u8(v, 2), b4);
+    case 3: return vandq_u8(vshlq_n_u8(v, 1), b4);
+    case 4: return vandq_u8(v, b4);
+    case 5: return vandq_u8(vshrq_n_u8(v, 1), b4);
+    case 6: return vandq_u8(vshrq_n_u8(v, 2), b4);
+    default: return vandq_u8(vshrq_n_u8(v, 3), b4);
+    }
+}
+
+/* q5_0x8 x q8_0s: q4_0x8's nibbles with the fifth bits or-ed in (qh[4r +
+   j]: bit 2t for value 8t + j, bit 2t + 1 for 8t + 4 + j; the same byte
+   positions as a qs chunk), values 0..31; (d * dy) * (s - 2 * 8 sum(y)). */
+ALWAYS_INLINE void tile_q5_0x8(int RN, const void *vw, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) {
+    const mllm_block_q5_0x8 *w = vw;
+    float32x4_t acc0[TILE_N], acc1[TILE_N];
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) acc0[m] = acc1[m] = vdupq_n_f32(0.0f);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    for (int64_t b = 0; b < nb; b++, w++) {
+        const uint8x16x4_t r0 = vld1q_u8_x4(w->qs), r1 = vld1q_u8_x4(w->qs + 64);
+        const uint8x16x2_t h = vld1q_u8_x2(w->qh);
+        const uint8x16_t raw[8] = {r0.val[0], r0.val[1], r0.val[2], r0.val[3],
+                                   r1.val[0], r1.val[1], r1.val[2], r1.val[3]};
+        int8x16_t lo[8], hi[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) { /* chunk t = k / 2, rows 4 (k % 2).. */
+            const uint8x16_t qh = h.val[k % 2];
+            lo[k] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw[k], m4), bit_to_4(qh, 2 * (k / 2))));
+            hi[k] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw[k], 4), bit_to_4(qh, 2 * (k / 2) + 1)));
+        }
+        float32x4_t d0, d1;
+        f16x8(w->d, &d0, &d1);
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            const mllm_block_q8_0s *y = (const mllm_block_q8_0s *)(X + (size_t)m * xs) + b;
+            const int8x16_t y0 = vld1q_s8(y->qs), y1 = vld1q_s8(y->qs + 16);
+            int32x4_t s0 = vdupq_n_s32(0), s1 = vdupq_n_s32(0);
+            s0 = MLLM_DOTL(s0, lo[0], y0, 0), s1 = MLLM_DOTL(s1, lo[1], y0, 0);
+            s0 = MLLM_DOTL(s0, hi[0], y0, 1), s1 = MLLM_DOTL(s1, hi[1], y0, 1);
+            s0 = MLLM_DOTL(s0, lo[2], y0, 2), s1 = MLLM_DOTL(s1, lo[3], y0, 2);
+            s0 = MLLM_DOTL(s0, hi[2], y0, 3), s1 = MLLM_DOTL(s1, hi[3], y0, 3);
+            s0 = MLLM_DOTL(s0, lo[4], y1, 0), s1 = MLLM_DOTL(s1, lo[5], y1, 0);
+            s0 = MLLM_DOTL(s0, hi[4], y1, 1), s1 = MLLM_DOTL(s1, hi[5], y1, 1);
+            s0 = MLLM_DOTL(s0, lo[6], y1, 2), s1 = MLLM_DOTL(s1, lo[7], y1, 2);
+            s0 = MLLM_DOTL(s0, hi[6], y1, 3), s1 = MLLM_DOTL(s1, hi[7], y1, 3);
+            const int32x4_t s16 = vdupq_n_s32(2 * y->s8);
+            acc0[m] = vaddq_f32(acc0[m], vmulq_f32(vmulq_n_f32(d0, y->d), vcvtq_f32_s32(vsubq_s32(s0, s16))));
+            acc1[m] = vaddq_f32(acc1[m], vmulq_f32(vmulq_n_f32(d1, y->d), vcvtq_f32_s32(vsubq_s32(s1, s16))));
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) {
+        vst1q_f32(Y + (size_t)m * ys, acc0[m]);
+        vst1q_f32(Y + (size_t)m * ys + 4, acc1[m]);
+    }
+}
+
 /* The 6-bit scales and mins of the 8 rows (kq_scale_min, 8 rows at once)
    as int32x4 pairs: sc[j][h], mn[j][h] for sub-block j, rows 4h..4h+3.
    scales[8k + r] is byte k of row r. */
@@ -257,6 +321,92 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const void *vw, int64_t nb, const char *X
     }
 }
 
+/* Bits 2k, 2k + 1 of each byte at bits 4, 5, the others 0 (k literal). */
+ALWAYS_INLINE uint8x16_t bits2_to_4(uint8x16_t v, int k) {
+    const uint8x16_t m = vdupq_n_u8(0x30);
+    switch (k) {
+    case 0: return vandq_u8(vshlq_n_u8(v, 4), m);
+    case 1: return vandq_u8(vshlq_n_u8(v, 2), m);
+    case 2: return vandq_u8(v, m);
+    default: return vandq_u8(vshrq_n_u8(v, 2), m);
+    }
+}
+
+/* q6_Kx8 x q8_K32, v = q + 32 in 0..63. For u in 0..7 (values 32u..32u+31
+   of each row): ql chunk 4u + k (32 bytes, rows 0..3 then 4..7) holds the
+   low 4 bits of values 32u + 4k + j (low nibble) and 32u + 16 + 4k + j
+   (high); qh chunk 2u + h bits 2k, 2k + 1 the top 2 bits of 32u + 16h + 4k
+   + j. Sub-block s = 2u + h (16 values) meets int32 lane k of activation
+   vector 2u + h; its exact sum is sdot - 32 * bsums[s]; a_u = sc_2u * dot
+   + sc_2u+1 * dot' (mllm_q6_kx8_dot's a[s / 2]), then kq32_combine's
+   sa += dy_u * a_u, block = d * sa (the min term is 0). */
+ALWAYS_INLINE void tile_q6_kx8(int RN, const void *vw, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) {
+    const mllm_block_q6_kx8 *w = vw;
+    float32x4_t acc0[TILE_N], acc1[TILE_N];
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) acc0[m] = acc1[m] = vdupq_n_f32(0.0f);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    for (int64_t b = 0; b < nb; b++, w++) {
+        const mllm_block_q8_k32 *y[TILE_N];
+        float32x4_t sa0[TILE_N], sa1[TILE_N];
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            y[m] = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
+            sa0[m] = sa1[m] = vdupq_n_f32(0.0f);
+        }
+#pragma GCC unroll 1
+        for (int u = 0; u < 8; u++) {
+            const uint8x16x4_t la = vld1q_u8_x4(w->ql + 128 * u), lb = vld1q_u8_x4(w->ql + 128 * u + 64);
+            const uint8x16x4_t hq = vld1q_u8_x4(w->qh + 64 * u);
+            const uint8x16_t L[4][2] = {{la.val[0], la.val[1]}, {la.val[2], la.val[3]},
+                                        {lb.val[0], lb.val[1]}, {lb.val[2], lb.val[3]}};
+            /* v[h][k][half] */
+            int8x16_t v[2][4][2];
+#pragma GCC unroll 2
+            for (int hf = 0; hf < 2; hf++)
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    v[0][k][hf] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(L[k][hf], m4), bits2_to_4(hq.val[hf], k)));
+                    v[1][k][hf] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(L[k][hf], 4), bits2_to_4(hq.val[2 + hf], k)));
+                }
+            /* row scales of sub-blocks 2u (val[0]) and 2u + 1 (val[1]) */
+            const int8x8x2_t sc8 = vld2_s8(w->scales + 16 * u);
+            const int16x8_t e0 = vmovl_s8(sc8.val[0]), e1 = vmovl_s8(sc8.val[1]);
+            const int32x4_t sc[2][2] = {{vmovl_s16(vget_low_s16(e0)), vmovl_high_s16(e0)},
+                                        {vmovl_s16(vget_low_s16(e1)), vmovl_high_s16(e1)}};
+#pragma GCC unroll 4
+            for (int m = 0; m < RN; m++) {
+                const int8x16x2_t yv = vld1q_s8_x2(y[m]->qs + 32 * u);
+                int32x4_t a[2];
+#pragma GCC unroll 2
+                for (int hf = 0; hf < 2; hf++) {
+                    int32x4_t d0 = vdupq_n_s32(-32 * y[m]->bsums[2 * u]), d1 = vdupq_n_s32(-32 * y[m]->bsums[2 * u + 1]);
+                    d0 = MLLM_DOTL(d0, v[0][0][hf], yv.val[0], 0), d1 = MLLM_DOTL(d1, v[1][0][hf], yv.val[1], 0);
+                    d0 = MLLM_DOTL(d0, v[0][1][hf], yv.val[0], 1), d1 = MLLM_DOTL(d1, v[1][1][hf], yv.val[1], 1);
+                    d0 = MLLM_DOTL(d0, v[0][2][hf], yv.val[0], 2), d1 = MLLM_DOTL(d1, v[1][2][hf], yv.val[1], 2);
+                    d0 = MLLM_DOTL(d0, v[0][3][hf], yv.val[0], 3), d1 = MLLM_DOTL(d1, v[1][3][hf], yv.val[1], 3);
+                    a[hf] = vmlaq_s32(vmulq_s32(sc[0][hf], d0), sc[1][hf], d1);
+                }
+                const float dy = y[m]->d[u];
+                sa0[m] = vaddq_f32(sa0[m], vmulq_n_f32(vcvtq_f32_s32(a[0]), dy));
+                sa1[m] = vaddq_f32(sa1[m], vmulq_n_f32(vcvtq_f32_s32(a[1]), dy));
+            }
+        }
+        float32x4_t d0, d1;
+        f16x8(w->d, &d0, &d1);
+#pragma GCC unroll 4
+        for (int m = 0; m < RN; m++) {
+            acc0[m] = vaddq_f32(acc0[m], vmulq_f32(d0, sa0[m]));
+            acc1[m] = vaddq_f32(acc1[m], vmulq_f32(d1, sa1[m]));
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < RN; m++) {
+        vst1q_f32(Y + (size_t)m * ys, acc0[m]);
+        vst1q_f32(Y + (size_t)m * ys + 4, acc1[m]);
+    }
+}
+
 /* tile_<T>_1 .. _4 and the table tile_<T>_set for RN = 1..4. */
 #define PACKED_SET(T)                                                                                    \
     static void T##_1(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) {       \
@@ -277,6 +427,8 @@ PACKED_SET(tile_q4_0x8)
 PACKED_SET(tile_q4_1x8)
 PACKED_SET(tile_q8_0x8)
 PACKED_SET(tile_q4_kx8)
+PACKED_SET(tile_q5_0x8)
+PACKED_SET(tile_q6_kx8)
 
 const mllm_packed_group_fn *MLLM_CAT(mllm_packed_tiles_, MLLM_SFX)(mllm_dtype t) {
     switch (t) {
@@ -284,6 +436,8 @@ const mllm_packed_group_fn *MLLM_CAT(mllm_packed_tiles_, MLLM_SFX)(mllm_dtype t)
     case MLLM_DTYPE_Q4_1_X8: return tile_q4_1x8_set;
     case MLLM_DTYPE_Q8_0_X8: return tile_q8_0x8_set;
     case MLLM_DTYPE_Q4_K_X8: return tile_q4_kx8_set;
+    case MLLM_DTYPE_Q5_0_X8: return tile_q5_0x8_set;
+    case MLLM_DTYPE_Q6_K_X8: return tile_q6_kx8_set;
     default: return NULL;
     }
 }

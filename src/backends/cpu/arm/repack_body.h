@@ -259,14 +259,10 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const void *vw, int64_t nb, const char *X
         int32x4_t sc[8][2], mn[8][2];
         k4_scales(w->scales, sc, mn);
         const mllm_block_q8_k32 *y[TILE_N];
-        int32x4_t bs[TILE_N][2];
         float32x4_t sa0[TILE_N], sa1[TILE_N], sb0[TILE_N], sb1[TILE_N];
 #pragma GCC unroll 4
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
-            /* bsums[2j] + bsums[2j + 1]: sums of 32 int8 fit in int16 */
-            const int16x8_t bs16 = vpaddq_s16(vld1q_s16(y[m]->bsums), vld1q_s16(y[m]->bsums + 8));
-            bs[m][0] = vmovl_s16(vget_low_s16(bs16)), bs[m][1] = vmovl_high_s16(bs16);
             sa0[m] = sa1[m] = sb0[m] = sb1[m] = vdupq_n_f32(0.0f);
         }
 #pragma GCC unroll 4
@@ -297,7 +293,7 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const void *vw, int64_t nb, const char *X
                 for (int e = 0; e < 2; e++) { /* sub-block j = 2c + e, in kq32_combine's j order */
                     const int j = 2 * c + e;
                     const float dy = y[m]->d[j];
-                    const int32_t bsj = vgetq_lane_s32(bs[m][j / 4], j % 4);
+                    const int32_t bsj = y[m]->bsums[2 * j] + y[m]->bsums[2 * j + 1];
                     sa0[m] = vaddq_f32(sa0[m], vmulq_n_f32(vcvtq_f32_s32(vmulq_s32(sc[j][0], dt[e][0])), dy));
                     sa1[m] = vaddq_f32(sa1[m], vmulq_n_f32(vcvtq_f32_s32(vmulq_s32(sc[j][1], dt[e][1])), dy));
                     sb0[m] = vaddq_f32(sb0[m], vmulq_n_f32(vcvtq_f32_s32(vmulq_n_s32(mn[j][0], bsj)), dy));

@@ -92,7 +92,7 @@ bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa) {
 }
 
 /* AVX2 has kernels for every packed layout (repack.h); the NEON paths for
-   q4_0x8, q4_1x8, q8_0x8 and q4_Kx8 (arm/repack_body.h). Elsewhere a packed
+   all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
    layout would run through the generic reference, slower than the file's
    own layout. */
 bool mllm_cpu_has_packed_kernels(void) {

@@ -1,6 +1,6 @@
 /* Which arm64 kernel runs for each dtype on each NEON path: SDOT kernels
    from neon-dotprod up, SMMLA tiles (q8_0, q4_0, q4_1 matmuls) on neon-i8mm.
-   The x8 packed layouts q4_0x8, q4_1x8, q8_0x8 and q4_Kx8 run NEON tiles
+   The x8 packed layouts but q5_Kx8 run NEON tiles
    (SDOT by element from neon-dotprod up; neon-i8mm has no SMMLA tiles for
    them and runs the SDOT ones). Dtypes without an entry (q8_1 and q8_K
    rows, mxfp4, w4a32, the other packed layouts) run the generic C kernels

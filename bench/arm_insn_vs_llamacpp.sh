@@ -14,7 +14,9 @@
 # (insns(n = 1 + G) - insns(n = 1)) / G; per prompt token =
 # (insns(long prompt, n = 1) - insns(short prompt, n = 1)) / extra tokens,
 # the token counts from mllm's tokenizer (the same vocabulary). G is
-# MLLM_INSN_GEN (default 8).
+# MLLM_INSN_GEN (default 8). mllm repacks its weights at load with one
+# thread (MLLM_PACK_THREADS=1): the plugin's counter is exact for one thread
+# only, and the load cancels out of both differences.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=${1:?usage: arm_insn_vs_llamacpp.sh LLAMA_COMPLETION MODEL [PATHS]}
@@ -45,7 +47,7 @@ run_llama() { # prompt n
     insns "$llama" -m "$model" -p "$1" -n "$2" -no-cnv -t 1 --temp 0 --no-warmup --ignore-eos -c 512 --simple-io
 }
 run_mllm() { # path prompt n
-    MLLM_CPU=$1 insns "$mllm" run -m "$model" --raw -p "$2" -n "$3" --temp 0 -t 1 --no-speculative --ignore-eos
+    MLLM_CPU=$1 MLLM_PACK_THREADS=1 insns "$mllm" run -m "$model" --raw -p "$2" -n "$3" --temp 0 -t 1 --no-speculative --ignore-eos
 }
 echo "model $model: prompt tokens $n_short / $n_long, $G generated, qemu -cpu max, one thread"
 printf '%-22s %22s %22s\n' engine "insns/generated token" "insns/prompt token"

@@ -27,7 +27,7 @@ long="Once upon a time there was a little girl who lived in a village near the f
 count() { # prompt n -> instructions
     local out
     out=$(mktemp)
-    QEMU_CPU=max MLLM_CPU=$path qemu-aarch64 -plugin "$plugin" -d plugin -D "$out" "$mllm" run -m "$model" \
+    QEMU_CPU=max MLLM_CPU=$path MLLM_PACK_THREADS=1 qemu-aarch64 -plugin "$plugin" -d plugin -D "$out" "$mllm" run -m "$model" \
         "${extra[@]}" --raw -p "$1" -n "$2" --temp 0 -t 1 --no-speculative --ignore-eos >/dev/null 2>&1
     awk '/^insns/ {print $2}' "$out"
     rm -f "$out"

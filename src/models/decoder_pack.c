@@ -57,16 +57,21 @@ static void *pack_worker(void *arg) {
     return NULL;
 }
 
-/* MLLM_REPACK=0: never; =1: always; unset: when this CPU path has kernels
-   for the packed layouts (AVX2 only so far). The generic path computes
-   packed layouts too, but as a reference, slower than its plain loops, so a
-   path without packed SIMD kernels (generic, and NEON for now) keeps the
-   file's layout. */
+/* MLLM_REPACK=0: never; =1: always, every packable matrix; unset: when this
+   CPU path has kernels for the packed layouts (AVX2; NEON for all but
+   q5_K), and only into the packed types it has kernels for. The
+   generic path computes packed layouts too, but as a reference, slower than
+   its plain loops, so a path without packed SIMD kernels for a type keeps
+   the file's layout for it. */
+static bool repack_forced(void) {
+    const char *e = getenv("MLLM_REPACK");
+    return e && strcmp(e, "1") == 0;
+}
+
 static bool repack_enabled(void) {
     const char *e = getenv("MLLM_REPACK");
     if (e && strcmp(e, "0") == 0) return false;
-    if (e && strcmp(e, "1") == 0) return true;
-    return mllm_cpu_has_packed_kernels();
+    return repack_forced() || mllm_cpu_has_packed_kernels();
 }
 
 /* The matmul weights of the model; the embedding table only when it is also
@@ -96,10 +101,12 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     int n_jobs = 0;
     size_t total = 0;
     int64_t n_items = 0;
+    const bool forced = repack_forced();
     for (int i = 0; i < n; i++) {
         mllm_tensor *t = ts[i];
         const int packed = mllm_repack_type_for((mllm_dtype)t->dtype, t->ne[0], t->ne[1]);
         if (packed < 0 || t->ne[2] != 1 || t->ne[3] != 1 || t->mirror) continue; /* mirror: computed elsewhere */
+        if (!forced && !mllm_cpu_has_packed_kernel((mllm_dtype)packed)) continue;
         const mllm_weight *w = mllm_model_file_find(f, t->name);
         pack_job *jb = &jobs[n_jobs++];
         jb->t = t;
@@ -130,7 +137,12 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     m->packed_size = total;
     for (int i = 0; i < n_jobs; i++) jobs[i].dst = (char *)m->packed + (size_t)jobs[i].dst;
     pack_plan pl = {jobs, n_jobs, n_items, 0};
+    /* MLLM_PACK_THREADS=N caps the packing threads (1: all on the calling
+       thread, as the qemu instruction counts of bench/ need: their counter
+       is exact for one thread only). */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *pt = getenv("MLLM_PACK_THREADS");
+    if (pt && atol(pt) > 0 && atol(pt) < ncpu) ncpu = atol(pt);
     int nth = ncpu < 1 ? 1 : ncpu > MAX_THREADS ? MAX_THREADS : (int)ncpu;
     pthread_t th[MAX_THREADS];
     int started = 0;

@@ -91,10 +91,24 @@ bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa) {
     return isa == MLLM_CPU_ISA_NEON || isa == MLLM_CPU_ISA_NEON_DOTPROD || isa == MLLM_CPU_ISA_NEON_I8MM;
 }
 
-/* Only AVX2 has kernels for the packed layouts (repack.h) so far; on every
-   other path they would run through the generic reference, slower than the
-   file's own layout. */
-bool mllm_cpu_has_packed_kernels(void) { return mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2; }
+/* AVX2 has kernels for every packed layout (repack.h); the NEON paths for
+   all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
+   layout would run through the generic reference, slower than the file's
+   own layout. */
+bool mllm_cpu_has_packed_kernels(void) {
+    const mllm_cpu_isa isa = mllm_cpu_isa_get();
+    return isa == MLLM_CPU_ISA_AVX2 || mllm_cpu_isa_is_arm(isa);
+}
+
+bool mllm_cpu_has_packed_kernel(mllm_dtype packed) {
+    const mllm_cpu_isa isa = mllm_cpu_isa_get();
+    if (isa == MLLM_CPU_ISA_AVX2) return true;
+#if MLLM_HAVE_ARM_KERNELS
+    if (mllm_cpu_isa_is_arm(isa)) return mllm_packed_tiles_neon(packed) != NULL;
+#endif
+    (void)packed;
+    return false;
+}
 
 #if !MLLM_HAVE_X86_KERNELS
 const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return NULL; }

@@ -67,8 +67,11 @@ const char *mllm_cpu_isa_name(mllm_cpu_isa isa);
 int mllm_cpu_isa_parse(const char *name);
 bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa);
 /* Whether the path that runs has SIMD kernels for the packed weight layouts
-   (repack.h): AVX2 only for now. Loaders repack weights only then. */
+   (repack.h): AVX2 (all of them) and the NEON paths (some). Loaders repack
+   weights only then, and only into the packed types
+   mllm_cpu_has_packed_kernel says yes to (packed: a *_X8 dtype). */
 bool mllm_cpu_has_packed_kernels(void);
+bool mllm_cpu_has_packed_kernel(mllm_dtype packed);
 bool mllm_cpu_has_avx2(void);
 bool mllm_cpu_has_avx512(void);
 

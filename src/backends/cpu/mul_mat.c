@@ -61,6 +61,10 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
         if (isa == MLLM_CPU_ISA_AVX2 && mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
             return;
 #endif
+#if MLLM_HAVE_ARM_KERNELS
+        if (mllm_cpu_isa_is_arm(isa) && mllm_mul_mat_packed_arm(isa, wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+            return;
+#endif
         mllm_mul_mat_packed_generic(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
         return;
     }

@@ -302,10 +302,36 @@ void mllm_mul_mat_packed_generic(mllm_dtype wt, const void *W, size_t w_stride, 
     }
 }
 
+/* Groups per chunk: the chunk's weights stay in L2 while every activation
+   tile passes over them (prefill). */
+#define CHUNK_BYTES (160 * 1024)
+
+bool mllm_mul_mat_packed_tiles(const mllm_packed_group_fn *set, mllm_dtype wt, const void *W, size_t w_stride,
+                               int64_t K, const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
+                               int64_t r0, int64_t r1) {
+    const int qk = mllm_dtype_get(wt) ? mllm_dtype_get(wt)->block_size : 0;
+    if (!set || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;
+    const size_t group_bytes = 8 * w_stride;
+    const int64_t nb = K / qk, g0 = r0 / 8, g1 = r1 / 8;
+    int64_t chunk = (int64_t)(CHUNK_BYTES / group_bytes);
+    if (chunk < 1 || M <= MLLM_PACKED_TILE_N) chunk = g1 - g0; /* decode: one pass, nothing to reuse */
+    const char *w = W, *x = X;
+    for (int64_t gc = g0; gc < g1; gc += chunk) {
+        const int64_t ge = gc + chunk < g1 ? gc + chunk : g1;
+        for (int64_t m = 0; m < M; m += MLLM_PACKED_TILE_N) {
+            const int rn = (int)(M - m < MLLM_PACKED_TILE_N ? M - m : MLLM_PACKED_TILE_N);
+            for (int64_t g = gc; g < ge; g++)
+                set[rn - 1](w + (size_t)g * group_bytes, nb, x + (size_t)m * x_stride, x_stride,
+                            Y + (size_t)m * y_stride + 8 * g, y_stride);
+        }
+    }
+    return true;
+}
+
 /* q8_0s from the q8_0 activation bytes: quantize the row as q8_0 into the
    front of dst, then spread the blocks out from the last one down (a 40-byte
    block never overwrites a 34-byte block that is still to be read). */
-static void q8_0_to_q8_0s_in_place(void *dst, int64_t n) {
+void mllm_q8_0_to_q8_0s_in_place(void *dst, int64_t n) {
     const int64_t nb = n / 32;
     for (int64_t b = nb - 1; b >= 0; b--) {
         mllm_block_q8_0 q;
@@ -322,13 +348,13 @@ static void q8_0_to_q8_0s_in_place(void *dst, int64_t n) {
 
 void mllm_quantize_row_q8_0s_generic(const float *src, void *dst, int64_t n) {
     mllm_quantize_row_q8_0_act_generic(src, dst, n);
-    q8_0_to_q8_0s_in_place(dst, n);
+    mllm_q8_0_to_q8_0s_in_place(dst, n);
 }
 
 #if MLLM_HAVE_X86_KERNELS
 void mllm_quantize_row_q8_0s_avx2(const float *src, void *dst, int64_t n) {
     mllm_quantize_row_q8_0_act_avx2(src, dst, n);
-    q8_0_to_q8_0s_in_place(dst, n);
+    mllm_q8_0_to_q8_0s_in_place(dst, n);
 }
 #endif
 

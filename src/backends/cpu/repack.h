@@ -82,7 +82,8 @@ void mllm_packed_get_row(mllm_dtype packed, const void *data, int64_t K, int64_t
 
 /* mllm_cpu_mul_mat for packed weights (X in the packed type's vec_dot_type).
    The generic one is the reference and takes any [r0, r1); the AVX2 one
-   returns false unless r0 and r1 are multiples of 8. */
+   returns false unless r0 and r1 are multiples of 8 (as do the NEON ones,
+   arm/arm_kernels.h). */
 /* The k-quant halves of the above (repack_kquant.c): one block of 8 rows. */
 void mllm_pack_q4_k(const void *const rows[8], mllm_block_q4_kx8 *out);
 void mllm_unpack_q4_k(const mllm_block_q4_kx8 *in, void *const rows[8]);
@@ -105,17 +106,30 @@ bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int
                               const void *X, size_t x_stride, int64_t M, float *Y,
                               size_t y_stride, int64_t r0, int64_t r1);
 
-/* One AVX2 tile: an 8-row group (nb packed blocks from w) x RN activation
-   rows, writing Y[m * ys + 0..7]. mllm_kquant_x8_tiles_avx2 gives the k-quant
-   tiles for RN = 1..4 (repack_kquant_avx2.c), NULL for other types. */
+/* One SIMD tile: an 8-row group (nb packed blocks from w) x RN activation
+   rows (1..MLLM_PACKED_TILE_N), writing Y[m * ys + 0..7]. A tile set is
+   indexed by RN - 1. mllm_kquant_x8_tiles_avx2 gives the AVX2 k-quant tiles
+   (repack_kquant_avx2.c), NULL for other types. */
+#define MLLM_PACKED_TILE_N 4
 typedef void (*mllm_packed_group_fn)(const void *w, int64_t nb, const char *X, size_t xs, float *Y,
                                      size_t ys);
 const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t);
+
+/* mllm_cpu_mul_mat for packed weights through a tile set (the AVX2 and NEON
+   drivers): groups in L2-sized chunks, every activation tile over each
+   chunk. False (nothing done) when set is NULL or r0, r1 are not multiples
+   of 8. */
+bool mllm_mul_mat_packed_tiles(const mllm_packed_group_fn *set, mllm_dtype wt, const void *W, size_t w_stride,
+                               int64_t K, const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
+                               int64_t r0, int64_t r1);
 
 /* Activation rows for q4_0x8: the q8_0 activation quantizer's bytes (same
    rounding), regrouped as q8_0s. Generic and AVX2 give equal bytes. */
 void mllm_quantize_row_q8_0s_generic(const float *src, void *dst, int64_t n);
 void mllm_quantize_row_q8_0s_avx2(const float *src, void *dst, int64_t n);
 void mllm_dequantize_row_q8_0s(const void *src, float *dst, int64_t n);
+/* A row of n values quantized as q8_0 at dst turned into q8_0s in place
+   (dst must hold the q8_0s row): the SIMD quantizers' second step. */
+void mllm_q8_0_to_q8_0s_in_place(void *dst, int64_t n);
 
 #endif

@@ -10,6 +10,7 @@
 #include "backends/cpu/arm/neon_util.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
+#include "backends/cpu/repack.h"
 
 /* 32 values: the amax and the quants q = round(x * 127 / amax). */
 static inline float quant32(const float *x, int8_t *q) {
@@ -71,9 +72,13 @@ void mllm_widen_row_neon(mllm_dtype t, const void *src, float *dst, int64_t n) {
 bool mllm_quantize_row_arm(mllm_dtype t, const float *x, void *y, int64_t n) {
     switch (t) {
     case MLLM_DTYPE_Q8_0: q8_0_act(x, y, n); return true;
+    case MLLM_DTYPE_Q8_0S: /* the q8_0 bytes, regrouped */
+        q8_0_act(x, y, n);
+        mllm_q8_0_to_q8_0s_in_place(y, n);
+        return true;
     case MLLM_DTYPE_Q8_1: q8_1_act(x, y, n); return true;
     case MLLM_DTYPE_Q8_K32: q8_k32(x, y, n); return true;
     case MLLM_DTYPE_F16: f32_to_f16(x, y, n); return true;
-    default: return false; /* q8_0s (packed layouts only) and the rest: generic */
+    default: return false; /* the rest: generic */
     }
 }

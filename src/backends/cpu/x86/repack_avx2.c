@@ -14,9 +14,6 @@
 
 
 #define TILE_N PACKED_TILE_N
-/* Groups per chunk: the chunk's weights stay in L2 while every activation
-   tile passes over them (prefill). */
-#define CHUNK_BYTES (160 * 1024)
 
 
 /* q4_0x8 x q8_0s and q4_1x8 x q8_1 share the integer part: the 8 rows'
@@ -194,21 +191,5 @@ bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int
                                       : wt == MLLM_DTYPE_Q4_1_X8 ? tile_q4_1x8_set
                                       : wt == MLLM_DTYPE_Q5_0_X8 ? tile_q5_0x8_set
                                                                  : mllm_kquant_x8_tiles_avx2(wt);
-    const int qk = mllm_dtype_get(wt) ? mllm_dtype_get(wt)->block_size : 0;
-    if (!set || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;
-    const size_t group_bytes = 8 * w_stride;
-    const int64_t nb = K / qk, g0 = r0 / 8, g1 = r1 / 8;
-    int64_t chunk = (int64_t)(CHUNK_BYTES / group_bytes);
-    if (chunk < 1 || M <= TILE_N) chunk = g1 - g0; /* decode: one pass, nothing to reuse */
-    const char *w = W, *x = X;
-    for (int64_t gc = g0; gc < g1; gc += chunk) {
-        const int64_t ge = gc + chunk < g1 ? gc + chunk : g1;
-        for (int64_t m = 0; m < M; m += TILE_N) {
-            const int rn = (int)(M - m < TILE_N ? M - m : TILE_N);
-            for (int64_t g = gc; g < ge; g++)
-                set[rn - 1](w + (size_t)g * group_bytes, nb, x + (size_t)m * x_stride, x_stride,
-                            Y + (size_t)m * y_stride + 8 * g, y_stride);
-        }
-    }
-    return true;
+    return mllm_mul_mat_packed_tiles(set, wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }

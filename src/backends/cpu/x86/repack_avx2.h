@@ -8,7 +8,7 @@
 #include "backends/cpu/x86/simd_avx2.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define PACKED_TILE_N 4 /* activation rows per tile */
+#define PACKED_TILE_N MLLM_PACKED_TILE_N /* activation rows per tile */
 
 /* 4 bytes at p to all 8 lanes (one vpbroadcastd from memory). */
 static inline __m256i bcast4(const void *p) {

@@ -1,7 +1,7 @@
 """mllm serve's engine with SmolLM2 through the official openai client:
 greedy chat requests sent together (one batched forward per step) answer
 exactly what each answers alone; a second client sharing a long system
-prompt with a first one that is still generating reports cached_tokens
+prompt (1000 tokens) with a first one that is still generating reports cached_tokens
 equal to the two prompts' common prefix (from /tokenize) and
 answers as with nothing cached; a copy-the-code request speculates by
 prompt lookup (the default) and answers, greedy and seeded, exactly what a
@@ -19,8 +19,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import srvtest  # noqa: E402
 from srvtest import check, import_openai  # noqa: E402
 
-SYSTEM = ("You are a careful assistant for a small bakery. " * 6 +
-          "Answer in one short sentence. Prices: bread 3 euros, croissant 2 euros, cake 15 euros. " * 3)
+# about 1000 tokens (the issue's shared prefix): the bakery's whole price list
+SYSTEM = ("You are a careful assistant for a small bakery. Answer in one short sentence. Prices: " +
+          " ".join("item %d, %s bread with %s, costs %d euros and %d cents;" % (
+              i, ("rye", "wheat", "spelt", "oat")[i % 4], ("seeds", "honey", "raisins", "nuts", "herbs")[i % 5],
+              2 + i % 7, (i * 13) % 100) for i in range(60)))
 COPY = ("Repeat this code exactly, nothing else:\n\ndef area(w, h):\n    return w * h\n\n"
         "def perimeter(w, h):\n    return 2 * (w + h)\n\nprint(area(3, 4), perimeter(3, 4))\n")
 QUESTIONS = ["What does bread cost?", "Name a pastry.", "Is cake expensive?", "Say hello.",
@@ -48,7 +51,7 @@ def main(argv):
     openai = import_openai(build)
     if openai is None:
         return 77
-    s = srvtest.Server(mllm, path, "--parallel", "4", "-c", "1024", alias="smollm2")
+    s = srvtest.Server(mllm, path, "--parallel", "4", "-c", "2048", alias="smollm2")
     try:
         client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
         # 1. concurrent greedy requests equal sequential ones
@@ -74,10 +77,18 @@ def main(argv):
         qa, qb = "Tell me a long story about bread.", "What does a croissant cost?"
         before = s.metrics()
         stream_a = chat(client, qa, max_tokens=200, system=SYSTEM, stream=True)
-        first = next(iter(stream_a))  # A has read its prompt: its full blocks are in the prefix cache
-        check(first is not None, "stream A started")
+        # A's first generated text: it has read its whole prompt (several
+        # prefill chunks), so its full blocks are in the prefix cache (the
+        # first chunk, the role, comes at admission)
+        it = iter(stream_a)
+        first = ""
+        for ch in it:
+            if ch.choices and ch.choices[0].delta.content:
+                first = ch.choices[0].delta.content
+                break
+        check(first != "", "stream A started generating")
         b = chat(other, qb, system=SYSTEM)
-        rest = "".join(ch.choices[0].delta.content or "" for ch in stream_a if ch.choices)
+        rest = "".join(ch.choices[0].delta.content or "" for ch in it if ch.choices)
         check(len(rest) > 0, "stream A went on")
         # the prompts' tokens: a chat renders the same system turn first
         pa = s.json("POST", "/v1/chat/completions", {"model": "smollm2", "max_tokens": 1, "temperature": 0,
@@ -97,12 +108,13 @@ def main(argv):
         while common < min(len(ta), len(tb)) and ta[common] == tb[common]:
             common += 1
         check(common >= len(sys_tok) - 1, "the prompts share the system turn (%d of %d)" % (common, len(sys_tok)))
+        check(len(sys_tok) >= 1000, "the shared system turn is %d tokens, not the issue's 1000" % len(sys_tok))
         # exact: the whole common prefix (A's blocks, the last one shared copy-on-write from inside), never B's
         # last token (evaluated again for its logits)
         want = min(common, n_prompt_b - 1)
         check(cached == want, "cached_tokens %d, expected %d (common prefix %d of %d)"
               % (cached, want, common, n_prompt_b))
-        fresh = srvtest.Server(mllm, path, "--parallel", "1", "-c", "1024", "--no-speculative", alias="smollm2")
+        fresh = srvtest.Server(mllm, path, "--parallel", "1", "-c", "2048", "--no-speculative", alias="smollm2")
         try:  # B on a server with nothing cached
             fc = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % fresh.port, api_key="none", max_retries=0,
                                timeout=300)

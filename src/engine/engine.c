@@ -220,11 +220,33 @@ static int pending_blocks(const mllm_engine *e) {
 
 /* Admits the head of the queue if a slot is free and the pool holds its
    whole context so far (after its prefix hit) plus one block; FIFO. */
+/* A running sequence still reading a prompt that shares more full blocks
+   with s's than s found registered (k positions): s had better wait until
+   they are registered than compute the same K/V itself (many clients with
+   one long system prompt, arriving together). It waits at most for that
+   prompt's prefill, which goes first in the step's budget. */
+static bool waits_for_shared_prefill(const mllm_engine *e, const mllm_eseq *s, int k) {
+    const int bs = e->p.block_size;
+    for (const mllm_eseq *r = e->running; r; r = r->next) {
+        if (r->n_tokens - r->n_done <= 1) continue; /* not reading a prompt */
+        const int lim = r->n_tokens < s->n_tokens ? r->n_tokens : s->n_tokens;
+        int c = 0;
+        while (c < lim && r->tokens[c] == s->tokens[c]) c++;
+        if (c / bs > k / bs && r->n_done / bs < c / bs) return true;
+    }
+    return false;
+}
+
 static bool admit_one(mllm_engine *e) {
     mllm_eseq *s = e->waiting;
     if (!s || e->n_running >= e->p.max_running) return false;
     const int bs = e->p.block_size;
     int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    if (waits_for_shared_prefill(e, s, k)) {
+        mllm_kv_seq_release(&e->kp, &s->kv); /* looked up again next step */
+        e->st.prefix_waits++;
+        return false;
+    }
     /* (the partial block of mllm_kv_prefix_extend never lowers this) */
     const int need = (s->n_tokens + bs - 1) / bs - k / bs + 1;
     if (need > avail_blocks(e) - pending_blocks(e)) {

@@ -24,6 +24,12 @@
    n_cached too), and every full prompt block is written to it after the
    step that computes it (engine_store.c).
 
+   A request whose prompt shares more full blocks with a prompt another
+   running sequence is still reading than the cache holds yet waits (first
+   in first out, as always) until those blocks are registered, then takes
+   them: clients that arrive together with one long system prompt compute
+   it once.
+
    Pool-full policy: a waiting sequence is admitted only when the free and
    evictable (cached, unreferenced) blocks cover its whole prompt plus one
    block, FIFO (a later, smaller request does not overtake it). When a
@@ -147,6 +153,7 @@ typedef struct {
     int running, waiting;
     int blocks_total, blocks_free, blocks_cached, blocks_used;
     uint64_t prefix_lookups, prefix_hit_tokens; /* admissions, and prompt tokens they took from the cache */
+    uint64_t prefix_waits;    /* steps a request waited for a running prompt's shared blocks */
     uint64_t tokens_generated, tokens_evaluated, steps, preemptions; /* evaluated: every token of every batch */
     uint64_t spec_passes, spec_drafted, spec_accepted, spec_turned_off; /* prompt lookup */
     /* the prefix store (zeros without one): blocks read from it into the

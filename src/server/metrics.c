@@ -92,6 +92,9 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
                 (unsigned long)g->engine_tokens_evaluated);
         counter(&o, "mllm_engine_preemptions_total", "Sequences preempted because the KV pool was full (recomputed later)",
                 (unsigned long)g->engine_preemptions);
+        counter(&o, "mllm_prefix_waits_total",
+                "Steps a request waited for blocks of its prompt that a running request was still computing",
+                (unsigned long)g->prefix_waits);
         counter(&o, "mllm_lookup_passes_total", "Decode steps of a sequence that carried prompt-lookup proposals",
                 (unsigned long)g->spec_passes);
         counter(&o, "mllm_lookup_drafted_tokens_total", "Tokens proposed by prompt lookup", (unsigned long)g->spec_drafted);

@@ -378,6 +378,7 @@ void srv_esched_gauges(srv_esched *S, srv_metrics_gauges *g) {
     g->engine_steps = S->st.steps;
     g->engine_tokens_evaluated = S->st.tokens_evaluated;
     g->engine_preemptions = S->st.preemptions;
+    g->prefix_waits = S->st.prefix_waits;
     g->spec_passes = S->st.spec_passes;
     g->spec_drafted = S->st.spec_drafted;
     g->spec_accepted = S->st.spec_accepted;

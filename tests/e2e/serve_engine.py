@@ -6,7 +6,8 @@ equal to the two prompts' common prefix (from /tokenize) and
 answers as with nothing cached; a copy-the-code request speculates by
 prompt lookup (the default) and answers, greedy and seeded, exactly what a
 server started with --no-speculative answers; a client that hangs up frees
-its blocks;
+its blocks; four clients arriving together with a new long system prompt
+compute it once (three wait for the first one's blocks);
 /metrics parses and its KV and prefix counters add up.
 Args: mllm binary, shared dir, build dir. Loopback only."""
 import os
@@ -147,7 +148,30 @@ def main(argv):
         print("ok   a second client reuses %d of %d prompt tokens (the common prefix with a busy first one), same answer"
               % (cached, n_prompt_b))
 
-        # 3. a client that hangs up mid-generation: its sequence ends, its blocks are freed
+        # 3. clients arriving together with one long new system prompt: it is computed once
+        system2 = "You are a patient assistant for a large bakery. " + SYSTEM
+        got = [None] * 4
+
+        def ask(i):
+            got[i] = chat(client, QUESTIONS[i], system=system2)
+        before = s.metrics()
+        th = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        n_sys = len(tokens(s, "<|im_start|>system\n" + system2 + "<|im_end|>\n<|im_start|>user\n"))
+        hits = sorted(r.usage.prompt_tokens_details.cached_tokens for r in got)
+        check(hits[0] < n_sys - 16 and all(h >= n_sys // 16 * 16 - 16 for h in hits[1:]),
+              "cached_tokens of 4 clients sharing a %d-token system prompt: %r" % (n_sys, hits))
+        m = s.metrics()
+        check(m["mllm_prefix_waits_total"] > before["mllm_prefix_waits_total"], "no request waited: %r" % m)
+        for i in range(4):
+            check(got[i].choices[0].message.content == chat(client, QUESTIONS[i], system=system2).choices[0].message.content,
+                  "client %d: together vs again" % i)
+        print("ok   4 clients arriving together with a new %d-token system prompt: cached_tokens %r" % (n_sys, hits))
+
+        # 4. a client that hangs up mid-generation: its sequence ends, its blocks are freed
         before = s.metrics()
         body = ('{"model":"smollm2","max_tokens":800,"temperature":0,"stream":true,"ignore_eos":true,'
                 '"messages":[{"role":"user","content":"Count from 1 to 1000, one number per line."}]}').encode()

@@ -186,6 +186,48 @@ static void test_prefix_reuse(void **state) {
     mllm_model_free(m);
 }
 
+/* Requests that arrive together with one long shared prefix (a system
+   prompt), read in chunks over several steps: the later ones wait for the
+   first one's blocks and take them, rather than compute them again; every
+   answer is the one computed alone. */
+static void test_shared_prefill(void **state) {
+    (void)state;
+    mllm_model *m = synth("qwen3", "q8_0");
+    const int V = m->dec.cfg.n_vocab;
+    enum { NR = 3, NPRE = 48, NT = 54 };
+    int32_t pr[NR][NT];
+    for (int r = 0; r < NR; r++)
+        for (int i = 0; i < NT; i++) pr[r][i] = (int32_t)(i < NPRE ? (i * 11 + 3) % V : (i * 5 + 17 * r + 1) % V);
+    mllm_sampling sp = sampling_of(0, 4);
+    out_t o[NR] = {0};
+    mllm_model_engine me = open_engine(m, NR, 40, 16, MLLM_KV_DTYPE_F32);
+    for (int r = 0; r < NR; r++) {
+        mllm_engine_request rq = {.prompt = pr[r], .n_prompt = NT, .sampling = &sp, .on_token = on_token,
+                                  .on_finish = on_finish, .user = &o[r]};
+        assert_int_equal(mllm_engine_submit(me.e, &rq), MLLM_OK);
+    }
+    run_to_end(me.e);
+    mllm_engine_stats st;
+    mllm_engine_get_stats(me.e, &st);
+    assert_true(st.prefix_waits > 0);
+    assert_int_equal(o[0].res.n_cached, 0);
+    for (int r = 1; r < NR; r++) assert_int_equal(o[r].res.n_cached, NPRE); /* the 3 shared blocks */
+    check_blocks_free(me.e);
+    mllm_model_engine_close(&me);
+    for (int r = 0; r < NR; r++) {
+        out_t f = {0};
+        me = open_engine(m, 1, 5, 16, MLLM_KV_DTYPE_F32);
+        mllm_engine_request rq = {.prompt = pr[r], .n_prompt = NT, .sampling = &sp, .on_token = on_token,
+                                  .on_finish = on_finish, .user = &f};
+        assert_int_equal(mllm_engine_submit(me.e, &rq), MLLM_OK);
+        run_to_end(me.e);
+        mllm_model_engine_close(&me);
+        assert_int_equal(f.n, 4);
+        assert_memory_equal(f.toks, o[r].toks, sizeof f.toks);
+    }
+    mllm_model_free(m);
+}
+
 /* Cancel while running and while waiting: both end CANCELLED, blocks back. */
 static void test_cancel_and_wait(void **state) {
     (void)state;
@@ -367,6 +409,6 @@ static void test_free_ends_all(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_together), cmocka_unit_test(test_prefix_reuse),
                                        cmocka_unit_test(test_cancel_and_wait), cmocka_unit_test(test_free_ends_all),
-                                       cmocka_unit_test(test_speculation)};
+                                       cmocka_unit_test(test_speculation), cmocka_unit_test(test_shared_prefill)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

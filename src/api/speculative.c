@@ -7,15 +7,11 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "runtime/ngram_lookup.h"
+#include "runtime/spec_ctl.h"
 
 enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
 
-/* The controller judges a proposer every SPEC_WINDOW passes; one that does
-   not pay rests for SPEC_BACKOFF_MIN generated tokens, twice as long after
-   each further failure (up to SPEC_BACKOFF_MAX), then is tried again. */
-#define SPEC_WINDOW 8
-#define SPEC_BACKOFF_MIN 32
-#define SPEC_BACKOFF_MAX 1024
+/* The controller (runtime/spec_ctl.h) judges each proposer on its own. */
 /* With temperature > 0 the controller uses a cost model, not the clock, so
    that a seed gives the same text on every run: a pass over T tokens costs
    1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
@@ -24,13 +20,7 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
    of the draft's weight bytes to the model's. */
 #define SPEC_VERIFY_COST 0.06
 
-typedef struct {
-    int off_until; /* generated-token index from which it may propose again */
-    int backoff;
-    int n_cur;     /* proposal length, adapted to what was accepted */
-    int w_passes;  /* the current window: passes, tokens they gave, their cost */
-    double w_gain, w_cost;
-} spec_src;
+typedef mllm_spec_ctl spec_src;
 
 struct mllm_spec {
     mllm_speculative_params p;
@@ -187,8 +177,7 @@ mllm_status mllm_spec_begin(mllm_session *s, const mllm_sampling *p) {
     sp->greedy = p->temperature <= 0;
     sp->active = sp->p.mode != MLLM_SPEC_OFF && !p->grammar && (sp->p.lookup || sp->draft);
     for (int i = 0; i < SRC_N; i++)
-        sp->src[i] = (spec_src){.backoff = SPEC_BACKOFF_MIN,
-                                .n_cur = i == SRC_DRAFT ? (sp->p.n_draft_max + 1) / 2 : sp->p.n_draft_max};
+        mllm_spec_ctl_init(&sp->src[i], i == SRC_DRAFT ? (sp->p.n_draft_max + 1) / 2 : sp->p.n_draft_max);
     mllm_rng_seed(&sp->rng, p->seed ^ 0x5851F42D4C957F2Dull);
     if (!sp->active) return MLLM_OK;
     int nv = s->m->dec.cfg.n_vocab, nvd = sp->draft ? sp->draft->m->dec.cfg.n_vocab : 0;
@@ -333,24 +322,13 @@ static void note_plain_ms(struct mllm_spec *sp, double ms) {
 }
 
 /* The controller: a window of passes of one proposer, judged every
-   SPEC_WINDOW passes by the tokens they gave per unit of cost against one
-   token per one-token pass. */
+   MLLM_SPEC_CTL_WINDOW passes by the tokens they gave per unit of cost
+   against one token per one-token pass. */
 static void judge(struct mllm_spec *sp, spec_src *r, int gain) {
     if (sp->p.mode != MLLM_SPEC_AUTO) return;
-    r->w_passes++;
-    r->w_gain += gain;
-    r->w_cost += sp->greedy ? sp->pass_ms / sp->c1_ms
-                            : 1 + SPEC_VERIFY_COST * sp->qn + sp->pass_draft_evals * sp->draft_ratio;
-    if (r->w_passes < SPEC_WINDOW) return;
-    if (r->w_gain / r->w_cost < 1.0) {
-        r->off_until = sp->gen_i + r->backoff;
-        r->backoff = r->backoff * 2 < SPEC_BACKOFF_MAX ? r->backoff * 2 : SPEC_BACKOFF_MAX;
-        sp->stats.n_turned_off++;
-    } else {
-        r->backoff = SPEC_BACKOFF_MIN;
-    }
-    r->w_passes = 0;
-    r->w_gain = r->w_cost = 0;
+    const double cost = sp->greedy ? sp->pass_ms / sp->c1_ms
+                                   : 1 + SPEC_VERIFY_COST * sp->qn + sp->pass_draft_evals * sp->draft_ratio;
+    if (mllm_spec_ctl_judge(r, gain, cost, sp->gen_i)) sp->stats.n_turned_off++;
 }
 
 /* A pass ended with `accepted` of its proposals kept: statistics, the
@@ -367,13 +345,12 @@ static void finish_pass(struct mllm_spec *sp, int accepted) {
         sp->stats.n_draft_drafted += sp->qn;
         sp->stats.n_draft_accepted += accepted;
     }
-    if (accepted == sp->qn) r->n_cur = r->n_cur + 2 < sp->p.n_draft_max ? r->n_cur + 2 : sp->p.n_draft_max;
-    else r->n_cur = accepted + 1;
+    mllm_spec_ctl_adapt(r, sp->qn, accepted, sp->p.n_draft_max);
     judge(sp, r, accepted + 1);
 }
 
 static bool src_on(const struct mllm_spec *sp, int src) {
-    return sp->p.mode == MLLM_SPEC_ALWAYS || sp->gen_i >= sp->src[src].off_until;
+    return sp->p.mode == MLLM_SPEC_ALWAYS || mllm_spec_ctl_on(&sp->src[src], sp->gen_i);
 }
 
 /* tok after what s holds: proposals, then one pass over tok and them. */

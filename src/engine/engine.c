@@ -8,14 +8,10 @@
 #include "core/error.h"
 #include "engine/engine_internal.h"
 #include "runtime/ngram_lookup.h"
+#include "runtime/spec_ctl.h"
 
-/* Prompt lookup's controller (as the session's, api/speculative.c): a
-   sequence is judged every SPEC_WINDOW passes; one whose proposals do not
-   pay rests for SPEC_BACKOFF_MIN generated tokens, twice as long after each
-   further failure (up to SPEC_BACKOFF_MAX). */
-#define SPEC_WINDOW 8
-#define SPEC_BACKOFF_MIN 32
-#define SPEC_BACKOFF_MAX 1024
+/* Prompt lookup's controller is the session's (runtime/spec_ctl.h), one
+   per sequence. */
 /* Until the step times spread enough to fit a slope: an extra token costs
    this fraction of a one-token step (the session's prior). */
 #define SPEC_PRIOR_COST 0.06
@@ -161,8 +157,7 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     s->n_tokens = r->n_prompt;
     s->res.n_prompt = r->n_prompt;
     s->slot = -1;
-    s->spec_cur = e->p.spec_max;
-    s->spec_backoff = SPEC_BACKOFF_MIN;
+    mllm_spec_ctl_init(&s->spec, e->p.spec_max);
     mllm_kv_seq_init(&s->kv);
     mllm_eseq **at = &e->waiting;
     while (*at) at = &(*at)->next;
@@ -372,34 +367,22 @@ static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     e->st.spec_passes++;
     e->st.spec_drafted += (uint64_t)k;
     e->st.spec_accepted += (uint64_t)acc;
-    s->spec_cur = acc == k ? (s->spec_cur + 2 < e->p.spec_max ? s->spec_cur + 2 : e->p.spec_max) : acc + 1;
-    if (e->p.spec_mode != MLLM_SPEC_AUTO) return;
-    s->w_passes++;
-    s->w_gain += acc;
-    s->w_cost += extra_cost(e, k, B);
-    if (s->w_passes < SPEC_WINDOW) return;
-    if (s->w_gain < s->w_cost) {
-        s->spec_off_until = s->res.n_gen + s->spec_backoff;
-        s->spec_backoff = s->spec_backoff * 2 < SPEC_BACKOFF_MAX ? s->spec_backoff * 2 : SPEC_BACKOFF_MAX;
+    mllm_spec_ctl_adapt(&s->spec, k, acc, e->p.spec_max);
+    /* gain: the tokens that needed no step of their own; cost: the extra tokens' share of the step */
+    if (e->p.spec_mode == MLLM_SPEC_AUTO && mllm_spec_ctl_judge(&s->spec, acc, extra_cost(e, k, B), s->res.n_gen))
         e->st.spec_turned_off++;
-    } else {
-        s->spec_backoff = SPEC_BACKOFF_MIN;
-    }
-    s->w_passes = 0;
-    s->w_gain = s->w_cost = 0;
 }
 
 /* Proposals for the decoding sequences of the plan, within the blocks left
    over (`spare`): appended after each one's pending token. */
 static void plan_lookup(mllm_engine *e, int spare) {
     for (mllm_eseq *s = e->running; s; s = s->next) {
-        s->n_prop = 0;
         if (e->p.spec_mode == MLLM_SPEC_OFF || s->n_step != 1 || s->n_tokens - s->n_done != 1 || s->r.constraint ||
-            (e->p.spec_mode == MLLM_SPEC_AUTO && s->res.n_gen < s->spec_off_until))
+            (e->p.spec_mode == MLLM_SPEC_AUTO && !mllm_spec_ctl_on(&s->spec, s->res.n_gen)))
             continue;
         /* Room: the context (with a position to spare, so the verdict never
            shifts it), and the tokens the request may still be given. */
-        int cap = s->spec_cur;
+        int cap = s->spec.n_cur;
         if (cap > e->p.n_ctx - s->n_tokens - 1) cap = e->p.n_ctx - s->n_tokens - 1;
         if (cap > s->sp.max_tokens - s->res.n_gen - 1) cap = s->sp.max_tokens - s->res.n_gen - 1;
         if (cap <= 0) continue;

@@ -50,7 +50,7 @@
    on its batch), with the same random numbers, so greedy and seeded text
    are identical with speculation on or off; the K/V of refused proposals
    is dropped before the sequence's blocks are registered. MLLM_SPEC_AUTO
-   judges each sequence every SPEC_WINDOW passes by the tokens its
+   judges each sequence every 8 passes (runtime/spec_ctl.h) by the tokens its
    proposals saved against what their extra tokens cost the step (a
    linear fit of step time against batch tokens, measured as the engine
    runs), and rests a sequence's lookup when it does not pay.

@@ -8,6 +8,7 @@
 #include "kv/kv_pool.h"
 #include "kv/kv_store.h"
 #include "runtime/sampler.h"
+#include "runtime/spec_ctl.h"
 #include "runtime/token_text.h"
 
 typedef struct mllm_eseq {
@@ -23,12 +24,7 @@ typedef struct mllm_eseq {
     mllm_token_text text;
     int n_step;               /* tokens it evaluates in this step's batch (the plan) */
     int n_prop;               /* of which prompt-lookup proposals, after the pending token (all with logits) */
-    /* prompt lookup's controller (engine.c) */
-    int spec_cur;             /* proposal length, adapted to what was accepted */
-    int spec_off_until;       /* n_gen from which it may propose again */
-    int spec_backoff;
-    int w_passes;             /* the current window: passes, tokens they saved, what their extra tokens cost */
-    double w_gain, w_cost;
+    mllm_spec_ctl spec;       /* prompt lookup's controller (engine.c) */
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */
     bool admitted_once;

@@ -34,19 +34,6 @@ static const mllm_cpu_isa k_isas[] = {MLLM_CPU_ISA_NEON, MLLM_CPU_ISA_NEON_DOTPR
 static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0,
                                      MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q6_K};
 
-static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
-    const size_t rs = mllm_dtype_row_size(t, K);
-    char *W = malloc((size_t)N * rs);
-    float *src = malloc((size_t)K * sizeof(float));
-    for (int64_t r = 0; r < N; r++) {
-        tu_fill_random(src, (size_t)K, seed + (uint64_t)r);
-        if (r % 3 == 0) src[(r * 7) % K] = 9.0f; /* scales differ across lanes */
-        mllm_cpu_type_get(t)->from_float(src, W + (size_t)r * rs, K);
-    }
-    free(src);
-    return W;
-}
-
 /* Activations the generic way (the NEON quantizers are checked below). */
 static void quantize_generic(mllm_dtype vt, const float *x, void *y, int64_t n) {
     switch (vt) {
@@ -64,7 +51,7 @@ static int check(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r0, int6
     assert_true(packed > 0);
     const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type, pvt = mllm_dtype_get(packed)->vec_dot_type;
     const size_t rs = mllm_dtype_row_size(t, K);
-    char *W = make_matrix(t, N, K, 300 + (uint64_t)K), *P = malloc((size_t)N * rs);
+    char *W = tu_quant_matrix(t, N, K, 300 + (uint64_t)K), *P = malloc((size_t)N * rs);
     mllm_repack_groups((mllm_dtype)packed, W, P, K, 0, N / 8);
     const size_t xs = mllm_dtype_row_size(vt, K) + 32, pxs = mllm_dtype_row_size(pvt, K) + 8;
     char *X = malloc((size_t)M * xs), *PX = malloc((size_t)M * pxs);

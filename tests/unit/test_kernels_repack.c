@@ -28,20 +28,6 @@ static const int64_t *ks_for(mllm_dtype t) {
     return mllm_dtype_get(t)->block_size == 256 ? k256 : k32;
 }
 
-static char *make_matrix(mllm_dtype t, int64_t N, int64_t K, uint64_t seed) {
-    const size_t rs = mllm_dtype_row_size(t, K);
-    char *W = malloc((size_t)N * rs);
-    float *src = malloc((size_t)K * sizeof(float));
-    for (int64_t r = 0; r < N; r++) {
-        tu_fill_random(src, (size_t)K, seed + (uint64_t)r);
-        /* a few rows with a large value, so scales differ across lanes */
-        if (r % 3 == 0) src[(r * 7) % K] = 9.0f;
-        mllm_cpu_type_get(t)->from_float(src, W + (size_t)r * rs, K);
-    }
-    free(src);
-    return W;
-}
-
 static void test_pack_round_trip(void **state) {
     (void)state;
     for (size_t ti = 0; ti < N_TYPES; ti++)
@@ -53,7 +39,7 @@ static void test_pack_round_trip(void **state) {
             assert_int_equal(mllm_repack_plain_type((mllm_dtype)packed), t);
             assert_int_equal(mllm_dtype_row_size((mllm_dtype)packed, K), mllm_dtype_row_size(t, K));
             const size_t bytes = (size_t)N * mllm_dtype_row_size(t, K);
-            char *W = make_matrix(t, N, K, 11), *P = malloc(bytes), *U = malloc(bytes);
+            char *W = tu_quant_matrix(t, N, K, 11), *P = malloc(bytes), *U = malloc(bytes);
             mllm_repack_groups((mllm_dtype)packed, W, P, K, 0, N / 8);
             assert_true(memcmp(W, P, bytes) != 0); /* it did move bytes */
             mllm_unpack_groups((mllm_dtype)packed, P, U, K, 0, N / 8);
@@ -111,7 +97,7 @@ static void check_packed_mul_mat(mllm_dtype t, int64_t N, int64_t K, int64_t M, 
     const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type;
     const mllm_dtype pvt = mllm_dtype_get(packed)->vec_dot_type;
     const size_t rs = mllm_dtype_row_size(t, K);
-    char *W = make_matrix(t, N, K, 300), *P = malloc((size_t)N * rs);
+    char *W = tu_quant_matrix(t, N, K, 300), *P = malloc((size_t)N * rs);
     mllm_repack_groups((mllm_dtype)packed, W, P, K, 0, N / 8);
     const size_t xs = mllm_dtype_row_size(vt, K) + 32, pxs = mllm_dtype_row_size(pvt, K) + 8;
     char *X = malloc((size_t)M * xs), *PX = malloc((size_t)M * pxs);

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "synth/synth.h"
+#include "backends/cpu/type_kernels.h"
+#include "core/dtype.h"
 
 static char *join(const char *a, const char *b) {
     size_t n = strlen(a) + strlen(b) + 2;
@@ -88,6 +90,19 @@ void tu_fill_random(float *x, size_t n, uint64_t seed) {
         s ^= s << 13; s ^= s >> 7; s ^= s << 17;
         x[i] = (float)((double)(s >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
     }
+}
+
+char *tu_quant_matrix(int t, int64_t N, int64_t K, uint64_t seed) {
+    const size_t rs = mllm_dtype_row_size((mllm_dtype)t, K);
+    char *W = malloc((size_t)N * rs);
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t r = 0; r < N; r++) {
+        tu_fill_random(src, (size_t)K, seed + (uint64_t)r);
+        if (r % 3 == 0) src[(r * 7) % K] = 9.0f;
+        mllm_cpu_type_get((mllm_dtype)t)->from_float(src, W + (size_t)r * rs, K);
+    }
+    free(src);
+    return W;
 }
 
 const char *tu_tmp(const char *name) {

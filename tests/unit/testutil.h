@@ -34,6 +34,10 @@ void *tu_read_file(const char *path, size_t *len);
 int tu_read_ints(const char *txt, const char *key, int32_t *out, int cap);
 /* Deterministic uniform floats in [-1, 1). */
 void tu_fill_random(float *x, size_t n, uint64_t seed);
+/* N rows of K random values quantized to dtype t (an mllm_dtype) in GGUF
+   row layout (malloc'd); every third row has one large value, so block
+   scales differ across the rows a packed layout interleaves. */
+char *tu_quant_matrix(int t, int64_t N, int64_t K, uint64_t seed);
 /* A fresh path in a temporary folder for this test process. */
 const char *tu_tmp(const char *name);
 /* The tiny synthetic model of arch in dtype (mllm_synth_write), written once

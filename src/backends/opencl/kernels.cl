@@ -239,12 +239,12 @@ kernel void softmax(global float *X, int n, float scale) {
     for (int i = lid; i < n; i += LWS) m = fmax(m, x[i] * scale);
     part[lid] = m;
     group_max(part, lid);
-    const float mx = part[0];
+    /* A row masked entirely (every entry -inf) becomes zeros: each exp is
+       then 0 and so is the sum. No early return: PoCL 3.1 on AVX-512 CPUs
+       crashed in this kernel's work-group loop when a return came between
+       its barriers. */
+    const float mx = part[0] == -INFINITY ? 0.0f : part[0];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (mx == -INFINITY) {
-        for (int i = lid; i < n; i += LWS) x[i] = 0.0f;
-        return;
-    }
     float s = 0.0f;
     for (int i = lid; i < n; i += LWS) {
         const float e = exp(x[i] * scale - mx);
@@ -253,7 +253,7 @@ kernel void softmax(global float *X, int n, float scale) {
     }
     part[lid] = s;
     group_sum(part, lid);
-    const float inv = 1.0f / part[0];
+    const float inv = part[0] > 0.0f ? 1.0f / part[0] : 0.0f;
     for (int i = lid; i < n; i += LWS) x[i] *= inv;
 }
 

@@ -310,6 +310,7 @@ static mllm_dev_be *dev_new(const mllm_dev_ops *ops) {
     mllm_dev_be *d = mllm_calloc(1, sizeof *d);
     if (!d) return NULL;
     d->ops = ops;
+    d->attn_scratch_max = mllm_dev_attn_scratch_max();
     pthread_mutex_init(&d->run_mu, NULL);
     d->buft = (mllm_buffer_type){.name = ops->name, .alloc = buf_alloc, .free = buf_free, .set = buf_set,
                                  .get = buf_get, .is_host = buf_is_host};

@@ -28,6 +28,7 @@ typedef struct {
     mllm_dev_kv *kv; /* (n_kv) */
     int n_kv, cap_kv;
     mllm_dev_buf *scratch; /* attention's scores, grown as needed */
+    size_t attn_scratch_max; /* bytes of scores per attention launch (dev_kv.c) */
 } mllm_dev_be;
 
 static inline bool mllm_dev_contiguous(const mllm_tensor *t, size_t elem) {
@@ -81,7 +82,9 @@ void mllm_dev_run_cache_free(mllm_dev_be *d, mllm_dev_run_cache *rc);
 mllm_status mllm_dev_positions(mllm_dev_be *d, mllm_dev_run_cache *rc, const mllm_tensor *pos, const int32_t **out);
 
 /* dev_kv.c: supports_op for MLLM_OP_KV_STORE and MLLM_OP_ATTENTION, their
-   launches, and the vtable's kv_release. */
+   launches, the vtable's kv_release, and the scores' bound for d (from
+   $MLLM_DEVICE_ATTN_SCRATCH_KIB, else MLLM_DEV_ATTN_SCRATCH_MAX). */
+size_t mllm_dev_attn_scratch_max(void);
 bool mllm_dev_kv_supports(const mllm_tensor *t);
 mllm_status mllm_dev_kv_store(mllm_dev_be *d, mllm_dev_run_cache *rc, const mllm_tensor *t);
 mllm_status mllm_dev_attention(mllm_dev_be *d, mllm_dev_run_cache *rc, const mllm_tensor *t);

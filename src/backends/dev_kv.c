@@ -12,6 +12,7 @@
    cache (mllm_backend_kv_release). Everything else that reads the host
    cache directly (the paged pool of the engine and its prefix cache and
    store) uses the paged ops, which stay on the CPU. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/dev_internal.h"
@@ -20,9 +21,18 @@
 /* Attention's scores (H x tokens x keys floats) stay under this many bytes
    per launch: a long prefill runs in chunks of tokens. Chunks are whole
    multiples of MLLM_DEV_ATTN_CHUNK tokens where they can be, so their
-   views start where a device can start one (CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
+   views start where a device can start one (CL_DEVICE_MEM_BASE_ADDR_ALIGN).
+   $MLLM_DEVICE_ATTN_SCRATCH_KIB sets another bound (the tests make chunks
+   of a few tokens with it). */
 #define MLLM_DEV_ATTN_SCRATCH_MAX ((size_t)64 << 20)
 #define MLLM_DEV_ATTN_CHUNK 128
+
+size_t mllm_dev_attn_scratch_max(void) {
+    const char *e = getenv("MLLM_DEVICE_ATTN_SCRATCH_KIB");
+    char *end = NULL;
+    const long long kib = e && *e ? strtoll(e, &end, 10) : 0;
+    return kib > 0 && end && !*end && kib < (1ll << 30) ? (size_t)kib << 10 : MLLM_DEV_ATTN_SCRATCH_MAX;
+}
 
 bool mllm_dev_kv_supports(const mllm_tensor *t) {
     const mllm_kv_layer *kv = t->pp;
@@ -131,7 +141,7 @@ mllm_status mllm_dev_kv_store(mllm_dev_be *d, mllm_dev_run_cache *rc, const mllm
 }
 
 /* Attention of q (D x H x T) over the layer's copy, in chunks of tokens
-   whose scores fit MLLM_DEV_ATTN_SCRATCH_MAX. A chunk reads the keys up to
+   whose scores fit d->attn_scratch_max. A chunk reads the keys up to
    its last token's position (causal; all stored ones up to the last
    token's otherwise, as the CPU). */
 mllm_status mllm_dev_attention(mllm_dev_be *d, mllm_dev_run_cache *rc, const mllm_tensor *t) {
@@ -150,7 +160,7 @@ mllm_status mllm_dev_attention(mllm_dev_be *d, mllm_dev_run_cache *rc, const mll
     if (!st) st = kv_copy_of(d, kv, false, &e);
     if (st) return st;
     const size_t per_token = ops->attention_scratch(H, 1, kv->n_ctx);
-    int64_t chunk = per_token ? (int64_t)(MLLM_DEV_ATTN_SCRATCH_MAX / per_token) : T;
+    int64_t chunk = per_token ? (int64_t)(d->attn_scratch_max / per_token) : T;
     if (chunk >= T) chunk = T;
     else if (chunk > MLLM_DEV_ATTN_CHUNK) chunk -= chunk % MLLM_DEV_ATTN_CHUNK;
     else if (chunk < 1) chunk = 1;

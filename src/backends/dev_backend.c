@@ -89,13 +89,15 @@ static bool dev_supports(const mllm_backend *be, const mllm_tensor *t) {
     case MLLM_OP_MATMUL:
         return a && ops->supports_matmul((mllm_dtype)a->dtype) && matrix(a) && mllm_dev_f32c(b) &&
                (!c || (mllm_dev_f32c(c) && mllm_tensor_nelements(c) == a->ne[1]));
-    case MLLM_OP_RMSNORM: return mllm_dev_f32c(a) && (!b || (mllm_dev_f32c(b) && mllm_tensor_nelements(b) == t->ne[0]));
+    case MLLM_OP_RMSNORM:
+        return mllm_dev_f32c(a) && (!b || (mllm_dev_f32c(b) && mllm_tensor_nelements(b) == t->ne[0]));
     case MLLM_OP_LAYERNORM:
         return mllm_dev_f32c(a) && (!b || (mllm_dev_f32c(b) && mllm_tensor_nelements(b) == t->ne[0])) &&
                (!c || (mllm_dev_f32c(c) && mllm_tensor_nelements(c) == t->ne[0]));
     case MLLM_OP_ADD:
     case MLLM_OP_SILU_MUL:
-    case MLLM_OP_GELU_MUL: return mllm_dev_f32c(a) && mllm_dev_f32c(b) && mllm_tensor_nelements(a) == n && mllm_tensor_nelements(b) == n;
+    case MLLM_OP_GELU_MUL:
+        return mllm_dev_f32c(a) && mllm_dev_f32c(b) && mllm_tensor_nelements(a) == n && mllm_tensor_nelements(b) == n;
     case MLLM_OP_SCALE:
     case MLLM_OP_GELU: return mllm_dev_f32c(a) && mllm_tensor_nelements(a) == n;
     case MLLM_OP_SOFTCAP: return mllm_dev_f32c(a) && mllm_tensor_nelements(a) == n && t->fp[0] > 0;
@@ -114,12 +116,14 @@ static bool dev_supports(const mllm_backend *be, const mllm_tensor *t) {
 
 /* ---- a node's tensors as buffers ---- */
 
-mllm_status mllm_dev_region_get(mllm_dev_be *d, mllm_dev_buf *parent, size_t offs, size_t n, bool write, mllm_dev_region *r) {
+mllm_status mllm_dev_region_get(mllm_dev_be *d, mllm_dev_buf *parent, size_t offs, size_t n, bool write,
+                                mllm_dev_region *r) {
     const mllm_dev_ops *ops = d->ops;
     *r = (mllm_dev_region){.parent = parent, .offs = offs, .n = n, .write = write};
     const size_t size = ops->buf_size(parent);
     if (offs > size || n > size - offs)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: %zu bytes at %zu lie outside a buffer of %zu", ops->name, n, offs, size);
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: %zu bytes at %zu lie outside a buffer of %zu", ops->name, n, offs,
+                        size);
     mllm_status st = ops->view_new(parent, offs, n, &r->b);
     if (st || r->b) return st;
     r->temp = true;

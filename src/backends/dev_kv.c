@@ -186,7 +186,9 @@ mllm_status mllm_dev_attention(mllm_dev_be *d, mllm_dev_run_cache *rc, const mll
         if (!st)
             st = mllm_dev_region_get(d, t->src[2]->buffer->data, t->src[2]->buffer_offs + (size_t)t0 * sizeof(int32_t),
                                  (size_t)nt * sizeof(int32_t), false, &rp);
-        if (!st) st = mllm_dev_region_get(d, t->buffer->data, t->buffer_offs + (size_t)t0 * qrow, (size_t)nt * qrow, true, &ro);
+        if (!st)
+            st = mllm_dev_region_get(d, t->buffer->data, t->buffer_offs + (size_t)t0 * qrow, (size_t)nt * qrow, true,
+                                     &ro);
         if (!st)
             st = ops->attention(d->c, rq.b, e->k, e->v, rp.b, ro.b, d->scratch, D, H, Hkv, nt, n_keys, t->fp[0],
                                 t->ip[1], causal);

@@ -296,7 +296,7 @@ static void test_two_threads(void **state) {
 }
 
 /* The device holds one K and one V copy per layer of each live session,
-   and none once the sessions are freed. */
+   and none once the sessions are freed, nor after an embedding. */
 static void test_kv_release(void **state) {
     (void)state;
     if (no_device()) return;
@@ -314,6 +314,18 @@ static void test_kv_release(void **state) {
     assert_int_equal(d->n_kv, before + 2 * n_layer);
     for (int i = 0; i < 2; i++) mllm_session_free(s[i]);
     assert_int_equal(d->n_kv, before);
+    /* mllm_embed over the decoder: its cache of one call, on the device
+       and handed back; the vector that of the CPU's exact mode */
+    mllm_model *cpux = load(path, NULL, -1, 1);
+    float e_dev[64], e_cpu[64];
+    size_t n_dev = 0, n_cpu = 0;
+    assert_int_equal(mllm_embed_ids(m, ids, 3, NULL, e_dev, 64, &n_dev), MLLM_OK);
+    assert_int_equal(mllm_embed_ids(cpux, ids, 3, NULL, e_cpu, 64, &n_cpu), MLLM_OK);
+    assert_int_equal(n_dev, n_cpu);
+    printf("embedding of 3 ids: NMSE %.3g vs the CPU's exact mode\n", nmse(e_dev, e_cpu, n_cpu));
+    assert_true(nmse(e_dev, e_cpu, n_cpu) < 1e-10);
+    assert_int_equal(d->n_kv, before);
+    mllm_model_free(cpux);
     mllm_model_free(m);
     free((void *)path);
 }

@@ -183,9 +183,10 @@ mllm_status mllm_dev_attention(mllm_dev_be *d, mllm_dev_run_cache *rc, const mll
         memset(&rp, 0, sizeof rp);
         memset(&ro, 0, sizeof ro);
         st = mllm_dev_region_get(d, q->buffer->data, q->buffer_offs + (size_t)t0 * qrow, (size_t)nt * qrow, false, &rq);
+        const mllm_tensor *p = t->src[2];
         if (!st)
-            st = mllm_dev_region_get(d, t->src[2]->buffer->data, t->src[2]->buffer_offs + (size_t)t0 * sizeof(int32_t),
-                                 (size_t)nt * sizeof(int32_t), false, &rp);
+            st = mllm_dev_region_get(d, p->buffer->data, p->buffer_offs + (size_t)t0 * sizeof(int32_t),
+                                     (size_t)nt * sizeof(int32_t), false, &rp);
         if (!st)
             st = mllm_dev_region_get(d, t->buffer->data, t->buffer_offs + (size_t)t0 * qrow, (size_t)nt * qrow, true,
                                      &ro);

@@ -6,20 +6,9 @@
 # device: ..." with CUDA's own error, or a GPU the build has no code for),
 # and the check passes on that. On a GPU, stories260K's greedy text with
 # -ngl 99, -ngl 2 and MLLM_BACKENDS=cuda must equal --backend cpu's.
-# Usage: cuda_cli.sh MLLM SHARED_DIR BUILD_DIR.
-set -euo pipefail
-cli=$1 shared=$2
-model=$shared/anchor-data/models/stories260K.gguf
-[[ -f $model ]] || { echo "SKIPPED: $model is absent"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-for cmd in run chat bench perplexity serve; do
-    "$cli" $cmd --help > "$tmp/help" 2>&1 || true
-    grep -q "unknown command" "$tmp/help" && continue # serve in a build without the server
-    grep -q -- "or cuda (device 0" "$tmp/help" || { echo "FAIL: mllm $cmd --help does not name --backend cuda"; fail=1; }
-done
-gen() { "$cli" run -m "$model" -p "Once upon a time" -n 32 --temp 0 --raw "$@" 2> "$tmp/err"; }
+# Usage: cuda_cli.sh MLLM SHARED_DIR BUILD_DIR (lib/device_cli.sh).
+source "$(dirname "$0")/lib/device_cli.sh"
+help_names "or cuda (device 0" "with --backend opencl or cuda"
 gen --backend cpu > "$tmp/cpu"
 rc=0
 gen --backend cuda -ngl 99 > "$tmp/cuda" || rc=$?

@@ -4,27 +4,16 @@
 # the load with exit 1 and the names there are; on an OpenCL device (PoCL
 # in CI) stories260K's greedy text with -ngl 99, -ngl 2, MLLM_BACKENDS=
 # opencl and attention cut in one-token chunks equals the CPU's, so does
-# qwen3-tiny's with -ngl 99 and -ngl 1, and bench's backend column says opencl. Without
-# OpenCL the error must say why, then SKIPPED. Usage: opencl_cli.sh MLLM SHARED_DIR BUILD_DIR.
-set -euo pipefail
-cli=$1 shared=$2
-model=$shared/anchor-data/models/stories260K.gguf
-[[ -f $model ]] || { echo "SKIPPED: $model is absent"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-for cmd in run chat bench perplexity serve; do
-    "$cli" $cmd --help > "$tmp/help" 2>&1 || true
-    grep -q "unknown command" "$tmp/help" && continue # serve in a build without the server
-    grep -q -- "--backend NAME" "$tmp/help" && grep -q -- "-ngl, --n-gpu-layers N" "$tmp/help" ||
-        { echo "FAIL: mllm $cmd --help does not name --backend and -ngl"; fail=1; }
-done
+# qwen3-tiny's with -ngl 99 and -ngl 1, and bench's backend column says
+# opencl. Without OpenCL the error must say why, then SKIPPED.
+# Usage: opencl_cli.sh MLLM SHARED_DIR BUILD_DIR (lib/device_cli.sh).
+source "$(dirname "$0")/lib/device_cli.sh"
+help_names "--backend NAME" "-ngl, --n-gpu-layers N"
 rc=0
 "$cli" run -m "$model" -p hi -n 2 --backend nope > "$tmp/out" 2> "$tmp/err" || rc=$?
 if [[ $rc != 1 ]] || ! grep -q "unknown backend 'nope' (this build has: cpu" "$tmp/err"; then
     echo "FAIL: --backend nope: exit $rc"; cat "$tmp/err"; fail=1
 fi
-gen() { "$cli" run -m "$model" -p "Once upon a time" -n 32 --temp 0 --raw "$@" 2> "$tmp/err"; }
 gen --backend cpu > "$tmp/cpu"
 rc=0
 gen --backend opencl -ngl 99 > "$tmp/ocl" || rc=$?

@@ -66,7 +66,7 @@ void cli_backend_defaults(cli_backend_opts *o);
 int cli_backend_arg(cli_backend_opts *o, int argc, char **argv, int *i);
 /* Into the load parameters; who prefixes a note ("mllm run"). */
 void cli_backend_apply(const cli_backend_opts *o, mllm_load_params *lp, const char *who);
-/* After a load: the OpenCL device in use, on stderr ("who: opencl device: ..."). */
+/* After a load: the OpenCL / CUDA device in use, on stderr ("who: opencl device: ..."). */
 void cli_backend_report(const char *who);
 
 /* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,

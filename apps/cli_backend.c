@@ -8,16 +8,21 @@
 #ifdef MLLM_HAVE_OPENCL
 #include "backends/opencl/ocl_backend.h"
 #endif
+#ifdef MLLM_HAVE_CUDA
+#include "backends/cuda/cu_backend.h"
+#endif
 
 const char *const cli_backend_usage =
-    "      --backend NAME    where the model computes: cpu (default) or opencl (the first GPU,\n"
+    "      --backend NAME    where the model computes: cpu (default), opencl (the first GPU,\n"
     "                        else the first OpenCL device; MLLM_OPENCL_DEVICE=P:D picks one,\n"
-    "                        as clinfo -l numbers them). What OpenCL has no kernel for (the\n"
-    "                        KV cache and attention, ...) runs on the CPU. Default: the\n"
-    "                        MLLM_BACKENDS list if set, else cpu\n"
-    "  -ngl, --n-gpu-layers N  with --backend opencl: offload the last N layers; more than\n"
-    "                        the model has (99) also offloads the embeddings and the output\n"
-    "                        (default: everything)\n";
+    "                        as clinfo -l numbers them) or cuda (device 0; MLLM_CUDA_DEVICE=N\n"
+    "                        picks one). The KV cache of the offloaded layers and their\n"
+    "                        attention run on the device; what it has no kernel for (paged\n"
+    "                        KV, M-RoPE, ...) runs on the CPU. Default: the MLLM_BACKENDS\n"
+    "                        list if set, else cpu\n"
+    "  -ngl, --n-gpu-layers N  with --backend opencl or cuda: offload the last N layers; more\n"
+    "                        than the model has (99) also offloads the embeddings and the\n"
+    "                        output (default: everything)\n";
 
 void cli_backend_defaults(cli_backend_opts *o) {
     o->backend = NULL;
@@ -41,14 +46,16 @@ void cli_backend_apply(const cli_backend_opts *o, mllm_load_params *lp, const ch
     lp->backend = o->backend;
     lp->n_gpu_layers = (int)o->n_gpu_layers;
     if (o->n_gpu_layers >= 0 && !o->backend && !getenv("MLLM_BACKENDS"))
-        fprintf(stderr, "%s: note: -ngl without --backend opencl: everything runs on the CPU\n", who);
+        fprintf(stderr, "%s: note: -ngl without --backend opencl or cuda: everything runs on the CPU\n", who);
 }
 
 void cli_backend_report(const char *who) {
+    const char *dev = NULL; /* NULL: not opened by this load */
 #ifdef MLLM_HAVE_OPENCL
-    const char *dev = mllm_backend_opencl_device(); /* NULL: not opened by this load */
-    if (dev) fprintf(stderr, "%s: opencl device: %s\n", who, dev);
-#else
-    (void)who;
+    if ((dev = mllm_backend_opencl_device())) fprintf(stderr, "%s: opencl device: %s\n", who, dev);
 #endif
+#ifdef MLLM_HAVE_CUDA
+    if ((dev = mllm_backend_cuda_device())) fprintf(stderr, "%s: cuda device: %s\n", who, dev);
+#endif
+    (void)who, (void)dev;
 }

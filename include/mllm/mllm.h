@@ -135,10 +135,11 @@ typedef struct {
                               tower, if it has one. Opened on the first image;
                               copied, so the string need not outlive the call */
     /* Appended in ABI 6 (the ABI 5 and 4 sizes are still accepted: NULL, -1). */
-    const char *backend;   /* where the decoder computes: "cpu", "opencl", or a
-                              comma-separated list in order of preference; what
-                              a backend lacks runs on the CPU. NULL (default):
-                              $MLLM_BACKENDS, else the CPU. docs/opencl.md */
+    const char *backend;   /* where the decoder computes: "cpu", "opencl", "cuda",
+                              or a comma-separated list in order of preference;
+                              what a backend lacks runs on the CPU. NULL
+                              (default): $MLLM_BACKENDS, else the CPU.
+                              docs/backends.md */
     int n_gpu_layers;      /* with a backend other than the CPU: offload the last
                               N layers; more than the model has also offloads the
                               embeddings and the output (llama.cpp's -ngl). -1

@@ -144,6 +144,7 @@ static mllm_status forward(mllm_model *m, const int32_t *ids, int T, mllm_poolin
     if (!st) pool(h->data, c->n_embd, T, how, norm, out);
     mllm_graph_free(&g);
     mllm_pool_free(tp);
+    if (kv) mllm_backend_kv_release(kv, n_kv); /* a device's copies of this cache (a decoder on a backend) */
     mllm_free(kv_mem);
     mllm_free(kv);
     return st;

@@ -168,6 +168,7 @@ MLLM_API void mllm_session_free(mllm_session *s) {
         if (s->rows[t].traced) mllm_graph_free(&s->rows[t].g);
     mllm_free(s->rows);
     if (s->own_pool) mllm_pool_free(s->pool);
+    if (s->kv) mllm_backend_kv_release(s->kv, s->m->dec.cfg.n_layer); /* a device's copies of this cache */
     mllm_free_aligned(s->kv_mem);
     mllm_free(s->kv);
     if (s->kvp) {

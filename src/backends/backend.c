@@ -11,6 +11,30 @@
 #ifdef MLLM_HAVE_OPENCL
 #include "backends/opencl/ocl_backend.h"
 #endif
+#ifdef MLLM_HAVE_CUDA
+#include "backends/cuda/cu_backend.h"
+#endif
+
+/* The device backends: registered when first asked for (opening one
+   costs: OpenCL builds its kernels), so a missing device is an error only
+   for whoever wants it. get is NULL where the build lacks the layer. */
+static const struct {
+    const char *name;
+    mllm_backend *(*get)(void);
+    const char *not_built;
+} g_devices[] = {
+#ifdef MLLM_HAVE_OPENCL
+    {"opencl", mllm_backend_opencl, NULL},
+#else
+    {"opencl", NULL, "configure with -DMLLM_OPENCL=ON; it needs Debian's ocl-icd-opencl-dev and opencl-c-headers"},
+#endif
+#ifdef MLLM_HAVE_CUDA
+    {"cuda", mllm_backend_cuda, NULL},
+#else
+    {"cuda", NULL, "CUDA support not built: configure with -DMLLM_CUDA=ON where nvcc and the CUDA toolkit are"},
+#endif
+};
+#define N_DEVICES (int)(sizeof g_devices / sizeof g_devices[0])
 
 static mllm_backend *g_backends[MLLM_MAX_BACKENDS];
 static int g_n_backends;
@@ -43,12 +67,15 @@ void mllm_backend_names(char *out, size_t n) {
         if (w < 0) break;
         at += (size_t)w;
     }
-#ifdef MLLM_HAVE_OPENCL
-    /* not registered until first asked for (mllm_backend_by_name) */
-    bool have_ocl = false;
-    for (int i = 0; i < g_n_backends; i++) have_ocl = have_ocl || strcmp(g_backends[i]->name, "opencl") == 0;
-    if (!have_ocl && at < n) snprintf(out + at, n - at, ", opencl");
-#endif
+    /* built in, not registered until first asked for */
+    for (int d = 0; d < N_DEVICES && at < n; d++) {
+        bool have = !g_devices[d].get;
+        for (int i = 0; i < g_n_backends && !have; i++) have = strcmp(g_backends[i]->name, g_devices[d].name) == 0;
+        if (have) continue;
+        int w = snprintf(out + at, n - at, ", %s", g_devices[d].name);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -59,17 +86,11 @@ mllm_backend *mllm_backend_by_name(const char *name) {
     for (int i = 0; name && i < g_n_backends && !found; i++)
         if (strcmp(g_backends[i]->name, name) == 0) found = g_backends[i];
     pthread_mutex_unlock(&g_mu);
-    /* Backends with a device register when first asked for: opening one
-       costs (OpenCL builds its kernels), and a missing device is an error
-       only for whoever wants it. */
-    if (!found && name && strcmp(name, "opencl") == 0) {
-#ifdef MLLM_HAVE_OPENCL
-        return mllm_backend_opencl(); /* NULL: the error says why (no device, ...) */
-#else
-        mllm_err(MLLM_ERR_UNSUPPORTED, "backend 'opencl' is not in this build (configure with -DMLLM_OPENCL=ON; "
-                                       "it needs Debian's ocl-icd-opencl-dev and opencl-c-headers)");
+    for (int d = 0; !found && name && d < N_DEVICES; d++) {
+        if (strcmp(name, g_devices[d].name) != 0) continue;
+        if (g_devices[d].get) return g_devices[d].get(); /* NULL: the error says why (no device, ...) */
+        mllm_err(MLLM_ERR_UNSUPPORTED, "backend '%s' is not in this build (%s)", name, g_devices[d].not_built);
         return NULL;
-#endif
     }
     if (!found) {
         char have[256];
@@ -77,6 +98,22 @@ mllm_backend *mllm_backend_by_name(const char *name) {
         mllm_err(MLLM_ERR_INVALID_ARG, "unknown backend '%s' (this build has: %s)", name ? name : "(null)", have);
     }
     return found;
+}
+
+bool mllm_backend_is_device(const char *name) {
+    for (int d = 0; name && d < N_DEVICES; d++)
+        if (strcmp(name, g_devices[d].name) == 0) return true;
+    return false;
+}
+
+void mllm_backend_kv_release(const mllm_kv_layer *kv, int n) {
+    mllm_backend *be[MLLM_MAX_BACKENDS];
+    pthread_mutex_lock(&g_mu);
+    const int nb = g_n_backends;
+    memcpy(be, g_backends, (size_t)nb * sizeof *be);
+    pthread_mutex_unlock(&g_mu);
+    for (int b = 0; b < nb; b++)
+        for (int l = 0; be[b]->kv_release && l < n; l++) be[b]->kv_release(be[b], &kv[l]);
 }
 
 /* ---- host memory ---- */

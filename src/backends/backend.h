@@ -4,7 +4,7 @@
    computes a run of consecutive nodes (graph_compute) and waits for its work
    to finish (synchronize). Backends are found by name in a small registry:
    the CPU is always there (backends/cpu/cpu_backend.c); others (the tests'
-   "test" backend, OpenCL; CUDA later) register themselves.
+   "test" backend, OpenCL, CUDA: dev_backend.h) register themselves.
 
    Nodes are core/tensor.h's mllm_tensor. A node whose buffer is NULL lives
    in host memory the CPU reads in place; otherwise in buffer at
@@ -60,6 +60,9 @@ struct mllm_backend {
     /* Returns when all work handed to graph_compute and to buffer set/get
        is finished (the CPU computes synchronously: a no-op). */
     void (*synchronize)(mllm_backend *be);
+    /* Optional: forgets what it holds of the host KV layer kv (a device
+       backend's copy of that cache), before the cache is freed. */
+    void (*kv_release)(mllm_backend *be, const mllm_kv_layer *kv);
     void *ctx;
 };
 
@@ -72,12 +75,20 @@ mllm_backend *mllm_backend_cpu(void);
 bool mllm_backend_register(mllm_backend *be);
 /* The backend called name (case-sensitive), or NULL after setting the error
    message (core/error.h): unknown name, with the names there are.
-   "opencl" opens its device and registers on the first call
-   (opencl/ocl_backend.h); without a device, or in a build without OpenCL,
-   the message says so. */
+   "opencl" and "cuda" open their device and register on the first call
+   (opencl/ocl_backend.h, cuda/cu_backend.h); without a device, or in a
+   build without that layer, the message says so (MLLM_ERR_UNSUPPORTED). */
 mllm_backend *mllm_backend_by_name(const char *name);
-/* Writes the registered names, comma separated, into out. */
+/* Writes the registered names, comma separated, into out (with the device
+   backends this build has, registered or not yet). */
 void mllm_backend_names(char *out, size_t n);
+/* Whether name is a device backend this library knows of ("opencl",
+   "cuda"), built in or not: a failure to get it is then unsupported, not
+   an unknown name. */
+bool mllm_backend_is_device(const char *name);
+/* Every registered backend forgets kv[0..n) (kv_release): called by the
+   owner of a host KV cache before it frees it. */
+void mllm_backend_kv_release(const mllm_kv_layer *kv, int n);
 
 /* Host-memory buffer helpers for backends whose buffer type is host
    memory (the CPU's, the tests'): 64-byte aligned, memcpy set and get. */

@@ -86,6 +86,31 @@ static int producer(mllm_sched *s, mllm_tensor **nodes, int i, const int *assign
     return best;
 }
 
+static bool is_store(const mllm_tensor *t) { return t->op == MLLM_OP_KV_STORE || t->op == MLLM_OP_KV_STORE_PAGED; }
+static bool is_attention(const mllm_tensor *t) {
+    return t->op == MLLM_OP_ATTENTION || t->op == MLLM_OP_ATTENTION_PAGED;
+}
+
+/* A KV layer's cache is held by the backend that stores into it (a
+   device keeps its own copy: backends/dev_kv.c), so a KV store goes to a
+   backend only if that backend can also compute every attention reading
+   the layer after it (src[1] is their store), and those attentions follow
+   their store (paired_store). */
+static bool readers_supported(const mllm_backend *be, mllm_tensor **nodes, int n, int i) {
+    for (int j = i + 1; j < n; j++)
+        if (is_attention(nodes[j]) && nodes[j]->src[1] == nodes[i] && !be->supports_op(be, nodes[j])) return false;
+    return true;
+}
+
+/* The backend of the store an attention node reads (-1: none in the graph). */
+static int paired_store(mllm_tensor **nodes, int i, const int *assign) {
+    const mllm_tensor *st = nodes[i]->src[1];
+    if (!is_attention(nodes[i]) || !st || !is_store(st)) return -1;
+    for (int j = i - 1; j >= 0; j--)
+        if (nodes[j] == st) return assign[j];
+    return -1;
+}
+
 static slot *map_find(mllm_sched *s, const mllm_tensor *key) {
     size_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
     for (size_t i = h & s->map_mask;; i = (i + 1) & s->map_mask)
@@ -212,8 +237,11 @@ mllm_sched *mllm_sched_new(mllm_tensor **nodes, int n, mllm_backend *const *back
            preferred of those backends): the layers left on the CPU (-ngl)
            keep their RoPE and adds there instead of sending each
            activation to the device and back. */
-        const int from = reads_weights(nodes[i]) ? -1 : producer(s, nodes, i, assign);
-        if (from >= 0) {
+        const int store = paired_store(nodes, i, assign);
+        const int from = store >= 0 || reads_weights(nodes[i]) ? -1 : producer(s, nodes, i, assign);
+        if (store >= 0) {
+            assign[i] = store;
+        } else if (from >= 0) {
             assign[i] = from;
         } else {
             for (int b = 0; b < s->n_backends; b++) {
@@ -224,6 +252,8 @@ mllm_sched *mllm_sched_new(mllm_tensor **nodes, int n, mllm_backend *const *back
                 }
             }
         }
+        if (is_store(nodes[i]) && assign[i] != cpu && !readers_supported(s->backends[assign[i]], nodes, n, i))
+            assign[i] = cpu;
         s->stats.n_nodes[assign[i]]++;
     }
     for (int a = 0; a < n;) {

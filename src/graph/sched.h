@@ -9,6 +9,10 @@
    A node that reads no weight (RoPE, adds, activations) goes to the most
    preferred backend among those that made its inputs and can compute it,
    so a layer whose weights stayed on the CPU (-ngl) stays there whole.
+   A KV store and the attention nodes that read its layer go to one
+   backend, which holds that layer's cache: a device keeps its own copy
+   (backends/dev_kv.c), so the store goes to a backend only if it can
+   also compute those attentions, and the attentions follow their store.
 
    The graph's nodes stay the CPU's (host memory, placed by the planner).
    A run on a backend with another buffer type computes shadows of its

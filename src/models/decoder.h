@@ -51,7 +51,7 @@ void mllm_decoder_release(mllm_decoder *m);
    path has packed kernels for their type (AVX2: all; NEON: all but q5_K; mllm_cpu_has_packed_kernel);
    MLLM_REPACK=0 never, =1 always. Weights placed on another backend (a mirror) are left as they are. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
-/* Schedules the model over the backends named in list ("opencl", "test,cpu";
+/* Schedules the model over the backends named in list ("opencl", "cuda,cpu";
    NULL or "" or "cpu": the CPU alone, no schedule) and places the weights
    each can use there (decoder_backends.c): those of the last n_offload
    layers (< 0 or more than n_layer: all, and the embeddings and output

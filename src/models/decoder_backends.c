@@ -1,5 +1,5 @@
 /* Which backends a decoder runs on: mllm_load_params.backend or
-   MLLM_BACKENDS names them in order of preference ("opencl", "test,cpu");
+   MLLM_BACKENDS names them in order of preference ("opencl", "cuda,cpu");
    the CPU is always the last resort. The weights each backend can use (of
    the layers offloaded: -ngl) are copied into its buffers once, here,
    before the CPU repacks the rest, so graphs never copy weights
@@ -28,8 +28,8 @@ mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list, int n_o
         if (!be) {
             char why[320]; /* mllm_err writes the buffer mllm_last_error reads */
             snprintf(why, sizeof why, "%s", mllm_last_error());
-            /* a backend this build has but cannot open (no OpenCL device) is unsupported here */
-            const bool known = strcmp(name, "opencl") == 0;
+            /* a device backend this build lacks or cannot open (no device) is unsupported here */
+            const bool known = mllm_backend_is_device(name);
             mllm_status st = mllm_err(known ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG, "%s: %s", what, why);
             mllm_decoder_drop_backends(m);
             return st;

@@ -3,8 +3,9 @@
    the op computes (src/backends/cpu; the kernels are cu_kernels.cu, their
    arithmetic cu_math.h). The twin of the OpenCL layer
    (src/backends/opencl/ocl.h), call for call, so the backend vtable
-   (src/backends/backend.h) can map graph nodes onto it the same way. That
-   entry does not exist yet: no model runs on CUDA (docs/cuda.md).
+   (src/backends/backend.h) maps graph nodes onto it the same way: the
+   shared device backend (backends/dev_backend.h) through cu_backend.c
+   (docs/cuda.md).
    Every call returns MLLM_OK or an error with mllm_last_error() set; sizes
    are checked against the buffers before anything is launched. Launches
    are asynchronous on the context's stream; buffer reads and
@@ -21,11 +22,12 @@
 typedef struct mllm_cuda mllm_cuda;
 typedef struct mllm_cuda_buf mllm_cuda_buf;
 
-/* Opens a device: spec NULL or "" takes $MLLM_CUDA_DEVICE, else the first
-   GPU, else the first device of any kind; "P:D" picks platform P's device
-   D (as `clinfo -l` numbers them). Builds the kernels (a clear error with
-   the build log when the driver refuses them). MLLM_ERR_UNSUPPORTED when
-   no OpenCL platform or device is present. */
+/* Opens a device: spec NULL or "" takes $MLLM_CUDA_DEVICE, else device 0;
+   "N" picks device N (as the CUDA runtime numbers them, after
+   CUDA_VISIBLE_DEVICES). MLLM_ERR_UNSUPPORTED, with CUDA's message, when
+   there is no driver or device or the GPU cannot run this build's
+   kernels (MLLM_CUDA_ARCHS); MLLM_ERR_INVALID_ARG for a spec that is not
+   a device number. */
 mllm_status mllm_cuda_open(const char *spec, mllm_cuda **out);
 void mllm_cuda_close(mllm_cuda *c);
 /* "device N: NAME (sm_XY)", for logs and errors */

@@ -239,23 +239,21 @@ kernel void softmax(global float *X, int n, float scale) {
     for (int i = lid; i < n; i += LWS) m = fmax(m, x[i] * scale);
     part[lid] = m;
     group_max(part, lid);
-    const float mx = part[0];
+    /* A row masked entirely (every entry -inf) becomes zeros: each exp is
+       then 0 and so is the sum. No early return: PoCL 3.1 on AVX-512 CPUs
+       crashed in this kernel's work-group loop when a return came between
+       its barriers. */
+    const float mx = part[0] == -INFINITY ? 0.0f : part[0];
     barrier(CLK_LOCAL_MEM_FENCE);
-    /* No early return for a row masked entirely: every work-item goes
-       through group_sum's barriers either way. (An early return here, though
-       uniform across the group, crashed PoCL 3.1's pthread device when it
-       compiled for an AVX-512 CPU.) */
-    const int masked = mx == -INFINITY;
     float s = 0.0f;
     for (int i = lid; i < n; i += LWS) {
-        const float e = masked ? 0.0f : exp(x[i] * scale - mx);
+        const float e = exp(x[i] * scale - mx);
         x[i] = e;
         s += e;
     }
     part[lid] = s;
     group_sum(part, lid);
-    if (masked) return;
-    const float inv = 1.0f / part[0];
+    const float inv = part[0] > 0.0f ? 1.0f / part[0] : 0.0f;
     for (int i = lid; i < n; i += LWS) x[i] *= inv;
 }
 

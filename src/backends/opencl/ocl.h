@@ -3,7 +3,8 @@
    generic C kernel of the op computes (src/backends/cpu; the kernels are
    kernels.cl). This is the part of the OpenCL backend below the backend
    vtable (src/backends/backend.h, issue #12): the vtable's OpenCL entry
-   (ocl_backend.c) maps graph nodes onto these calls (docs/opencl.md).
+   (ocl_backend.c, through the shared backends/dev_backend.h) maps graph
+   nodes onto these calls (docs/opencl.md).
    Every call returns MLLM_OK or an error with mllm_last_error() set; sizes
    are checked against the buffers before anything is enqueued. */
 #ifndef MLLM_BACKENDS_OPENCL_OCL_H

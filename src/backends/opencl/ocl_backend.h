@@ -1,7 +1,9 @@
 /* The "opencl" entry of the backend registry (backends/backend.h) over the
-   device layer (ocl.h): device buffers as its buffer type, the ops it has
-   kernels for in supports_op, each node of a run launched by graph_compute.
-   Everything else (the KV store and attention, M-RoPE, paged KV, plugin
+   device layer (ocl.h), through the shared device backend
+   (backends/dev_backend.h): device buffers as its buffer type, the ops it
+   has kernels for in supports_op (the KV store and attention of the layers
+   it computes included, their cache on the device), each node of a run
+   launched by graph_compute. Everything else (M-RoPE, paged KV, plugin
    ops, weight types without a kernel) stays on the CPU, the scheduler
    (graph/sched.c) copying tensors between them. docs/opencl.md. */
 #ifndef MLLM_BACKENDS_OPENCL_OCL_BACKEND_H

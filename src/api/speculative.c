@@ -15,9 +15,11 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
 /* With temperature > 0 the controller uses a cost model, not the clock, so
    that a seed gives the same text on every run: a pass over T tokens costs
    1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
-   bandwidth-bound decode: the weights are read once for all T tokens; not
-   yet measured on a quiet machine, bench/RESULTS.md), a draft pass the ratio
-   of the draft's weight bytes to the model's. */
+   bandwidth-bound decode: the weights are read once for all T tokens;
+   measured 0.03-0.05 per token up to T = 4 on a loaded 2-core host, and
+   more past 4, where the packed kernels sweep the weights again:
+   bench/RESULTS.md), a draft evaluation the ratio of the bytes a token of
+   the draft reads to the model's. */
 #define SPEC_VERIFY_COST 0.06
 /* The draft computes logits for this many token ids only (the most
    frequent: mllm_session_cut_vocab): for Qwen2.5-0.5B the output matrix is

@@ -87,6 +87,12 @@ struct mllm_session {
     mllm_tensor *prefill_logits;
     int prefill_T;
     float *logits;          /* (n_vocab) logits of the last evaluated position */
+    /* A draft's output projection cut to its first n_out rows
+       (mllm_session_cut_vocab); dec is then dec_cut, else the model's. */
+    const mllm_decoder *dec;
+    mllm_decoder dec_cut;
+    mllm_tensor out_cut;
+    int n_out;              /* logits computed per position; the rest stay -inf */
     int32_t *tokens;        /* (n_ctx) the tokens in the KV cache, in order */
     int n_past;
     atomic_bool cancel;
@@ -116,6 +122,18 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
    *rows receives the logits of all n positions (n x n_vocab floats, owned by
    the session, valid until the next evaluation of n tokens). */
 mllm_status mllm_session_eval_rows(mllm_session *s, const int32_t *ids, int n, const float **rows);
+
+/* A draft session's logits for only the first n_out token ids (BPE ids
+   follow merge order, so the first ones are the most frequent): its output
+   projection, the largest matrix a small model reads per token, is cut to
+   those rows (a prefix of the matrix, packed or not); the other logits stay
+   -inf, so it never proposes them. Only on a fresh session whose output
+   matrix is in host memory; n_out is rounded up to a multiple of 8 (packed
+   rows come in groups of 8); n_out >= n_vocab leaves it whole. Greedy
+   verification is unaffected (the model checks every proposal); sampling
+   stays exact because the draft's own, cut, distribution is the q of the
+   acceptance rule. eval_rows and eval_logits refuse a cut session. */
+mllm_status mllm_session_cut_vocab(mllm_session *s, int n_out);
 
 /* Evaluates ids after the cached ones; logits of the last one in s->logits. */
 mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n);

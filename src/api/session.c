@@ -1,5 +1,6 @@
 /* mllm_session: the KV cache, the traced decode graph, prefill and the
    generation loop. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +33,7 @@ static bool trace_graph(mllm_session *s, mllm_graph *g, int T, int first_out, ml
     const int32_t *mr = s->m->dec.cfg.mrope;
     in->rope_pos = mr[0] || mr[1] || mr[2] ? mllm_graph_input_i32(g, 3 * (int64_t)T, "rope_pos") : NULL;
     in->embd = NULL;
-    *logits = mllm_decoder_forward(g, &s->m->dec, s->kv, in, first_out);
+    *logits = mllm_decoder_forward(g, s->dec, s->kv, in, first_out);
     return *logits && mllm_graph_plan(g, logits, 1);
 }
 
@@ -120,6 +121,8 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
     mllm_session *s = mllm_calloc(1, sizeof *s);
     if (!s) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     s->m = m;
+    s->dec = &m->dec;
+    s->n_out = c->n_vocab;
     s->n_ctx = n_ctx;
     int nt = p && p->n_threads > 0 ? p->n_threads : m->n_threads;
     int kv_dim = c->n_head_kv * c->head_dim;
@@ -211,7 +214,6 @@ static mllm_status check_tokens(const mllm_session *s, const int32_t *ids, size_
 }
 
 mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n) {
-    const mllm_hparams *c = &s->m->dec.cfg;
     if (n == 0) return MLLM_OK;
     mllm_status st = check_tokens(s, ids, n);
     if (st != MLLM_OK) return st;
@@ -242,13 +244,37 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
         memcpy(s->tokens + s->n_past, ids + done, (size_t)T * sizeof(int32_t));
         s->n_past += T;
         done += (size_t)T;
-        memcpy(s->logits, logits->data, (size_t)c->n_vocab * sizeof(float));
+        memcpy(s->logits, logits->data, (size_t)s->n_out * sizeof(float));
     }
+    return MLLM_OK;
+}
+
+mllm_status mllm_session_cut_vocab(mllm_session *s, int n_out) {
+    const mllm_tensor *w = s->m->dec.output;
+    const int nv = s->m->dec.cfg.n_vocab;
+    n_out = (n_out + 7) / 8 * 8;
+    if (n_out >= nv || n_out < 8) return MLLM_OK;
+    /* Placed on another backend, or already evaluated: left whole. */
+    const bool host = !w->buffer || (w->buffer->type && w->buffer->type->is_host(w->buffer->type));
+    if (s->n_past || s->n_out != nv || w->mirror || !host || w->ne[1] != nv || w->ne[2] != 1 || w->ne[3] != 1)
+        return MLLM_OK;
+    s->dec_cut = s->m->dec;
+    s->out_cut = *w;
+    s->out_cut.ne[1] = n_out;
+    s->out_cut.nb[2] = s->out_cut.nb[3] = s->out_cut.nb[1] * (size_t)n_out;
+    s->dec_cut.output = &s->out_cut; /* tok_embd stays the whole table, also when tied */
+    s->dec = &s->dec_cut;
+    s->n_out = n_out;
+    s->prefill_T = 0;
+    for (int i = n_out; i < nv; i++) s->logits[i] = -INFINITY;
+    if (!trace_graph(s, &s->decode, 1, 0, &s->decode_in, &s->decode_logits))
+        return mllm_err(MLLM_ERR_NOMEM, "could not build the decode graph");
     return MLLM_OK;
 }
 
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out) {
     const mllm_hparams *c = &s->m->dec.cfg;
+    if (s->n_out != c->n_vocab) return mllm_err(MLLM_ERR_INVALID_ARG, "eval_logits: a draft session's logits are cut");
     if (n < 1 || n > MLLM_PREFILL_CHUNK || first_out < 0 || first_out >= n)
         return mllm_err(MLLM_ERR_INVALID_ARG, "eval_logits: %d tokens (max %d), first_out %d", n,
                         MLLM_PREFILL_CHUNK, first_out);
@@ -279,6 +305,7 @@ mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n,
 
 mllm_status mllm_session_eval_rows(mllm_session *s, const int32_t *ids, int n, const float **rows) {
     const mllm_hparams *c = &s->m->dec.cfg;
+    if (s->n_out != c->n_vocab) return mllm_err(MLLM_ERR_INVALID_ARG, "eval_rows: a draft session's logits are cut");
     if (n < 1 || n > MLLM_SPEC_MAX_DRAFT + 1)
         return mllm_err(MLLM_ERR_INVALID_ARG, "eval_rows: %d tokens (max %d)", n, MLLM_SPEC_MAX_DRAFT + 1);
     mllm_status st = check_tokens(s, ids, (size_t)n);

@@ -15,17 +15,29 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
 /* With temperature > 0 the controller uses a cost model, not the clock, so
    that a seed gives the same text on every run: a pass over T tokens costs
    1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
-   bandwidth-bound decode: the weights are read once for all T tokens; not
-   yet measured on a quiet machine, bench/RESULTS.md), a draft pass the ratio
-   of the draft's weight bytes to the model's. */
+   bandwidth-bound decode: the weights are read once for all T tokens;
+   measured 0.03-0.05 per token up to T = 4 on a loaded 2-core host, and
+   more past 4, where the packed kernels sweep the weights again:
+   bench/RESULTS.md), a draft evaluation the ratio of the bytes a token of
+   the draft reads to the model's. */
 #define SPEC_VERIFY_COST 0.06
+/* The draft computes logits for this many token ids only (the most
+   frequent: mllm_session_cut_vocab): for Qwen2.5-0.5B the output matrix is
+   36 % of the bytes a token reads, and ids past 65536 are rare in
+   generated text (bench/RESULTS.md). */
+#define SPEC_DRAFT_VOCAB 65536
 
 typedef mllm_spec_ctl spec_src;
 
 struct mllm_spec {
     mllm_speculative_params p;
     mllm_session *draft;   /* on p.draft, sharing the target's pool */
-    double draft_ratio;    /* the draft's weight bytes / the model's */
+    double draft_ratio;    /* the draft's weight bytes read per token / the model's */
+    /* A draft step, and a pass over n tokens (c_pass[n], c_pass[1] = 1), in
+       one-token passes of the model: the cost model (draft_ratio,
+       SPEC_VERIFY_COST) until, greedy, passes are timed. Not linear in n:
+       the CPU's packed kernels take 4 tokens per sweep over the weights. */
+    double c_step, c_pass[MLLM_SPEC_MAX_DRAFT + 2];
     double c1_ms;          /* one-token pass of the model, moving average */
     int c1_n;
     mllm_speculative_stats stats;
@@ -39,7 +51,7 @@ struct mllm_spec {
     int32_t queue[MLLM_SPEC_MAX_DRAFT];
     int qn, qi, q_src;
     const float *rows;     /* (qn + 1, n_vocab) the model's logits of that pass */
-    double pass_ms;
+    double pass_ms, verify_ms, draft_ms; /* the pass; its verification; what came before it */
     int pass_draft_evals;
     /* sampling with a draft: the draft's distribution of each proposal */
     int32_t *qidx;         /* (n_draft_max, draft n_vocab) */
@@ -87,10 +99,15 @@ static struct mllm_spec *spec_of(mllm_session *s) {
     return s->spec;
 }
 
-static double weight_bytes(const mllm_model *m) {
+/* Bytes a one-token pass reads: every weight but the embedding table (one
+   row of it), the output matrix only its first n_out rows. */
+static double weight_bytes(const mllm_model *m, int n_out) {
     double b = 0;
     for (size_t i = 0; i < m->file->n_weights; i++) b += (double)m->file->weights[i].size;
-    return b;
+    const mllm_tensor *e = m->dec.tok_embd, *o = m->dec.output;
+    const double nv = (double)m->dec.cfg.n_vocab, ob = (double)o->nb[1] * nv;
+    if (e != o) b -= (double)e->nb[1] * nv;
+    return b - ob + ob * (n_out < nv ? n_out / nv : 1);
 }
 
 /* Same tokens under the same ids: a proposal is only worth checking if the
@@ -146,6 +163,10 @@ MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_sp
         /* The draft runs between the model's passes, never beside them: the
            same threads (a second pool would spin on the cores they need). */
         if ((st = mllm_session_create(p.draft, &dp, s->pool, &d)) != MLLM_OK) return st;
+        if ((st = mllm_session_cut_vocab(d, SPEC_DRAFT_VOCAB)) != MLLM_OK) {
+            mllm_session_free(d);
+            return st;
+        }
     }
     struct mllm_spec *sp = spec_of(s);
     if (!sp) {
@@ -155,9 +176,20 @@ MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_sp
     mllm_session_free(sp->draft);
     free_draft_bufs(sp); /* sized for the old draft */
     sp->draft = d;
-    sp->draft_ratio = d ? weight_bytes(p.draft) / weight_bytes(s->m) : 0;
+    sp->draft_ratio = d ? weight_bytes(p.draft, d->n_out) / weight_bytes(s->m, s->m->dec.cfg.n_vocab) : 0;
+    sp->c_step = sp->draft_ratio;
+    for (int n = 0; n < MLLM_SPEC_MAX_DRAFT + 2; n++) sp->c_pass[n] = 1 + SPEC_VERIFY_COST * (n > 1 ? n - 1 : 0);
     sp->p = p;
     return MLLM_OK;
+}
+
+mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out) {
+    struct mllm_spec *sp = s->spec;
+    if (!sp || !sp->draft) return mllm_err(MLLM_ERR_INVALID_ARG, "no draft model set");
+    mllm_status st = mllm_session_cut_vocab(sp->draft, n_out);
+    sp->draft_ratio = weight_bytes(sp->draft->m, sp->draft->n_out) / weight_bytes(s->m, s->m->dec.cfg.n_vocab);
+    sp->c_step = sp->draft_ratio;
+    return st;
 }
 
 MLLM_API void mllm_session_speculative_stats(const mllm_session *s, mllm_speculative_stats *out) {
@@ -286,6 +318,10 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
     mllm_session *d = sp->draft;
     if ((*st = draft_sync(sp, ctx, n)) != MLLM_OK) return 0;
     size_t nvd = (size_t)d->m->dec.cfg.n_vocab;
+    /* MLLM_SPEC_AUTO: a proposal grows while the chance that it is all kept
+       pays for the next draft step (mllm_spec_ctl_draft_more). */
+    const bool cost_rule = sp->p.mode == MLLM_SPEC_AUTO;
+    double p_run = 1;
     int i = 0;
     for (; i < cap; i++) {
         int32_t tok;
@@ -306,7 +342,17 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
         }
         /* Unsure: the model would likely reject it, and the ones after it. */
         if (conf < sp->p.draft_p_min || tok >= s->m->dec.cfg.n_vocab) break;
+        /* Its row in the verification pass (i + 2 tokens instead of i + 1)
+           costs more than it likely saves. */
+        p_run *= conf;
+        if (cost_rule && !mllm_spec_ctl_draft_more(p_run, 0, sp->c_pass[i + 2] - sp->c_pass[i + 1])) break;
         sp->queue[i] = tok;
+        /* The next one would cost a draft step too. */
+        if (cost_rule && i + 1 < cap &&
+            !mllm_spec_ctl_draft_more(p_run, sp->c_step, sp->c_pass[i + 3] - sp->c_pass[i + 2])) {
+            i++;
+            break;
+        }
         if (i + 1 < cap) {
             sp->pass_draft_evals++;
             if ((*st = mllm_session_eval_internal(d, &tok, 1)) != MLLM_OK) return 0;
@@ -395,7 +441,16 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     ids[0] = tok;
     memcpy(ids + 1, sp->queue, (size_t)k * sizeof *ids);
     const float *rows;
+    double tv = mllm_now_ms();
+    sp->draft_ms = tv - t0;
     if ((st = mllm_session_eval_rows(s, ids, k + 1, &rows)) != MLLM_OK) return st;
+    sp->verify_ms = mllm_now_ms() - tv;
+    if (sp->greedy && sp->c1_n > 0) { /* sampling keeps the cost model: see judge */
+        const double v = sp->verify_ms / sp->c1_ms;
+        sp->c_pass[k + 1] = 0.8 * sp->c_pass[k + 1] + 0.2 * (v > 1 ? v : 1);
+        if (sp->pass_draft_evals)
+            sp->c_step = 0.8 * sp->c_step + 0.2 * (sp->draft_ms / sp->pass_draft_evals / sp->c1_ms);
+    }
     /* The session holds tok; the proposals' KV rows wait past n_past. */
     s->n_past = n0 + 1;
     memcpy(s->logits, rows, (size_t)s->m->dec.cfg.n_vocab * sizeof(float));

@@ -25,5 +25,9 @@ int32_t mllm_spec_sample(mllm_session *s, mllm_sampler *smp);
    proposer has tokens; remaining = how many more tokens may be delivered. */
 mllm_status mllm_spec_advance(mllm_session *s, int32_t tok, int remaining);
 void mllm_spec_end(mllm_session *s);
+/* Cuts the draft set on s to logits for its first n_out token ids
+   (mllm_session_cut_vocab), as set_speculative does at 65536: for tests,
+   whose tiny models have fewer ids. */
+mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out);
 
 #endif

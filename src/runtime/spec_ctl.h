@@ -34,4 +34,14 @@ void mllm_spec_ctl_adapt(mllm_spec_ctl *c, int k, int accepted, int n_max);
    off. */
 bool mllm_spec_ctl_judge(mllm_spec_ctl *c, double gain, double cost, int now);
 
+/* A draft model's proposal: after a token whose proposals so far are all
+   kept with probability p_run (estimated by the product of the draft's
+   probabilities of its tokens), one more costs a draft step (step_cost) and
+   a row of the verification (row_cost), both in one-token passes of the
+   model, and saves at most p_run passes: worth drafting while p_run covers
+   that cost. */
+static inline bool mllm_spec_ctl_draft_more(double p_run, double step_cost, double row_cost) {
+    return p_run >= step_cost + row_cost;
+}
+
 #endif

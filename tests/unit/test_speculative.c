@@ -8,6 +8,9 @@
      the joint distribution of two speculated tokens against the exact one,
      computed here from the model's logits (fixed seeds: deterministic),
      with a check that the test rejects a slightly wrong distribution;
+   - a draft cut to logits for its first ids (mllm_session_cut_vocab: the
+     first ones' logits are bit for bit the whole matrix's, the rest -inf)
+     leaves greedy output as it was and the sampled distribution exact;
    - incompatible vocabularies are refused;
    - real files when their env vars are set: Qwen2.5-Coder-1.5B with the
      0.5B as draft, SmolLM2 with prompt lookup. */
@@ -18,6 +21,8 @@
 #include <unistd.h>
 
 #include <mllm/mllm.h>
+#include "api/internal.h"
+#include "api/speculative.h"
 #include "runtime/ngram_lookup.h"
 #include "synth/synth.h"
 #include "testutil.h"
@@ -95,11 +100,16 @@ static size_t prompt_of(int j, int n_vocab, int32_t *ids) {
    both verdicts must have been exercised. */
 static long g_kept[2], g_refused[2];
 
+enum { N_CFG = 6 };
+
 static void expect_same_greedy(mllm_model *m, mllm_model *draft, bool penalties) {
     const int n_vocab = mllm_model_n_vocab(m);
     mllm_session *ref = session(m, MLLM_SPEC_OFF, NULL, 0);
-    mllm_session *cfg[4] = {session(m, MLLM_SPEC_ALWAYS, NULL, 1), session(m, MLLM_SPEC_ALWAYS, draft, 0),
-                            session(m, MLLM_SPEC_ALWAYS, draft, 1), session(m, MLLM_SPEC_AUTO, draft, 1)};
+    mllm_session *cfg[N_CFG] = {session(m, MLLM_SPEC_ALWAYS, NULL, 1), session(m, MLLM_SPEC_ALWAYS, draft, 0),
+                                session(m, MLLM_SPEC_ALWAYS, draft, 1), session(m, MLLM_SPEC_AUTO, draft, 1),
+                                session(m, MLLM_SPEC_ALWAYS, draft, 0), session(m, MLLM_SPEC_AUTO, draft, 0)};
+    /* The last two: a draft that only knows the first 40 % of the ids. */
+    for (int c = 4; c < N_CFG; c++) assert_int_equal(mllm_spec_cut_draft(cfg[c], n_vocab * 2 / 5), MLLM_OK);
     mllm_sampling smp;
     mllm_sampling_default(&smp);
     smp.temperature = 0;
@@ -116,14 +126,14 @@ static void expect_same_greedy(mllm_model *m, mllm_model *draft, bool penalties)
         collect want = {0}, got = {0};
         gen(ref, prompt, n, &smp, &want);
         assert_int_equal(want.n, N_GEN);
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < N_CFG; c++) {
             gen(cfg[c], prompt, n, &smp, &got);
             assert_int_equal(got.n, want.n);
             if (memcmp(got.ids, want.ids, sizeof(int32_t) * N_GEN)) fail_msg("prompt %d, config %d: the text differs", j, c);
         }
     }
-    mllm_speculative_stats st[3];
-    for (int c = 0; c < 3; c++) {
+    mllm_speculative_stats st[5];
+    for (int c = 0; c < 5; c++) {
         st[c].struct_size = sizeof st[c];
         mllm_session_speculative_stats(cfg[c], &st[c]);
     }
@@ -133,8 +143,11 @@ static void expect_same_greedy(mllm_model *m, mllm_model *draft, bool penalties)
     g_kept[0] += st[0].n_lookup_accepted, g_refused[0] += st[0].n_lookup_drafted - st[0].n_lookup_accepted;
     g_kept[1] += st[1].n_draft_accepted, g_refused[1] += st[1].n_draft_drafted - st[1].n_draft_accepted;
     assert_true(st[2].n_lookup_passes > 0 && st[2].n_draft_passes > 0);
+    /* The cut draft proposed, and some of it was kept. */
+    printf("cut draft %d/%d in %d passes\n", st[4].n_draft_accepted, st[4].n_draft_drafted, st[4].n_draft_passes);
+    assert_true(st[4].n_draft_passes > 0 && st[4].n_draft_accepted > 0);
     mllm_session_free(ref);
-    for (int c = 0; c < 4; c++) mllm_session_free(cfg[c]);
+    for (int c = 0; c < N_CFG; c++) mllm_session_free(cfg[c]);
 }
 
 static void test_greedy_identical(void **state) {
@@ -261,12 +274,14 @@ static double chi2_crit(int df) {
     return df * pow(1 - a + z * sqrt(a), 3);
 }
 
-static void check_distribution(mllm_model *m, mllm_model *draft, int lookup, const int32_t *prompt, size_t n) {
+/* cut > 0: the draft only has logits for its first cut ids. */
+static void check_distribution(mllm_model *m, mllm_model *draft, int lookup, const int32_t *prompt, size_t n, int cut) {
     enum { N = 6000 };
     static cell cells[TOPK * TOPK * TOPK], wrong[TOPK * TOPK * TOPK];
     int nc = exact_joint(m, prompt, n, TEMP, cells);
     int nw = exact_joint(m, prompt, n, TEMP * 1.25f, wrong);
     mllm_session *s = session(m, MLLM_SPEC_ALWAYS, draft, lookup);
+    if (cut) assert_int_equal(mllm_spec_cut_draft(s, cut), MLLM_OK);
     mllm_sampling smp;
     mllm_sampling_default(&smp);
     smp.temperature = TEMP;
@@ -292,8 +307,8 @@ static void check_distribution(mllm_model *m, mllm_model *draft, int lookup, con
     mllm_speculative_stats st = {.struct_size = sizeof st};
     mllm_session_speculative_stats(s, &st);
     int acc = lookup ? st.n_lookup_accepted : st.n_draft_accepted, drafted = lookup ? st.n_lookup_drafted : st.n_draft_drafted;
-    printf("%s: chi2 %.1f (df %d, critical %.1f); at 1.25 x temperature %.1f (df %d, critical %.1f); "
-           "accepted %d of %d proposed\n", lookup ? "lookup" : "draft", x, df, chi2_crit(df), xw, dfw, chi2_crit(dfw),
+    printf("%s%s: chi2 %.1f (df %d, critical %.1f); at 1.25 x temperature %.1f (df %d, critical %.1f); "
+           "accepted %d of %d proposed\n", lookup ? "lookup" : "draft", cut ? " (cut)" : "", x, df, chi2_crit(df), xw, dfw, chi2_crit(dfw),
            acc, drafted);
     /* Both branches ran: kept proposals and resampled ones, many of each. */
     assert_true(acc > N / 10 && drafted - acc > N / 10);
@@ -309,11 +324,61 @@ static void test_sampling_keeps_distribution(void **state) {
     const int nv = mllm_model_n_vocab(m);
     int32_t prompt[200];
     for (int i = 0; i < 8; i++) prompt[i] = (int32_t)((i * 37 + 11) % nv);
-    check_distribution(m, d, 0, prompt, 8);
+    check_distribution(m, d, 0, prompt, 8, 0);
+    /* Cut: the model's likely tokens include ids the draft never proposes
+       (q = 0 there: they come only from the resampling). */
+    int support_cut = 0;
+    {
+        static cell cells[TOPK * TOPK * TOPK];
+        int nc = exact_joint(m, prompt, 8, TEMP, cells);
+        for (int k = 0; k < nc; k++) support_cut += cells[k].a >= nv / 2 || cells[k].b >= nv / 2;
+    }
+    assert_true(support_cut > 0);
+    check_distribution(m, d, 0, prompt, 8, nv / 2);
     /* Lookup: a long prompt, so the last token has earlier occurrences. */
     for (int i = 0; i < 200; i++) prompt[i] = (int32_t)((i * i * 13 + i * 7 + 5) % 97 + 200);
-    check_distribution(m, NULL, 1, prompt, 200);
+    check_distribution(m, NULL, 1, prompt, 200, 0);
     mllm_model_free(m), mllm_model_free(d);
+}
+
+/* A cut session's logits: the first n_out bit for bit the whole matrix's
+   (the same rows of the same kernels, packed or not), the rest -inf, also
+   after a prefill and one-token steps; the calls that return every row's
+   logits refuse it. */
+static void test_cut_logits(void **state) {
+    (void)state;
+    static const char *const dts[] = {"f32", "q8_0", "q4_0"};
+    for (int t = 0; t < 3; t++) {
+        mllm_model *m = synth("qwen3", dts[t]);
+        const int nv = mllm_model_n_vocab(m), cut = 197; /* rounded up to 200 */
+        mllm_session_params sp;
+        mllm_session_default_params(&sp);
+        sp.n_ctx = 64;
+        mllm_session *a = NULL, *b = NULL;
+        assert_int_equal(mllm_session_new(m, &sp, &a), MLLM_OK);
+        assert_int_equal(mllm_session_new(m, &sp, &b), MLLM_OK);
+        assert_int_equal(mllm_session_cut_vocab(b, cut), MLLM_OK);
+        assert_int_equal(b->n_out, 200);
+        int32_t ids[12];
+        for (int i = 0; i < 12; i++) ids[i] = (int32_t)((i * 53 + 7) % nv);
+        for (int step = 0; step < 3; step++) {
+            size_t off = step ? 9 + (size_t)step : 0, n = step ? 1 : 10;
+            assert_int_equal(mllm_session_eval(a, ids + off, n), MLLM_OK);
+            assert_int_equal(mllm_session_eval(b, ids + off, n), MLLM_OK);
+            const float *la = mllm_session_logits(a), *lb = mllm_session_logits(b);
+            if (memcmp(la, lb, 200 * sizeof(float))) fail_msg("%s, step %d: the cut logits differ", dts[t], step);
+            for (int v = 200; v < nv; v++)
+                if (!(isinf(lb[v]) && lb[v] < 0)) fail_msg("%s: logit %d of the cut session is %g", dts[t], v, lb[v]);
+        }
+        const float *rows;
+        assert_int_equal(mllm_session_eval_rows(b, ids, 2, &rows), MLLM_ERR_INVALID_ARG);
+        /* Once it has evaluated, a session is no longer cut (it would mix
+           logits of two shapes). */
+        assert_int_equal(mllm_session_cut_vocab(a, cut), MLLM_OK);
+        assert_int_equal(a->n_out, nv);
+        mllm_session_free(a), mllm_session_free(b);
+        mllm_model_free(m);
+    }
 }
 
 static void test_vocab_checked(void **state) {
@@ -417,6 +482,7 @@ int main(void) {
         cmocka_unit_test(test_greedy_identical),
         cmocka_unit_test(test_stop_inside_a_pass),
         cmocka_unit_test(test_sampling_keeps_distribution),
+        cmocka_unit_test(test_cut_logits),
         cmocka_unit_test(test_vocab_checked),
         cmocka_unit_test(test_ngram_lookup),
         cmocka_unit_test(test_real_qwen_draft),

@@ -62,16 +62,13 @@ void mllm_spec_cost_add(mllm_spec_cost *f, int T, double ms) {
 
 double mllm_spec_cost_token(const mllm_spec_cost *f, int B) {
     if (B < 1) B = 1;
-    double slope = 0, base = 0;
-    if (f->n >= 8 && f->tt > 0.25) {
-        slope = f->ty / f->tt;
-        base = f->y - slope * f->t;
-    }
-    /* no usable fit yet (too little spread, or a slope the noise made
-       meaningless): the prior ratio of slope to base */
-    if (!(slope > 0) || !(base > 0)) {
-        slope = f->prior;
-        base = 1;
-    }
-    return slope / (base / B + slope);
+    /* The prior is a floor too: on a shared machine the steps' spread is
+       mostly other work's, which flattens the slope, and the fit is most
+       often wrong that way (a one-token step slowed as much as a full one). */
+    const double prior = f->prior / (1.0 / B + f->prior);
+    if (f->n < 8 || !(f->tt > 0.25)) return prior;
+    const double slope = f->ty / f->tt, base = f->y - slope * f->t;
+    if (!(slope > 0) || !(base > 0)) return prior; /* meaningless: noise */
+    const double c = slope / (base / B + slope);
+    return c > prior ? c : prior;
 }

@@ -77,7 +77,8 @@ void mllm_spec_cost_init(mllm_spec_cost *f, double prior);
 /* A step of T tokens took ms. */
 void mllm_spec_cost_add(mllm_spec_cost *f, int T, double ms);
 /* What one extra token costs a step of B decodes, in tokens of that
-   step's output: its time over the step's time per token. In (0, 1). */
+   step's output: its time over the step's time per token, from the fit,
+   never below what the prior gives (prior B / (1 + prior B)). In (0, 1). */
 double mllm_spec_cost_token(const mllm_spec_cost *f, int B);
 
 #endif

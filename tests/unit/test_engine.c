@@ -417,7 +417,8 @@ static double rows_cheap(void *user, int n_tokens) { (void)user; return 10.0 + 0
    the fit of step time has a slope), four requests with that proposer:
    where rows are dear nothing is verified (every proposal is only
    compared with the token that came), where they are cheap proposals are
-   verified and kept. The text is the same either way. */
+   verified and kept (at the prior's cost, a floor). The text is the same
+   either way. */
 static void test_speculation_weighs_cost(void **state) {
     (void)state;
     mllm_model *m = synth("qwen3", "q8_0");

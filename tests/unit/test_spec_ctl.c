@@ -77,6 +77,12 @@ static void test_cost_fit(void **state) {
     assert_true(fabs(mllm_spec_cost_token(&f, 1) - 1.0 / 3) < eps);
     assert_true(fabs(mllm_spec_cost_token(&f, 8) - 0.8) < eps);
     assert_true(fabs(mllm_spec_cost_token(&f, 0) - 1.0 / 3) < eps); /* no decodes: as one */
+    /* rows cheaper than the prior says (10 ms + 0.1 ms a token): the prior,
+       a floor (on a shared machine a flat slope is mostly other work) */
+    mllm_spec_cost_init(&f, 0.25);
+    for (int i = 0; i < 40; i++) mllm_spec_cost_add(&f, i % 2 ? 12 : 8, 10 + 0.1 * (i % 2 ? 12 : 8));
+    assert_true(fabs(mllm_spec_cost_token(&f, 1) - 0.2) < eps);
+    assert_true(fabs(mllm_spec_cost_token(&f, 8) - 2.0 / 3) < eps);
     /* times that fall as the batch grows (noise): meaningless, the prior */
     mllm_spec_cost_init(&f, 0.25);
     for (int i = 0; i < 40; i++) mllm_spec_cost_add(&f, i % 2 ? 12 : 8, 40.0 - (i % 2 ? 12 : 8));

@@ -13,7 +13,8 @@
 /* Prompt lookup's controller is the session's (runtime/spec_ctl.h), one
    per sequence, with the engine's cost model. Until the step times spread
    enough to fit a slope: an extra token costs this fraction of a one-token
-   step (SmolLM2-135M on 2 Xeon cores: about 2 ms over 8, bench/RESULTS.md). */
+   step (SmolLM2-135M on 2 Xeon cores, quiet: ~10 ms a step alone, ~24 ms
+   for 8 streams, so about 2 ms a row over an 8 ms base). */
 #define SPEC_PRIOR_COST 0.25
 
 size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype) {

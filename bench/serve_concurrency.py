@@ -18,7 +18,8 @@ server that stops early or ignores ignore_eos is caught, not counted.
 Prints, per stream count: wall seconds, total generated tokens, aggregate
 tokens/s (total / wall) and mean time to first token (from a streamed
 request), the best of --rounds. The machine's load average is printed
-too: give ratios when it is shared."""
+too: give ratios when it is shared. For mllm, the prompt-lookup counters of
+its /metrics at the end (every request of every round, the warm-up too)."""
 import argparse
 import json
 import os
@@ -131,6 +132,13 @@ def main():
             print("streams %d: %.2f s, %d tokens, %.1f tokens/s aggregate, TTFT %.0f ms"
                   % (n, wall, toks, toks / wall, ttft * 1e3))
         print("load average after: %.2f %.2f %.2f" % os.getloadavg())
+        if not a.llama_server:  # what prompt lookup did, over every request (the warm-up too)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("GET", "/metrics")
+            for line in c.getresponse().read().decode().splitlines():
+                if line.startswith("mllm_lookup_") or line.startswith("mllm_engine_steps_total"):
+                    print(line)
+            c.close()
     finally:
         p.terminate()
         p.wait()

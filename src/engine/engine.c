@@ -11,10 +11,11 @@
 #include "runtime/spec_ctl.h"
 
 /* Prompt lookup's controller is the session's (runtime/spec_ctl.h), one
-   per sequence. */
-/* Until the step times spread enough to fit a slope: an extra token costs
-   this fraction of a one-token step (the session's prior). */
-#define SPEC_PRIOR_COST 0.06
+   per sequence, with the engine's cost model. Until the step times spread
+   enough to fit a slope: an extra token costs this fraction of a one-token
+   step (SmolLM2-135M on 2 Xeon cores, quiet: ~10 ms a step alone, ~24 ms
+   for 8 streams, so about 2 ms a row over an 8 ms base). */
+#define SPEC_PRIOR_COST 0.25
 
 size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype) {
     return (size_t)c->n_layer * mllm_kv_paged_token_bytes(kv_dtype, c->n_head_kv, c->head_dim);
@@ -51,6 +52,7 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     if (e->p.ngram_min == 0) e->p.ngram_min = e->p.ngram_max && e->p.ngram_max < 2 ? e->p.ngram_max : 2;
     if (e->p.ngram_max == 0) e->p.ngram_max = e->p.ngram_min > 4 ? e->p.ngram_min : 4;
     e->max_blocks = max_blocks;
+    mllm_spec_cost_init(&e->cost, SPEC_PRIOR_COST);
     const mllm_hparams *c = &dec->cfg;
     mllm_kv_pool_params pp = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim,
                               .dtype = p->kv_dtype, .block_size = bs, .n_blocks = p->n_blocks,
@@ -158,6 +160,7 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     s->res.n_prompt = r->n_prompt;
     s->slot = -1;
     mllm_spec_ctl_init(&s->spec, e->p.spec_max);
+    s->sh_at = -1;
     mllm_kv_seq_init(&s->kv);
     mllm_eseq **at = &e->waiting;
     while (*at) at = &(*at)->next;
@@ -340,46 +343,45 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* One step's time against its tokens, into the weighted fit. */
-static void fit_add(mllm_engine *e, int T, double ms) {
-    const double a = e->fit_n < 20 ? 1.0 / (e->fit_n + 1) : 0.05, dt = T - e->fit_t, dy = ms - e->fit_y;
-    e->fit_t += a * dt;
-    e->fit_y += a * dy;
-    e->fit_tt = (1 - a) * (e->fit_tt + a * dt * dt);
-    e->fit_ty = (1 - a) * (e->fit_ty + a * dt * dy);
-    e->fit_n++;
-}
-
-/* What k extra tokens in a step of B decode tokens cost, in tokens of that
-   step's output: their time over the time per token of the step. */
-static double extra_cost(const mllm_engine *e, int k, int B) {
-    double slope = 0, base = 0;
-    if (e->fit_n >= 8 && e->fit_tt > 0.25) {
-        slope = e->fit_ty / e->fit_tt;
-        base = e->fit_y - slope * e->fit_t;
-    }
-    if (!(slope > 0) || !(base > 0)) return SPEC_PRIOR_COST * k * B; /* no usable fit yet */
-    return slope * k / ((base + slope * B) / B);
-}
-
 /* A pass of s ended with `acc` of its k proposals kept. */
 static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     e->st.spec_passes++;
     e->st.spec_drafted += (uint64_t)k;
     e->st.spec_accepted += (uint64_t)acc;
     mllm_spec_ctl_adapt(&s->spec, k, acc, e->p.spec_max);
+    mllm_spec_ctl_observe(&s->spec, k, acc);
     /* gain: the tokens that needed no step of their own; cost: the extra tokens' share of the step */
-    if (e->p.spec_mode == MLLM_SPEC_AUTO && mllm_spec_ctl_judge(&s->spec, acc, extra_cost(e, k, B), s->res.n_gen))
+    if (e->p.spec_mode == MLLM_SPEC_AUTO &&
+        mllm_spec_ctl_judge(&s->spec, acc, k * mllm_spec_cost_token(&e->cost, B), s->res.n_gen))
         e->st.spec_turned_off++;
 }
 
+/* s's proposal that was not verified, against the token that came. */
+static void check_unverified(mllm_engine *e, mllm_eseq *s) {
+    if (s->sh_at < 0) return;
+    if (s->sh_shifts == s->res.n_shifts) {
+        if (s->sh_at >= s->n_tokens) return; /* not come yet (preempted meanwhile) */
+        const bool kept = s->tokens[s->sh_at] == s->sh_tok;
+        mllm_spec_ctl_observe(&s->spec, 1, kept);
+        e->st.spec_checked++;
+        e->st.spec_checked_kept += kept;
+    }
+    s->sh_at = -1;
+}
+
 /* Proposals for the decoding sequences of the plan, within the blocks left
-   over (`spare`): appended after each one's pending token. */
+   over (`spare`): appended after each one's pending token. With
+   MLLM_SPEC_AUTO only as many as are expected to pay at this step's cost
+   per token (none: the first is kept to compare with what comes). */
 static void plan_lookup(mllm_engine *e, int spare) {
+    if (e->p.spec_mode == MLLM_SPEC_OFF) return;
+    const bool aut = e->p.spec_mode == MLLM_SPEC_AUTO;
+    int B = 0;
+    for (const mllm_eseq *s = e->running; s; s = s->next) B += s->n_step == 1 && s->n_tokens - s->n_done == 1;
+    const double cost = aut ? mllm_spec_cost_token(&e->cost, B) : 0;
     for (mllm_eseq *s = e->running; s; s = s->next) {
-        if (e->p.spec_mode == MLLM_SPEC_OFF || s->n_step != 1 || s->n_tokens - s->n_done != 1 || s->r.constraint ||
-            (e->p.spec_mode == MLLM_SPEC_AUTO && !mllm_spec_ctl_on(&s->spec, s->res.n_gen)))
-            continue;
+        if (s->n_step != 1 || s->n_tokens - s->n_done != 1 || s->r.constraint) continue;
+        if (aut) check_unverified(e, s);
         /* Room: the context (with a position to spare, so the verdict never
            shifts it), and the tokens the request may still be given. */
         int cap = s->spec.n_cur;
@@ -394,6 +396,16 @@ static void plan_lookup(mllm_engine *e, int spare) {
         for (int i = 0; i < k; i++) /* a proposer's ids go into the graph: out of range is no proposal */
             if (s->tokens[s->n_tokens + i] < 0 || s->tokens[s->n_tokens + i] >= e->dec->cfg.n_vocab) k = i;
         if (k <= 0) continue;
+        if (aut) {
+            const int n = mllm_spec_ctl_on(&s->spec, s->res.n_gen) ? mllm_spec_ctl_len(&s->spec, cost, k) : 0;
+            if (n == 0) {
+                s->sh_at = s->n_tokens;
+                s->sh_tok = s->tokens[s->n_tokens];
+                s->sh_shifts = s->res.n_shifts;
+                continue;
+            }
+            k = n;
+        }
         const int extra = mllm_engine_blocks_needed(e, s, 1 + k) - mllm_engine_blocks_needed(e, s, 1);
         if (extra > spare) continue;
         spare -= extra;
@@ -445,7 +457,7 @@ mllm_status mllm_engine_step(mllm_engine *e) {
     e->st.steps++;
     int n_out = 0;
     const float *logits = NULL;
-    const double t0 = now_ms();
+    const double t0 = e->p.step_ms ? 0 : now_ms();
     mllm_status st = mllm_engine_run_batch(e, &n_out, &logits);
     if (st != MLLM_OK) {
         char msg[256];
@@ -461,7 +473,10 @@ mllm_status mllm_engine_step(mllm_engine *e) {
         }
         return st;
     }
-    if (T > 0) fit_add(e, T, now_ms() - t0);
+    /* Steps whose every token has logits, as the rows proposals add;
+       tracing a graph is not a step's cost. */
+    if (T > 0 && e->b_rows == T && !e->b_traced)
+        mllm_spec_cost_add(&e->cost, T, e->p.step_ms ? e->p.step_ms(e->p.step_ms_user, T) : now_ms() - t0);
     mllm_engine_store_save(e); /* before sampling: a sequence that ends now is still listed */
     const size_t V = (size_t)e->dec->cfg.n_vocab;
     const float *row = logits;

@@ -50,10 +50,16 @@
    on its batch), with the same random numbers, so greedy and seeded text
    are identical with speculation on or off; the K/V of refused proposals
    is dropped before the sequence's blocks are registered. MLLM_SPEC_AUTO
-   judges each sequence every 8 passes (runtime/spec_ctl.h) by the tokens its
-   proposals saved against what their extra tokens cost the step (a
-   linear fit of step time against batch tokens, measured as the engine
-   runs), and rests a sequence's lookup when it does not pay.
+   weighs, before each pass, how likely a sequence's proposals are to be
+   kept against what one more token costs the step (a linear fit of step
+   time against batch tokens, measured as the engine runs: cheap when one
+   stream runs, nearly a token of output in a full batch on few cores),
+   and verifies only the proposals expected to gain more than they cost
+   (runtime/spec_ctl.h); a proposal it does not verify is compared with
+   the token that comes next, at no cost, so the estimate keeps learning.
+   It also judges each sequence every 8 passes by the tokens its proposals
+   saved against that cost, and rests a sequence's lookup when it did not
+   pay.
    Grammar-constrained sequences do not speculate.
 
    One thread drives an engine (submit, cancel, step, stats, free); a
@@ -93,6 +99,10 @@ typedef struct {
        returns how many. Called on the stepping thread. */
     int (*propose)(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
     void *propose_user;
+    /* For tests (NULL: the clock): the time in ms a step of n_tokens
+       tokens is taken to have cost, for the lookup controller. */
+    double (*step_ms)(void *user, int n_tokens);
+    void *step_ms_user;
     /* The persistent prefix store (engine_store.c, src/kv/kv_store.h):
        a folder (NULL: none) and its file's size in bytes (0: the default).
        Needs the model file (the store is keyed by its identity). */
@@ -156,6 +166,7 @@ typedef struct {
     uint64_t prefix_waits;    /* steps a request waited for a running prompt's shared blocks */
     uint64_t tokens_generated, tokens_evaluated, steps, preemptions; /* evaluated: every token of every batch */
     uint64_t spec_passes, spec_drafted, spec_accepted, spec_turned_off; /* prompt lookup */
+    uint64_t spec_checked, spec_checked_kept; /* proposals not verified (not worth a row), compared with what came */
     /* the prefix store (zeros without one): blocks read from it into the
        pool, blocks written, entries and their bytes in the file now */
     uint64_t store_hit_blocks, store_writes, store_entries, store_bytes;

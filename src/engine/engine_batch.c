@@ -29,6 +29,7 @@ static mllm_egraph *graph_for(mllm_engine *e, int T, int n_out) {
         if (!c->traced || (lru->traced && c->used < lru->used)) lru = c;
     }
     if (!g) {
+        e->b_traced = true;
         g = lru;
         if (g->traced) mllm_graph_free(&g->g);
         g->traced = false;
@@ -70,6 +71,8 @@ static int out_rows(const mllm_eseq *s) { return s->n_done + s->n_step == s->n_t
 mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logits) {
     *n_out = 0;
     *logits = NULL;
+    e->b_traced = false;
+    e->b_rows = 0;
     int T = 0, n_rows = 0, n_o = 0;
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->n_step <= 0) continue;
@@ -122,6 +125,7 @@ mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logi
         if (s->n_prop == 0) mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
     }
     e->st.tokens_evaluated += (uint64_t)T;
+    e->b_rows = n_rows;
     *n_out = n_o;
     *logits = g->logits->data;
     return MLLM_OK;

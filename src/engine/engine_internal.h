@@ -25,6 +25,9 @@ typedef struct mllm_eseq {
     int n_step;               /* tokens it evaluates in this step's batch (the plan) */
     int n_prop;               /* of which prompt-lookup proposals, after the pending token (all with logits) */
     mllm_spec_ctl spec;       /* prompt lookup's controller (engine.c) */
+    int sh_at;                /* a proposal not verified, compared with the token at this index once known; -1: none */
+    int32_t sh_tok;
+    int sh_shifts;            /* res.n_shifts when it was made (a shift moves the tokens: it is dropped) */
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */
     bool admitted_once;
@@ -62,10 +65,12 @@ struct mllm_engine {
     mllm_eseq **b_out;        /* (max_running) the sequences whose logits the batch returns, in row order
                                  (1 + n_prop rows each) */
     mllm_engine_stats st;
-    /* step time against batch tokens, exponentially weighted: mean T, mean
-       ms, and their (co)variance, for the lookup controller's cost model */
-    double fit_t, fit_y, fit_tt, fit_ty;
-    int fit_n;
+    /* step time against batch tokens, for the lookup controller: fitted
+       on steps whose every token has logits (decodes and proposals, the
+       rows proposals add) and that traced no graph */
+    mllm_spec_cost cost;
+    int b_rows;               /* the last batch: rows with logits, and whether it traced a graph */
+    bool b_traced;
     mllm_kv_store *store;     /* NULL: no prefix store */
     uint8_t **store_bufs;     /* (n_layer) one block's bytes in each layer */
     bool store_failed;

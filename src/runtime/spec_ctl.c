@@ -25,3 +25,50 @@ bool mllm_spec_ctl_judge(mllm_spec_ctl *c, double gain, double cost, int now) {
     c->w_gain = c->w_cost = 0;
     return off;
 }
+
+void mllm_spec_ctl_observe(mllm_spec_ctl *c, int k, int accepted) {
+    /* one trial per position checked: the kept ones, then the refused one */
+    for (int i = 0; i <= accepted && i < k; i++) {
+        c->kept *= MLLM_SPEC_CTL_DECAY;
+        c->refused *= MLLM_SPEC_CTL_DECAY;
+        if (i < accepted) c->kept += 1;
+        else c->refused += 1;
+    }
+}
+
+double mllm_spec_ctl_keep(const mllm_spec_ctl *c) {
+    return (c->kept + MLLM_SPEC_CTL_PRIOR_KEPT) /
+           (c->kept + c->refused + MLLM_SPEC_CTL_PRIOR_KEPT + MLLM_SPEC_CTL_PRIOR_REFUSED);
+}
+
+int mllm_spec_ctl_len(const mllm_spec_ctl *c, double cost, int cap) {
+    if (!(cost < 1)) return 0;
+    const double p = mllm_spec_ctl_keep(c);
+    int k = 0;
+    for (double q = p; k < cap && q > cost; q *= p) k++;
+    return k;
+}
+
+void mllm_spec_cost_init(mllm_spec_cost *f, double prior) { *f = (mllm_spec_cost){.prior = prior}; }
+
+void mllm_spec_cost_add(mllm_spec_cost *f, int T, double ms) {
+    const double a = f->n < 20 ? 1.0 / (f->n + 1) : 0.05, dt = T - f->t, dy = ms - f->y;
+    f->t += a * dt;
+    f->y += a * dy;
+    f->tt = (1 - a) * (f->tt + a * dt * dt);
+    f->ty = (1 - a) * (f->ty + a * dt * dy);
+    f->n++;
+}
+
+double mllm_spec_cost_token(const mllm_spec_cost *f, int B) {
+    if (B < 1) B = 1;
+    /* The prior is a floor too: on a shared machine the steps' spread is
+       mostly other work's, which flattens the slope, and the fit is most
+       often wrong that way (a one-token step slowed as much as a full one). */
+    const double prior = f->prior / (1.0 / B + f->prior);
+    if (f->n < 8 || !(f->tt > 0.25)) return prior;
+    const double slope = f->ty / f->tt, base = f->y - slope * f->t;
+    if (!(slope > 0) || !(base > 0)) return prior; /* meaningless: noise */
+    const double c = slope / (base / B + slope);
+    return c > prior ? c : prior;
+}

@@ -5,7 +5,16 @@
    against what they cost (each path measures both its own way); one that
    does not pay rests for MLLM_SPEC_CTL_BACKOFF_MIN generated tokens, twice
    as long after each further failure (up to MLLM_SPEC_CTL_BACKOFF_MAX),
-   and is then tried again. */
+   and is then tried again.
+
+   The batching engine also decides before each pass whether it is worth
+   making, and how long it should be (mllm_spec_ctl_len): it keeps an
+   estimate of how often a proposal is kept (from its passes, and from
+   proposals it did not verify but compared with the tokens that came
+   next, which cost nothing) and weighs it against what one more token
+   costs the step (mllm_spec_cost, a fit of step time against batch
+   tokens). In a full batch on few cores a row costs nearly a token of
+   output, so only proposals that are very likely kept are verified. */
 #ifndef MLLM_RUNTIME_SPEC_CTL_H
 #define MLLM_RUNTIME_SPEC_CTL_H
 #include <stdbool.h>
@@ -13,6 +22,13 @@
 #define MLLM_SPEC_CTL_WINDOW 8
 #define MLLM_SPEC_CTL_BACKOFF_MIN 32
 #define MLLM_SPEC_CTL_BACKOFF_MAX 1024
+/* The acceptance estimate starts as if one proposal had been kept and one
+   refused (0.5), and each observed proposal weighs DECAY times the one
+   after it, so it follows what the text does now (a copied stretch, then
+   new text). */
+#define MLLM_SPEC_CTL_PRIOR_KEPT 1.0
+#define MLLM_SPEC_CTL_PRIOR_REFUSED 1.0
+#define MLLM_SPEC_CTL_DECAY 0.95
 
 typedef struct {
     int off_until; /* generated-token index from which it may propose again */
@@ -20,6 +36,7 @@ typedef struct {
     int n_cur;     /* proposal length, adapted to what was accepted */
     int w_passes;  /* the current window: passes, what they gained, what they cost */
     double w_gain, w_cost;
+    double kept, refused; /* observed proposals (decayed): kept, and refused (a pass's first wrong one) */
 } mllm_spec_ctl;
 
 void mllm_spec_ctl_init(mllm_spec_ctl *c, int n_cur);
@@ -43,5 +60,35 @@ bool mllm_spec_ctl_judge(mllm_spec_ctl *c, double gain, double cost, int now);
 static inline bool mllm_spec_ctl_draft_more(double p_run, double step_cost, double row_cost) {
     return p_run >= step_cost + row_cost;
 }
+
+/* k proposals of which the first `accepted` were right (a verified pass,
+   or proposals compared with the tokens generated after them; accepted ==
+   k: no wrong one seen) into the acceptance estimate. */
+void mllm_spec_ctl_observe(mllm_spec_ctl *c, int k, int accepted);
+/* The estimated chance that a proposal is kept when the ones before it
+   were (each position alike: the number kept in a pass is geometric). */
+double mllm_spec_ctl_keep(const mllm_spec_ctl *c);
+/* How many of up to cap proposals to verify when each costs `cost` tokens
+   of output: the k-th is expected to be kept with chance keep^k, so the
+   longest run whose last token still gains more than it costs; 0: none
+   (a cost of 1 or more never pays: a kept proposal saves one token). */
+int mllm_spec_ctl_len(const mllm_spec_ctl *c, double cost, int cap);
+
+/* Step time against the tokens of the step, fitted as the engine runs
+   (exponentially weighted mean and (co)variance), and what extra tokens
+   cost from it. */
+typedef struct {
+    double t, y, tt, ty; /* mean tokens, mean ms, variance of tokens, covariance */
+    int n;
+    double prior;        /* until the fit is usable: an extra token's time over a one-token step's */
+} mllm_spec_cost;
+
+void mllm_spec_cost_init(mllm_spec_cost *f, double prior);
+/* A step of T tokens took ms. */
+void mllm_spec_cost_add(mllm_spec_cost *f, int T, double ms);
+/* What one extra token costs a step of B decodes, in tokens of that
+   step's output: its time over the step's time per token, from the fit,
+   never below what the prior gives (prior B / (1 + prior B)). In (0, 1). */
+double mllm_spec_cost_token(const mllm_spec_cost *f, int B);
 
 #endif

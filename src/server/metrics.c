@@ -100,6 +100,11 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
         counter(&o, "mllm_lookup_drafted_tokens_total", "Tokens proposed by prompt lookup", (unsigned long)g->spec_drafted);
         counter(&o, "mllm_lookup_accepted_tokens_total", "Proposed tokens the sampler drew as well (no step of their own)",
                 (unsigned long)g->spec_accepted);
+        counter(&o, "mllm_lookup_checked_total",
+                "Prompt-lookup proposals not worth verifying at the step's cost, compared with the next token instead",
+                (unsigned long)g->spec_checked);
+        counter(&o, "mllm_lookup_checked_kept_total", "Of those, the ones that were the next token",
+                (unsigned long)g->spec_checked_kept);
     }
     if (g->engine && g->prefix_store) {
         counter(&o, "mllm_prefix_store_hit_blocks_total", "KV blocks read from the prefix store into the pool",

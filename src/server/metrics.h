@@ -31,6 +31,7 @@ typedef struct {
     int kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_blocks_free, kv_block_tokens;
     unsigned long long prefix_lookups, prefix_hit_tokens, engine_steps, engine_tokens_evaluated, engine_preemptions;
     unsigned long long spec_passes, spec_drafted, spec_accepted; /* prompt lookup in the engine */
+    unsigned long long spec_checked, spec_checked_kept; /* its proposals not verified, compared with what came */
     unsigned long long prefix_waits; /* steps a request waited for a running prompt's shared blocks */
     bool prefix_store; /* --prefix-store: its counters below */
     unsigned long long store_hit_blocks, store_writes, store_entries, store_bytes;

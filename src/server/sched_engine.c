@@ -382,6 +382,8 @@ void srv_esched_gauges(srv_esched *S, srv_metrics_gauges *g) {
     g->spec_passes = S->st.spec_passes;
     g->spec_drafted = S->st.spec_drafted;
     g->spec_accepted = S->st.spec_accepted;
+    g->spec_checked = S->st.spec_checked;
+    g->spec_checked_kept = S->st.spec_checked_kept;
     g->prefix_store = S->store;
     g->store_hit_blocks = S->st.store_hit_blocks;
     g->store_writes = S->st.store_writes;

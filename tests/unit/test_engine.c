@@ -302,26 +302,32 @@ static int propose_known(void *user, const int32_t *ctx, int n, int cap, int32_t
     return cap;
 }
 
-static void check_speculation(const char *arch, const char *wtype, int kv_dtype, bool known, uint64_t *refused) {
-    mllm_model *m = synth(arch, wtype);
-    known_t kn = {.V = m->dec.cfg.n_vocab};
+/* The prompts, and each one's NG tokens alone without speculation. */
+static void known_alone(mllm_model *m, int kv_dtype, known_t *kn, mllm_sampling *sp) {
+    kn->V = m->dec.cfg.n_vocab;
     for (int s = 0; s < NSEQ; s++)
-        for (int i = 0; i < NP; i++) kn.pr[s][i] = (int32_t)(((i % (3 + s)) * (17 + 4 * s) + 3 * s + 1) % kn.V);
-    out_t mixed[NSEQ] = {0};
-    mllm_sampling sp[NSEQ];
+        for (int i = 0; i < NP; i++) kn->pr[s][i] = (int32_t)(((i % (3 + s)) * (17 + 4 * s) + 3 * s + 1) % kn->V);
     for (int s = 0; s < NSEQ; s++) {
         sp[s] = sampling_of(s, NG);
         mllm_model_engine me = open_engine_spec(m, 1, 5, 512, kv_dtype, MLLM_SPEC_OFF);
-        mllm_engine_request r = {.prompt = kn.pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
-                                 .on_finish = on_finish, .user = &kn.alone[s]};
+        mllm_engine_request r = {.prompt = kn->pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+                                 .on_finish = on_finish, .user = &kn->alone[s]};
         assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
         run_to_end(me.e);
         mllm_engine_stats st;
         mllm_engine_get_stats(me.e, &st);
         assert_int_equal(st.spec_passes, 0);
-        assert_int_equal(kn.alone[s].n, NG);
+        assert_int_equal(kn->alone[s].n, NG);
         mllm_model_engine_close(&me);
     }
+}
+
+static void check_speculation(const char *arch, const char *wtype, int kv_dtype, bool known, uint64_t *refused) {
+    mllm_model *m = synth(arch, wtype);
+    known_t kn = {0};
+    out_t mixed[NSEQ] = {0};
+    mllm_sampling sp[NSEQ];
+    known_alone(m, kv_dtype, &kn, sp);
     mllm_engine_params p = {.max_running = NSEQ, .n_ctx = 64, .n_blocks = 40, .block_size = 16,
                             .kv_dtype = kv_dtype, .spec_mode = MLLM_SPEC_ALWAYS,
                             .propose = known ? propose_known : NULL, .propose_user = &kn};
@@ -388,6 +394,85 @@ static void test_speculation(void **state) {
     check_speculation("gemma3", "q8_0", MLLM_KV_DTYPE_F32, false, &refused); /* prompt lookup itself */
 }
 
+/* A proposer right at 60% of positions (the same ones whenever asked): the
+   true continuation with a token off where (position * 7 + s * 3) % 5 < 2. */
+static int propose_often(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
+    known_t *k = user;
+    int s = 0;
+    while (s < NSEQ && memcmp(ctx, k->pr[s], sizeof k->pr[s])) s++;
+    if (s == NSEQ || n < NP) fail_msg("propose: an unknown context of %d tokens", n);
+    const int g = n - NP; /* (0: a prompt found whole in the cache, its last token evaluated again) */
+    if (cap > NG - g) cap = NG - g;
+    for (int i = 0; i < cap; i++) out[i] = (k->alone[s].toks[g + i] + (((g + i) * 7 + s * 3) % 5 < 2)) % k->V;
+    return cap > 0 ? cap : 0;
+}
+
+/* Injected step times (no clock): a row nearly as dear as a whole step of
+   one token, or nearly free beside it. */
+static double rows_dear(void *user, int n_tokens) { (void)user; return 0.1 + 10.0 * n_tokens; }
+static double rows_cheap(void *user, int n_tokens) { (void)user; return 10.0 + 0.1 * n_tokens; }
+
+/* MLLM_SPEC_AUTO weighs a proposal against what its row costs the step.
+   After requests of 8, 16, 24 and 32 tokens (batches of 4 down to 1, so
+   the fit of step time has a slope), four requests with that proposer:
+   where rows are dear nothing is verified (every proposal is only
+   compared with the token that came), where they are cheap proposals are
+   verified and kept (at the prior's cost, a floor). The text is the same
+   either way. */
+static void test_speculation_weighs_cost(void **state) {
+    (void)state;
+    mllm_model *m = synth("qwen3", "q8_0");
+    known_t kn = {0};
+    mllm_sampling sp[NSEQ];
+    known_alone(m, MLLM_KV_DTYPE_F32, &kn, sp);
+    for (int dear = 0; dear < 2; dear++) {
+        mllm_engine_params p = {.max_running = NSEQ, .n_ctx = 64, .n_blocks = 40, .block_size = 16,
+                                .spec_mode = MLLM_SPEC_AUTO, .propose = propose_often, .propose_user = &kn,
+                                .step_ms = dear ? rows_dear : rows_cheap};
+        mllm_model_engine me;
+        if (mllm_model_engine_open(m, &p, 2, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
+        out_t warm[NSEQ] = {0}, got[NSEQ] = {0};
+        mllm_sampling sw[NSEQ];
+        for (int s = 0; s < NSEQ; s++) {
+            sw[s] = sampling_of(s, 8 * (s + 1));
+            mllm_engine_request r = {.prompt = kn.pr[s], .n_prompt = NP, .sampling = &sw[s], .on_token = on_token,
+                                     .on_finish = on_finish, .user = &warm[s]};
+            assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+        }
+        run_to_end(me.e);
+        mllm_engine_stats st0, st;
+        mllm_engine_get_stats(me.e, &st0);
+        for (int s = 0; s < NSEQ; s++) {
+            mllm_engine_request r = {.prompt = kn.pr[s], .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+                                     .on_finish = on_finish, .user = &got[s]};
+            assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+        }
+        run_to_end(me.e);
+        mllm_engine_get_stats(me.e, &st);
+        const uint64_t passes = st.spec_passes - st0.spec_passes, kept = st.spec_accepted - st0.spec_accepted,
+                       checked = st.spec_checked - st0.spec_checked, steps = st.steps - st0.steps;
+        printf("# rows %s: %llu passes kept %llu, %llu proposals only checked (%llu right), %llu steps\n",
+               dear ? "dear" : "cheap", (unsigned long long)passes, (unsigned long long)kept,
+               (unsigned long long)checked, (unsigned long long)(st.spec_checked_kept - st0.spec_checked_kept),
+               (unsigned long long)steps);
+        if (dear) {
+            assert_int_equal(passes, 0);
+            assert_true(checked >= NSEQ * (NG - 4)); /* about one per token */
+        } else {
+            assert_true(passes > 0 && kept > 0);
+            assert_true(steps < NG);
+        }
+        for (int s = 0; s < NSEQ; s++) {
+            assert_int_equal(got[s].n, NG);
+            if (memcmp(got[s].toks, kn.alone[s].toks, sizeof got[s].toks))
+                fail_msg("rows %s: sequence %d differs", dear ? "dear" : "cheap", s);
+        }
+        check_blocks_free(me.e);
+        mllm_model_engine_close(&me);
+    }
+    mllm_model_free(m);
+}
+
 /* Freeing an engine ends what runs and waits, each once. */
 static void test_free_ends_all(void **state) {
     (void)state;
@@ -409,6 +494,7 @@ static void test_free_ends_all(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_together), cmocka_unit_test(test_prefix_reuse),
                                        cmocka_unit_test(test_cancel_and_wait), cmocka_unit_test(test_free_ends_all),
-                                       cmocka_unit_test(test_speculation), cmocka_unit_test(test_shared_prefill)};
+                                       cmocka_unit_test(test_speculation), cmocka_unit_test(test_speculation_weighs_cost),
+                                       cmocka_unit_test(test_shared_prefill)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,10 @@
    signed ones and adds the sum to an int32 lane: one instruction where the
    AVX2 tile spends two sign ops, maddubs, madd and add. The weights are
    made unsigned by flipping their top bit (w ^ 0x80 = w + 128); the
-   128 * sum(y) that adds comes off once per block and activation row, from
-   block sums computed once per pass over a chunk of weight groups. One zmm
+   128 * sum(y) that adds is where each block's int32 sums start from
+   (negated), and the activation scale is read as a float: both computed
+   once per pass over a chunk of weight groups, so a block's tail is a
+   convert, a multiply and an FMA per activation row. One zmm
    holds two 8-row groups (16 output rows), so 4 activation bytes broadcast
    from memory feed 16 rows; an odd last group runs on ymm.
 
@@ -21,7 +23,7 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define TN 8 /* activation rows per tile: 8 int32 + 8 float accumulators */
-/* Block sums per pass (16 KB on the stack): K up to 32768 with 8 rows. */
+/* Block terms per pass (2 x 16 KB on the stack): K up to 32768 with 8 rows. */
 #define SUM_MAX 8192
 /* Weight bytes per chunk of groups, as the AVX2 driver's (repack.c): the
    chunk stays in L2 while every activation row passes over it. */
@@ -34,10 +36,9 @@ static inline int32_t load4(const int8_t *p) {
     return v;
 }
 
-static inline float f16_scalar(const mllm_f16 *p) { return _cvtsh_ss(*p); }
-
-/* sums[i * nb + b] = 128 * (sum of row i's block b values), i < n. */
-static void block_sums(const char *X, size_t xs, int64_t n, int64_t nb, int32_t *sums) {
+/* For row i < n, block b: neg[i * nb + b] = -128 * (sum of its values),
+   d[i * nb + b] = its scale as a float. */
+static void block_terms(const char *X, size_t xs, int64_t n, int64_t nb, int32_t *neg, float *d) {
     const __m256i flip = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
     for (int64_t i = 0; i < n; i++) {
         const mllm_block_q8_0 *y = (const mllm_block_q8_0 *)(X + (size_t)i * xs);
@@ -47,14 +48,15 @@ static void block_sums(const char *X, size_t xs, int64_t n, int64_t nb, int32_t 
             const __m256i s = _mm256_sad_epu8(u, zero);
             const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             const int64_t t = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
-            sums[i * nb + b] = (int32_t)(128 * (t - 32 * 128));
+            neg[i * nb + b] = (int32_t)(-128 * (t - 32 * 128));
+            d[i * nb + b] = _cvtsh_ss(y[b].d);
         }
     }
 }
 
 /* Groups a and b (nb blocks each) x RN activation rows: Y[m * ys + 0..15]. */
 ALWAYS_INLINE void tile16(int RN, const mllm_block_q8_0x8 *wa, const mllm_block_q8_0x8 *wb, int64_t nb,
-                          const char *X, size_t xs, const int32_t *sums, float *Y, size_t ys) {
+                          const char *X, size_t xs, const int32_t *neg, const float *dy, float *Y, size_t ys) {
     __m512 acc[TN];
 #pragma GCC unroll 8
     for (int m = 0; m < RN; m++) acc[m] = _mm512_setzero_ps();
@@ -75,7 +77,7 @@ ALWAYS_INLINE void tile16(int RN, const mllm_block_q8_0x8 *wa, const mllm_block_
 #pragma GCC unroll 8
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_0 *)(X + (size_t)m * xs) + b;
-            s[m] = _mm512_setzero_si512();
+            s[m] = _mm512_set1_epi32(neg[(int64_t)m * nb + b]);
         }
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
@@ -89,11 +91,9 @@ ALWAYS_INLINE void tile16(int RN, const mllm_block_q8_0x8 *wa, const mllm_block_
                                                     _mm_loadu_si128((const __m128i *)wb[b].d), 1);
         const __m512 dx = _mm512_cvtph_ps(d16);
 #pragma GCC unroll 8
-        for (int m = 0; m < RN; m++) {
-            const __m512i isum = _mm512_sub_epi32(s[m], _mm512_set1_epi32(sums[(int64_t)m * nb + b]));
-            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, _mm512_set1_ps(f16_scalar(&y[m]->d))),
+        for (int m = 0; m < RN; m++)
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[m]), _mm512_mul_ps(dx, _mm512_set1_ps(dy[(int64_t)m * nb + b])),
                                      acc[m]);
-        }
     }
 #pragma GCC unroll 8
     for (int m = 0; m < RN; m++) _mm512_storeu_ps(Y + (size_t)m * ys, acc[m]);
@@ -101,7 +101,7 @@ ALWAYS_INLINE void tile16(int RN, const mllm_block_q8_0x8 *wa, const mllm_block_
 
 /* One group (the odd last one) on ymm: Y[m * ys + 0..7]. */
 ALWAYS_INLINE void tile8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, const char *X, size_t xs,
-                         const int32_t *sums, float *Y, size_t ys) {
+                         const int32_t *neg, const float *dy, float *Y, size_t ys) {
     __m256 acc[TN];
 #pragma GCC unroll 8
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
@@ -112,7 +112,7 @@ ALWAYS_INLINE void tile8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, const c
 #pragma GCC unroll 8
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_0 *)(X + (size_t)m * xs) + b;
-            s[m] = _mm256_setzero_si256();
+            s[m] = _mm256_set1_epi32(neg[(int64_t)m * nb + b]);
         }
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
@@ -122,28 +122,26 @@ ALWAYS_INLINE void tile8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, const c
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
 #pragma GCC unroll 8
-        for (int m = 0; m < RN; m++) {
-            const __m256i isum = _mm256_sub_epi32(s[m], _mm256_set1_epi32(sums[(int64_t)m * nb + b]));
-            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dx, _mm256_set1_ps(f16_scalar(&y[m]->d))),
+        for (int m = 0; m < RN; m++)
+            acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[m]), _mm256_mul_ps(dx, _mm256_set1_ps(dy[(int64_t)m * nb + b])),
                                      acc[m]);
-        }
     }
 #pragma GCC unroll 8
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
 typedef void (*tile16_fn)(const mllm_block_q8_0x8 *wa, const mllm_block_q8_0x8 *wb, int64_t nb, const char *X,
-                          size_t xs, const int32_t *sums, float *Y, size_t ys);
-typedef void (*tile8_fn)(const mllm_block_q8_0x8 *w, int64_t nb, const char *X, size_t xs, const int32_t *sums,
-                         float *Y, size_t ys);
-#define TILES(RN)                                                                                               \
-    static void t16_##RN(const mllm_block_q8_0x8 *wa, const mllm_block_q8_0x8 *wb, int64_t nb, const char *X,  \
-                         size_t xs, const int32_t *sums, float *Y, size_t ys) {                                \
-        tile16(RN, wa, wb, nb, X, xs, sums, Y, ys);                                                             \
-    }                                                                                                           \
-    static void t8_##RN(const mllm_block_q8_0x8 *w, int64_t nb, const char *X, size_t xs, const int32_t *sums, \
-                        float *Y, size_t ys) {                                                                  \
-        tile8(RN, w, nb, X, xs, sums, Y, ys);                                                                   \
+                          size_t xs, const int32_t *neg, const float *dy, float *Y, size_t ys);
+typedef void (*tile8_fn)(const mllm_block_q8_0x8 *w, int64_t nb, const char *X, size_t xs, const int32_t *neg,
+                         const float *dy, float *Y, size_t ys);
+#define TILES(RN)                                                                                              \
+    static void t16_##RN(const mllm_block_q8_0x8 *wa, const mllm_block_q8_0x8 *wb, int64_t nb, const char *X, \
+                         size_t xs, const int32_t *neg, const float *dy, float *Y, size_t ys) {               \
+        tile16(RN, wa, wb, nb, X, xs, neg, dy, Y, ys);                                                         \
+    }                                                                                                          \
+    static void t8_##RN(const mllm_block_q8_0x8 *w, int64_t nb, const char *X, size_t xs, const int32_t *neg, \
+                        const float *dy, float *Y, size_t ys) {                                                \
+        tile8(RN, w, nb, X, xs, neg, dy, Y, ys);                                                               \
     }
 TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6) TILES(7) TILES(8)
 static const tile16_fn k_t16[TN] = {t16_1, t16_2, t16_3, t16_4, t16_5, t16_6, t16_7, t16_8};
@@ -156,27 +154,29 @@ bool mllm_mul_mat_packed_avx512(mllm_dtype wt, const void *W, size_t w_stride, i
     const size_t group_bytes = 8 * w_stride;
     int64_t chunk = (int64_t)(CHUNK_BYTES / group_bytes) & ~(int64_t)1;
     if (chunk < 2 || M <= TN) chunk = g1 - g0; /* decode: one pass, nothing to reuse */
-    /* rows whose block sums fit the buffer, a whole number of tiles */
+    /* rows whose block terms fit the buffers, a whole number of tiles */
     const int64_t mc = SUM_MAX / nb / TN * TN;
-    int32_t sums[SUM_MAX];
+    int32_t neg[SUM_MAX];
+    float dy[SUM_MAX];
     const char *w = W, *x = X;
     for (int64_t gc = g0; gc < g1; gc += chunk) {
         const int64_t ge = gc + chunk < g1 ? gc + chunk : g1;
         for (int64_t m0 = 0; m0 < M; m0 += mc) {
             const int64_t m1 = m0 + mc < M ? m0 + mc : M;
-            block_sums(x + (size_t)m0 * x_stride, x_stride, m1 - m0, nb, sums);
+            block_terms(x + (size_t)m0 * x_stride, x_stride, m1 - m0, nb, neg, dy);
             for (int64_t m = m0; m < m1; m += TN) {
                 const int rn = (int)(m1 - m < TN ? m1 - m : TN);
                 const char *xm = x + (size_t)m * x_stride;
-                const int32_t *sm = sums + (m - m0) * nb;
+                const int32_t *nm = neg + (m - m0) * nb;
+                const float *dm = dy + (m - m0) * nb;
                 float *ym = Y + (size_t)m * y_stride;
                 int64_t g = gc;
                 for (; g + 2 <= ge; g += 2)
                     k_t16[rn - 1]((const mllm_block_q8_0x8 *)(w + (size_t)g * group_bytes),
-                                  (const mllm_block_q8_0x8 *)(w + (size_t)(g + 1) * group_bytes), nb, xm, x_stride, sm,
-                                  ym + 8 * g, y_stride);
+                                  (const mllm_block_q8_0x8 *)(w + (size_t)(g + 1) * group_bytes), nb, xm, x_stride, nm,
+                                  dm, ym + 8 * g, y_stride);
                 if (g < ge)
-                    k_t8[rn - 1]((const mllm_block_q8_0x8 *)(w + (size_t)g * group_bytes), nb, xm, x_stride, sm,
+                    k_t8[rn - 1]((const mllm_block_q8_0x8 *)(w + (size_t)g * group_bytes), nb, xm, x_stride, nm, dm,
                                  ym + 8 * g, y_stride);
             }
         }

@@ -83,6 +83,9 @@ void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, i
                           const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
                           int64_t r0, int64_t r1);
 
+/* The avx512 path's softmax (ops_avx512.c; AVX-512 F/DQ): the ops table's
+   softmax, bit-identical to the AVX2 one. */
+void mllm_softmax_avx512(float *x, int n, float scale);
 /* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
 void mllm_expf_avx2(const float *x, float *y, int n);
 

@@ -221,12 +221,13 @@ static void test_packed_q8_0_avx512(void **state) {
     /* several chunks of groups (the last one odd) and block-sum passes */
     check_q8_avx512(1032, 4064, 150, 0, 1032, false);
     check_q8_avx512(1032, 4064, 70, 8, 1024, true);
-    /* what it does not take: not multiples of 8, other types */
+    /* what it does not take: not multiples of 8, other types, K over its buffers */
     float y[64];
     const size_t rs = mllm_dtype_row_size(MLLM_DTYPE_Q8_0, 64);
     char *P = calloc(16, rs), *X = calloc(1, rs);
     assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, 64, X, rs, 1, y, 16, 3, 16));
     assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_0_X8, P, rs, 64, X, rs, 1, y, 16, 0, 16));
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, 16416, X, rs, 1, y, 16, 0, 16)); /* K > 16384 */
     free(P), free(X);
 #else
     printf("SKIPPED avx512 q8_0x8 (VNNI): not an x86 build\n");

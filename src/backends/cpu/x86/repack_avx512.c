@@ -23,8 +23,8 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define TN 8 /* activation rows per tile: 8 int32 + 8 float accumulators */
-/* Block terms per pass (2 x 16 KB on the stack): K up to 32768 with 8 rows. */
-#define SUM_MAX 8192
+/* Block terms per pass (2 x 16 KB on the stack): K up to 16384 with 8 rows. */
+#define SUM_MAX 4096
 /* Weight bytes per chunk of groups, as the AVX2 driver's (repack.c): the
    chunk stays in L2 while every activation row passes over it. */
 #define CHUNK_BYTES (160 * 1024)

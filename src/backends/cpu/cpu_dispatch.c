@@ -2,7 +2,8 @@
    build run, or the one MLLM_CPU asks for (generic | avx2 | avx512 on x86,
    generic | neon | neon-dotprod | neon-i8mm on arm64). avx512 is the avx2
    path (its kernels and ops) with AVX-512 kernels in front where written
-   (the q8_0x8 matmul on VNNI, the float GEMM's tile); MLLM_CPU=avx2 on
+   (the q8_0x8 matmul on VNNI, the float GEMM's tile, the softmax), each
+   bit-identical to its AVX2 kernel; MLLM_CPU=avx2 on
    the same CPU runs without them. Asking for a path the
    CPU (or this build) cannot run falls back to the best available, with one
    warning on stderr. Every choice below names its ISA: a path that is not
@@ -93,8 +94,8 @@ bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa) {
     return isa == MLLM_CPU_ISA_NEON || isa == MLLM_CPU_ISA_NEON_DOTPROD || isa == MLLM_CPU_ISA_NEON_I8MM;
 }
 
-/* AVX2 (and so avx512) has kernels for every packed layout (repack.h); the NEON paths for
-   all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
+/* AVX2 (and so avx512) has kernels for every packed layout (repack.h);
+   the NEON paths for all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
    layout would run through the generic reference, slower than the file's
    own layout. */
 bool mllm_cpu_has_packed_kernels(void) {

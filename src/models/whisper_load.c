@@ -109,7 +109,7 @@ static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
 static bool in_place(const mllm_ct2_tensor *t, int n_in) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
     if ((uintptr_t)t->data % isz == 0 || (uintptr_t)t->data % 64 == 0) return true;
-    return n_in % 8 == 0 && mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2;
+    return n_in % 8 == 0 && mllm_cpu_isa_is_x86(mllm_cpu_isa_get());
 }
 
 /* A matrix of n_out rows of n_in values (conv weights: n_in = channels x

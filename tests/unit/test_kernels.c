@@ -246,6 +246,43 @@ static void test_gemm_f32_entry_points(void **state) {
     }
 }
 
+/* The avx512 path's float GEMM tile (12 x 16 on zmm) against the AVX2 one
+   (6 x 16): the same FMA chain per output value, so bit-identical (memcmp),
+   on ragged panels (nr < 16), row counts off both tiles, one value of K to
+   a full panel block, writing and adding. */
+static void test_gemm_tile_avx512(void **state) {
+    (void)state;
+#if MLLM_HAVE_X86_KERNELS
+    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_AVX512)) {
+        printf("SKIPPED avx512 float GEMM tile: this CPU has no AVX-512\n");
+        return;
+    }
+    static const int Ks[] = {1, 7, 64, 1024}, Ms[] = {1, 5, 12, 13, 37}, Ns[] = {16, 9};
+    for (size_t ki = 0; ki < 4; ki++)
+        for (size_t mi = 0; mi < 5; mi++)
+            for (size_t ni = 0; ni < 2; ni++)
+                for (int add = 0; add < 2; add++) {
+                    const int K = Ks[ki], M = Ms[mi], nr = Ns[ni];
+                    const size_t lda = (size_t)K + 3, ys = 16 + 5, ny = (size_t)M * ys;
+                    float *P = malloc(mllm_cpu_gemm_f32_packed_size(K, 16) * sizeof(float) + 64);
+                    float *Pa = (float *)(((uintptr_t)P + 63) & ~(uintptr_t)63);
+                    float *W = malloc((size_t)16 * K * sizeof(float)), *A = malloc((size_t)M * lda * sizeof(float));
+                    float *y2 = malloc(ny * sizeof(float)), *y5 = malloc(ny * sizeof(float));
+                    tu_fill_random(W, (size_t)16 * K, 31 + ki);
+                    tu_fill_random(A, (size_t)M * lda, 41 + mi);
+                    tu_fill_random(y2, ny, 51);
+                    memcpy(y5, y2, ny * sizeof(float));
+                    mllm_cpu_gemm_f32_pack(W, (size_t)K * sizeof(float), K, nr, Pa);
+                    mllm_gemm_panel_rows_avx2(Pa, nr, A, lda, 0, K, M, y2, ys, 2, add);
+                    mllm_gemm_panel_rows_avx512(Pa, nr, A, lda, 0, K, M, y5, ys, 2, add);
+                    assert_memory_equal(y2, y5, ny * sizeof(float));
+                    free(P), free(W), free(A), free(y2), free(y5);
+                }
+#else
+    printf("SKIPPED avx512 float GEMM tile: not an x86 build\n");
+#endif
+}
+
 int main(void) {
     mllm_cpu_init();
     printf("cpu path: %s\n", mllm_cpu_path());
@@ -253,6 +290,7 @@ int main(void) {
         cmocka_unit_test(test_vec_dot_generic), cmocka_unit_test(test_vec_dot_avx2),
         cmocka_unit_test(test_vec_dot_known),   cmocka_unit_test(test_mul_mat),
         cmocka_unit_test(test_mul_mat_large),  cmocka_unit_test(test_gemm_f32_entry_points),
+        cmocka_unit_test(test_gemm_tile_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

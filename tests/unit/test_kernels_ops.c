@@ -115,6 +115,31 @@ static void test_softmax_masked(void **state) {
     if (mllm_cpu_ops_avx2()) check_softmax_masked(mllm_cpu_ops_avx2());
 }
 
+/* The avx512 path's softmax against the AVX2 one: bit-identical (memcmp)
+   on lengths around its 16- and 8-lane steps, with masked (-inf) entries,
+   large and tiny values. */
+static void test_softmax_avx512(void **state) {
+    (void)state;
+    const mllm_cpu_ops *a2 = mllm_cpu_ops_avx2(), *a5 = mllm_cpu_ops_avx512();
+    if (!a2 || !a5) {
+        printf("SKIPPED avx512 softmax: this CPU has no AVX-512\n");
+        return;
+    }
+    assert_string_equal(a5->name, "avx512");
+    static const int ns[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 448, 1500, 1501};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        for (int mask = 0; mask < 2; mask++) {
+            const int n = ns[k];
+            float *x = rnd(n, 700 + (uint64_t)n + (uint64_t)mask, 30.0f), *y = copy(x, n);
+            if (mask)
+                for (int i = 0; i < n; i += 3) x[i] = y[i] = -INFINITY;
+            a2->softmax(x, n, 0.125f);
+            a5->softmax(y, n, 0.125f);
+            assert_memory_equal(x, y, (size_t)n * sizeof(float));
+            free(x), free(y);
+        }
+}
+
 static void check_rope(const mllm_cpu_ops *o, int n_rot, bool neox) {
     float *c = malloc((size_t)n_rot / 2 * sizeof(float)), *s = malloc((size_t)n_rot / 2 * sizeof(float));
     for (int i = 0; i < n_rot / 2; i++) {
@@ -328,6 +353,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_override),
         cmocka_unit_test(test_generic_vs_double),     cmocka_unit_test(test_softmax_masked),
+        cmocka_unit_test(test_softmax_avx512),
         cmocka_unit_test(test_rope),                  cmocka_unit_test(test_avx2_vs_generic),
         cmocka_unit_test(test_expf_accuracy),
         cmocka_unit_test(test_gelu_erf_sweep),         cmocka_unit_test(test_activation_quantizers),

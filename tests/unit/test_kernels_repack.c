@@ -162,6 +162,78 @@ static void test_packed_mul_mat_large(void **state) {
     check_packed_mul_mat(MLLM_DTYPE_Q5_K, 256, 2048, 9, 0, 256);
 }
 
+/* The avx512 path's q8_0x8 matmul (VNNI, repack_avx512.c) against the AVX2
+   one: the same exact integer dot per block, scaled and summed in the same
+   order, so bit-identical (memcmp); and within TOL of the plain generic
+   matmul. Odd group counts (its ymm tail), 1..19 activation rows (tiles of
+   8 and their rest), one block to many, sub-ranges, several chunks and
+   block-sum passes; extremes: weights and activations of +-127. */
+static void check_q8_avx512(int64_t N, int64_t K, int64_t M, int64_t r0, int64_t r1, bool extremes) {
+    const size_t rs = mllm_dtype_row_size(MLLM_DTYPE_Q8_0, K), xs = rs + 40, ys = (size_t)N + 5;
+    char *W = tu_quant_matrix(MLLM_DTYPE_Q8_0, N, K, 77 + (uint64_t)K), *P = malloc((size_t)N * rs);
+    char *X = malloc((size_t)M * xs);
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t m = 0; m < M; m++) {
+        tu_fill_random(src, (size_t)K, 500 + (uint64_t)m);
+        mllm_cpu_quantize_row(MLLM_DTYPE_Q8_0, src, X + (size_t)m * xs, K);
+    }
+    if (extremes) {
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t b = 0; b < K / 32; b++)
+                for (int j = 0; j < 32; j++)
+                    ((mllm_block_q8_0 *)(W + (size_t)r * rs))[b].qs[j] = (int8_t)((r + j) % 3 ? 127 : -127);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t b = 0; b < K / 32; b++)
+                for (int j = 0; j < 32; j++)
+                    ((mllm_block_q8_0 *)(X + (size_t)m * xs))[b].qs[j] = (int8_t)((m + j + b) % 2 ? -127 : 127);
+    }
+    mllm_repack_groups(MLLM_DTYPE_Q8_0_X8, W, P, K, 0, N / 8);
+    const size_t ny = (size_t)M * ys;
+    float *ref = malloc(ny * sizeof(float)), *a2 = malloc(ny * sizeof(float)), *a5 = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) ref[i] = a2[i] = a5[i] = -777.0f;
+    mllm_mul_mat_generic(mllm_cpu_vec_dot_for(MLLM_DTYPE_Q8_0, "generic"), W, rs, K, X, xs, M, ref, ys, r0, r1);
+    assert_true(mllm_mul_mat_packed_avx2(MLLM_DTYPE_Q8_0_X8, P, rs, K, X, xs, M, a2, ys, r0, r1));
+    assert_true(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, K, X, xs, M, a5, ys, r0, r1));
+    assert_memory_equal(a5, a2, ny * sizeof(float));
+    for (int64_t m = 0; m < M; m++) /* rows outside [r0, r1) untouched */
+        for (int64_t r = 0; r < (int64_t)ys; r++)
+            if (r < r0 || r >= r1) assert_true(a5[(size_t)m * ys + r] == -777.0f);
+    const double e = tu_nmse(a5, ref, ny);
+    if (e > TOL) printf("q8_0x8 avx512 N=%lld K=%lld M=%lld: vs generic %.3g\n", (long long)N, (long long)K, (long long)M, e);
+    assert_true(e <= TOL);
+    free(W), free(P), free(X), free(src), free(ref), free(a2), free(a5);
+}
+
+static void test_packed_q8_0_avx512(void **state) {
+    (void)state;
+#if MLLM_HAVE_X86_KERNELS
+    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_AVX512)) {
+        printf("SKIPPED avx512 q8_0x8 (VNNI): this CPU has no AVX-512 F/BW/VL/DQ/VNNI\n");
+        return;
+    }
+    static const int64_t Ms[] = {1, 2, 5, 8, 9, 16, 19};
+    static const struct { int64_t n, r0, r1; } ranges[] = {{8, 0, 8}, {24, 0, 24}, {40, 8, 32}, {56, 16, 56}, {64, 0, 64}};
+    static const int64_t Ks[] = {32, 96, 416, 1536};
+    for (size_t ki = 0; ki < 4; ki++)
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+            for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++)
+                check_q8_avx512(ranges[ri].n, Ks[ki], Ms[mi], ranges[ri].r0, ranges[ri].r1, (mi + ri) % 3 == 0);
+    /* several chunks of groups (the last one odd) and block-sum passes */
+    check_q8_avx512(1032, 4064, 150, 0, 1032, false);
+    check_q8_avx512(1032, 4064, 70, 8, 1024, true);
+    /* what it does not take: not multiples of 8, other types, K over its buffers */
+    float y[64];
+    const size_t rs = mllm_dtype_row_size(MLLM_DTYPE_Q8_0, 64);
+    char *P = calloc(16, rs), *X = calloc(1, rs);
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, 64, X, rs, 1, y, 16, 3, 16));
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_0_X8, P, rs, 64, X, rs, 1, y, 16, 0, 16));
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, 16416, X, rs, 1, y, 16, 0, 16)); /* K > 16384 */
+    free(P), free(X);
+#else
+    printf("SKIPPED avx512 q8_0x8 (VNNI): not an x86 build\n");
+#endif
+}
+
 int main(void) {
     mllm_cpu_init();
     printf("cpu path: %s\n", mllm_cpu_path());
@@ -170,6 +242,7 @@ int main(void) {
         cmocka_unit_test(test_q8_0s_activation),
         cmocka_unit_test(test_packed_mul_mat),
         cmocka_unit_test(test_packed_mul_mat_large),
+        cmocka_unit_test(test_packed_q8_0_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,10 @@
 /* Chooses the kernel path once per process: the best one this CPU and this
    build run, or the one MLLM_CPU asks for (generic | avx2 | avx512 on x86,
-   generic | neon | neon-dotprod | neon-i8mm on arm64). Asking for a path the
+   generic | neon | neon-dotprod | neon-i8mm on arm64). avx512 is the avx2
+   path (its kernels and ops) with AVX-512 kernels in front where written
+   (the q8_0x8 matmul on VNNI, the float GEMM's tile, the softmax), each
+   bit-identical to its AVX2 kernel; MLLM_CPU=avx2 on
+   the same CPU runs without them. Asking for a path the
    CPU (or this build) cannot run falls back to the best available, with one
    warning on stderr. Every choice below names its ISA: a path that is not
    "generic" is not assumed to be any particular one. */
@@ -19,9 +23,6 @@
 #include "backends/cpu/arm/arm_kernels.h"
 #endif
 
-/* AVX-512 kernels are not written yet: the path exists in the contract only. */
-#define MLLM_HAVE_AVX512_KERNELS 0
-
 static const char *const g_isa_names[MLLM_CPU_ISA_COUNT] = {
     [MLLM_CPU_ISA_GENERIC] = "generic",   [MLLM_CPU_ISA_AVX2] = "avx2",
     [MLLM_CPU_ISA_AVX512] = "avx512",     [MLLM_CPU_ISA_NEON] = "neon",
@@ -38,7 +39,7 @@ bool mllm_cpu_isa_available(mllm_cpu_isa isa) {
     case MLLM_CPU_ISA_GENERIC: return true;
 #if MLLM_HAVE_X86_KERNELS
     case MLLM_CPU_ISA_AVX2: return mllm_cpu_features_avx2_path();
-    case MLLM_CPU_ISA_AVX512: return MLLM_HAVE_AVX512_KERNELS && mllm_cpu_features_avx512_path();
+    case MLLM_CPU_ISA_AVX512: return mllm_cpu_features_avx512_path();
 #endif
 #if MLLM_HAVE_ARM_KERNELS
     case MLLM_CPU_ISA_NEON: return f->neon;
@@ -87,22 +88,24 @@ mllm_cpu_isa mllm_cpu_isa_get(void) {
 
 const char *mllm_cpu_path(void) { return g_isa_names[mllm_cpu_isa_get()]; }
 
+bool mllm_cpu_isa_is_x86(mllm_cpu_isa isa) { return isa == MLLM_CPU_ISA_AVX2 || isa == MLLM_CPU_ISA_AVX512; }
+
 bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa) {
     return isa == MLLM_CPU_ISA_NEON || isa == MLLM_CPU_ISA_NEON_DOTPROD || isa == MLLM_CPU_ISA_NEON_I8MM;
 }
 
-/* AVX2 has kernels for every packed layout (repack.h); the NEON paths for
-   all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
+/* AVX2 (and so avx512) has kernels for every packed layout (repack.h);
+   the NEON paths for all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
    layout would run through the generic reference, slower than the file's
    own layout. */
 bool mllm_cpu_has_packed_kernels(void) {
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
-    return isa == MLLM_CPU_ISA_AVX2 || mllm_cpu_isa_is_arm(isa);
+    return mllm_cpu_isa_is_x86(isa) || mllm_cpu_isa_is_arm(isa);
 }
 
 bool mllm_cpu_has_packed_kernel(mllm_dtype packed) {
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
-    if (isa == MLLM_CPU_ISA_AVX2) return true;
+    if (mllm_cpu_isa_is_x86(isa)) return true;
 #if MLLM_HAVE_ARM_KERNELS
     if (mllm_cpu_isa_is_arm(isa)) return mllm_packed_tiles_neon(packed) != NULL;
 #endif
@@ -112,13 +115,14 @@ bool mllm_cpu_has_packed_kernel(mllm_dtype packed) {
 
 #if !MLLM_HAVE_X86_KERNELS
 const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return NULL; }
-#endif
 const mllm_cpu_ops *mllm_cpu_ops_avx512(void) { return NULL; }
+#endif
 
 const mllm_cpu_ops *mllm_cpu_ops_get(void) {
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
     const mllm_cpu_ops *o = NULL;
     if (isa == MLLM_CPU_ISA_AVX2) o = mllm_cpu_ops_avx2();
+    if (isa == MLLM_CPU_ISA_AVX512) o = mllm_cpu_ops_avx512();
 #if MLLM_HAVE_ARM_KERNELS
     if (mllm_cpu_isa_is_arm(isa)) o = mllm_cpu_ops_neon();
 #endif
@@ -175,7 +179,7 @@ mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
     mllm_vec_dot_fn f = NULL;
     if (isa < 0 || !mllm_cpu_isa_available((mllm_cpu_isa)isa)) return vec_dot_generic(t);
 #if MLLM_HAVE_X86_KERNELS
-    if (isa == MLLM_CPU_ISA_AVX2) f = vec_dot_avx2(t);
+    if (mllm_cpu_isa_is_x86((mllm_cpu_isa)isa)) f = vec_dot_avx2(t);
 #endif
 #if MLLM_HAVE_ARM_KERNELS
     if (mllm_cpu_isa_is_arm((mllm_cpu_isa)isa)) f = mllm_vec_dot_arm(t, (mllm_cpu_isa)isa);
@@ -186,7 +190,7 @@ mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
 void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n) {
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
 #if MLLM_HAVE_X86_KERNELS
-    if (isa == MLLM_CPU_ISA_AVX2) {
+    if (mllm_cpu_isa_is_x86(isa)) {
         switch (t) {
         case MLLM_DTYPE_Q8_0: mllm_quantize_row_q8_0_act_avx2(x, y, n); return;
         case MLLM_DTYPE_Q8_0S: mllm_quantize_row_q8_0s_avx2(x, y, n); return;

@@ -16,7 +16,7 @@
 typedef enum {
     MLLM_CPU_ISA_GENERIC,
     MLLM_CPU_ISA_AVX2,         /* + FMA + F16C */
-    MLLM_CPU_ISA_AVX512,       /* contract only: no kernels yet */
+    MLLM_CPU_ISA_AVX512,       /* avx2 + AVX-512 F/BW/VL/DQ/VNNI kernels where written */
     MLLM_CPU_ISA_NEON,         /* AdvSIMD, every arm64 CPU */
     MLLM_CPU_ISA_NEON_DOTPROD, /* + SDOT (Armv8.2 dotprod) */
     MLLM_CPU_ISA_NEON_I8MM,    /* + SMMLA (Armv8.6 i8mm) */
@@ -66,6 +66,9 @@ const char *mllm_cpu_isa_name(mllm_cpu_isa isa);
 /* The path named name (mllm_cpu_isa_name's spelling), -1 if none. */
 int mllm_cpu_isa_parse(const char *name);
 bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa);
+/* avx2 or avx512: the paths that run the AVX2 kernels (avx512 puts its own
+   in front of some). */
+bool mllm_cpu_isa_is_x86(mllm_cpu_isa isa);
 /* Whether the path that runs has SIMD kernels for the packed weight layouts
    (repack.h): AVX2 (all of them) and the NEON paths (some). Loaders repack
    weights only then, and only into the packed types

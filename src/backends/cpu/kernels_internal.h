@@ -70,11 +70,22 @@ bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, co
 void mllm_gemm_float_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *A,
                           size_t lda, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
                           float *panel);
+/* The tiles of the two above: Y[m][r .. r + nr) (+)= A rows m < M (values
+   k0 .. k0 + kc) times one packed panel (kc x 16, k-major). The avx512
+   path runs the AVX-512 F one (gemm_float_avx512.c), bit-identical to the
+   AVX2 one. */
+void mllm_gemm_panel_rows_avx2(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc,
+                               int64_t M, float *Y, size_t y_stride, int64_t r, bool add);
+void mllm_gemm_panel_rows_avx512(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc,
+                                 int64_t M, float *Y, size_t y_stride, int64_t r, bool add);
 /* The plain loop over vec_dot (mul_mat.c): the reference for the above. */
 void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
                           const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
                           int64_t r0, int64_t r1);
 
+/* The avx512 path's softmax (ops_avx512.c; AVX-512 F/DQ): the ops table's
+   softmax, bit-identical to the AVX2 one. */
+void mllm_softmax_avx512(float *x, int n, float scale);
 /* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
 void mllm_expf_avx2(const float *x, float *y, int n);
 

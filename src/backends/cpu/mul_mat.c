@@ -1,5 +1,5 @@
 /* mllm_cpu_mul_mat: the matmul hot spot. Y[m][r] = dot(W row r, X row m).
-   Chooses the blocked SIMD kernel of this CPU path (AVX2 or NEON), else the
+   Chooses the blocked SIMD kernel of this CPU path (AVX-512, AVX2 or NEON), else the
    plain loop over the path's vec_dot. */
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +58,9 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
     if (tr->packed_rows) {
 #if MLLM_HAVE_X86_KERNELS
-        if (isa == MLLM_CPU_ISA_AVX2 && mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        if (isa == MLLM_CPU_ISA_AVX512 && mllm_mul_mat_packed_avx512(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+            return;
+        if (mllm_cpu_isa_is_x86(isa) && mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
             return;
 #endif
 #if MLLM_HAVE_ARM_KERNELS
@@ -71,7 +73,7 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
     const mllm_vec_dot_fn dot = mllm_cpu_type_get(wt)->vec_dot;
     if (!dot) return;
 #if MLLM_HAVE_X86_KERNELS
-    if (isa == MLLM_CPU_ISA_AVX2 && mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+    if (mllm_cpu_isa_is_x86(isa) && mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
 #endif
 #if MLLM_HAVE_ARM_KERNELS
@@ -86,7 +88,7 @@ void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, con
                    int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     if (r1 <= r0 || M <= 0) return;
 #if MLLM_HAVE_X86_KERNELS
-    if (mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2 && mllm_gemm_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+    if (mllm_cpu_isa_is_x86(mllm_cpu_isa_get()) && mllm_gemm_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
 #endif
     if (wt == MLLM_DTYPE_F32) {
@@ -123,7 +125,7 @@ void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float 
                               float *Y, size_t y_stride) {
     if (N <= 0 || M <= 0) return;
 #if MLLM_HAVE_X86_KERNELS
-    if (mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2) {
+    if (mllm_cpu_isa_is_x86(mllm_cpu_isa_get())) {
         mllm_gemm_f32_packed_avx2(P, K, N, X, x_stride / sizeof(float), M, Y, y_stride);
         return;
     }
@@ -146,7 +148,7 @@ void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float 
 
 void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n) {
 #if MLLM_HAVE_X86_KERNELS
-    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX2) {
+    if ((t == MLLM_DTYPE_F16 || t == MLLM_DTYPE_BF16) && mllm_cpu_isa_is_x86(mllm_cpu_isa_get())) {
         mllm_widen_row_avx2(t, src, dst, n);
         return;
     }

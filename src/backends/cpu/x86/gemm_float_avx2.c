@@ -8,6 +8,7 @@
    tokens/s; fewer passes over the output beat an L1-sized panel here.) The 6 x 16 output tile lives in 12
    registers; per k, 2 panel loads and 6 broadcasts feed 12 multiply-adds,
    against 7 loads for the dot-product tiles, and no horizontal sums. */
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/x86/simd_avx2.h"
 
@@ -103,7 +104,7 @@ KERN(1) KERN(2) KERN(3) KERN(4) KERN(5) KERN(6)
 static const kern_fn k_kern[MR] = {kern_1, kern_2, kern_3, kern_4, kern_5, kern_6};
 
 /* Y[m][r .. r + nr) (+)= A rows m < M (values k0 .. k0 + kc) times one panel. */
-static void panel_rows(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
+void mllm_gemm_panel_rows_avx2(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
                        float *Y, size_t y_stride, int64_t r, bool add) {
     for (int64_t m = 0; m < M; m += MR) {
         const int rm = (int)(M - m < MR ? M - m : MR);
@@ -121,28 +122,38 @@ static void panel_rows(const float *panel, int nr, const float *A, size_t lda, i
     }
 }
 
+typedef void (*rows_fn)(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
+                        float *Y, size_t y_stride, int64_t r, bool add);
+
+/* The avx512 path's tile where it runs (the same values, twice as wide). */
+static rows_fn rows_for_path(void) {
+    return mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX512 ? mllm_gemm_panel_rows_avx512 : mllm_gemm_panel_rows_avx2;
+}
+
 void mllm_gemm_float_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const float *A,
                           size_t lda, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1,
                           float *panel) {
+    const rows_fn rows = rows_for_path();
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int kc = (int)(K - k0 < KC ? K - k0 : KC);
         for (int64_t r = r0; r < r1; r += NR) {
             const int nr = (int)(r1 - r < NR ? r1 - r : NR);
             pack_panel(wt, W, w_stride, r, nr, k0, kc, panel);
-            panel_rows(panel, nr, A, lda, k0, kc, M, Y, y_stride, r, k0 > 0);
+            rows(panel, nr, A, lda, k0, kc, M, Y, y_stride, r, k0 > 0);
         }
     }
 }
 
 void mllm_gemm_f32_packed_avx2(const float *P, int64_t K, int64_t N, const float *A, size_t lda, int64_t M,
                                float *Y, size_t y_stride) {
+    const rows_fn rows = rows_for_path();
     const int64_t n_pan = (N + NR - 1) / NR;
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int kc = (int)(K - k0 < KC ? K - k0 : KC);
         const float *blk = P + (size_t)k0 * NR * (size_t)n_pan;
         for (int64_t pn = 0; pn < n_pan; pn++) {
             const int64_t r = pn * NR;
-            panel_rows(blk + (size_t)pn * (size_t)kc * NR, (int)(N - r < NR ? N - r : NR), A, lda, k0, kc, M, Y,
+            rows(blk + (size_t)pn * (size_t)kc * NR, (int)(N - r < NR ? N - r : NR), A, lda, k0, kc, M, Y,
                        y_stride, r, k0 > 0);
         }
     }

@@ -1,0 +1,91 @@
+/* The avx512 path's own row op: softmax with its exp on 16 lanes. Every
+   step is the AVX2 one's (ops_avx2.c) lane for lane: the same Cephes-style
+   expf operations (so the same values), the max (exact in any order), and
+   the double sum fed 8 values at a time in the AVX2 order (4 double lanes,
+   lo + hi halves of each 8), so the output is bit-identical to
+   softmax_avx2's, which test_kernels_ops checks. The gain is the exp and
+   the scale/normalise passes at twice the width; the sum's dependency
+   chain is the AVX2 one. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "backends/cpu/kernels_internal.h"
+
+static inline __m512 mm512_expf(__m512 x) {
+    const __m512 hi = _mm512_set1_ps(88.0f), lo = _mm512_set1_ps(-87.33654f);
+    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+/* acc += (e[0..4) + e[4..8)) in double: the AVX2 softmax's sum step. */
+static inline __m256d add8(__m256d acc, __m256 e) {
+    const __m512d d = _mm512_cvtps_pd(e);
+    return _mm256_add_pd(acc, _mm256_add_pd(_mm512_castpd512_pd256(d), _mm512_extractf64x4_pd(d, 1)));
+}
+
+void mllm_softmax_avx512(float *x, int n, float scale) {
+    const __m512 vscale = _mm512_set1_ps(scale);
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vscale);
+        _mm512_storeu_ps(x + i, v);
+        vmax = _mm512_max_ps(vmax, v);
+    }
+    const int n8 = n & ~7; /* the AVX2 loops cover [0, n8), the scalar tail the rest */
+    if (i < n8) {
+        const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(0xff, x + i), vscale);
+        _mm512_mask_storeu_ps(x + i, 0xff, v);
+        vmax = _mm512_mask_max_ps(vmax, 0xff, vmax, v);
+        i += 8;
+    }
+    float max = _mm512_reduce_max_ps(vmax);
+    for (; i < n; i++) {
+        x[i] *= scale;
+        if (x[i] > max) max = x[i];
+    }
+    if (max == -INFINITY) {
+        for (i = 0; i < n; i++) x[i] = 0.0f;
+        return;
+    }
+    const __m512 vm = _mm512_set1_ps(max);
+    __m256d acc = _mm256_setzero_pd();
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m512 e = mm512_expf(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        _mm512_storeu_ps(x + i, e);
+        acc = add8(acc, _mm512_castps512_ps256(e));
+        acc = add8(acc, _mm512_extractf32x8_ps(e, 1));
+    }
+    if (i < n8) {
+        const __m512 e = mm512_expf(_mm512_sub_ps(_mm512_maskz_loadu_ps(0xff, x + i), vm));
+        _mm512_mask_storeu_ps(x + i, 0xff, e);
+        acc = add8(acc, _mm512_castps512_ps256(e));
+        i += 8;
+    }
+    double dl[4];
+    _mm256_storeu_pd(dl, acc);
+    double sum = (dl[0] + dl[1]) + (dl[2] + dl[3]);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += (double)x[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    const __m512 vinv = _mm512_set1_ps(inv);
+    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
+    for (; i < n; i++) x[i] *= inv;
+}

@@ -17,7 +17,8 @@
      zipping groups 2t and 2t+1 gives the same operands.
    The activations: rows 2p, 2p+1 zipped by 64-bit lanes (values 8t..8t+7
    of each). A tile is 8 weight rows x 2 activation-row pairs: per 32-value
-   block 16 SMMLA for 4 activation rows, where the SDOT tile needs 64 SDOT.
+   block 32 SMMLA for 4 activation rows, where the SDOT tile needs 64 SDOT
+   (plus 16 + 8 zips here).
    An odd last activation row is paired with itself and its copy dropped.
 
    Bit-equal to the generic packed kernel, as the SDOT tiles: the per-block
@@ -26,7 +27,6 @@
    adds (-std=c17 keeps -ffp-contract=off); only the lane arrangement
    differs (tests/unit/test_kernels_arm_packed.c checks it). */
 #include <stdbool.h>
-#include <string.h>
 
 #include "backends/cpu/arm/arm_kernels.h"
 #include "backends/cpu/arm/neon_util.h"
@@ -35,12 +35,6 @@
 #define PAIRS 2 /* activation-row pairs per tile: MLLM_PACKED_TILE_N / 2 */
 
 typedef enum { K_Q4_0, K_Q4_1, K_Q5_0, K_Q8_0 } kind;
-
-ALWAYS_INLINE float f16f(mllm_f16 h) {
-    __fp16 v;
-    memcpy(&v, &h, sizeof v);
-    return (float)v;
-}
 
 /* Bit k of each byte at bit 4, the others 0 (k a literal after inlining). */
 ALWAYS_INLINE uint8x16_t bit_to_4(uint8x16_t v, int k) {
@@ -100,34 +94,35 @@ ALWAYS_INLINE void weight_ops(kind K, const uint8_t *wb, int8x16_t A[4][4]) {
 /* Activation block b of rows m0, m1 as the 4 operands B[t] (values
    8t..8t+7 of each row), with what the float step needs, as
    [m0, m1, m0, m1] vectors: dy, and s8 (q4_0 / q5_0, times 2 for q5_0) or
-   sy (q4_1). */
+   sy (q4_1). The scales are gathered in vector registers (lane loads, one
+   unzip), not through scalars: per block that is the tile's overhead over
+   the SDOT one, which multiplies by a scalar lane. */
 ALWAYS_INLINE void act_ops(kind K, const char *x0, const char *x1, int8x16_t B[4], float32x4_t *dy,
                            float32x4_t *sy, int32x4_t *s8) {
     const int8_t *q0, *q1;
-    float d0, d1, e0 = 0.0f, e1 = 0.0f;
-    if (K == K_Q8_0) {
-        const mllm_block_q8_0 *a = (const mllm_block_q8_0 *)x0, *b = (const mllm_block_q8_0 *)x1;
-        q0 = a->qs, q1 = b->qs, d0 = f16f(a->d), d1 = f16f(b->d);
-    } else if (K == K_Q4_1) {
-        const mllm_block_q8_1 *a = (const mllm_block_q8_1 *)x0, *b = (const mllm_block_q8_1 *)x1;
-        q0 = a->qs, q1 = b->qs, d0 = f16f(a->d), d1 = f16f(b->d), e0 = f16f(a->s), e1 = f16f(b->s);
-    } else {
-        const mllm_block_q8_0s *a = (const mllm_block_q8_0s *)x0, *b = (const mllm_block_q8_0s *)x1;
-        const int f = K == K_Q5_0 ? 2 : 1; /* (v - 16): 2 * (8 sum y) */
-        q0 = a->qs, q1 = b->qs, d0 = a->d, d1 = b->d;
-        const int32_t s[4] = {f * a->s8, f * b->s8, f * a->s8, f * b->s8};
-        *s8 = vld1q_s32(s);
+    if (K == K_Q8_0) { /* f16 d: [d0, d1, ., .] widened, then its low half twice */
+        q0 = ((const mllm_block_q8_0 *)x0)->qs, q1 = ((const mllm_block_q8_0 *)x1)->qs;
+        uint16x4_t h = vld1_dup_u16((const uint16_t *)x0);
+        h = vld1_lane_u16((const uint16_t *)x1, h, 1);
+        const float32x4_t f = vcvt_f32_f16(vreinterpret_f16_u16(h));
+        *dy = vreinterpretq_f32_f64(vdupq_laneq_f64(vreinterpretq_f64_f32(f), 0));
+    } else if (K == K_Q4_1) { /* f16 (d, s) pairs: [d0, s0, d1, s1] */
+        q0 = ((const mllm_block_q8_1 *)x0)->qs, q1 = ((const mllm_block_q8_1 *)x1)->qs;
+        uint32x2_t h = vld1_dup_u32((const uint32_t *)x0);
+        h = vld1_lane_u32((const uint32_t *)x1, h, 1);
+        const float32x4_t f = vcvt_f32_f16(vreinterpret_f16_u32(h));
+        *dy = vuzp1q_f32(f, f), *sy = vuzp2q_f32(f, f);
+    } else { /* (int32 s8, float d) pairs: [s8_0, d0, s8_1, d1] */
+        q0 = ((const mllm_block_q8_0s *)x0)->qs, q1 = ((const mllm_block_q8_0s *)x1)->qs;
+        const int32x4_t v = vcombine_s32(vld1_s32((const int32_t *)x0), vld1_s32((const int32_t *)x1));
+        *dy = vreinterpretq_f32_s32(vuzp2q_s32(v, v));
+        *s8 = vuzp1q_s32(v, v);
+        if (K == K_Q5_0) *s8 = vshlq_n_s32(*s8, 1); /* (v - 16): 2 * (8 sum y) */
     }
     const int64x2_t a0 = vreinterpretq_s64_s8(vld1q_s8(q0)), a1 = vreinterpretq_s64_s8(vld1q_s8(q0 + 16));
     const int64x2_t b0 = vreinterpretq_s64_s8(vld1q_s8(q1)), b1 = vreinterpretq_s64_s8(vld1q_s8(q1 + 16));
     B[0] = vreinterpretq_s8_s64(vzip1q_s64(a0, b0)), B[1] = vreinterpretq_s8_s64(vzip2q_s64(a0, b0));
     B[2] = vreinterpretq_s8_s64(vzip1q_s64(a1, b1)), B[3] = vreinterpretq_s8_s64(vzip2q_s64(a1, b1));
-    const float dd[4] = {d0, d1, d0, d1};
-    *dy = vld1q_f32(dd);
-    if (K == K_Q4_1) {
-        const float ee[4] = {e0, e1, e0, e1};
-        *sy = vld1q_f32(ee);
-    }
 }
 
 /* Row scales d[8] (and q4_1's m[8]) as [r, r, r+1, r+1] for row pair q. */

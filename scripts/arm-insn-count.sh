@@ -10,14 +10,16 @@
 #   per generated token = (insns(n = 1 + G) - insns(n = 1)) / G
 #   per prompt token    = (insns(long prompt) - insns(short prompt)) / extra tokens
 # with -t 1 (the counter is exact for one thread), greedy, no speculation.
-# MLLM_INSN_GEN: G (default 8); MLLM_INSN_PATHS: the paths (default all four).
+# MLLM_INSN_GEN: G (default 8); MLLM_INSN_PATHS: the paths (default all four);
+# MLLM_INSN_BIN: the arm64 mllm to count (default build/aarch64/mllm; e.g. a
+# copy kept from an earlier commit, for before / after).
 # Needs the aarch64 build (cmake --preset aarch64 && cmake --build --preset aarch64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:?usage: arm-insn-count.sh MODEL [EXTRA_ARGS...]}
 shift
 extra=("$@")
-mllm=build/aarch64/mllm
+mllm=${MLLM_INSN_BIN:-build/aarch64/mllm}
 [ -x "$mllm" ] || { echo "arm-insn-count: build the aarch64 preset first" >&2; exit 1; }
 plugin=build/aarch64/insn_count.so
 cc -O2 -shared -fPIC -o "$plugin" tools/qemu-insn/insn_count.c

@@ -48,7 +48,7 @@ mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const m
 void mllm_decoder_release(mllm_decoder *m);
 /* Repacks the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K matmul weights into the x8 layouts
    (decoder_pack.c); called by mllm_decoder_bind. By default only where the CPU
-   path has packed kernels for their type (AVX2: all; NEON: all but q5_K; mllm_cpu_has_packed_kernel);
+   path has packed kernels for their type (AVX2 and NEON: all; mllm_cpu_has_packed_kernel);
    MLLM_REPACK=0 never, =1 always. Weights placed on another backend (a mirror) are left as they are. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
 /* Schedules the model over the backends named in list ("opencl", "cuda,cpu";

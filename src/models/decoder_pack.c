@@ -58,8 +58,8 @@ static void *pack_worker(void *arg) {
 }
 
 /* MLLM_REPACK=0: never; =1: always, every packable matrix; unset: when this
-   CPU path has kernels for the packed layouts (AVX2; NEON for all but
-   q5_K), and only into the packed types it has kernels for. The
+   CPU path has kernels for the packed layouts (AVX2, NEON: all of
+   them), and only into the packed types it has kernels for. The
    generic path computes packed layouts too, but as a reference, slower than
    its plain loops, so a path without packed SIMD kernels for a type keeps
    the file's layout for it. */

@@ -1,9 +1,10 @@
 /* The arm64 tiles for the x8 packed layouts (src/backends/cpu/arm/
-   repack_body.h: q4_0x8, q4_1x8, q5_0x8, q8_0x8, q4_Kx8,
-   q6_Kx8) against the generic packed
-   kernel, per variant: NEON (SDOT emulated: every arm64 CPU) and
-   NEON+dotprod (SDOT by element; neon-i8mm runs the same tiles), each where
-   the CPU has it (under qemu: QEMU_CPU=max has both, cortex-a57 only NEON;
+   repack_body.h: q4_0x8, q4_1x8, q5_0x8, q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8;
+   repack_i8mm.c: SMMLA tiles for q4_0x8, q4_1x8, q5_0x8, q8_0x8) against
+   the generic packed kernel, per variant: NEON (SDOT emulated: every arm64
+   CPU), NEON+dotprod (SDOT by element) and neon-i8mm (the SMMLA tiles for
+   2+ activation rows, the SDOT ones otherwise), each where the CPU has it
+   (under qemu: QEMU_CPU=max has all three, cortex-a57 only NEON;
    scripts/test.sh runs both). Odd K, every activation-tile size (M = 1..9,
    so 1..4 rows per tile and remainders), sub-ranges of row groups.
    Bounds:
@@ -32,7 +33,7 @@
 
 static const mllm_cpu_isa k_isas[] = {MLLM_CPU_ISA_NEON, MLLM_CPU_ISA_NEON_DOTPROD, MLLM_CPU_ISA_NEON_I8MM};
 static const mllm_dtype k_types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0,
-                                     MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q6_K};
+                                     MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
 
 /* Activations the generic way (the NEON quantizers are checked below). */
 static void quantize_generic(mllm_dtype vt, const float *x, void *y, int64_t n) {
@@ -88,6 +89,20 @@ static int check(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r0, int6
         assert_true(tu_nmse(got, ref, ny) <= TOL_PLAIN);
         ran++;
     }
+    /* the SMMLA set called directly too, so a dispatch that stopped picking
+       it could not hide it */
+    const mllm_packed_group_fn *mm = mllm_packed_tiles_i8mm((mllm_dtype)packed);
+    if (mm && mllm_cpu_isa_available(MLLM_CPU_ISA_NEON_I8MM)) {
+        for (size_t i = 0; i < ny; i++) got[i] = -777.0f;
+        const bool done = mllm_mul_mat_packed_tiles(mm, (mllm_dtype)packed, P, rs, K, PX, pxs, M, got, ys, r0, r1);
+        assert_true(done == (r0 % 8 == 0 && r1 % 8 == 0));
+        if (done && memcmp(got, gen, ny * sizeof(float)) != 0) {
+            printf("i8mm tiles %s N=%lld K=%lld M=%lld: NMSE %.3g vs generic packed (want bit-equal)\n",
+                   mllm_dtype_name(packed), (long long)N, (long long)K, (long long)M, tu_nmse(got, gen, ny));
+            fail();
+        }
+        ran += done;
+    }
     free(W), free(P), free(X), free(PX), free(src), free(ref), free(gen), free(got);
     return ran;
 }
@@ -107,8 +122,10 @@ static void test_packed_tiles(void **state) {
     }
     /* more groups than one L2 chunk holds, prefill-sized */
     ran += check(MLLM_DTYPE_Q4_0, 1024, 1024, 6, 0, 1024);
+    ran += check(MLLM_DTYPE_Q8_0, 64, 512, 7, 0, 64);
     assert_true(ran > 0);
-    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_NEON_DOTPROD)) printf("SKIPPED neon-dotprod, neon-i8mm: this CPU does not have them\n");
+    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_NEON_DOTPROD)) printf("SKIPPED neon-dotprod: this CPU does not have it\n");
+    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_NEON_I8MM)) printf("SKIPPED neon-i8mm (SMMLA tiles): this CPU does not have it\n");
 }
 
 /* Only the types with tiles are repacked by default on the NEON paths. */
@@ -120,7 +137,14 @@ static void test_dispatch(void **state) {
     assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q4_K_X8));
     assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q5_0_X8));
     assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q6_K_X8));
-    assert_false(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q5_K_X8)); /* no NEON tiles yet */
+    assert_true(mllm_cpu_has_packed_kernel(MLLM_DTYPE_Q5_K_X8));
+    /* SMMLA tiles for the 32-value layouts; the k-quant ones keep SDOT */
+    assert_non_null(mllm_packed_tiles_i8mm(MLLM_DTYPE_Q4_0_X8));
+    assert_non_null(mllm_packed_tiles_i8mm(MLLM_DTYPE_Q4_1_X8));
+    assert_non_null(mllm_packed_tiles_i8mm(MLLM_DTYPE_Q5_0_X8));
+    assert_non_null(mllm_packed_tiles_i8mm(MLLM_DTYPE_Q8_0_X8));
+    assert_null(mllm_packed_tiles_i8mm(MLLM_DTYPE_Q4_K_X8));
+    assert_null(mllm_packed_tiles_i8mm(MLLM_DTYPE_Q8_0));
 }
 
 static void test_q8_0s_neon(void **state) {

@@ -94,8 +94,8 @@ bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa) {
     return isa == MLLM_CPU_ISA_NEON || isa == MLLM_CPU_ISA_NEON_DOTPROD || isa == MLLM_CPU_ISA_NEON_I8MM;
 }
 
-/* AVX2 (and so avx512) has kernels for every packed layout (repack.h);
-   the NEON paths for all but q5_Kx8 (arm/repack_body.h). Elsewhere a packed
+/* AVX2 (and so avx512) and the NEON paths have kernels for every packed
+   layout (repack.h, arm/repack_body.h). Elsewhere a packed
    layout would run through the generic reference, slower than the file's
    own layout. */
 bool mllm_cpu_has_packed_kernels(void) {

@@ -42,11 +42,14 @@ MLLM_ARM_INT_DOTS(dotprod)
 bool mllm_mul_mat_i8mm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X, size_t x_stride,
                        int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* Tiles for the x8 packed layouts (repack_body.h): q4_0x8, q4_1x8, q5_0x8,
-   q8_0x8, q4_Kx8, q6_Kx8; NULL for the other packed types (they run the generic packed
-   kernel). The neon set emulates SDOT by element. */
+   q8_0x8, q4_Kx8, q5_Kx8, q6_Kx8 (every packed type); NULL for other
+   types. The neon set emulates SDOT by element. The i8mm set
+   (repack_i8mm.c: SMMLA for 2..4 activation rows, the dotprod tile for 1)
+   has q4_0x8, q4_1x8, q5_0x8 and q8_0x8 only; NULL for the others. */
 #include "backends/cpu/repack.h"
 const mllm_packed_group_fn *mllm_packed_tiles_neon(mllm_dtype t);
 const mllm_packed_group_fn *mllm_packed_tiles_dotprod(mllm_dtype t);
+const mllm_packed_group_fn *mllm_packed_tiles_i8mm(mllm_dtype t);
 /* mllm_cpu_mul_mat for packed weights on a NEON path; false: no tiles for
    wt, or r0 / r1 not multiples of 8 (the generic packed kernel runs). */
 bool mllm_mul_mat_packed_arm(mllm_cpu_isa isa, mllm_dtype wt, const void *W, size_t w_stride, int64_t K,

@@ -243,19 +243,26 @@ ALWAYS_INLINE void k4_scales(const uint8_t *s, int32x4_t sc[8][2], int32x4_t mn[
     }
 }
 
-/* q4_Kx8 x q8_K32: chunk c (256 bytes), row group t (32 bytes) holds
-   positions 4t..4t+3 of sub-blocks 2c (low nibbles) and 2c + 1 (high) for
-   the 8 rows; they meet int32 lane t % 4 of the activation's 16-byte
-   vector (32 j + 4 t) / 16. Per sub-block j the exact a = sc_j * dot and
-   b = m_j * (bsums[2j] + bsums[2j + 1]); then kq32_combine's float steps:
-   sa += dy_j * a, sb += dy_j * b in j order, block = d * sa - dmin * sb. */
-ALWAYS_INLINE void tile_q4_kx8(int RN, const void *vw, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) {
-    const mllm_block_q4_kx8 *w = vw;
+/* q4_Kx8 and q5_Kx8 x q8_K32: chunk c (256 bytes), row group t (32 bytes)
+   holds positions 4t..4t+3 of sub-blocks 2c (low nibbles) and 2c + 1 (high)
+   for the 8 rows; they meet int32 lane t % 4 of the activation's 16-byte
+   vector (32 j + 4 t) / 16. q5_K (Q5, a constant at each call) or-s in the
+   fifth bits: qh's 32-byte group t has the same byte positions as qs's, bit
+   2c for the low nibbles, 2c + 1 for the high (values 0..31). Per sub-block
+   j the exact a = sc_j * dot and b = m_j * (bsums[2j] + bsums[2j + 1]);
+   then kq32_combine's float steps: sa += dy_j * a, sb += dy_j * b in j
+   order, block = d * sa - dmin * sb. d, dmin and scales sit at the same
+   offsets in both layouts. */
+ALWAYS_INLINE void tile_k45x8(int RN, bool Q5, const uint8_t *wb, int64_t nb, const char *X, size_t xs, float *Y,
+                              size_t ys) {
+    const size_t bsize = Q5 ? sizeof(mllm_block_q5_kx8) : sizeof(mllm_block_q4_kx8);
     float32x4_t acc0[TILE_N], acc1[TILE_N];
 #pragma GCC unroll 4
     for (int m = 0; m < RN; m++) acc0[m] = acc1[m] = vdupq_n_f32(0.0f);
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    for (int64_t b = 0; b < nb; b++, w++) {
+    for (int64_t b = 0; b < nb; b++, wb += bsize) {
+        const mllm_block_q4_kx8 *w = (const mllm_block_q4_kx8 *)wb; /* d, dmin, scales */
+        const uint8_t *qs = Q5 ? ((const mllm_block_q5_kx8 *)wb)->qs : w->qs;
         int32x4_t sc[8][2], mn[8][2];
         k4_scales(w->scales, sc, mn);
         const mllm_block_q8_k32 *y[TILE_N];
@@ -270,11 +277,17 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const void *vw, int64_t nb, const char *X
             int8x16_t lo[16], hi[16];
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                const uint8x16x4_t v = vld1q_u8_x4(w->qs + 256 * c + 64 * k);
+                const uint8x16x4_t v = vld1q_u8_x4(qs + 256 * c + 64 * k);
 #pragma GCC unroll 4
                 for (int e = 0; e < 4; e++) {
-                    lo[4 * k + e] = vreinterpretq_s8_u8(vandq_u8(v.val[e], m4));
-                    hi[4 * k + e] = vreinterpretq_s8_u8(vshrq_n_u8(v.val[e], 4));
+                    uint8x16_t l = vandq_u8(v.val[e], m4), h = vshrq_n_u8(v.val[e], 4);
+                    if (Q5) {
+                        const uint8x16_t qh = vld1q_u8(((const mllm_block_q5_kx8 *)wb)->qh + 64 * k + 16 * e);
+                        l = vorrq_u8(l, bit_to_4(qh, 2 * c));
+                        h = vorrq_u8(h, bit_to_4(qh, 2 * c + 1));
+                    }
+                    lo[4 * k + e] = vreinterpretq_s8_u8(l);
+                    hi[4 * k + e] = vreinterpretq_s8_u8(h);
                 }
             }
 #pragma GCC unroll 4
@@ -315,6 +328,14 @@ ALWAYS_INLINE void tile_q4_kx8(int RN, const void *vw, int64_t nb, const char *X
         vst1q_f32(Y + (size_t)m * ys, acc0[m]);
         vst1q_f32(Y + (size_t)m * ys + 4, acc1[m]);
     }
+}
+
+ALWAYS_INLINE void tile_q4_kx8(int RN, const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) {
+    tile_k45x8(RN, false, w, nb, X, xs, Y, ys);
+}
+
+ALWAYS_INLINE void tile_q5_kx8(int RN, const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) {
+    tile_k45x8(RN, true, w, nb, X, xs, Y, ys);
 }
 
 /* Bits 2k, 2k + 1 of each byte at bits 4, 5, the others 0 (k literal). */
@@ -423,6 +444,7 @@ PACKED_SET(tile_q4_0x8)
 PACKED_SET(tile_q4_1x8)
 PACKED_SET(tile_q8_0x8)
 PACKED_SET(tile_q4_kx8)
+PACKED_SET(tile_q5_kx8)
 PACKED_SET(tile_q5_0x8)
 PACKED_SET(tile_q6_kx8)
 
@@ -432,6 +454,7 @@ const mllm_packed_group_fn *MLLM_CAT(mllm_packed_tiles_, MLLM_SFX)(mllm_dtype t)
     case MLLM_DTYPE_Q4_1_X8: return tile_q4_1x8_set;
     case MLLM_DTYPE_Q8_0_X8: return tile_q8_0x8_set;
     case MLLM_DTYPE_Q4_K_X8: return tile_q4_kx8_set;
+    case MLLM_DTYPE_Q5_K_X8: return tile_q5_kx8_set;
     case MLLM_DTYPE_Q5_0_X8: return tile_q5_0x8_set;
     case MLLM_DTYPE_Q6_K_X8: return tile_q6_kx8_set;
     default: return NULL;

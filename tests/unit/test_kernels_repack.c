@@ -168,7 +168,12 @@ static void test_packed_mul_mat_large(void **state) {
    matmul. Odd group counts (its ymm tail), 1..19 activation rows (tiles of
    8 and their rest), one block to many, sub-ranges, several chunks and
    block-sum passes; extremes: weights and activations of +-127. */
-static void check_q8_avx512(int64_t N, int64_t K, int64_t M, int64_t r0, int64_t r1, bool extremes) {
+#if defined(__x86_64__) || defined(_M_X64)
+#define MAYBE_UNUSED
+#else
+#define MAYBE_UNUSED __attribute__((unused)) /* only x86 has an avx512 path to check */
+#endif
+MAYBE_UNUSED static void check_q8_avx512(int64_t N, int64_t K, int64_t M, int64_t r0, int64_t r1, bool extremes) {
     const size_t rs = mllm_dtype_row_size(MLLM_DTYPE_Q8_0, K), xs = rs + 40, ys = (size_t)N + 5;
     char *W = tu_quant_matrix(MLLM_DTYPE_Q8_0, N, K, 77 + (uint64_t)K), *P = malloc((size_t)N * rs);
     char *X = malloc((size_t)M * xs);

@@ -29,4 +29,21 @@ static inline float32x4_t neon_load_bf16x4(const mllm_bf16 *p) {
 static inline int8x16_t neon_lo_nibbles(uint8x16_t v) { return vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0f))); }
 static inline int8x16_t neon_hi_nibbles(uint8x16_t v) { return vreinterpretq_s8_u8(vshrq_n_u8(v, 4)); }
 
+/* Bit k of each byte at bit 4, the other bits 0 (k a literal after
+   inlining: the shifts take immediates); the
+   fifth bits of q5_0 / q5_K, in the SDOT and the SMMLA tiles alike. */
+static inline __attribute__((always_inline)) uint8x16_t mllm_neon_bit_to_4(uint8x16_t v, int k) {
+    const uint8x16_t b4 = vdupq_n_u8(0x10);
+    switch (k) {
+    case 0: return vandq_u8(vshlq_n_u8(v, 4), b4);
+    case 1: return vandq_u8(vshlq_n_u8(v, 3), b4);
+    case 2: return vandq_u8(vshlq_n_u8(v, 2), b4);
+    case 3: return vandq_u8(vshlq_n_u8(v, 1), b4);
+    case 4: return vandq_u8(v, b4);
+    case 5: return vandq_u8(vshrq_n_u8(v, 1), b4);
+    case 6: return vandq_u8(vshrq_n_u8(v, 2), b4);
+    default: return vandq_u8(vshrq_n_u8(v, 3), b4);
+    }
+}
+
 #endif

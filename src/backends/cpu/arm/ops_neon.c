@@ -7,23 +7,24 @@
 
 #include "backends/cpu/arm/arm_kernels.h"
 #include "backends/cpu/arm/neon_util.h"
+#include "backends/cpu/expf_poly.h"
 #include "backends/cpu/kernels_internal.h"
 
 /* expf for 4 lanes: x = n ln2 + r, exp(r) by the degree-6 polynomial of
    ops_avx2.c, 2^n put in the exponent bits; below -87.34 gives 0, above 88
    +inf, NaN stays NaN. */
 static inline float32x4_t neon_expf(float32x4_t x) {
-    const float32x4_t hi = vdupq_n_f32(88.0f), lo = vdupq_n_f32(-87.33654f);
+    const float32x4_t hi = vdupq_n_f32(MLLM_EXPF_HI), lo = vdupq_n_f32(MLLM_EXPF_LO);
     const float32x4_t xc = vminq_f32(vmaxq_f32(x, lo), hi);
-    const float32x4_t n = vrndnq_f32(vmulq_n_f32(xc, 1.44269504088896341f));
-    float32x4_t r = vfmsq_f32(xc, n, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    const float32x4_t n = vrndnq_f32(vmulq_n_f32(xc, MLLM_EXPF_LOG2E));
+    float32x4_t r = vfmsq_f32(xc, n, vdupq_n_f32(MLLM_EXPF_LN2_HI));
+    r = vfmsq_f32(r, n, vdupq_n_f32(MLLM_EXPF_LN2_LO));
+    float32x4_t p = vdupq_n_f32(MLLM_EXPF_P0);
+    p = vfmaq_f32(vdupq_n_f32(MLLM_EXPF_P1), p, r);
+    p = vfmaq_f32(vdupq_n_f32(MLLM_EXPF_P2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(MLLM_EXPF_P3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(MLLM_EXPF_P4), p, r);
+    p = vfmaq_f32(vdupq_n_f32(MLLM_EXPF_P5), p, r);
     p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), vmulq_f32(p, r), r);
     const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
     float32x4_t y = vmulq_f32(p, vreinterpretq_f32_s32(e));

@@ -153,22 +153,6 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const void *vw, int64_t nb, const char *X
     }
 }
 
-/* Bit k of each byte at bit 4, the other bits 0 (k a literal after
-   inlining: the shifts take immediates). */
-ALWAYS_INLINE uint8x16_t bit_to_4(uint8x16_t v, int k) {
-    const uint8x16_t b4 = vdupq_n_u8(0x10);
-    switch (k) {
-    case 0: return vandq_u8(vshlq_n_u8(v, 4), b4);
-    case 1: return vandq_u8(vshlq_n_u8(v, 3), b4);
-    case 2: return vandq_u8(vshlq_n_u8(v, 2), b4);
-    case 3: return vandq_u8(vshlq_n_u8(v, 1), b4);
-    case 4: return vandq_u8(v, b4);
-    case 5: return vandq_u8(vshrq_n_u8(v, 1), b4);
-    case 6: return vandq_u8(vshrq_n_u8(v, 2), b4);
-    default: return vandq_u8(vshrq_n_u8(v, 3), b4);
-    }
-}
-
 /* q5_0x8 x q8_0s: q4_0x8's nibbles with the fifth bits or-ed in (qh[4r +
    j]: bit 2t for value 8t + j, bit 2t + 1 for 8t + 4 + j; the same byte
    positions as a qs chunk), values 0..31; (d * dy) * (s - 2 * 8 sum(y)). */
@@ -187,8 +171,8 @@ ALWAYS_INLINE void tile_q5_0x8(int RN, const void *vw, int64_t nb, const char *X
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) { /* chunk t = k / 2, rows 4 (k % 2).. */
             const uint8x16_t qh = h.val[k % 2];
-            lo[k] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw[k], m4), bit_to_4(qh, 2 * (k / 2))));
-            hi[k] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw[k], 4), bit_to_4(qh, 2 * (k / 2) + 1)));
+            lo[k] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw[k], m4), mllm_neon_bit_to_4(qh, 2 * (k / 2))));
+            hi[k] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(raw[k], 4), mllm_neon_bit_to_4(qh, 2 * (k / 2) + 1)));
         }
         float32x4_t d0, d1;
         f16x8(w->d, &d0, &d1);
@@ -283,8 +267,8 @@ ALWAYS_INLINE void tile_k45x8(int RN, bool Q5, const uint8_t *wb, int64_t nb, co
                     uint8x16_t l = vandq_u8(v.val[e], m4), h = vshrq_n_u8(v.val[e], 4);
                     if (Q5) {
                         const uint8x16_t qh = vld1q_u8(((const mllm_block_q5_kx8 *)wb)->qh + 64 * k + 16 * e);
-                        l = vorrq_u8(l, bit_to_4(qh, 2 * c));
-                        h = vorrq_u8(h, bit_to_4(qh, 2 * c + 1));
+                        l = vorrq_u8(l, mllm_neon_bit_to_4(qh, 2 * c));
+                        h = vorrq_u8(h, mllm_neon_bit_to_4(qh, 2 * c + 1));
                     }
                     lo[4 * k + e] = vreinterpretq_s8_u8(l);
                     hi[4 * k + e] = vreinterpretq_s8_u8(h);

@@ -36,21 +36,6 @@
 
 typedef enum { K_Q4_0, K_Q4_1, K_Q5_0, K_Q8_0 } kind;
 
-/* Bit k of each byte at bit 4, the others 0 (k a literal after inlining). */
-ALWAYS_INLINE uint8x16_t bit_to_4(uint8x16_t v, int k) {
-    const uint8x16_t b4 = vdupq_n_u8(0x10);
-    switch (k) {
-    case 0: return vandq_u8(vshlq_n_u8(v, 4), b4);
-    case 1: return vandq_u8(vshlq_n_u8(v, 3), b4);
-    case 2: return vandq_u8(vshlq_n_u8(v, 2), b4);
-    case 3: return vandq_u8(vshlq_n_u8(v, 1), b4);
-    case 4: return vandq_u8(v, b4);
-    case 5: return vandq_u8(vshrq_n_u8(v, 1), b4);
-    case 6: return vandq_u8(vshrq_n_u8(v, 2), b4);
-    default: return vandq_u8(vshrq_n_u8(v, 3), b4);
-    }
-}
-
 /* The 16 weight operands of one packed block: A[t][q] = rows 2q, 2q+1,
    values 8t..8t+7. */
 ALWAYS_INLINE void weight_ops(kind K, const uint8_t *wb, int8x16_t A[4][4]) {
@@ -81,8 +66,8 @@ ALWAYS_INLINE void weight_ops(kind K, const uint8_t *wb, int8x16_t A[4][4]) {
         for (int h = 0; h < 2; h++) {
             uint8x16_t lo = vandq_u8(v.val[h], m4), hi = vshrq_n_u8(v.val[h], 4);
             if (K == K_Q5_0) { /* bit 2t: value 8t + j, bit 2t + 1: 8t + 4 + j */
-                lo = vorrq_u8(lo, bit_to_4(qh.val[h], 2 * t));
-                hi = vorrq_u8(hi, bit_to_4(qh.val[h], 2 * t + 1));
+                lo = vorrq_u8(lo, mllm_neon_bit_to_4(qh.val[h], 2 * t));
+                hi = vorrq_u8(hi, mllm_neon_bit_to_4(qh.val[h], 2 * t + 1));
             }
             const uint32x4_t l = vreinterpretq_u32_u8(lo), u = vreinterpretq_u32_u8(hi);
             A[t][2 * h] = vreinterpretq_s8_u32(vzip1q_u32(l, u));

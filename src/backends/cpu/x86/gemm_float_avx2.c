@@ -10,6 +10,7 @@
    against 7 loads for the dot-product tiles, and no horizontal sums. */
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
+#include "backends/cpu/x86/gemm_panel_rows.h"
 #include "backends/cpu/x86/simd_avx2.h"
 
 #include <string.h>
@@ -17,6 +18,7 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define NR MLLM_GEMM_NR /* weight rows per panel */
 #define MR 6   /* activation rows per tile */
+_Static_assert(MR <= MLLM_GEMM_MR_MAX, "gemm_panel_rows.h scratch tile");
 #define KC MLLM_GEMM_KC /* values of K per panel */
 
 /* 8 floats of row i of the panel's source, widened. */
@@ -94,32 +96,18 @@ ALWAYS_INLINE void kernel(int RM, const float *p, const float *A, size_t lda, in
     }
 }
 
-typedef void (*kern_fn)(const float *p, const float *A, size_t lda, int kc, float *C, size_t ldc, bool add);
 #define KERN(RM)                                                                                       \
     static void kern_##RM(const float *p, const float *A, size_t lda, int kc, float *C, size_t ldc, \
                           bool add) {                                                                 \
         kernel(RM, p, A, lda, kc, C, ldc, add);                                                       \
     }
 KERN(1) KERN(2) KERN(3) KERN(4) KERN(5) KERN(6)
-static const kern_fn k_kern[MR] = {kern_1, kern_2, kern_3, kern_4, kern_5, kern_6};
+static const mllm_gemm_kern_fn k_kern[MR] = {kern_1, kern_2, kern_3, kern_4, kern_5, kern_6};
 
 /* Y[m][r .. r + nr) (+)= A rows m < M (values k0 .. k0 + kc) times one panel. */
 void mllm_gemm_panel_rows_avx2(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
                        float *Y, size_t y_stride, int64_t r, bool add) {
-    for (int64_t m = 0; m < M; m += MR) {
-        const int rm = (int)(M - m < MR ? M - m : MR);
-        const float *a = A + (size_t)m * lda + k0;
-        if (nr == NR) {
-            k_kern[rm - 1](panel, a, lda, kc, Y + (size_t)m * y_stride + r, y_stride, add);
-        } else { /* last panel of the range: only nr columns are ours */
-            float tmp[MR * NR];
-            for (int i = 0; i < rm; i++)
-                for (int j = 0; j < nr; j++) tmp[i * NR + j] = add ? Y[(size_t)(m + i) * y_stride + r + j] : 0.0f;
-            k_kern[rm - 1](panel, a, lda, kc, tmp, NR, true);
-            for (int i = 0; i < rm; i++)
-                for (int j = 0; j < nr; j++) Y[(size_t)(m + i) * y_stride + r + j] = tmp[i * NR + j];
-        }
-    }
+    mllm_gemm_panel_rows_with(k_kern, MR, panel, nr, A, lda, k0, kc, M, Y, y_stride, r, add);
 }
 
 typedef void (*rows_fn)(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc, int64_t M,

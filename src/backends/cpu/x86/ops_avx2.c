@@ -2,6 +2,7 @@
    mm256_expf); everything else is the generic math with 8-lane order. */
 #include <math.h>
 
+#include "backends/cpu/expf_poly.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/x86/simd_avx2.h"
 #include "core/cpu_features.h"
@@ -12,19 +13,19 @@
    below FLT_MIN are flushed to 0 (so -inf gives 0), x > 88 gives +inf, NaN
    stays NaN. */
 static inline __m256 mm256_expf(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(88.0f), lo = _mm256_set1_ps(-87.33654f);
+    const __m256 hi = _mm256_set1_ps(MLLM_EXPF_HI), lo = _mm256_set1_ps(MLLM_EXPF_LO);
     const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(MLLM_EXPF_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     /* r = x - n*ln2 with ln2 split in two so r is exact enough */
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(MLLM_EXPF_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(MLLM_EXPF_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(MLLM_EXPF_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MLLM_EXPF_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MLLM_EXPF_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MLLM_EXPF_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MLLM_EXPF_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MLLM_EXPF_P5));
     p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));

@@ -9,21 +9,22 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "backends/cpu/expf_poly.h"
 #include "backends/cpu/kernels_internal.h"
 
 static inline __m512 mm512_expf(__m512 x) {
-    const __m512 hi = _mm512_set1_ps(88.0f), lo = _mm512_set1_ps(-87.33654f);
+    const __m512 hi = _mm512_set1_ps(MLLM_EXPF_HI), lo = _mm512_set1_ps(MLLM_EXPF_LO);
     const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(MLLM_EXPF_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(MLLM_EXPF_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(MLLM_EXPF_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(MLLM_EXPF_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P5));
     p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));

@@ -62,16 +62,10 @@ ALWAYS_INLINE void tile16(int RN, const mllm_block_q8_0x8 *wa, const mllm_block_
     for (int m = 0; m < RN; m++) acc[m] = _mm512_setzero_ps();
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb; b++) {
-        _mm_prefetch((const char *)(wa + b) + PF_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wa + b) + PF_AHEAD + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wa + b) + PF_AHEAD + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wa + b) + PF_AHEAD + 192, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wa + b) + PF_AHEAD + 256, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wb + b) + PF_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wb + b) + PF_AHEAD + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wb + b) + PF_AHEAD + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wb + b) + PF_AHEAD + 192, _MM_HINT_T0);
-        _mm_prefetch((const char *)(wb + b) + PF_AHEAD + 256, _MM_HINT_T0);
+        for (int o = 0; o < 320; o += 64) { /* both groups' next blocks (272 bytes each) */
+            _mm_prefetch((const char *)(wa + b) + PF_AHEAD + o, _MM_HINT_T0);
+            _mm_prefetch((const char *)(wb + b) + PF_AHEAD + o, _MM_HINT_T0);
+        }
         const mllm_block_q8_0 *y[TN];
         __m512i s[TN];
 #pragma GCC unroll 8

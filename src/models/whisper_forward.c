@@ -4,6 +4,7 @@
    KV cache per sequence (several sequences: beam search). */
 #include <math.h>
 #include <string.h>
+#include "audio/mel.h"
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -35,6 +36,10 @@ static void transpose(const float *src, size_t stride, int n, int d, float *dst,
         for (int c = 0; c < d; c++)
             for (int j = j0; j < j1; j++) dst[(size_t)c * dst_stride + (size_t)j] = src[(size_t)j * stride + (size_t)c];
     }
+}
+
+mllm_status mllm_whisper_mel(mllm_whisper *w, const float *samples, size_t n, float *mel) {
+    return mllm_mel_compute_pool(samples, n, w->hp.n_mels, mel, w->pool);
 }
 
 mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {

@@ -95,6 +95,8 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
                           float *acc);
 /* Y = LayerNorm(X) per row of n (eps 1e-5). */
 void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y);
+/* mllm_layernorm_generic on M rows (the same values), LN_GROUP rows side by side. */
+void wh_layernorm_rows(float *Y, const float *X, const float *gamma, const float *beta, int64_t M, int dim, float eps);
 
 /* Multi-head attention: query row i, head h at q[i * q_stride + h * hd];
    key j at k[j * k_stride + h * hd]; value dim d of key j at

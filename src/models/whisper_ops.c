@@ -239,8 +239,12 @@ static void pack_fn(void *arg, int ith, int nth) {
     for (int64_t h; (h = take(&j->next_pack)) < a->n_head;) {
         const float *K = a->k, *Vt = a->vt;
         mllm_cpu_gemm_f32_pack(K + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
-        mllm_cpu_gemm_f32_pack(Vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float), a->n_k,
-                               a->hd, j->vp + (size_t)h * j->vp_head);
+        if (a->v)
+            mllm_cpu_gemm_f32_pack_t(a->v + h * a->hd, a->v_stride * sizeof(float), a->n_k, a->hd,
+                                     j->vp + (size_t)h * j->vp_head);
+        else
+            mllm_cpu_gemm_f32_pack(Vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float),
+                                   a->n_k, a->hd, j->vp + (size_t)h * j->vp_head);
     }
 }
 
@@ -302,7 +306,10 @@ static void att_fn(void *arg, int ith, int nth) {
     }
 }
 
+bool wh_attention_packs(const wh_attn *a) { return a->causal < 0 && a->n_q >= 4 * ATT_QB && !a->kv_f16; }
+
 mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
+    if (!a->vt && !wh_attention_packs(a)) return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: attention without V^T");
     const int nth = mllm_pool_size(w->pool);
     /* P (ATT_QB x n_k floats), then room for its f16 copy (or the queries') */
     att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k * (a->kv_f16 ? 2 : 1) + (size_t)ATT_QB * (size_t)a->hd};
@@ -315,7 +322,7 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     w->att_floats = bytes / sizeof(float);
     j.buf = w->att;
     j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
-    if (a->causal < 0 && a->n_q >= 4 * ATT_QB && !a->kv_f16) {
+    if (wh_attention_packs(a)) {
         j.kp_head = mllm_cpu_gemm_f32_packed_size(a->hd, a->n_k);
         j.vp_head = mllm_cpu_gemm_f32_packed_size(a->n_k, a->hd);
         bytes = w->att_pack_floats * sizeof(float);

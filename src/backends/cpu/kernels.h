@@ -120,6 +120,9 @@ void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, con
    The generic path runs a plain loop over the same layout. */
 size_t mllm_cpu_gemm_f32_packed_size(int64_t K, int64_t N);
 void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t N, float *dst);
+/* The same packing of W given as its transpose: W[r][k] at
+   Wt + k * wt_stride bytes, value r (Whisper's V^T from the V rows). */
+void mllm_cpu_gemm_f32_pack_t(const float *Wt, size_t wt_stride, int64_t K, int64_t N, float *dst);
 void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
                               float *Y, size_t y_stride);
 

@@ -78,6 +78,11 @@ void mllm_gemm_panel_rows_avx2(const float *panel, int nr, const float *A, size_
                                int64_t M, float *Y, size_t y_stride, int64_t r, bool add);
 void mllm_gemm_panel_rows_avx512(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc,
                                  int64_t M, float *Y, size_t y_stride, int64_t r, bool add);
+/* Two adjacent full panels of a packed block (the second kc * 16 floats
+   after the first): Y[m][r .. r + 32) (+)= A rows times them, 12 x 32
+   tiles; the same values as two mllm_gemm_panel_rows_avx512 calls. */
+void mllm_gemm_panel2_rows_avx512(const float *panel, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
+                                  float *Y, size_t y_stride, int64_t r, bool add);
 /* The plain loop over vec_dot (mul_mat.c): the reference for the above. */
 void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
                           const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,

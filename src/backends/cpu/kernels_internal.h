@@ -83,6 +83,9 @@ void mllm_gemm_panel_rows_avx512(const float *panel, int nr, const float *A, siz
    tiles; the same values as two mllm_gemm_panel_rows_avx512 calls. */
 void mllm_gemm_panel2_rows_avx512(const float *panel, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
                                   float *Y, size_t y_stride, int64_t r, bool add);
+/* mllm_cpu_sum_exp's paths (sum_exp.c, x86/sum_exp_avx2.c); ts_from in [0, n]. */
+double mllm_sum_exp_generic(const float *x, int n, float mx, int ts_from, double *ts_sum);
+double mllm_sum_exp_avx2(const float *x, int n, float mx, int ts_from, double *ts_sum);
 /* The plain loop over vec_dot (mul_mat.c): the reference for the above. */
 void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
                           const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,

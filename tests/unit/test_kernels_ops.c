@@ -130,13 +130,18 @@ static void test_softmax_avx512(void **state) {
         return;
     }
     assert_string_equal(a5->name, "avx512");
+    /* spread 30 x 0.125 (every x - max above MLLM_EXPF_LO: the lean exp),
+       3000 x 0.125 (some below: the clamping one); masked rows, a NaN and
+       a +inf take the clamping exp too */
     static const int ns[] = {1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 448, 1500, 1501};
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
-        for (int mask = 0; mask < 2; mask++) {
+        for (int mask = 0; mask < 5; mask++) {
             const int n = ns[k];
-            float *x = rnd(n, 700 + (uint64_t)n + (uint64_t)mask, 30.0f), *y = copy(x, n);
-            if (mask)
+            float *x = rnd(n, 700 + (uint64_t)n + (uint64_t)mask, mask == 2 ? 3000.0f : 30.0f), *y = copy(x, n);
+            if (mask == 1)
                 for (int i = 0; i < n; i += 3) x[i] = y[i] = -INFINITY;
+            if (mask == 3) x[n / 2] = y[n / 2] = NAN;
+            if (mask == 4) x[n - 1] = y[n - 1] = INFINITY;
             a2->softmax(x, n, 0.125f);
             a5->softmax(y, n, 0.125f);
             assert_memory_equal(x, y, (size_t)n * sizeof(float));

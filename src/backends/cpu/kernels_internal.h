@@ -94,6 +94,7 @@ void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, i
 /* The avx512 path's softmax (ops_avx512.c; AVX-512 F/DQ): the ops table's
    softmax, bit-identical to the AVX2 one. */
 void mllm_softmax_avx512(float *x, int n, float scale);
+void mllm_gelu_erf_avx512(float *y, const float *x, int n);
 /* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
 void mllm_expf_avx2(const float *x, float *y, int n);
 

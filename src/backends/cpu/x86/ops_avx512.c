@@ -1,4 +1,4 @@
-/* The avx512 path's own row op: softmax with its exp on 16 lanes. Every
+/* The avx512 path's own row ops: softmax and the erf GELU with their exp on 16 lanes. Every
    step is the AVX2 one's (ops_avx2.c) lane for lane: the same Cephes-style
    expf operations (so the same values), the max (exact in any order), and
    the double sum fed 8 values at a time in the AVX2 order (4 double lanes,
@@ -126,4 +126,39 @@ void mllm_softmax_avx512(float *x, int n, float scale) {
     const __m512 vinv = _mm512_set1_ps(inv);
     for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
     for (; i < n; i++) x[i] *= inv;
+}
+
+/* gelu_erf_avx2 (ops_avx2.c: erfc(z) = t exp(-z^2 + P(t)), the sign of x
+   picking 2 - erfc or erfc) on 16 lanes, the same operations per value:
+   16-lane blocks, one 8-lane block and the scalar erff tail where the AVX2
+   kernel has its 8-lane loop and its tail, so the output is bit-identical
+   (test_kernels_ops). */
+static inline __m512 gelu16(__m512 v) {
+    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f), half = _mm512_set1_ps(0.5f);
+    const __m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(0.70710678118654752f));
+    const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(half, z, one));
+    __m512 p = _mm512_set1_ps(0.17087277f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
+    const __m512 erfc = _mm512_mul_ps(t, mm512_expf(_mm512_fnmadd_ps(z, z, p)));
+    const __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(v)); /* the sign bit, as blendv */
+    const __m512 f = _mm512_mask_blend_ps(neg, _mm512_sub_ps(two, erfc), erfc);
+    return _mm512_mul_ps(_mm512_mul_ps(half, v), f);
+}
+
+void mllm_gelu_erf_avx512(float *y, const float *x, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu16(_mm512_loadu_ps(x + i)));
+    if (i + 8 <= n) {
+        _mm512_mask_storeu_ps(y + i, 0xff, gelu16(_mm512_maskz_loadu_ps(0xff, x + i)));
+        i += 8;
+    }
+    for (; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }

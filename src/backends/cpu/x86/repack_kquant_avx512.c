@@ -77,6 +77,38 @@ ALWAYS_INLINE __m512i bit_to_4(__m512i v, int k) {
     return _mm512_and_si512(k <= 4 ? _mm512_slli_epi16(v, 4 - k) : _mm512_srli_epi16(v, k - 4), b4);
 }
 
+/* One 32-value sub-block j = 2c + E (E: 0 low nibbles, 1 high ones, a
+   constant at each call) of both groups against RN activation rows: the
+   exact int32 dots, then sa += float(sc_j * dot) * dy_j as the AVX2 tile. */
+ALWAYS_INLINE void k45_sub_block(int RN, bool Q5, int E, int c, const uint8_t *qa, const uint8_t *qb,
+                                 const uint8_t *ha, const uint8_t *hb, const mllm_block_q8_k32 *const *y,
+                                 const uint8_t *sc, __m512 *sa) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const int j = 2 * c + E;
+    __m512i dot[TN];
+#pragma GCC unroll 8
+    for (int m = 0; m < RN; m++) dot[m] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; t++) {
+        /* chunk c, step t: the low nibbles are values 4t.. of sub-block 2c, the high ones of 2c + 1 */
+        const __m512i raw = pair256(qa + 256 * c + 32 * t, qb + 256 * c + 32 * t);
+        const __m512i q = E ? _mm512_srli_epi16(raw, 4) : raw;
+        __m512i v;
+        if (Q5) /* the fifth bit: bit j of the qh bytes */
+            v = _mm512_ternarylogic_epi32(q, bit_to_4(pair256(ha + 32 * t, hb + 32 * t), j), m4, A_AND_C_OR_B);
+        else
+            v = _mm512_and_si512(q, m4);
+#pragma GCC unroll 8
+        for (int m = 0; m < RN; m++)
+            dot[m] = _mm512_dpbusd_epi32(dot[m], v, _mm512_set1_epi32(load4(y[m]->qs + 32 * j + 4 * t)));
+    }
+    const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j))));
+    /* exact: the AVX2 tile's float(sc * dot) */
+#pragma GCC unroll 8
+    for (int m = 0; m < RN; m++)
+        sa[m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[m]), scf), _mm512_set1_ps(y[m]->d[j]), sa[m]);
+}
+
 /* q4_Kx8 / q5_Kx8 (Q5 a constant at each call): groups A and B (or A
    twice, keep = 0x00ff) x RN activation rows, Y[m * ys + 0..15]. */
 ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *wb, int64_t nb, const char *X,
@@ -97,7 +129,7 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *w
         const uint8_t *ha = Q5 ? ((const mllm_block_q5_kx8 *)wa)->qh : NULL;
         const uint8_t *hb = Q5 ? ((const mllm_block_q5_kx8 *)wb)->qh : NULL;
         /* 6-bit scales and mins as the AVX2 tile unpacks them ([sub-block][row]
-           bytes), for both groups at once, then one float vector each */
+           bytes), for both groups at once */
         const __m512i v0 = pair256(A->scales, B->scales), v1 = pair256(A->scales + 32, B->scales + 32);
         const __m512i v2 = pair256(A->scales + 64, B->scales + 64);
         uint8_t sc[128], mn[128]; /* byte 16j + l: sub-block j, lane l (a's rows 0..7, b's) */
@@ -119,46 +151,26 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *w
             _mm256_storeu_ps(yt[m], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(ysum)), _mm256_loadu_ps(y[m]->d)));
         }
         {
-            __m512 mf[8];
+            __m512 s[TN];
+            /* j not unrolled: yt[m][j] reaches the FMAs as a broadcast from memory */
+#pragma GCC unroll 1
+            for (int j = 0; j < 8; j++) {
+                const __m512 mf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * j))));
 #pragma GCC unroll 8
-            for (int j = 0; j < 8; j++) mf[j] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * j))));
+                for (int m = 0; m < RN; m++)
+                    s[m] = j == 0 ? _mm512_mul_ps(mf, _mm512_set1_ps(yt[m][0])) : _mm512_fmadd_ps(mf, _mm512_set1_ps(yt[m][j]), s[m]);
+            }
             const __m512 dmin = pair_f16(A->dmin, B->dmin);
 #pragma GCC unroll 8
-            for (int m = 0; m < RN; m++) {
-                __m512 s = _mm512_mul_ps(mf[0], _mm512_set1_ps(yt[m][0]));
-#pragma GCC unroll 8
-                for (int j = 1; j < 8; j++) s = _mm512_fmadd_ps(mf[j], _mm512_set1_ps(yt[m][j]), s);
-                acc[m] = _mm512_fnmadd_ps(s, dmin, acc[m]);
-            }
+            for (int m = 0; m < RN; m++) acc[m] = _mm512_fnmadd_ps(s[m], dmin, acc[m]);
         }
         __m512 sa[TN];
 #pragma GCC unroll 8
         for (int m = 0; m < RN; m++) sa[m] = _mm512_setzero_ps();
 #pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) { /* sub-block j: values 32j..32j + 31 */
-            const int c = j / 2;
-            __m512i dot[TN];
-#pragma GCC unroll 8
-            for (int m = 0; m < RN; m++) dot[m] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-            for (int t = 0; t < 8; t++) {
-                /* chunk c, step t: the low nibbles are values 4t.. of sub-block 2c, the high ones of 2c + 1 */
-                const __m512i raw = pair256(qa + 256 * c + 32 * t, qb + 256 * c + 32 * t);
-                const __m512i q = j % 2 ? _mm512_srli_epi16(raw, 4) : raw;
-                __m512i v;
-                if (Q5) /* the fifth bit: bit j of the qh bytes */
-                    v = _mm512_ternarylogic_epi32(q, bit_to_4(pair256(ha + 32 * t, hb + 32 * t), j), m4, A_AND_C_OR_B);
-                else
-                    v = _mm512_and_si512(q, m4);
-#pragma GCC unroll 8
-                for (int m = 0; m < RN; m++)
-                    dot[m] = _mm512_dpbusd_epi32(dot[m], v, _mm512_set1_epi32(load4(y[m]->qs + 32 * j + 4 * t)));
-            }
-            const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j))));
-            /* exact: the AVX2 tile's float(sc * dot) */
-#pragma GCC unroll 8
-            for (int m = 0; m < RN; m++)
-                sa[m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[m]), scf), _mm512_set1_ps(y[m]->d[j]), sa[m]);
+        for (int c = 0; c < 4; c++) { /* sub-blocks 2c, 2c + 1 in order */
+            k45_sub_block(RN, Q5, 0, c, qa, qb, ha, hb, y, sc, sa);
+            k45_sub_block(RN, Q5, 1, c, qa, qb, ha, hb, y, sc, sa);
         }
         const __m512 d = pair_f16(A->d, B->d);
 #pragma GCC unroll 8
@@ -226,10 +238,10 @@ ALWAYS_INLINE void tile_q6(int RN, const uint8_t *wa, const uint8_t *wb, int64_t
                 _mm_loadu_si128((const __m128i *)(B->scales + 16 * u)), 1));
             const __m512 s0 = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16));
             const __m512 s1 = _mm512_cvtepi32_ps(_mm512_srai_epi32(s16, 16));
-            /* exact products, one rounding of their sum: the AVX2 tile's float(isum) */
+            /* exact products, one rounding of their sum (the FMA's): the AVX2 tile's float(isum) */
 #pragma GCC unroll 8
             for (int m = 0; m < RN; m++) {
-                const __m512 p = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d0[m]), s0), _mm512_mul_ps(_mm512_cvtepi32_ps(d1[m]), s1));
+                const __m512 p = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0[m]), s0, _mm512_mul_ps(_mm512_cvtepi32_ps(d1[m]), s1));
                 sa[m] = _mm512_fmadd_ps(p, _mm512_set1_ps(y[m]->d[u]), sa[m]);
             }
         }

@@ -6,7 +6,7 @@
    and the plain generic one, within normalised MSE 1e-10 (the float terms
    are summed in another order there; test_kernels_repack.c has why).
 
-   Covered: every activation count 1..20 (tiles of 8 and their rest), odd
+   Covered: every activation count 1..20 (tiles of 9 and their rest), odd
    block counts (K = 1, 3, 5, 17 x 256), odd group counts (the ymm-sized
    tail run as a pair with itself), sub-ranges of rows, several chunks of
    groups, and extremes that reach the integer bounds the kernel's comment

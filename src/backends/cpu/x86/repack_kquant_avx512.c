@@ -11,8 +11,11 @@
    where the AVX2 tile spends a maddubs and an add per 8 rows and 4 values.
    One zmm holds two 8-row groups (16 output rows), so the 4 activation
    bytes broadcast from memory feed 16 rows; an odd last group runs as a
-   pair with itself and stores the low 8 lanes only. A tile is up to 8
-   activation rows (TN), so a pass of up to 8 rows reads the weights once.
+   pair with itself and stores the low 8 lanes only. A tile is up to 9
+   activation rows (TN): a speculative pass verifying 8 proposals (9 rows,
+   api/speculative.c) reads the weights once and unpacks each weight vector
+   once (with 8, its ninth row was a tile of its own, costing about three
+   rows' work); the hot loops still fit the 32 zmm registers.
 
    Bit-identical to the AVX2 tiles: they convert sc * dot (q4/q5: one
    sub-block's scale times its 32-value dot; q6: two 16-value sub-blocks,
@@ -32,7 +35,7 @@
 #include "backends/cpu/repack.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define TN 8 /* activation rows per tile */
+#define TN 9 /* activation rows per tile (see above) */
 /* Weight bytes per chunk of groups, as the AVX2 driver's (repack.c): the
    chunk stays in L2 while every activation tile passes over it. */
 #define CHUNK_BYTES (160 * 1024)
@@ -86,9 +89,9 @@ ALWAYS_INLINE void k45_sub_block(int RN, bool Q5, int E, int c, const uint8_t *q
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const int j = 2 * c + E;
     __m512i dot[TN];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int m = 0; m < RN; m++) dot[m] = _mm512_setzero_si512();
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int t = 0; t < 8; t++) {
         /* chunk c, step t: the low nibbles are values 4t.. of sub-block 2c, the high ones of 2c + 1 */
         const __m512i raw = pair256(qa + 256 * c + 32 * t, qb + 256 * c + 32 * t);
@@ -98,13 +101,13 @@ ALWAYS_INLINE void k45_sub_block(int RN, bool Q5, int E, int c, const uint8_t *q
             v = _mm512_ternarylogic_epi32(q, bit_to_4(pair256(ha + 32 * t, hb + 32 * t), j), m4, A_AND_C_OR_B);
         else
             v = _mm512_and_si512(q, m4);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int m = 0; m < RN; m++)
             dot[m] = _mm512_dpbusd_epi32(dot[m], v, _mm512_set1_epi32(load4(y[m]->qs + 32 * j + 4 * t)));
     }
     const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j))));
     /* exact: the AVX2 tile's float(sc * dot) */
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int m = 0; m < RN; m++)
         sa[m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[m]), scf), _mm512_set1_ps(y[m]->d[j]), sa[m]);
 }
@@ -115,7 +118,7 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *w
                             size_t xs, float *Y, size_t ys, __mmask16 keep) {
     const size_t bsize = Q5 ? sizeof(mllm_block_q5_kx8) : sizeof(mllm_block_q4_kx8);
     __m512 acc[TN];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int m = 0; m < RN; m++) acc[m] = _mm512_setzero_ps();
     const __m512i m4 = _mm512_set1_epi8(0x0f), m6 = _mm512_set1_epi8(63), m30 = _mm512_set1_epi8(0x30);
     /* qword order a0 b0 a1 b1 ...: 128-bit lane k = sub-block k of a's 8 rows, then b's */
@@ -143,7 +146,7 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *w
         /* The min term first, as the AVX2 tile: acc -= dmin * sum_j m_j *
            (ysum_j * dy_j), ysum_j = sub-block j's 32 activation quants. */
         float yt[TN][8];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
             const __m128i ysum = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[m]->bsums),
@@ -156,16 +159,16 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *w
 #pragma GCC unroll 1
             for (int j = 0; j < 8; j++) {
                 const __m512 mf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * j))));
-#pragma GCC unroll 8
+#pragma GCC unroll 9
                 for (int m = 0; m < RN; m++)
                     s[m] = j == 0 ? _mm512_mul_ps(mf, _mm512_set1_ps(yt[m][0])) : _mm512_fmadd_ps(mf, _mm512_set1_ps(yt[m][j]), s[m]);
             }
             const __m512 dmin = pair_f16(A->dmin, B->dmin);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
             for (int m = 0; m < RN; m++) acc[m] = _mm512_fnmadd_ps(s[m], dmin, acc[m]);
         }
         __m512 sa[TN];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int m = 0; m < RN; m++) sa[m] = _mm512_setzero_ps();
 #pragma GCC unroll 1
         for (int c = 0; c < 4; c++) { /* sub-blocks 2c, 2c + 1 in order */
@@ -173,10 +176,10 @@ ALWAYS_INLINE void tile_k45(int RN, bool Q5, const uint8_t *wa, const uint8_t *w
             k45_sub_block(RN, Q5, 1, c, qa, qb, ha, hb, y, sc, sa);
         }
         const __m512 d = pair_f16(A->d, B->d);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int m = 0; m < RN; m++) acc[m] = _mm512_fmadd_ps(sa[m], d, acc[m]);
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int m = 0; m < RN; m++) _mm512_mask_storeu_ps(Y + (size_t)m * ys, keep, acc[m]);
 }
 
@@ -197,7 +200,7 @@ ALWAYS_INLINE __m512i q6_high(__m512i qh, int i, __m512i m30) {
 ALWAYS_INLINE void tile_q6(int RN, const uint8_t *wa, const uint8_t *wb, int64_t nb, const char *X, size_t xs,
                            float *Y, size_t ys, __mmask16 keep) {
     __m512 acc[TN];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int m = 0; m < RN; m++) acc[m] = _mm512_setzero_ps();
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     for (int64_t b = 0; b < nb; b++, wa += sizeof(mllm_block_q6_kx8), wb += sizeof(mllm_block_q6_kx8)) {
@@ -206,7 +209,7 @@ ALWAYS_INLINE void tile_q6(int RN, const uint8_t *wa, const uint8_t *wb, int64_t
         const mllm_block_q8_k32 *y[TN];
         int32_t off[TN][16]; /* -32 * bsums */
         __m512 sa[TN];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int m = 0; m < RN; m++) {
             y[m] = (const mllm_block_q8_k32 *)(X + (size_t)m * xs) + b;
             const __m512i bs = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)y[m]->bsums));
@@ -218,14 +221,14 @@ ALWAYS_INLINE void tile_q6(int RN, const uint8_t *wa, const uint8_t *wb, int64_t
             const __m512i qh0 = pair256(A->qh + 64 * u, B->qh + 64 * u);
             const __m512i qh1 = pair256(A->qh + 64 * u + 32, B->qh + 64 * u + 32);
             __m512i d0[TN], d1[TN];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
             for (int m = 0; m < RN; m++) d0[m] = _mm512_set1_epi32(off[m][2 * u]), d1[m] = _mm512_set1_epi32(off[m][2 * u + 1]);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 const __m512i l = pair256(A->ql + 32 * (4 * u + i), B->ql + 32 * (4 * u + i));
                 const __m512i va = _mm512_ternarylogic_epi32(l, q6_high(qh0, i, m30), m4, A_AND_C_OR_B);
                 const __m512i vb = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), q6_high(qh1, i, m30), m4, A_AND_C_OR_B);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
                 for (int m = 0; m < RN; m++) {
                     const int8_t *yq = y[m]->qs + 32 * u + 4 * i;
                     d0[m] = _mm512_dpbusd_epi32(d0[m], va, _mm512_set1_epi32(load4(yq)));
@@ -239,17 +242,17 @@ ALWAYS_INLINE void tile_q6(int RN, const uint8_t *wa, const uint8_t *wb, int64_t
             const __m512 s0 = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(s16, 16), 16));
             const __m512 s1 = _mm512_cvtepi32_ps(_mm512_srai_epi32(s16, 16));
             /* exact products, one rounding of their sum (the FMA's): the AVX2 tile's float(isum) */
-#pragma GCC unroll 8
+#pragma GCC unroll 9
             for (int m = 0; m < RN; m++) {
                 const __m512 p = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0[m]), s0, _mm512_mul_ps(_mm512_cvtepi32_ps(d1[m]), s1));
                 sa[m] = _mm512_fmadd_ps(p, _mm512_set1_ps(y[m]->d[u]), sa[m]);
             }
         }
         const __m512 d = pair_f16(A->d, B->d);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int m = 0; m < RN; m++) acc[m] = _mm512_fmadd_ps(sa[m], d, acc[m]);
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int m = 0; m < RN; m++) _mm512_mask_storeu_ps(Y + (size_t)m * ys, keep, acc[m]);
 }
 
@@ -268,10 +271,10 @@ typedef void (*kq_tile_fn)(const uint8_t *wa, const uint8_t *wb, int64_t nb, con
                         size_t ys, __mmask16 keep) {                                                             \
         tile_q6(RN, wa, wb, nb, X, xs, Y, ys, keep);                                                             \
     }
-TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6) TILES(7) TILES(8)
-static const kq_tile_fn k_q4[TN] = {q4_1, q4_2, q4_3, q4_4, q4_5, q4_6, q4_7, q4_8};
-static const kq_tile_fn k_q5[TN] = {q5_1, q5_2, q5_3, q5_4, q5_5, q5_6, q5_7, q5_8};
-static const kq_tile_fn k_q6[TN] = {q6_1, q6_2, q6_3, q6_4, q6_5, q6_6, q6_7, q6_8};
+TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6) TILES(7) TILES(8) TILES(9)
+static const kq_tile_fn k_q4[TN] = {q4_1, q4_2, q4_3, q4_4, q4_5, q4_6, q4_7, q4_8, q4_9};
+static const kq_tile_fn k_q5[TN] = {q5_1, q5_2, q5_3, q5_4, q5_5, q5_6, q5_7, q5_8, q5_9};
+static const kq_tile_fn k_q6[TN] = {q6_1, q6_2, q6_3, q6_4, q6_5, q6_6, q6_7, q6_8, q6_9};
 
 bool mllm_mul_mat_packed_kq_avx512(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                                    size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {

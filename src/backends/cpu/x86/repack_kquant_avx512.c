@@ -23,8 +23,9 @@
    and go on in float. Here the dots stay int32 and the scale comes in
    float: |dot| <= 32 * 31 * 128 and |dot'| <= 16 * 32 * 128 = 2^16, times
    a scale of at most 63 (q4/q5) or 128 (q6), stay within 2^24, so
-   float(dot) * float(sc) is exact, and so is the one rounding of q6's sum
-   of two exact products: the same float the AVX2 tile converts. Every
+   float(dot) * float(sc) is exact, and q6's sum of two exact products,
+   rounded once (an FMA), is the float the AVX2 tile converts from the
+   exact integer sum. Every
    float step after that (the activation scales, the min term, the block
    scale d, the order over blocks) is the AVX2 tile's, operation for
    operation; the kernel test compares the outputs with memcmp. */

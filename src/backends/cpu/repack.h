@@ -120,6 +120,12 @@ bool mllm_mul_mat_packed_avx512(mllm_dtype wt, const void *W, size_t w_stride, i
 typedef void (*mllm_packed_group_fn)(const void *w, int64_t nb, const char *X, size_t xs, float *Y,
                                      size_t ys);
 const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t);
+/* The avx512 path's k-quant packed matmul (x86/repack_kquant_avx512.c): q4_Kx8,
+   q5_Kx8 and q6_Kx8 on VNNI, up to 9 activation rows per sweep of the
+   weights, bit-identical to the AVX2 tiles; false (nothing done) for other
+   types or r0, r1 not multiples of 8. Needs AVX-512 F/BW/VL/DQ/VNNI. */
+bool mllm_mul_mat_packed_kq_avx512(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
+                                   size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 
 /* mllm_cpu_mul_mat for packed weights through a tile set (the AVX2 and NEON
    drivers): groups in L2-sized chunks, every activation tile over each

@@ -14,7 +14,9 @@
    the accumulation are the AVX2 tile's, operation for operation: the
    output is bit-identical to mllm_mul_mat_packed_avx2's, which the kernel
    test checks. Measured on Whisper tiny.en's encoder (Sapphire Rapids):
-   bench/RESULTS.md. */
+   bench/RESULTS.md. The q4_0x8, q4_1x8 and q5_0x8 layouts have their own
+   tiles (repack_avx512_q4.c), which mllm_mul_mat_packed_avx512 hands them
+   to. */
 #include <immintrin.h>
 #include <string.h>
 

@@ -59,15 +59,15 @@ static inline int32_t load4(const int8_t *p) {
     return v;
 }
 
-/* For row i < n, block b (index i * nb + b): the int32 sum's start, the
-   activation scale and (q4_1) the activation sum term s_y, as floats. */
+/* For row i < n, block b (index i * nb + b): the activation scale and, for
+   q4_1, the activation sum term s_y, as floats; for q4_0 and q5_0 the
+   int32 sum's start (q4_1's is 0). */
 static void block_terms(int kind, const char *X, size_t xs, int64_t n, int64_t nb, int32_t *start, float *dy,
                         float *sy) {
     for (int64_t i = 0; i < n; i++)
         for (int64_t b = 0; b < nb; b++) {
             const char *y = X + (size_t)i * xs + (size_t)b * yblock_bytes(kind);
             if (kind == K_Q4_1) {
-                start[i * nb + b] = 0;
                 dy[i * nb + b] = _cvtsh_ss(((const mllm_block_q8_1 *)y)->d);
                 sy[i * nb + b] = _cvtsh_ss(((const mllm_block_q8_1 *)y)->s);
             } else {
@@ -123,7 +123,7 @@ ALWAYS_INLINE void tile16(int KIND, int RN, const char *wa, const char *wb, int6
 #pragma GCC unroll 8
         for (int m = 0; m < RN; m++) {
             y[m] = yqs(KIND, X + (size_t)m * xs + (size_t)b * ybs);
-            s[m] = _mm512_set1_epi32(start[(int64_t)m * nb + b]);
+            s[m] = KIND == K_Q4_1 ? _mm512_setzero_si512() : _mm512_set1_epi32(start[(int64_t)m * nb + b]);
         }
 #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {
@@ -177,7 +177,7 @@ ALWAYS_INLINE void tile8(int KIND, int RN, const char *w, int64_t nb, const char
 #pragma GCC unroll 8
         for (int m = 0; m < RN; m++) {
             y[m] = yqs(KIND, X + (size_t)m * xs + (size_t)b * ybs);
-            s[m] = _mm256_set1_epi32(start[(int64_t)m * nb + b]);
+            s[m] = KIND == K_Q4_1 ? _mm256_setzero_si256() : _mm256_set1_epi32(start[(int64_t)m * nb + b]);
         }
 #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {

@@ -34,7 +34,11 @@
 /* Weight bytes per chunk of groups, as the AVX2 driver's (repack.c): the
    chunk stays in L2 while every activation tile passes over it. */
 #define CHUNK_BYTES (160 * 1024)
-#define PF_AHEAD 1024 /* bytes ahead in a group's block stream */
+/* Bytes ahead in a group's block stream. A server step's matmuls are small
+   (96-768 rows a thread), so this reaches into the next groups: with 2048,
+   shuffled 96-row slices of a q4_1x8 matrix ran at 190-270 GFLOP/s, with
+   4096 at 275-295 (bench/RESULTS.md). */
+#define PF_AHEAD 4096
 
 /* The three layouts: which activation block, how the int32 sum starts, and
    whether a min term or fifth bits come in. KIND is a constant at each call. */

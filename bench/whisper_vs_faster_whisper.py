@@ -13,7 +13,7 @@ pip install faster-whisper.
 
   bench/whisper_vs_faster_whisper.py [--mllm build/release/mllm] [--model DIR]
       [--wav PATH ...] [-r 5] [--weights f16,q8_0,q4_0] [--json OUT]
-      [--also LABEL=PATH ...]
+      [--also LABEL=PATH ...] [--fw-types int8[,float32]]
 --also adds another mllm binary (a build from before a change, say) as an
 engine of its own, run with the same --weights inside every repetition, so
 before and after see the same machine load.
@@ -30,6 +30,7 @@ ap.add_argument("--weights", default="f16,q8_0,q4_0")
 ap.add_argument("--beams", default="1,5")
 ap.add_argument("--json")
 ap.add_argument("--also", nargs="*", default=[], help="LABEL=PATH: another mllm binary to time alongside")
+ap.add_argument("--fw-types", default="int8,float32", help="faster-whisper compute types to run (int8 is the reference)")
 a = ap.parse_args()
 bins = [("mllm", a.mllm)] + [tuple(x.split("=", 1)) for x in a.also]
 from faster_whisper import WhisperModel
@@ -58,7 +59,7 @@ def wer(ref, hyp):
 
 
 fw = {}
-for ct in ("int8", "float32"):
+for ct in a.fw_types.split(","):
     t = time.perf_counter()
     fw[ct] = WhisperModel(a.model, device="cpu", compute_type=ct, cpu_threads=2)
     print(f"faster-whisper {ct}: load {time.perf_counter() - t:.2f} s", file=sys.stderr)

@@ -744,10 +744,12 @@ MLLM_API void mllm_session_timings(const mllm_session *s, mllm_timings *out);
        mllm_status mllm_plugin_init(const mllm_plugin_host *host);
    which checks host->abi_version and registers its ops with
    host->register_op (the plugin links nothing of mllm). An op has a name,
-   a shape rule and a CPU kernel over contiguous f32 tensors; kernels for
-   other backends are not part of ABI 1. Models do not call plugin ops by
-   themselves: the graph API does (graph/graph.h, mllm_op_custom).
-   examples/plugin/ holds a complete plugin. */
+   a shape rule, a CPU kernel over contiguous f32 tensors and, optionally,
+   an OpenCL C kernel that the opencl backend runs when the scheduler puts
+   the node there (no CUDA kernels yet: under --backend cuda plugin ops
+   run on the CPU). Models do not call plugin ops by themselves: the graph
+   API does (graph/graph.h, mllm_op_custom). examples/plugin/ holds a
+   complete plugin. */
 #define MLLM_PLUGIN_ABI_VERSION 1
 
 typedef struct {
@@ -767,6 +769,16 @@ typedef struct {
     void (*cpu_kernel)(const mllm_op_tensor *out, const mllm_op_tensor *in, int n_in, int ith, int nth,
                        void *user);
     void *user; /* passed to both */
+    /* Optional, read only when struct_size covers them (a plugin built
+       against an older mllm.h has none: its ops run on the CPU). An OpenCL
+       C program and the name of its kernel, built once per device on first
+       use. It is run over a 1-D range of one work-item per output element
+       (ne[0] * ne[1] * ne[2] * ne[3] items, no local size) with the
+       arguments: the output (__global float *), the n_inputs inputs
+       (__global const float *), then the long4 ne of the output and of
+       each input. Both NULL, or both set. */
+    const char *opencl_source;
+    const char *opencl_kernel;
 } mllm_op_def;
 
 typedef struct {
@@ -779,9 +791,10 @@ typedef mllm_status (*mllm_plugin_init_fn)(const mllm_plugin_host *host);
 
 /* Registers an op (def is copied; name and user must stay valid).
    Errors: MLLM_ERR_INVALID_ARG (NULL, a bad or taken name, n_inputs out of
-   range, a missing function), MLLM_ERR_UNSUPPORTED (def->abi_version is not
-   this library's, or def->struct_size too small: the plugin was built
-   against another mllm.h), MLLM_ERR_NOMEM (the table of ops is full). */
+   range, a missing function, only one of the OpenCL fields),
+   MLLM_ERR_UNSUPPORTED (def->abi_version is not this library's, or
+   def->struct_size smaller than ABI 1's first mllm_op_def, up to user),
+   MLLM_ERR_NOMEM (the table of ops is full). */
 MLLM_API mllm_status mllm_op_register(const mllm_op_def *def);
 /* dlopen()s path and runs its mllm_plugin_init. Errors: MLLM_ERR_IO (it
    cannot be loaded), MLLM_ERR_FORMAT (no mllm_plugin_init), or what

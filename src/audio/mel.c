@@ -1,9 +1,15 @@
 /* Whisper log-mel: reflect-padded frames, a 400-point mixed-radix FFT (two
    real frames per complex transform), a sparse Slaney filterbank, log10 and
-   Whisper's clamp and scale. Double precision inside, f32 out. */
+   Whisper's clamp and scale. Double precision inside, f32 out. Pairs of
+   frames are shared out over a thread pool (each frame's values do not
+   depend on who computes it, and the max is exact in any order), and a pair
+   whose samples are all zero (the padding of a window shorter than 30 s:
+   two thirds of jfk.wav's) skips its FFT, whose output would be exactly
+   zero. */
 #include "audio/mel.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/threadpool.h"
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -104,7 +110,74 @@ typedef struct {
     double w[MLLM_MEL_N_BINS];
 } mel_row;
 
+/* Frame pairs per job chunk: 3000 frames in 30 chunks. */
+#define MEL_CHUNK_FRAMES 100
+#define MEL_N_CHUNKS ((MLLM_MEL_N_FRAMES + MEL_CHUNK_FRAMES - 1) / MEL_CHUNK_FRAMES)
+_Static_assert(MEL_CHUNK_FRAMES % 2 == 0, "frames go in pairs");
+
+typedef struct {
+    const float *x;
+    const fft_plan *plan;
+    const mel_row *rows;
+    int n_mels;
+    float *out;
+    int next;                       /* the next chunk to take */
+    double chunk_max[MEL_N_CHUNKS]; /* each chunk's largest log10 */
+} mel_job;
+
+static bool all_zero(const float *a, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i] != 0.0f) return false;
+    return true;
+}
+
+/* Two real frames per complex FFT: z = a + i b, then
+   A[k] = (Z[k] + conj Z[N-k]) / 2, B[k] = (Z[k] - conj Z[N-k]) / 2i. */
+static void frames_fn(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    mel_job *j = arg;
+    const fft_plan *plan = j->plan;
+    cpx z[MLLM_MEL_N_FFT], Z[MLLM_MEL_N_FFT];
+    double pw[2][MLLM_MEL_N_BINS];
+    for (int c; (c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < MEL_N_CHUNKS;) {
+        double max_log = -INFINITY;
+        const int t1 = (c + 1) * MEL_CHUNK_FRAMES < MLLM_MEL_N_FRAMES ? (c + 1) * MEL_CHUNK_FRAMES : MLLM_MEL_N_FRAMES;
+        for (int t = c * MEL_CHUNK_FRAMES; t < t1; t += 2) {
+            const float *a = j->x + (size_t)t * MLLM_MEL_HOP, *b = a + MLLM_MEL_HOP;
+            if (all_zero(a, MLLM_MEL_HOP + MLLM_MEL_N_FFT)) { /* both frames: the FFT would give zeros */
+                memset(pw, 0, sizeof pw);
+            } else {
+                for (int i = 0; i < MLLM_MEL_N_FFT; i++) z[i] = (cpx){a[i] * plan->window[i], b[i] * plan->window[i]};
+                fft_rec(plan, z, 1, Z, MLLM_MEL_N_FFT, k_factors);
+                for (int k = 0; k < MLLM_MEL_N_BINS; k++) {
+                    cpx p = Z[k], q = Z[(MLLM_MEL_N_FFT - k) % MLLM_MEL_N_FFT];
+                    double ar = 0.5 * (p.re + q.re), ai = 0.5 * (p.im - q.im);
+                    double br = 0.5 * (p.im + q.im), bi = -0.5 * (p.re - q.re);
+                    pw[0][k] = ar * ar + ai * ai;
+                    pw[1][k] = br * br + bi * bi;
+                }
+            }
+            for (int f = 0; f < 2; f++) {
+                for (int m = 0; m < j->n_mels; m++) {
+                    const mel_row *r = &j->rows[m];
+                    double s = 0;
+                    for (int k = r->lo; k < r->hi; k++) s += r->w[k] * pw[f][k];
+                    double l = log10(s > MEL_FLOOR ? s : MEL_FLOOR);
+                    if (l > max_log) max_log = l;
+                    j->out[(size_t)m * MLLM_MEL_N_FRAMES + (size_t)(t + f)] = (float)l;
+                }
+            }
+        }
+        j->chunk_max[c] = max_log;
+    }
+}
+
 mllm_status mllm_mel_compute(const float *samples, size_t n, int n_mels, float *out) {
+    return mllm_mel_compute_pool(samples, n, n_mels, out, NULL);
+}
+
+mllm_status mllm_mel_compute_pool(const float *samples, size_t n, int n_mels, float *out, mllm_pool *pool) {
     if (!mels_ok(n_mels)) return mllm_err(MLLM_ERR_INVALID_ARG, "log-mel: %d bins (80 or 128)", n_mels);
     if (!out || (!samples && n)) return mllm_err(MLLM_ERR_INVALID_ARG, "log-mel: NULL argument");
     if (n > MLLM_MEL_CHUNK_SAMPLES) n = MLLM_MEL_CHUNK_SAMPLES;
@@ -146,33 +219,11 @@ mllm_status mllm_mel_compute(const float *samples, size_t n, int n_mels, float *
             }
         }
     }
-    /* Two real frames per complex FFT: z = a + i b, then
-       A[k] = (Z[k] + conj Z[N-k]) / 2, B[k] = (Z[k] - conj Z[N-k]) / 2i. */
+    mel_job j = {.x = x, .plan = plan, .rows = rows, .n_mels = n_mels, .out = out};
+    if (pool && mllm_pool_size(pool) > 1) mllm_pool_run_help(pool, frames_fn, &j);
+    else frames_fn(&j, 0, 1);
     double max_log = -INFINITY;
-    cpx z[MLLM_MEL_N_FFT], Z[MLLM_MEL_N_FFT];
-    double pw[2][MLLM_MEL_N_BINS];
-    for (int t = 0; t < MLLM_MEL_N_FRAMES; t += 2) {
-        const float *a = x + (size_t)t * MLLM_MEL_HOP, *b = a + MLLM_MEL_HOP;
-        for (int i = 0; i < MLLM_MEL_N_FFT; i++) z[i] = (cpx){a[i] * plan->window[i], b[i] * plan->window[i]};
-        fft_rec(plan, z, 1, Z, MLLM_MEL_N_FFT, k_factors);
-        for (int k = 0; k < MLLM_MEL_N_BINS; k++) {
-            cpx p = Z[k], q = Z[(MLLM_MEL_N_FFT - k) % MLLM_MEL_N_FFT];
-            double ar = 0.5 * (p.re + q.re), ai = 0.5 * (p.im - q.im);
-            double br = 0.5 * (p.im + q.im), bi = -0.5 * (p.re - q.re);
-            pw[0][k] = ar * ar + ai * ai;
-            pw[1][k] = br * br + bi * bi;
-        }
-        for (int f = 0; f < 2; f++) {
-            for (int m = 0; m < n_mels; m++) {
-                const mel_row *r = &rows[m];
-                double s = 0;
-                for (int k = r->lo; k < r->hi; k++) s += r->w[k] * pw[f][k];
-                double l = log10(s > MEL_FLOOR ? s : MEL_FLOOR);
-                if (l > max_log) max_log = l;
-                out[(size_t)m * MLLM_MEL_N_FRAMES + (size_t)(t + f)] = (float)l;
-            }
-        }
-    }
+    for (int c = 0; c < MEL_N_CHUNKS; c++) max_log = j.chunk_max[c] > max_log ? j.chunk_max[c] : max_log;
     float lo = (float)(max_log - MEL_RANGE);
     for (size_t i = 0; i < (size_t)n_mels * MLLM_MEL_N_FRAMES; i++) {
         float v = out[i] > lo ? out[i] : lo;

@@ -37,5 +37,8 @@ mllm_status mllm_mel_filters(int n_mels, float *filters);
    Errors: MLLM_ERR_INVALID_ARG (n_mels not 80 or 128, NULL out),
    MLLM_ERR_FORMAT (a NaN or infinite sample), MLLM_ERR_NOMEM. */
 mllm_status mllm_mel_compute(const float *samples, size_t n, int n_mels, float *out);
+/* The same values, the frames shared out over pool (NULL: this thread). */
+typedef struct mllm_pool mllm_pool;
+mllm_status mllm_mel_compute_pool(const float *samples, size_t n, int n_mels, float *out, mllm_pool *pool);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/plugin.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/alloc.h"
 
@@ -110,7 +111,14 @@ static bool dev_supports(const mllm_backend *be, const mllm_tensor *t) {
     }
     case MLLM_OP_KV_STORE:
     case MLLM_OP_ATTENTION: return mllm_dev_kv_supports(t);
-    default: return false; /* paged KV (its blocks are the engine's host memory), plugin ops */
+    case MLLM_OP_CUSTOM: { /* with a kernel for this device; inputs contiguous f32 (as mllm_op_custom made them) */
+        const mllm_custom_op *op = t->pp;
+        if (!op || !ops->custom_opencl || !op->def.opencl_source) return false;
+        for (int i = 0; i < op->def.n_inputs; i++)
+            if (!mllm_dev_f32c(t->src[i])) return false;
+        return true;
+    }
+    default: return false; /* paged KV (its blocks are the engine's host memory) */
     }
 }
 
@@ -254,6 +262,17 @@ static mllm_status launch_node(mllm_dev_be *d, const mllm_tensor *t, mllm_dev_re
         mllm_status st = rope_tables_for(d, rc, t, &tb);
         if (st) return st;
         return ops->rope(c, S(0), y, tb->cs, tb->sn, t->ne[0], t->ne[1], t->ne[2], rp->n_rot, rp->neox);
+    }
+    case MLLM_OP_CUSTOM: {
+        const mllm_custom_op *op = t->pp;
+        const mllm_dev_buf *in[4];
+        int64_t ne_in[4][4];
+        for (int i = 0; i < op->def.n_inputs; i++) {
+            in[i] = S(i);
+            memcpy(ne_in[i], t->src[i]->ne, sizeof ne_in[i]);
+        }
+        return ops->custom_opencl(c, op, op->def.opencl_source, op->def.opencl_kernel, y, t->ne, in,
+                                  (const int64_t(*)[4])ne_in, op->def.n_inputs);
     }
     default: return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: op %d of '%s' has no kernel", ops->name, (int)t->op, t->name);
     }

@@ -72,6 +72,11 @@ typedef struct {
     mllm_status (*attention)(mllm_dev *c, const mllm_dev_buf *Q, const mllm_dev_buf *Kc, const mllm_dev_buf *Vc,
                              const mllm_dev_buf *pos, mllm_dev_buf *O, mllm_dev_buf *scratch, int64_t D, int64_t H,
                              int64_t Hkv, int64_t T, int64_t n_keys, float scale, int window, bool causal);
+    /* A plugin op's OpenCL C kernel (opencl/ocl.h, mllm_ocl_custom). NULL
+       in layers without one (CUDA): plugin ops then stay on the CPU. */
+    mllm_status (*custom_opencl)(mllm_dev *c, const void *key, const char *src, const char *kernel, mllm_dev_buf *y,
+                                 const int64_t ne_y[4], const mllm_dev_buf *const *in, const int64_t (*ne_in)[4],
+                                 int n_in);
 } mllm_dev_ops;
 
 /* The backend of ops: its device opened (ops->open) and the backend

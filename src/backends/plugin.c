@@ -50,9 +50,21 @@ MLLM_API mllm_status mllm_op_register(const mllm_op_def *def) {
         return mllm_err(MLLM_ERR_UNSUPPORTED,
                         "plugin op ABI mismatch: the op was built for plugin ABI %u, this library has ABI %u",
                         def->struct_size >= 8 ? def->abi_version : 0u, (unsigned)MLLM_PLUGIN_ABI_VERSION);
-    if (def->struct_size < sizeof(mllm_op_def))
+    /* ABI 1's first mllm_op_def ended at user; the fields after it are
+       read only where the plugin's struct has them. */
+    const size_t base = offsetof(mllm_op_def, user) + sizeof def->user;
+    if (def->struct_size < base)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "plugin op ABI mismatch: mllm_op_def of %u bytes, this library's has %zu",
                         def->struct_size, sizeof(mllm_op_def));
+    mllm_op_def d = {0};
+    memcpy(&d, def, def->struct_size < sizeof d ? def->struct_size : sizeof d);
+    d.struct_size = sizeof d;
+    def = &d;
+    if (!def->opencl_source != !def->opencl_kernel)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_op_register: op '%s' has %s but no %s",
+                        def->name && good_name(def->name) ? def->name : "?",
+                        def->opencl_source ? "opencl_source" : "opencl_kernel",
+                        def->opencl_source ? "opencl_kernel" : "opencl_source");
     if (!def->name || !good_name(def->name))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_op_register: bad op name (letters, digits, '_', '.'; under %d bytes)",
                         MLLM_CUSTOM_OP_NAME);

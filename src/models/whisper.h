@@ -102,6 +102,9 @@ mllm_status mllm_whisper_detect_language(mllm_whisper *w, int32_t *lang, float *
    states and every decoder layer's cross K/V for the decode calls that
    follow. */
 mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel);
+/* mllm_mel_compute (audio/mel.h) of samples[0..n) with the model's n_mels
+   on the model's thread pool: the same values. */
+mllm_status mllm_whisper_mel(mllm_whisper *w, const float *samples, size_t n, float *mel);
 /* The last encoder output, (n_audio_ctx, d_model) row-major. */
 const float *mllm_whisper_encoder_states(const mllm_whisper *w);
 

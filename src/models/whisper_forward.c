@@ -4,6 +4,7 @@
    KV cache per sequence (several sequences: beam search). */
 #include <math.h>
 #include <string.h>
+#include "audio/mel.h"
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -37,6 +38,10 @@ static void transpose(const float *src, size_t stride, int n, int d, float *dst,
     }
 }
 
+mllm_status mllm_whisper_mel(mllm_whisper *w, const float *samples, size_t n, float *mel) {
+    return mllm_mel_compute_pool(samples, n, w->hp.n_mels, mel, w->pool);
+}
+
 mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
     const mllm_whisper_hparams *hp = &w->hp;
     const int d = hp->d_model, T1 = MLLM_WHISPER_N_FRAMES, T2 = hp->n_audio_ctx, nm = hp->n_mels;
@@ -62,10 +67,14 @@ mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
         float *qkv = a, *vt = a + (size_t)T2 * (size_t)d * 3;
         wh_layernorm(w, &L->attn_ln, x, T2, d, h);
         if ((st = wh_linear_run(w, &L->qkv, h, T2, qkv, false, NULL)) != MLLM_OK) return st;
-        transpose(qkv + 2 * d, (size_t)d * 3, T2, d, vt, (size_t)T2);
-        const wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = T2, .n_k = T2, .q = qkv, .k = qkv + d,
-                            .vt = vt, .q_stride = (size_t)d * 3, .k_stride = (size_t)d * 3, .vt_stride = (size_t)T2,
-                            .out = att, .out_stride = (size_t)d, .causal = -1};
+        wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = T2, .n_k = T2, .q = qkv, .k = qkv + d,
+                      .v = qkv + 2 * d, .v_stride = (size_t)d * 3, .q_stride = (size_t)d * 3,
+                      .k_stride = (size_t)d * 3, .vt_stride = (size_t)T2, .out = att, .out_stride = (size_t)d,
+                      .causal = -1};
+        if (!wh_attention_packs(&at)) { /* V^T for the tiles (a short n_audio_ctx) */
+            transpose(qkv + 2 * d, (size_t)d * 3, T2, d, vt, (size_t)T2);
+            at.vt = vt;
+        }
         if ((st = wh_attention(w, &at)) != MLLM_OK) return st;
         if ((st = wh_linear_run(w, &L->out, att, T2, tmp, false, x)) != MLLM_OK) return st;
         wh_layernorm(w, &L->ffn_ln, x, T2, d, h);

@@ -95,6 +95,8 @@ mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, i
                           float *acc);
 /* Y = LayerNorm(X) per row of n (eps 1e-5). */
 void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y);
+/* mllm_layernorm_generic on M rows (the same values), LN_GROUP rows side by side. */
+void wh_layernorm_rows(float *Y, const float *X, const float *gamma, const float *beta, int64_t M, int dim, float eps);
 
 /* Multi-head attention: query row i, head h at q[i * q_stride + h * hd];
    key j at k[j * k_stride + h * hd]; value dim d of key j at
@@ -105,11 +107,15 @@ void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, 
    kernels, as CTranslate2's float16 does; else all f32. k_head: values
    from one head's keys to the next (0: hd, the heads side by side in a row;
    the decoder's cross K is stored head-major, n_k x hd per head, so a head
-   streams one contiguous block instead of 128 bytes out of every row). */
+   streams one contiguous block instead of 128 bytes out of every row).
+   v: the values untransposed (f32; value dim d of key j at
+   v[j * v_stride + h * hd + d]), packed straight from there where
+   wh_attention_packs (vt may then be NULL); NULL: from vt. */
 typedef struct {
     int n_head, hd;
     int64_t n_q, n_k;
-    const float *q;
+    const float *q, *v;
+    size_t v_stride;
     const void *k, *vt;
     size_t q_stride, k_stride, vt_stride, out_stride, k_head;
     float *out;
@@ -117,6 +123,9 @@ typedef struct {
     bool kv_f16;
 } wh_attn;
 mllm_status wh_attention(mllm_whisper *w, const wh_attn *a);
+/* Whether wh_attention packs every head's K and V once for the GEMM (the
+   encoder's self-attention), reading V from a->v when given. */
+bool wh_attention_packs(const wh_attn *a);
 
 /* The scratch buffer grown to at least n floats (aligned), or NULL. */
 float *wh_scratch(mllm_whisper *w, size_t n);

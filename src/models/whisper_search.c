@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "models/whisper_transcribe.h"
@@ -31,13 +32,7 @@ typedef struct {
 static double lse_range(const float *lg, int i0, int i1, int ts_from, double *ts_sum, float *mx_out) {
     float mx = -INFINITY;
     for (int i = i0; i < i1; i++) mx = lg[i] > mx ? lg[i] : mx;
-    double sum = 0, ts = 0;
-    for (int i = i0; i < i1; i++) {
-        const double e = lg[i] == -INFINITY ? 0.0 : exp((double)(lg[i] - mx));
-        sum += e;
-        if (i >= ts_from) ts += e;
-    }
-    if (ts_sum) *ts_sum = ts;
+    const double sum = mllm_cpu_sum_exp(lg + i0, i1 - i0, mx, ts_from - i0, ts_sum);
     if (mx_out) *mx_out = mx;
     return log(sum) + mx;
 }

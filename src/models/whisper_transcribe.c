@@ -199,8 +199,7 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
         const double offset = (double)seek * MLLM_MEL_HOP / MLLM_MEL_SAMPLE_RATE;
         const double seg_dur = (double)seg * MLLM_MEL_HOP / MLLM_MEL_SAMPLE_RATE;
         double t0 = mllm_clock_mono_seconds();
-        if ((st = mllm_mel_compute(samples + (size_t)seek * MLLM_MEL_HOP, (size_t)seg * MLLM_MEL_HOP, hp->n_mels, mel)) !=
-            MLLM_OK)
+        if ((st = mllm_whisper_mel(w, samples + (size_t)seek * MLLM_MEL_HOP, (size_t)seg * MLLM_MEL_HOP, mel)) != MLLM_OK)
             goto done;
         double t1 = mllm_clock_mono_seconds();
         if ((st = mllm_whisper_encode(w, mel)) != MLLM_OK) goto done;

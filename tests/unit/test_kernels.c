@@ -283,6 +283,60 @@ static void test_gemm_tile_avx512(void **state) {
 #endif
 }
 
+/* The avx512 path's 12 x 32 tile over two adjacent packed panels against
+   two calls of the AVX2 tile (one per panel): bit-identical (memcmp), for
+   row counts off the tile, K from one value to a full panel block, writing
+   and adding; and mllm_cpu_gemm_f32_pack_t (from W^T) against
+   mllm_cpu_gemm_f32_pack (from W), memcmp, on ragged N and K over 1024. */
+static void test_gemm_tile2_avx512(void **state) {
+    (void)state;
+    static const int64_t pk[][2] = {{1, 1}, {7, 16}, {64, 37}, {1500, 64}, {2049, 9}};
+    for (size_t si = 0; si < sizeof pk / sizeof pk[0]; si++) {
+        const int64_t K = pk[si][0], N = pk[si][1];
+        const size_t ws = (size_t)N + 3; /* W^T row stride, values */
+        float *W = malloc((size_t)(N * K) * sizeof(float)), *Wt = malloc((size_t)K * ws * sizeof(float));
+        tu_fill_random(W, (size_t)(N * K), 61 + si);
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t k = 0; k < K; k++) Wt[(size_t)k * ws + (size_t)r] = W[r * K + k];
+        const size_t np = mllm_cpu_gemm_f32_packed_size(K, N);
+        float *p1 = malloc(np * sizeof(float)), *p2 = malloc(np * sizeof(float));
+        memset(p2, 0x7f, np * sizeof(float)); /* every value written, padding too */
+        mllm_cpu_gemm_f32_pack(W, (size_t)K * sizeof(float), K, N, p1);
+        mllm_cpu_gemm_f32_pack_t(Wt, ws * sizeof(float), K, N, p2);
+        assert_memory_equal(p1, p2, np * sizeof(float));
+        free(W), free(Wt), free(p1), free(p2);
+    }
+#if MLLM_HAVE_X86_KERNELS
+    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_AVX512)) {
+        printf("SKIPPED avx512 12 x 32 GEMM tile: this CPU has no AVX-512\n");
+        return;
+    }
+    static const int Ks[] = {1, 7, 64, 1024}, Ms[] = {1, 5, 12, 13, 37};
+    for (size_t ki = 0; ki < 4; ki++)
+        for (size_t mi = 0; mi < 5; mi++)
+            for (int add = 0; add < 2; add++) {
+                const int K = Ks[ki], M = Ms[mi];
+                const size_t lda = (size_t)K + 3, ys = 32 + 5, ny = (size_t)M * ys;
+                float *P = malloc(mllm_cpu_gemm_f32_packed_size(K, 32) * sizeof(float) + 64);
+                float *Pa = (float *)(((uintptr_t)P + 63) & ~(uintptr_t)63);
+                float *W = malloc((size_t)32 * K * sizeof(float)), *A = malloc((size_t)M * lda * sizeof(float));
+                float *y2 = malloc(ny * sizeof(float)), *y5 = malloc(ny * sizeof(float));
+                tu_fill_random(W, (size_t)32 * K, 71 + ki);
+                tu_fill_random(A, (size_t)M * lda, 81 + mi);
+                tu_fill_random(y2, ny, 91);
+                memcpy(y5, y2, ny * sizeof(float));
+                mllm_cpu_gemm_f32_pack(W, (size_t)K * sizeof(float), K, 32, Pa); /* K <= 1024: one block */
+                mllm_gemm_panel_rows_avx2(Pa, 16, A, lda, 0, K, M, y2, ys, 2, add);
+                mllm_gemm_panel_rows_avx2(Pa + (size_t)K * 16, 16, A, lda, 0, K, M, y2, ys, 18, add);
+                mllm_gemm_panel2_rows_avx512(Pa, A, lda, 0, K, M, y5, ys, 2, add);
+                assert_memory_equal(y2, y5, ny * sizeof(float));
+                free(P), free(W), free(A), free(y2), free(y5);
+            }
+#else
+    printf("SKIPPED avx512 12 x 32 GEMM tile: not an x86 build\n");
+#endif
+}
+
 int main(void) {
     mllm_cpu_init();
     printf("cpu path: %s\n", mllm_cpu_path());
@@ -290,7 +344,7 @@ int main(void) {
         cmocka_unit_test(test_vec_dot_generic), cmocka_unit_test(test_vec_dot_avx2),
         cmocka_unit_test(test_vec_dot_known),   cmocka_unit_test(test_mul_mat),
         cmocka_unit_test(test_mul_mat_large),  cmocka_unit_test(test_gemm_f32_entry_points),
-        cmocka_unit_test(test_gemm_tile_avx512),
+        cmocka_unit_test(test_gemm_tile_avx512), cmocka_unit_test(test_gemm_tile2_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,8 +120,19 @@ void mllm_cpu_gemm(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, con
    The generic path runs a plain loop over the same layout. */
 size_t mllm_cpu_gemm_f32_packed_size(int64_t K, int64_t N);
 void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t N, float *dst);
+/* The same packing of W given as its transpose: W[r][k] at
+   Wt + k * wt_stride bytes, value r (Whisper's V^T from the V rows). */
+void mllm_cpu_gemm_f32_pack_t(const float *Wt, size_t wt_stride, int64_t K, int64_t N, float *dst);
 void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
                               float *Y, size_t y_stride);
+
+/* sum over i < n of exp((double)(x[i] - mx)) (x[i] = -inf adds 0; mx is
+   meant to be the max, so every term is at most 1), and *ts_sum (if not
+   NULL) the same over [ts_from, n): the log-softmax normaliser. The
+   generic path is libm's exp in index order; x86 a 4-lane double exp
+   within about 1 ulp of it, summed in another order (terms under 1e-307
+   count as 0). */
+double mllm_cpu_sum_exp(const float *x, int n, float mx, int ts_from, double *ts_sum);
 
 /* n values of a plain row of dtype t as floats: F16C for f16 / bf16 on
    AVX2 (the same values as the dtype's to_float, faster), to_float else. */

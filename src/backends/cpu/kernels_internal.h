@@ -78,6 +78,14 @@ void mllm_gemm_panel_rows_avx2(const float *panel, int nr, const float *A, size_
                                int64_t M, float *Y, size_t y_stride, int64_t r, bool add);
 void mllm_gemm_panel_rows_avx512(const float *panel, int nr, const float *A, size_t lda, int64_t k0, int kc,
                                  int64_t M, float *Y, size_t y_stride, int64_t r, bool add);
+/* Two adjacent full panels of a packed block (the second kc * 16 floats
+   after the first): Y[m][r .. r + 32) (+)= A rows times them, 12 x 32
+   tiles; the same values as two mllm_gemm_panel_rows_avx512 calls. */
+void mllm_gemm_panel2_rows_avx512(const float *panel, const float *A, size_t lda, int64_t k0, int kc, int64_t M,
+                                  float *Y, size_t y_stride, int64_t r, bool add);
+/* mllm_cpu_sum_exp's paths (sum_exp.c, x86/sum_exp_avx2.c); ts_from in [0, n]. */
+double mllm_sum_exp_generic(const float *x, int n, float mx, int ts_from, double *ts_sum);
+double mllm_sum_exp_avx2(const float *x, int n, float mx, int ts_from, double *ts_sum);
 /* The plain loop over vec_dot (mul_mat.c): the reference for the above. */
 void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, int64_t K,
                           const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
@@ -86,6 +94,7 @@ void mllm_mul_mat_generic(mllm_vec_dot_fn dot, const void *W, size_t w_stride, i
 /* The avx512 path's softmax (ops_avx512.c; AVX-512 F/DQ): the ops table's
    softmax, bit-identical to the AVX2 one. */
 void mllm_softmax_avx512(float *x, int n, float scale);
+void mllm_gelu_erf_avx512(float *y, const float *x, int n);
 /* 8-lane expf behind the AVX2 silu/softmax; exposed for its accuracy test. */
 void mllm_expf_avx2(const float *x, float *y, int n);
 

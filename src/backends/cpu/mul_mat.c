@@ -121,6 +121,24 @@ void mllm_cpu_gemm_f32_pack(const float *W, size_t w_stride, int64_t K, int64_t 
     }
 }
 
+/* The same panels from W given transposed: every panel row k is 16
+   consecutive values of Wt's row k0 + k, one copy, no gather. */
+void mllm_cpu_gemm_f32_pack_t(const float *Wt, size_t wt_stride, int64_t K, int64_t N, float *dst) {
+    const int64_t n_pan = (N + MLLM_GEMM_NR - 1) / MLLM_GEMM_NR;
+    for (int64_t k0 = 0; k0 < K; k0 += MLLM_GEMM_KC) {
+        const int64_t kc = K - k0 < MLLM_GEMM_KC ? K - k0 : MLLM_GEMM_KC;
+        for (int64_t pn = 0; pn < n_pan; pn++) {
+            float *p = dst + (size_t)k0 * MLLM_GEMM_NR * (size_t)n_pan + (size_t)(pn * kc) * MLLM_GEMM_NR;
+            const int64_t r = pn * MLLM_GEMM_NR, nr = N - r < MLLM_GEMM_NR ? N - r : MLLM_GEMM_NR;
+            for (int64_t k = 0; k < kc; k++) {
+                const float *w = (const float *)((const char *)Wt + (size_t)(k0 + k) * wt_stride) + r;
+                float *pk = p + k * MLLM_GEMM_NR;
+                for (int64_t i = 0; i < MLLM_GEMM_NR; i++) pk[i] = i < nr ? w[i] : 0.0f;
+            }
+        }
+    }
+}
+
 void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
                               float *Y, size_t y_stride) {
     if (N <= 0 || M <= 0) return;

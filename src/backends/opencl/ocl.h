@@ -84,4 +84,13 @@ mllm_status mllm_ocl_attention(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_oc
                                const mllm_ocl_buf *pos, mllm_ocl_buf *O, mllm_ocl_buf *scratch, int64_t D, int64_t H,
                                int64_t Hkv, int64_t T, int64_t n_keys, float scale, int window, bool causal);
 
+/* A plugin op's OpenCL C kernel (include/mllm/mllm.h, mllm_op_def): the
+   program src is built on this device the first time key is seen (a clear
+   error with the build log when it does not compile) and kernel is run over
+   one work-item per element of Y, with the arguments Y, in[0..n_in), then
+   the long4 shapes ne_y and ne_in[0..n_in). Every buffer is checked to hold
+   its shape's floats. One caller at a time per device (the backend's lock). */
+mllm_status mllm_ocl_custom(mllm_ocl *c, const void *key, const char *src, const char *kernel, mllm_ocl_buf *Y,
+                            const int64_t ne_y[4], const mllm_ocl_buf *const *in, const int64_t (*ne_in)[4], int n_in);
+
 #endif

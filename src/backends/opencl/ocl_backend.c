@@ -48,12 +48,19 @@ static void ocl_view_free(mllm_dev_buf *v) { mllm_ocl_buf_free((mllm_ocl_buf *)v
 
 MLLM_DEV_LAYER_CALLS(mllm_ocl, MLLM_OCL_)
 
+static mllm_status ocl_custom(mllm_dev *c, const void *key, const char *src, const char *kernel, mllm_dev_buf *y,
+                              const int64_t ne_y[4], const mllm_dev_buf *const *in, const int64_t (*ne_in)[4], int n_in) {
+    return mllm_ocl_custom((mllm_ocl *)c, key, src, kernel, (mllm_ocl_buf *)y, ne_y, (const mllm_ocl_buf *const *)in,
+                           ne_in, n_in);
+}
+
 static const mllm_dev_ops g_ops = {
     .name = "opencl",
     .open = ocl_open,
     .view_new = ocl_view_new,
     .view_free = ocl_view_free,
     MLLM_DEV_LAYER_FIELDS(mllm_ocl),
+    .custom_opencl = ocl_custom,
 };
 
 mllm_backend *mllm_backend_opencl(void) { return mllm_dev_backend_get(&g_ops); }

@@ -24,6 +24,15 @@
 typedef enum { MLLM_OCL_KERNELS(MLLM_OCL_ENUM) MLLM_OCL_N_KERNELS } mllm_ocl_kernel;
 #undef MLLM_OCL_ENUM
 
+/* Plugin ops' programs, built on first use (ocl_custom.c), by the key the
+   caller gives (the op's table entry: ops are never unregistered). */
+#define MLLM_OCL_MAX_CUSTOM 64
+typedef struct {
+    const void *key;
+    cl_program prog;
+    cl_kernel k;
+} mllm_ocl_custom_prog;
+
 struct mllm_ocl {
     cl_context ctx;
     cl_device_id dev;
@@ -31,7 +40,12 @@ struct mllm_ocl {
     cl_program prog;
     cl_kernel k[MLLM_OCL_N_KERNELS];
     char name[256];
+    mllm_ocl_custom_prog custom[MLLM_OCL_MAX_CUSTOM];
+    int n_custom;
 };
+
+/* Frees the plugin programs (mllm_ocl_close). */
+void mllm_ocl_custom_release(mllm_ocl *c);
 
 struct mllm_ocl_buf {
     mllm_ocl *c;

@@ -148,6 +148,7 @@ mllm_status mllm_ocl_open(const char *spec, mllm_ocl **out) {
 
 void mllm_ocl_close(mllm_ocl *c) {
     if (!c) return;
+    mllm_ocl_custom_release(c);
     for (int i = 0; i < MLLM_OCL_N_KERNELS; i++)
         if (c->k[i]) clReleaseKernel(c->k[i]);
     if (c->prog) clReleaseProgram(c->prog);

@@ -135,14 +135,22 @@ void mllm_gemm_float_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t
 void mllm_gemm_f32_packed_avx2(const float *P, int64_t K, int64_t N, const float *A, size_t lda, int64_t M,
                                float *Y, size_t y_stride) {
     const rows_fn rows = rows_for_path();
+    const bool wide = mllm_cpu_isa_get() == MLLM_CPU_ISA_AVX512;
     const int64_t n_pan = (N + NR - 1) / NR;
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int kc = (int)(K - k0 < KC ? K - k0 : KC);
         const float *blk = P + (size_t)k0 * NR * (size_t)n_pan;
-        for (int64_t pn = 0; pn < n_pan; pn++) {
+        for (int64_t pn = 0; pn < n_pan;) {
             const int64_t r = pn * NR;
+            if (wide && N - r >= 2 * NR) { /* two full panels, 12 x 32 tiles */
+                mllm_gemm_panel2_rows_avx512(blk + (size_t)pn * (size_t)kc * NR, A, lda, k0, kc, M, Y, y_stride, r,
+                                             k0 > 0);
+                pn += 2;
+                continue;
+            }
             rows(blk + (size_t)pn * (size_t)kc * NR, (int)(N - r < NR ? N - r : NR), A, lda, k0, kc, M, Y,
                        y_stride, r, k0 > 0);
+            pn++;
         }
     }
 }

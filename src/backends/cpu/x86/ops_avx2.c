@@ -221,19 +221,19 @@ static void gelu_erf_avx2(float *y, const float *x, int n) {
     for (; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
-/* The avx512 path runs these same ops but its softmax (ops_avx512.c,
-   bit-identical to softmax_avx2). */
+/* The avx512 path runs these same ops but its softmax and erf GELU
+   (ops_avx512.c, bit-identical to softmax_avx2 and gelu_erf_avx2). */
 #define AVX2_OPS                      \
     .rmsnorm = rmsnorm_avx2, \
     .silu_mul = silu_mul_avx2, \
     .gelu_mul = gelu_mul_avx2, \
-    .gelu_erf = gelu_erf_avx2, \
     .rope = rope_avx2, \
     .dot_f32 = dot_f32_avx2, \
     .axpy_f32 = axpy_f32_avx2, \
     .add_f32 = add_f32_avx2
-static const mllm_cpu_ops g_avx2 = {.name = "avx2", .softmax = softmax_avx2, AVX2_OPS};
-static const mllm_cpu_ops g_avx512 = {.name = "avx512", .softmax = mllm_softmax_avx512, AVX2_OPS};
+static const mllm_cpu_ops g_avx2 = {.name = "avx2", .softmax = softmax_avx2, .gelu_erf = gelu_erf_avx2, AVX2_OPS};
+static const mllm_cpu_ops g_avx512 = {
+    .name = "avx512", .softmax = mllm_softmax_avx512, .gelu_erf = mllm_gelu_erf_avx512, AVX2_OPS};
 
 const mllm_cpu_ops *mllm_cpu_ops_avx2(void) { return mllm_cpu_features_avx2_path() ? &g_avx2 : NULL; }
 const mllm_cpu_ops *mllm_cpu_ops_avx512(void) { return mllm_cpu_features_avx512_path() ? &g_avx512 : NULL; }

@@ -3,7 +3,9 @@
    Not part of ctest. Build against the static library, e.g.:
      cc -O2 -std=c17 -Iinclude -Isrc bench/bench_kernels.c build/<dir>/libmllm.a \
         -lpcre2-8 -lcjson -lutf8proc -lmicrohttpd -lsndfile -lsamplerate -lz -lpthread -lm -o bench_kernels
-   Usage: bench_kernels [rows K]   (MLLM_CPU=generic|avx2 picks the path) */
+   Usage: bench_kernels [rows K [M...]]   (MLLM_CPU=generic|avx2|avx512 picks
+   the path). With M values (at most 64 each), the packed layouts only, one
+   column of GFLOP/s per M: the small batches of a server's decode step. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,22 +34,31 @@ static void fill(float *x, size_t n, uint64_t seed) {
     }
 }
 
-/* Seconds per call, the best of repeated calls over at least min_s; the
-   activation row conversion is timed with the matmul (part of every call). */
+/* Seconds per call, the best of repeated samples over at least min_s; the
+   activation row conversion is timed with the matmul (part of every call).
+   A sample is enough calls to take 1 ms or more: the thread CPU clock is
+   too coarse for one small call (a few microseconds). */
 static double time_call(mllm_dtype t, const void *W, size_t ws, int64_t K, const float *src, void *X, size_t xs,
                         int64_t M, float *Y, int64_t rows, double min_s) {
     const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type;
     const double start = now_s();
     double best = 1e30, t1;
+    int reps = 1;
     do {
         const double t0 = now_s();
-        if (vt != MLLM_DTYPE_F32)
-            for (int64_t m = 0; m < M; m++) mllm_cpu_quantize_row(vt, src + m * K, (char *)X + (size_t)m * xs, K);
-        mllm_cpu_mul_mat(t, W, ws, K, vt == MLLM_DTYPE_F32 ? (const void *)src : X, vt == MLLM_DTYPE_F32 ? (size_t)K * 4 : xs,
-                         M, Y, (size_t)rows, 0, rows);
+        for (int r = 0; r < reps; r++) {
+            if (vt != MLLM_DTYPE_F32)
+                for (int64_t m = 0; m < M; m++) mllm_cpu_quantize_row(vt, src + m * K, (char *)X + (size_t)m * xs, K);
+            mllm_cpu_mul_mat(t, W, ws, K, vt == MLLM_DTYPE_F32 ? (const void *)src : X,
+                             vt == MLLM_DTYPE_F32 ? (size_t)K * 4 : xs, M, Y, (size_t)rows, 0, rows);
+        }
         t1 = now_s();
-        if (t1 - t0 < best) best = t1 - t0;
-    } while (t1 - start < min_s);
+        if (t1 - t0 < 1e-3) {
+            reps *= 2;
+            continue;
+        }
+        if ((t1 - t0) / reps < best) best = (t1 - t0) / reps;
+    } while (t1 - start < min_s || best == 1e30);
     return best;
 }
 
@@ -58,9 +69,21 @@ int main(int argc, char **argv) {
                                        MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K, MLLM_DTYPE_F16,
                                        MLLM_DTYPE_BF16, MLLM_DTYPE_F32};
     mllm_cpu_init();
+    int64_t Ms[16];
+    int n_ms = 0;
+    for (int a = 3; a < argc && n_ms < 16; a++) {
+        const int64_t m = atoll(argv[a]);
+        if (m >= 1 && m <= M_prefill) Ms[n_ms++] = m;
+    }
     printf("path %s, W %lld x %lld, 1 thread, best-of thread CPU time (activation conversion included)\n",
            mllm_cpu_path(), (long long)rows, (long long)K);
-    printf("%-9s %-7s %12s %12s %18s\n", "dtype", "act", "decode GB/s", "decode ms", "prefill64 GFLOP/s");
+    if (n_ms) {
+        printf("%-9s %-7s", "dtype", "act");
+        for (int i = 0; i < n_ms; i++) printf("  M=%-2lld GFLOP/s", (long long)Ms[i]);
+        printf("\n");
+    } else {
+        printf("%-9s %-7s %12s %12s %18s\n", "dtype", "act", "decode GB/s", "decode ms", "prefill64 GFLOP/s");
+    }
     float *src = mllm_malloc((size_t)(K > M_prefill ? K : M_prefill) * (size_t)K * sizeof(float));
     float *Y = mllm_malloc((size_t)(rows * M_prefill) * sizeof(float));
     /* the plain types, then the packed x8 layouts the models run (repacked
@@ -69,7 +92,7 @@ int main(int argc, char **argv) {
         const bool packed = ti >= sizeof types / sizeof types[0];
         const mllm_dtype plain = types[ti % (sizeof types / sizeof types[0])];
         const int pt = packed ? mllm_repack_type_for(plain, K, rows) : (int)plain;
-        if (pt < 0 || mllm_dtype_row_size(plain, K) == 0) continue;
+        if (pt < 0 || mllm_dtype_row_size(plain, K) == 0 || (n_ms && !packed)) continue;
         const mllm_dtype t = (mllm_dtype)pt;
         const mllm_dtype_traits *tr = mllm_dtype_get(t);
         const size_t ws = mllm_dtype_row_size(plain, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);
@@ -86,6 +109,16 @@ int main(int argc, char **argv) {
             W = P;
         }
         fill(src, (size_t)(M_prefill * K), 2);
+        if (n_ms) {
+            printf("%-9s %-7s", tr->name, mllm_dtype_name(tr->vec_dot_type));
+            for (int i = 0; i < n_ms; i++) {
+                const double tm = time_call(t, W, ws, K, src, X, xs, Ms[i], Y, rows, 0.5);
+                printf("  %14.2f", 2.0 * (double)rows * (double)K * (double)Ms[i] / tm / 1e9);
+            }
+            printf("\n");
+            mllm_free_aligned(W), mllm_free_aligned(X);
+            continue;
+        }
         const double td = time_call(t, W, ws, K, src, X, xs, 1, Y, rows, 0.5);
         const double tp = time_call(t, W, ws, K, src, X, xs, M_prefill, Y, rows, 1.0);
         printf("%-9s %-7s %12.2f %12.3f %18.2f\n", tr->name, mllm_dtype_name(tr->vec_dot_type),

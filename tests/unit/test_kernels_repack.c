@@ -226,16 +226,110 @@ static void test_packed_q8_0_avx512(void **state) {
     /* several chunks of groups (the last one odd) and block-sum passes */
     check_q8_avx512(1032, 4064, 150, 0, 1032, false);
     check_q8_avx512(1032, 4064, 70, 8, 1024, true);
-    /* what it does not take: not multiples of 8, other types, K over its buffers */
+    /* what it does not take: not multiples of 8, unpacked types, K over its buffers */
     float y[64];
     const size_t rs = mllm_dtype_row_size(MLLM_DTYPE_Q8_0, 64);
     char *P = calloc(16, rs), *X = calloc(1, rs);
     assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, 64, X, rs, 1, y, 16, 3, 16));
-    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_0_X8, P, rs, 64, X, rs, 1, y, 16, 0, 16));
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_0, P, rs, 64, X, rs, 1, y, 16, 0, 16)); /* plain, not packed */
     assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q8_0_X8, P, rs, 16416, X, rs, 1, y, 16, 0, 16)); /* K > 16384 */
     free(P), free(X);
 #else
     printf("SKIPPED avx512 q8_0x8 (VNNI): not an x86 build\n");
+#endif
+}
+
+/* The avx512 path's q4_0x8, q4_1x8 and q5_0x8 matmuls (VNNI,
+   repack_avx512_q4.c) against the AVX2 tiles: the same exact integer dot
+   per block (any nibbles), the same float steps per lane, so bit-identical
+   (memcmp); within TOL of the packed and the plain generic matmuls. Odd
+   group counts (the ymm tail), 1..20 activation rows (tiles of 8 and their
+   rest), odd block counts, sub-ranges, several chunks and block-term
+   passes. extremes: every weight value at its top (15, or 31 with the fifth
+   bit) and activations of +-127 (inputs of +-1). */
+MAYBE_UNUSED static void check_q4_avx512(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r0, int64_t r1,
+                                         bool extremes) {
+    const mllm_dtype pt = (mllm_dtype)mllm_repack_type_for(t, K, N);
+    const mllm_dtype vt = mllm_dtype_get(t)->vec_dot_type, pvt = mllm_dtype_get(pt)->vec_dot_type;
+    const size_t rs = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(vt, K) + 24;
+    const size_t pxs = mllm_dtype_row_size(pvt, K) + 40, ys = (size_t)N + 5;
+    char *W = tu_quant_matrix(t, N, K, 33 + (uint64_t)K), *P = malloc((size_t)N * rs);
+    char *X = malloc((size_t)M * xs), *PX = malloc((size_t)M * pxs);
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t m = 0; m < M; m++) {
+        tu_fill_random(src, (size_t)K, 700 + (uint64_t)m);
+        if (extremes)
+            for (int64_t j = 0; j < K; j++) src[j] = (j + m) % 3 ? 1.0f : -1.0f;
+        mllm_cpu_quantize_row(vt, src, X + (size_t)m * xs, K);
+        mllm_cpu_quantize_row(pvt, src, PX + (size_t)m * pxs, K);
+    }
+    if (extremes)
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t b = 0; b < K / 32; b++) {
+                char *blk = W + (size_t)r * rs + (size_t)b * mllm_dtype_row_size(t, 32);
+                uint8_t *qs = t == MLLM_DTYPE_Q4_0 ? ((mllm_block_q4_0 *)blk)->qs
+                              : t == MLLM_DTYPE_Q4_1 ? ((mllm_block_q4_1 *)blk)->qs
+                                                     : ((mllm_block_q5_0 *)blk)->qs;
+                memset(qs, 0xff, 16);
+                if (t == MLLM_DTYPE_Q5_0) memset(((mllm_block_q5_0 *)blk)->qh, 0xff, 4);
+            }
+    mllm_repack_groups(pt, W, P, K, 0, N / 8);
+    const size_t ny = (size_t)M * ys;
+    float *ref = malloc(ny * sizeof(float)), *gen = malloc(ny * sizeof(float));
+    float *a2 = malloc(ny * sizeof(float)), *a5 = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) ref[i] = gen[i] = a2[i] = a5[i] = -777.0f;
+    mllm_mul_mat_generic(mllm_cpu_vec_dot_for(t, "generic"), W, rs, K, X, xs, M, ref, ys, r0, r1);
+    mllm_mul_mat_packed_generic(pt, P, rs, K, PX, pxs, M, gen, ys, r0, r1);
+    assert_true(mllm_mul_mat_packed_avx2(pt, P, rs, K, PX, pxs, M, a2, ys, r0, r1));
+    assert_true(mllm_mul_mat_packed_avx512(pt, P, rs, K, PX, pxs, M, a5, ys, r0, r1));
+    if (memcmp(a5, a2, ny * sizeof(float)) != 0)
+        printf("%s avx512 N=%lld K=%lld M=%lld [%lld,%lld): not bit-identical to avx2\n", mllm_dtype_name(pt),
+               (long long)N, (long long)K, (long long)M, (long long)r0, (long long)r1);
+    assert_memory_equal(a5, a2, ny * sizeof(float));
+    for (int64_t m = 0; m < M; m++) /* rows outside [r0, r1) untouched */
+        for (int64_t r = 0; r < (int64_t)ys; r++)
+            if (r < r0 || r >= r1) assert_true(a5[(size_t)m * ys + r] == -777.0f);
+    const double e_gen = tu_nmse(a5, gen, ny), e_ref = tu_nmse(a5, ref, ny);
+    if (e_gen > TOL || e_ref > TOL)
+        printf("%s avx512 N=%lld K=%lld M=%lld: vs packed generic %.3g, vs plain generic %.3g\n", mllm_dtype_name(pt),
+               (long long)N, (long long)K, (long long)M, e_gen, e_ref);
+    assert_true(e_gen <= TOL);
+    assert_true(e_ref <= TOL);
+    free(W), free(P), free(X), free(PX), free(src), free(ref), free(gen), free(a2), free(a5);
+}
+
+static void test_packed_q4_avx512(void **state) {
+    (void)state;
+#if MLLM_HAVE_X86_KERNELS
+    if (!mllm_cpu_isa_available(MLLM_CPU_ISA_AVX512)) {
+        printf("SKIPPED avx512 q4_0x8/q4_1x8/q5_0x8 (VNNI): this CPU has no AVX-512 F/BW/VL/DQ/VNNI\n");
+        return;
+    }
+    static const mllm_dtype types[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0};
+    static const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 20};
+    static const struct { int64_t n, r0, r1; } ranges[] = {{8, 0, 8}, {24, 0, 24}, {40, 8, 32}, {56, 16, 56}, {64, 0, 64}};
+    static const int64_t Ks[] = {32, 96, 416, 1504};
+    for (size_t ti = 0; ti < 3; ti++)
+        for (size_t ki = 0; ki < 4; ki++)
+            for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+                for (size_t ri = 0; ri < sizeof ranges / sizeof ranges[0]; ri++)
+                    check_q4_avx512(types[ti], ranges[ri].n, Ks[ki], Ms[mi], ranges[ri].r0, ranges[ri].r1,
+                                    (mi + ri + ti) % 3 == 0);
+    /* several chunks of groups (the last one odd) and block-term passes */
+    for (size_t ti = 0; ti < 3; ti++) {
+        check_q4_avx512(types[ti], 1160, 4064, 150, 0, 1160, false);
+        check_q4_avx512(types[ti], 1160, 4064, 70, 8, 1152, true);
+    }
+    /* what it does not take: not multiples of 8, K over its buffers */
+    float y[64];
+    const size_t rs = mllm_dtype_row_size(MLLM_DTYPE_Q4_1, 16416);
+    char *P = calloc(16, rs), *X = calloc(1, rs * 2);
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_0_X8, P, rs, 64, X, rs, 1, y, 16, 3, 16));
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_1_X8, P, rs, 64, X, rs, 1, y, 16, 0, 12));
+    assert_false(mllm_mul_mat_packed_avx512(MLLM_DTYPE_Q4_1_X8, P, rs, 16416, X, rs, 1, y, 16, 0, 16)); /* K > 16384 */
+    free(P), free(X);
+#else
+    printf("SKIPPED avx512 q4_0x8/q4_1x8/q5_0x8 (VNNI): not an x86 build\n");
 #endif
 }
 
@@ -248,6 +342,7 @@ int main(void) {
         cmocka_unit_test(test_packed_mul_mat),
         cmocka_unit_test(test_packed_mul_mat_large),
         cmocka_unit_test(test_packed_q8_0_avx512),
+        cmocka_unit_test(test_packed_q4_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,12 +105,17 @@ void mllm_mul_mat_packed_generic(mllm_dtype wt, const void *W, size_t w_stride, 
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,
                               size_t y_stride, int64_t r0, int64_t r1);
-/* The avx512 path's packed matmul (x86/repack_avx512.c): q8_0x8 on VNNI,
-   bit-identical to the AVX2 one; false (nothing done) for other types, r0
-   or r1 not multiples of 8, or K over 16384. Needs AVX-512 F/BW/VL/DQ/VNNI. */
+/* The avx512 path's packed matmul (x86/repack_avx512.c): q8_0x8, and
+   q4_0x8, q4_1x8, q5_0x8 through mllm_mul_mat_packed_avx512_q4
+   (x86/repack_avx512_q4.c), on VNNI, bit-identical to the AVX2 one; false
+   (nothing done) for other types, r0 or r1 not multiples of 8, or K over
+   16384. Needs AVX-512 F/BW/VL/DQ/VNNI. */
 bool mllm_mul_mat_packed_avx512(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                                 const void *X, size_t x_stride, int64_t M, float *Y,
                                 size_t y_stride, int64_t r0, int64_t r1);
+bool mllm_mul_mat_packed_avx512_q4(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
+                                   const void *X, size_t x_stride, int64_t M, float *Y,
+                                   size_t y_stride, int64_t r0, int64_t r1);
 
 /* One SIMD tile: an 8-row group (nb packed blocks from w) x RN activation
    rows (1..MLLM_PACKED_TILE_N), writing Y[m * ys + 0..7]. A tile set is

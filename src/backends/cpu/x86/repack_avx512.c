@@ -14,7 +14,9 @@
    the accumulation are the AVX2 tile's, operation for operation: the
    output is bit-identical to mllm_mul_mat_packed_avx2's, which the kernel
    test checks. Measured on Whisper tiny.en's encoder (Sapphire Rapids):
-   bench/RESULTS.md. */
+   bench/RESULTS.md. The q4_0x8, q4_1x8 and q5_0x8 layouts have their own
+   tiles (repack_avx512_q4.c), which mllm_mul_mat_packed_avx512 hands them
+   to. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -143,6 +145,8 @@ static const tile8_fn k_t8[TN] = {t8_1, t8_2, t8_3, t8_4, t8_5, t8_6, t8_7, t8_8
 
 bool mllm_mul_mat_packed_avx512(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                                 size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
+    if (wt == MLLM_DTYPE_Q4_0_X8 || wt == MLLM_DTYPE_Q4_1_X8 || wt == MLLM_DTYPE_Q5_0_X8) /* repack_avx512_q4.c */
+        return mllm_mul_mat_packed_avx512_q4(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
     if (wt != MLLM_DTYPE_Q8_0_X8 || r0 % 8 != 0 || r1 % 8 != 0 || K % 32 != 0 || K / 32 > SUM_MAX / TN) return false;
     const int64_t nb = K / 32, g0 = r0 / 8, g1 = r1 / 8;
     const size_t group_bytes = 8 * w_stride;

@@ -90,11 +90,27 @@ void mllm_sampler_free(mllm_sampler *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* The index a plain scan (best = i where x[i] > x[best]) ends at, in two
+   passes the compiler vectorises (the scan's compare chain ran serially on
+   the engine thread: 5% of an 8-stream server step): the largest value over
+   8 lanes, then the first index equal to it. The same index: the scan's
+   best is the first element equal to the maximum, since every earlier one
+   is below it (== also takes -0 and +0 as equal, as > never tells them
+   apart); a NaN is never the maximum and never equal to it, and one at
+   index 0 stays the answer (nothing compares greater with it). */
 int32_t mllm_argmax(const float *x, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
+    if (n <= 1 || x[0] != x[0]) return 0;
+    float m[8];
+    for (int j = 0; j < 8; j++) m[j] = x[0];
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+    float mx = m[0];
+    for (int j = 1; j < 8; j++) mx = m[j] > mx ? m[j] : mx;
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (i = 0; i < n; i++)
+        if (x[i] == mx) return i;
+    return 0;
 }
 
 /* The logits array the comparator sorts against (qsort has no user pointer). */

@@ -436,6 +436,38 @@ static void test_gelu_erf_avx512(void **state) {
     }
 }
 
+/* transpose8 of every table against the definition, byte for byte (it
+   moves values: NaN payloads and -0 too), on odd lengths and strides, with
+   the cells around each column untouched. */
+static void test_transpose8(void **state) {
+    (void)state;
+    const mllm_cpu_ops *tabs[] = {mllm_cpu_ops_generic(), mllm_cpu_ops_avx2(), mllm_cpu_ops_avx512(), mllm_cpu_ops_get()};
+    static float src[8][131], dst[131 * 21], want[131 * 21];
+    for (int j = 0; j < 8; j++)
+        for (int d = 0; d < 131; d++) src[j][d] = (float)(j * 1000 + d) * (d % 7 == 3 ? -1.0f : 1.0f);
+    src[3][5] = -0.0f;
+    src[6][70] = NAN;
+    const float *rows[8];
+    for (int j = 0; j < 8; j++) rows[j] = src[j];
+    const int ns[] = {1, 7, 8, 9, 16, 63, 64, 65, 131};
+    const size_t strides[] = {8, 13, 21};
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
+        if (!tabs[t]) continue;
+        assert_non_null(tabs[t]->transpose8);
+        for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+            for (size_t b = 0; b < sizeof strides / sizeof strides[0]; b++) {
+                const int n = ns[a];
+                const size_t st = strides[b];
+                memset(dst, 0x5a, sizeof dst);
+                memset(want, 0x5a, sizeof want);
+                for (int d = 0; d < n; d++)
+                    for (int j = 0; j < 8; j++) memcpy(&want[(size_t)d * st + (size_t)j], &src[j][d], sizeof(float));
+                tabs[t]->transpose8(dst, st, rows, n);
+                assert_memory_equal(dst, want, sizeof dst);
+            }
+    }
+}
+
 int main(void) {
     /* The override test forks before this process picks its own path. */
     const struct CMUnitTest tests[] = {
@@ -446,6 +478,7 @@ int main(void) {
         cmocka_unit_test(test_expf_accuracy),
         cmocka_unit_test(test_gelu_erf_sweep),         cmocka_unit_test(test_activation_quantizers),
         cmocka_unit_test(test_sum_exp),                cmocka_unit_test(test_gelu_erf_avx512),
+        cmocka_unit_test(test_transpose8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

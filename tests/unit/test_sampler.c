@@ -2,6 +2,7 @@
    penalties and biases against a plain reference, and logprobs. */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include "runtime/sampler.h"
 #include "testutil.h"
@@ -272,8 +273,49 @@ static void test_abi3_struct_size(void **state) {
     assert_null(full.grammar);
 }
 
+/* mllm_argmax against the plain scan it replaces, on every size 1..70 and
+   long rows: random values with ties, -0 / +0, -inf, NaN anywhere
+   (index 0 too), the maximum at the first, last and tail positions. */
+static int32_t scan_argmax(const float *x, int n) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static void test_argmax_equals_scan(void **state) {
+    (void)state;
+    static float x[5000];
+    uint32_t r = 12345;
+    int checked = 0;
+    for (int n = 1; n <= 5000; n = n < 70 ? n + 1 : n * 3 + 1) {
+        for (int rep = 0; rep < 40; rep++) {
+            for (int i = 0; i < n; i++) {
+                r = r * 1664525u + 1013904223u;
+                const uint32_t k = r >> 24;
+                x[i] = (float)((int)(r >> 8 & 15) - 8) * 0.5f; /* few values: ties */
+                if (k < 8) x[i] = NAN;
+                else if (k < 16) x[i] = -INFINITY;
+                else if (k < 24) x[i] = 0.0f;
+                else if (k < 32) x[i] = -0.0f;
+            }
+            if (rep == 1) x[n - 1] = 100.0f;
+            if (rep == 2) x[0] = 100.0f;
+            if (rep == 3) x[0] = NAN;
+            if (rep == 4)
+                for (int i = 0; i < n; i++) x[i] = i % 2 ? 0.0f : -0.0f;
+            if (rep == 5)
+                for (int i = 0; i < n; i++) x[i] = -INFINITY;
+            assert_int_equal(mllm_argmax(x, n), scan_argmax(x, n));
+            checked++;
+        }
+    }
+    assert_true(checked > 2000);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_argmax_equals_scan),
         cmocka_unit_test(test_greedy_and_ties),
         cmocka_unit_test(test_seed_reproduces),
         cmocka_unit_test(test_distribution_matches_softmax),

@@ -49,7 +49,14 @@ typedef struct {
     void (*axpy_f32)(float *y, float a, const float *x, int n);
     /* y = a + b */
     void (*add_f32)(float *y, const float *a, const float *b, int n);
+    /* dst[d * stride + j] = rows[j][d] for j < 8, d < n: eight rows into
+       eight adjacent columns (the paged cache's V^T gather). Moves values
+       only, so every table gives the same bytes. */
+    void (*transpose8)(float *dst, size_t stride, const float *const *rows, int n);
 } mllm_cpu_ops;
+
+/* The generic transpose8 (the NEON table uses it too). */
+void mllm_transpose8_generic(float *dst, size_t stride, const float *const *rows, int n);
 
 /* The ops for this CPU (or forced by MLLM_CPU). Never NULL. */
 const mllm_cpu_ops *mllm_cpu_ops_get(void);

@@ -122,6 +122,10 @@ void mllm_kv_paged_gather(const mllm_kv_paged *kv, const int32_t *table, int p0,
             }
         }
         float *dst = vt + (size_t)(p - p0);
+        if (n == 8 && G == 8) {
+            mllm_cpu_ops_get()->transpose8(dst, vt_stride, r, D);
+            continue;
+        }
         for (int d = 0; d < D; d++)
             for (int j = 0; j < n; j++) dst[(size_t)d * vt_stride + (size_t)j] = r[j][d];
     }

@@ -90,6 +90,11 @@ static void mllm_add_f32_generic(float *y, const float *a, const float *b, int n
     for (int i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
+void mllm_transpose8_generic(float *dst, size_t stride, const float *const *rows, int n) {
+    for (int d = 0; d < n; d++)
+        for (int j = 0; j < 8; j++) dst[(size_t)d * stride + (size_t)j] = rows[j][d];
+}
+
 static const mllm_cpu_ops g_generic = {
     .name = "generic",
     .rmsnorm = mllm_rmsnorm_generic,
@@ -102,6 +107,7 @@ static const mllm_cpu_ops g_generic = {
     .dot_f32 = mllm_dot_f32_generic,
     .axpy_f32 = mllm_axpy_f32_generic,
     .add_f32 = mllm_add_f32_generic,
+    .transpose8 = mllm_transpose8_generic,
 };
 
 const mllm_cpu_ops *mllm_cpu_ops_generic(void) { return &g_generic; }

@@ -221,6 +221,31 @@ static void gelu_erf_avx2(float *y, const float *x, int n) {
     for (; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
+/* An 8 x 8 block at a time: the unpack / shuffle / lane-permute transpose. */
+static void transpose8_avx2(float *dst, size_t stride, const float *const *r, int n) {
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        __m256 t[8], s[8];
+        for (int j = 0; j < 8; j += 2) {
+            const __m256 a = _mm256_loadu_ps(r[j] + d), b = _mm256_loadu_ps(r[j + 1] + d);
+            t[j] = _mm256_unpacklo_ps(a, b);     /* a0 b0 a1 b1 | a4 b4 a5 b5 */
+            t[j + 1] = _mm256_unpackhi_ps(a, b); /* a2 b2 a3 b3 | a6 b6 a7 b7 */
+        }
+        for (int h = 0; h < 8; h += 4) { /* rows h..h+3 */
+            s[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));     /* column 0 | 4 */
+            s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2)); /* 1 | 5 */
+            s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0)); /* 2 | 6 */
+            s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2)); /* 3 | 7 */
+        }
+        for (int c = 0; c < 4; c++) {
+            _mm256_storeu_ps(dst + (size_t)(d + c) * stride, _mm256_permute2f128_ps(s[c], s[c + 4], 0x20));
+            _mm256_storeu_ps(dst + (size_t)(d + c + 4) * stride, _mm256_permute2f128_ps(s[c], s[c + 4], 0x31));
+        }
+    }
+    for (; d < n; d++)
+        for (int j = 0; j < 8; j++) dst[(size_t)d * stride + (size_t)j] = r[j][d];
+}
+
 /* The avx512 path runs these same ops but its softmax and erf GELU
    (ops_avx512.c, bit-identical to softmax_avx2 and gelu_erf_avx2). */
 #define AVX2_OPS                      \
@@ -230,7 +255,8 @@ static void gelu_erf_avx2(float *y, const float *x, int n) {
     .rope = rope_avx2, \
     .dot_f32 = dot_f32_avx2, \
     .axpy_f32 = axpy_f32_avx2, \
-    .add_f32 = add_f32_avx2
+    .add_f32 = add_f32_avx2, \
+    .transpose8 = transpose8_avx2
 static const mllm_cpu_ops g_avx2 = {.name = "avx2", .softmax = softmax_avx2, .gelu_erf = gelu_erf_avx2, AVX2_OPS};
 static const mllm_cpu_ops g_avx512 = {
     .name = "avx512", .softmax = mllm_softmax_avx512, .gelu_erf = mllm_gelu_erf_avx512, AVX2_OPS};

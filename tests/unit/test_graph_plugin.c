@@ -37,14 +37,20 @@ static void test_bad_loads(void **state) {
     assert_int_equal(mllm_plugins_load_env(), MLLM_OK);
 }
 
-static mllm_tensor *build(mllm_graph *g, const float *x0, mllm_tensor **rows) {
+/* softsign(x) + x and its row sums, with the ops of the plugin whose
+   names start with ns ("example." or "old."). */
+static mllm_tensor *build_ns(mllm_graph *g, const char *ns, const float *x0, mllm_tensor **rows) {
+    char soft[64], sum[64];
+    snprintf(soft, sizeof soft, "%ssoftsign", ns);
+    snprintf(sum, sizeof sum, "%srowsum", ns);
     mllm_tensor *x = mllm_graph_input_f32(g, K, T, "x");
     memcpy(x->data, x0, sizeof(float) * K * T);
-    mllm_tensor *s = mllm_op_custom(g, "example.softsign", &x, 1);
+    mllm_tensor *s = mllm_op_custom(g, soft, &x, 1);
     mllm_tensor *y = mllm_op_add(g, s, x); /* a built-in op reading the plugin's output */
-    *rows = mllm_op_custom(g, "example.rowsum", &y, 1);
+    *rows = mllm_op_custom(g, sum, &y, 1);
     return y;
 }
+static mllm_tensor *build(mllm_graph *g, const float *x0, mllm_tensor **rows) { return build_ns(g, "example.", x0, rows); }
 
 static void test_graph_with_plugin_ops(void **state) {
     (void)state;
@@ -112,17 +118,11 @@ static void test_bad_custom_nodes(void **state) {
 static bool run_on_opencl(const char *ns, const float *x0, float *y, float *rows, int *on_dev) {
     mllm_backend *dev = mllm_backend_opencl();
     if (!dev) return false;
-    char soft[64], sum[64];
-    snprintf(soft, sizeof soft, "%ssoftsign", ns);
-    snprintf(sum, sizeof sum, "%srowsum", ns);
     mllm_pool *pool = mllm_pool_new(2);
     mllm_graph g;
     mllm_graph_init(&g, MLLM_MODE_TRACE, pool, 4096);
-    mllm_tensor *x = mllm_graph_input_f32(&g, K, T, "x");
-    memcpy(x->data, x0, sizeof(float) * K * T);
-    mllm_tensor *s = mllm_op_custom(&g, soft, &x, 1);
-    mllm_tensor *ty = mllm_op_add(&g, s, x);
-    mllm_tensor *tr = mllm_op_custom(&g, sum, &ty, 1);
+    mllm_tensor *tr;
+    mllm_tensor *ty = build_ns(&g, ns, x0, &tr);
     assert_non_null(tr);
     mllm_backend *bes[2] = {dev, mllm_backend_cpu()};
     mllm_graph_set_backends(&g, bes, 2);

@@ -90,24 +90,10 @@ static void check_kq_avx512(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64
     mllm_mul_mat_packed_generic((mllm_dtype)packed, P, rs, K, X, xs, M, gen, ys, r0, r1);
     assert_true(mllm_mul_mat_packed_avx2((mllm_dtype)packed, P, rs, K, X, xs, M, a2, ys, r0, r1));
     assert_true(mllm_mul_mat_packed_kq_avx512((mllm_dtype)packed, P, rs, K, X, xs, M, a5, ys, r0, r1));
-    if (memcmp(a5, a2, ny * sizeof(float)) != 0)
-        for (size_t i = 0; i < ny; i++)
-            if (memcmp(&a5[i], &a2[i], sizeof(float)) != 0) {
-                printf("%s N=%lld K=%lld M=%lld [%lld,%lld)%s: first difference at row %zu col %zu: %.9g vs avx2 %.9g\n",
-                       mllm_dtype_name(packed), (long long)N, (long long)K, (long long)M, (long long)r0,
-                       (long long)r1, extremes ? " extremes" : "", i / ys, i % ys, a5[i], a2[i]);
-                break;
-            }
-    assert_memory_equal(a5, a2, ny * sizeof(float));
-    for (int64_t m = 0; m < M; m++) /* rows outside [r0, r1) untouched */
-        for (int64_t r = 0; r < (int64_t)ys; r++)
-            if (r < r0 || r >= r1) assert_true(a5[(size_t)m * ys + r] == -777.0f);
-    const double e_gen = tu_nmse(a5, gen, ny), e_ref = tu_nmse(a5, ref, ny);
-    if (e_gen > TOL || e_ref > TOL)
-        printf("%s N=%lld K=%lld M=%lld: vs packed generic %.3g, vs plain generic %.3g\n", mllm_dtype_name(packed),
-               (long long)N, (long long)K, (long long)M, e_gen, e_ref);
-    assert_true(e_gen <= TOL);
-    assert_true(e_ref <= TOL);
+    char what[96];
+    snprintf(what, sizeof what, "%s N=%lld K=%lld M=%lld [%lld,%lld)%s", mllm_dtype_name(packed), (long long)N,
+             (long long)K, (long long)M, (long long)r0, (long long)r1, extremes ? " extremes" : "");
+    tu_assert_matmul_matches(what, a5, a2, gen, ref, M, ys, r0, r1, TOL);
     free(W), free(P), free(X), free(src), free(ref), free(gen), free(a2), free(a5);
 }
 

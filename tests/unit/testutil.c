@@ -210,3 +210,22 @@ mllm_model *tu_synth_load(const char *tag, const char *arch, const char *dtype) 
     free(path);
     return m;
 }
+
+void tu_assert_matmul_matches(const char *what, const float *got, const float *avx2, const float *gen, const float *ref,
+                              int64_t M, size_t ys, int64_t r0, int64_t r1, double tol) {
+    const size_t ny = (size_t)M * ys;
+    for (size_t i = 0; i < ny; i++)
+        if (memcmp(&got[i], &avx2[i], sizeof(float)) != 0) {
+            printf("%s: first difference from avx2 at row %zu col %zu: %.9g vs %.9g\n", what, i / ys, i % ys, got[i],
+                   avx2[i]);
+            break;
+        }
+    assert_memory_equal(got, avx2, ny * sizeof(float));
+    for (int64_t m = 0; m < M; m++) /* rows outside [r0, r1) untouched */
+        for (int64_t r = 0; r < (int64_t)ys; r++)
+            if (r < r0 || r >= r1) assert_true(got[(size_t)m * ys + r] == -777.0f);
+    const double e_gen = tu_nmse(got, gen, ny), e_ref = tu_nmse(got, ref, ny);
+    if (e_gen > tol || e_ref > tol) printf("%s: vs packed generic %.3g, vs plain generic %.3g\n", what, e_gen, e_ref);
+    assert_true(e_gen <= tol);
+    assert_true(e_ref <= tol);
+}

@@ -27,6 +27,12 @@ const char *tu_data(const char *rel);
 const char *tu_datap(const char *rel);
 /* Normalised MSE: sum((a-b)^2) / sum(b^2) (b is the reference). */
 double tu_nmse(const float *a, const float *ref, size_t n);
+/* A SIMD matmul's M x ys output `got` (rows [r0, r1) computed; the others
+   filled with -777 before the call and left alone) against the AVX2 one
+   bit for bit (the first difference printed), and within NMSE tol of the
+   packed and the plain generic outputs. what names the case in messages. */
+void tu_assert_matmul_matches(const char *what, const float *got, const float *avx2, const float *gen, const float *ref,
+                              int64_t M, size_t ys, int64_t r0, int64_t r1, double tol);
 /* Reads a whole file; NULL if it cannot. *len gets the size. */
 void *tu_read_file(const char *path, size_t *len);
 /* The integers after the first occurrence of key in txt, up to cap of

@@ -58,8 +58,6 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
     if (tr->packed_rows) {
 #if MLLM_HAVE_X86_KERNELS
-        if (isa == MLLM_CPU_ISA_AVX512 && mllm_mul_mat_packed_kq_avx512(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
-            return;
         if (isa == MLLM_CPU_ISA_AVX512 && mllm_mul_mat_packed_avx512(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
             return;
         if (mllm_cpu_isa_is_x86(isa) && mllm_mul_mat_packed_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))

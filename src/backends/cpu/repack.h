@@ -105,9 +105,10 @@ void mllm_mul_mat_packed_generic(mllm_dtype wt, const void *W, size_t w_stride, 
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                               const void *X, size_t x_stride, int64_t M, float *Y,
                               size_t y_stride, int64_t r0, int64_t r1);
-/* The avx512 path's packed matmul (x86/repack_avx512.c): q8_0x8, and
-   q4_0x8, q4_1x8, q5_0x8 through mllm_mul_mat_packed_avx512_q4
-   (x86/repack_avx512_q4.c), on VNNI, bit-identical to the AVX2 one; false
+/* The avx512 path's packed matmul (x86/repack_avx512.c), the one entry of
+   its three families: q8_0x8 itself, q4_0x8, q4_1x8, q5_0x8 through
+   mllm_mul_mat_packed_avx512_q4 (x86/repack_avx512_q4.c), q4_Kx8, q5_Kx8,
+   q6_Kx8 through mllm_mul_mat_packed_kq_avx512 (x86/repack_kquant_avx512.c); on VNNI, bit-identical to the AVX2 one; false
    (nothing done) for other types, r0 or r1 not multiples of 8, or K over
    16384. Needs AVX-512 F/BW/VL/DQ/VNNI. */
 bool mllm_mul_mat_packed_avx512(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,

@@ -12,30 +12,9 @@
 #include "backends/cpu/expf_poly.h"
 #include "backends/cpu/kernels_internal.h"
 
-static inline __m512 mm512_expf(__m512 x) {
-    const __m512 hi = _mm512_set1_ps(MLLM_EXPF_HI), lo = _mm512_set1_ps(MLLM_EXPF_LO);
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(MLLM_EXPF_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(MLLM_EXPF_LN2_HI), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(MLLM_EXPF_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(MLLM_EXPF_P0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MLLM_EXPF_P5));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
-    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
-}
-
-/* mm512_expf for x in [MLLM_EXPF_LO, 0] (no NaN): there its clamps are the
-   identity and its blends do not fire, so these are its values with eight
-   operations of about forty fewer. */
+/* The polynomial exp of x for x in [MLLM_EXPF_LO, MLLM_EXPF_HI] (no NaN):
+   mm512_expf's values without its clamps and blends, which are the
+   identity there. */
 static inline __m512 mm512_expf_in_range(__m512 x) {
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(MLLM_EXPF_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -50,6 +29,16 @@ static inline __m512 mm512_expf_in_range(__m512 x) {
     p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* exp on 16 lanes, mm256_expf's operations: the argument clamped into the
+   polynomial's range, 0 below it, +inf above, NaN kept. */
+static inline __m512 mm512_expf(__m512 x) {
+    const __m512 hi = _mm512_set1_ps(MLLM_EXPF_HI), lo = _mm512_set1_ps(MLLM_EXPF_LO);
+    __m512 y = mm512_expf_in_range(_mm512_min_ps(_mm512_max_ps(x, lo), hi));
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
 }
 
 /* acc += (e[0..4) + e[4..8)) in double: the AVX2 softmax's sum step. */

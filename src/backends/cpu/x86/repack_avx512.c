@@ -147,6 +147,8 @@ bool mllm_mul_mat_packed_avx512(mllm_dtype wt, const void *W, size_t w_stride, i
                                 size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1) {
     if (wt == MLLM_DTYPE_Q4_0_X8 || wt == MLLM_DTYPE_Q4_1_X8 || wt == MLLM_DTYPE_Q5_0_X8) /* repack_avx512_q4.c */
         return mllm_mul_mat_packed_avx512_q4(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
+    if (wt == MLLM_DTYPE_Q4_K_X8 || wt == MLLM_DTYPE_Q5_K_X8 || wt == MLLM_DTYPE_Q6_K_X8) /* repack_kquant_avx512.c */
+        return mllm_mul_mat_packed_kq_avx512(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
     if (wt != MLLM_DTYPE_Q8_0_X8 || r0 % 8 != 0 || r1 % 8 != 0 || K % 32 != 0 || K / 32 > SUM_MAX / TN) return false;
     const int64_t nb = K / 32, g0 = r0 / 8, g1 = r1 / 8;
     const size_t group_bytes = 8 * w_stride;

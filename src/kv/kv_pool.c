@@ -52,6 +52,7 @@ mllm_status mllm_kv_pool_init(mllm_kv_pool *kp, const mllm_kv_pool_params *p) {
         kp->layers[l].base = kp->mem + (size_t)l * per_layer;
         kp->layers[l].n_blocks = p->n_blocks;
         kp->layers[l].ordered = p->ordered;
+        kp->layers[l].head_major = p->ordered && p->dtype == MLLM_KV_DTYPE_F32;
     }
     for (int i = 0; i < nbk; i++) kp->buckets[i] = -1;
     for (int i = 0; i < p->n_blocks; i++) kp->next[i] = i + 1 < p->n_blocks ? i + 1 : -1;

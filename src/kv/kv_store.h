@@ -47,7 +47,7 @@
 
 #define MLLM_KV_STORE_HEADER 4096
 #define MLLM_KV_STORE_RECORD 64
-#define MLLM_KV_STORE_VERSION 1
+#define MLLM_KV_STORE_VERSION 2
 #define MLLM_KV_STORE_MAX_SLOTS (1 << 20) /* the index keeps each slot's tokens in memory */
 
 typedef struct {

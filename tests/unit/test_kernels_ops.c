@@ -468,6 +468,55 @@ static void test_transpose8(void **state) {
     }
 }
 
+/* dot_f32_segments against the f32 matmul over the gathered matrix (zeros
+   for NULL segments and from n_valid on), byte for byte, on odd row counts,
+   1 to 7 vectors, segment lengths from 8 to 256, partial last steps and
+   NULL segments. Only the x86 tables have it (it mirrors their f32 tile);
+   the others are NULL and their callers gather. */
+static void test_dot_f32_segments(void **state) {
+    (void)state;
+    assert_null(mllm_cpu_ops_generic()->dot_f32_segments);
+    if (!mllm_cpu_ops_avx2()) {
+        printf("SKIPPED: no AVX2 (dot_f32_segments is NULL in the generic and NEON tables)\n");
+        return;
+    }
+    const mllm_cpu_ops *tabs[] = {mllm_cpu_ops_avx2(), mllm_cpu_ops_avx512(), mllm_cpu_ops_get()};
+    enum { NMAX = 256, DMAX = 67, SEGMAX = 32, PMAX = 7, PSTRIDE = NMAX + 3, OSTRIDE = DMAX + 2 };
+    static float pool[SEGMAX][DMAX * (NMAX + 8)], mat[DMAX * NMAX], p[PMAX * PSTRIDE], want[PMAX * OSTRIDE],
+        got[PMAX * OSTRIDE];
+    tu_fill_random(&pool[0][0], sizeof pool / sizeof(float), 41);
+    tu_fill_random(p, sizeof p / sizeof(float), 42);
+    const int Ds[] = {1, 3, 4, 5, 12, 64, 67}, segs_len[] = {8, 16, 24, 32, 256}, ns[] = {8, 16, 40, 256};
+    const int nps[] = {1, 2, 3, 4, 7};
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) {
+        if (!tabs[t]) continue;
+        assert_non_null(tabs[t]->dot_f32_segments);
+        for (size_t a = 0; a < sizeof Ds / sizeof Ds[0]; a++)
+            for (size_t b = 0; b < sizeof segs_len / sizeof segs_len[0]; b++)
+                for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+                    const int D = Ds[a], seg = segs_len[b], n = ns[c], np = nps[(a + b + c) % 5];
+                    const size_t dst = (size_t)seg + 5; /* a row stride past the segment */
+                    const int nvs[] = {n, n - 1, n - 7, 1, n / 2 + 3};
+                    for (size_t e = 0; e < sizeof nvs / sizeof nvs[0]; e++) {
+                        const int nv = nvs[e];
+                        const float *segs[NMAX / 8];
+                        for (int s = 0; s * seg < n; s++) segs[s] = s % 3 == 1 ? NULL : pool[s % SEGMAX];
+                        for (int d = 0; d < D; d++)
+                            for (int j = 0; j < n; j++) {
+                                const float *sg = segs[j / seg];
+                                mat[(size_t)d * n + j] = !sg || j >= nv ? 0.0f : sg[(size_t)d * dst + (size_t)(j % seg)];
+                            }
+                        memset(want, 0x5a, sizeof want);
+                        memset(got, 0x5a, sizeof got);
+                        mllm_cpu_mul_mat(MLLM_DTYPE_F32, mat, (size_t)n * sizeof(float), n, p, PSTRIDE * sizeof(float), np,
+                                         want, OSTRIDE, 0, D);
+                        tabs[t]->dot_f32_segments(got, OSTRIDE, D, segs, dst, seg, n, nv, p, PSTRIDE, np);
+                        assert_memory_equal(got, want, sizeof got);
+                    }
+                }
+    }
+}
+
 int main(void) {
     /* The override test forks before this process picks its own path. */
     const struct CMUnitTest tests[] = {
@@ -478,7 +527,7 @@ int main(void) {
         cmocka_unit_test(test_expf_accuracy),
         cmocka_unit_test(test_gelu_erf_sweep),         cmocka_unit_test(test_activation_quantizers),
         cmocka_unit_test(test_sum_exp),                cmocka_unit_test(test_gelu_erf_avx512),
-        cmocka_unit_test(test_transpose8),
+        cmocka_unit_test(test_transpose8),             cmocka_unit_test(test_dot_f32_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,16 @@ typedef struct {
        eight adjacent columns (the paged cache's V^T gather). Moves values
        only, so every table gives the same bytes. */
     void (*transpose8)(float *dst, size_t stride, const float *const *rows, int n);
+    /* out[m * out_stride + d] for d < n_out, m < n_p: the f32 matmul's
+       dot (mllm_cpu_mul_mat, F32: the same bits) of p[m * p_stride, + n)
+       with row d of a matrix whose columns lie in segments of seg: columns
+       [s seg, s seg + seg) of row d at segs[s] + d * d_stride. A NULL
+       segment, and columns from n_valid on, read as zeros. n and seg are
+       multiples of 8. The paged V^T of the ordered attention, read where it
+       lies, for a group of query heads. NULL in a table whose f32 matmul it
+       does not mirror (the caller gathers the rows). */
+    void (*dot_f32_segments)(float *out, size_t out_stride, int n_out, const float *const *segs, size_t d_stride,
+                             int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p);
 } mllm_cpu_ops;
 
 /* The generic transpose8 (the NEON table uses it too). */

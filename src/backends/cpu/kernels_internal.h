@@ -51,6 +51,9 @@ void mllm_vec_dot_q4_1_avx2(int n, float *s, const void *x, const void *y);
 
 /* Blocked AVX2 mul_mat (mul_mat_avx2.c), same contract as mllm_cpu_mul_mat;
    false if it has no kernel for wt. */
+/* ops.dot_f32_segments of the x86 tables: tile_f32's row math (mul_mat_avx2.c). */
+void mllm_dot_f32_segments_avx2(float *out, size_t out_stride, int n_out, const float *const *segs, size_t d_stride,
+                                int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p);
 bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, const void *X,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* n f16 or bf16 values widened to f32 with F16C / shifts (unaligned src). */

@@ -53,7 +53,14 @@ void mllm_kv_paged_write(const mllm_kv_paged *kv, int32_t block, int off, const 
     for (int w = 0; w < 2; w++) {
         const float *x = w ? v : k;
         uint8_t *dst = blk + (w ? kv->v_off : 0);
-        if (kv->dtype == MLLM_KV_DTYPE_F32) {
+        if (kv->head_major && w) { /* V^T: value i of the row at (i, off) */
+            float *vt = (float *)dst + off;
+            for (int i = 0; i < n; i++) vt[(size_t)i * (size_t)kv->block_size] = x[i];
+        } else if (kv->head_major) { /* head h's D values at (h, off) */
+            for (int h = 0; h < H; h++)
+                memcpy((float *)dst + ((size_t)h * (size_t)kv->block_size + (size_t)off) * (size_t)D, x + (size_t)h * D,
+                       (size_t)D * sizeof(float));
+        } else if (kv->dtype == MLLM_KV_DTYPE_F32) {
             memcpy((float *)dst + row, x, (size_t)n * sizeof(float));
         } else if (kv->dtype == MLLM_KV_DTYPE_F16) {
             mllm_f16 *h = (mllm_f16 *)dst + row;
@@ -66,11 +73,18 @@ void mllm_kv_paged_write(const mllm_kv_paged *kv, int32_t block, int off, const 
 }
 
 /* Head kvh of the K (which 0) or V (1) row at offset o of a block, as
-   floats: the stored row itself for f32, else converted into buf. */
+   floats: the stored row itself for f32, else converted (or, for a
+   transposed V, gathered) into buf. */
 static const float *head_row(const mllm_kv_paged *kv, const uint8_t *blk, int o, int kvh, int which, float *buf) {
     const int D = kv->head_dim;
     const size_t i = ((size_t)o * (size_t)kv->n_head_kv + (size_t)kvh) * (size_t)D;
     const uint8_t *base = blk + (which ? kv->v_off : 0);
+    if (kv->head_major) {
+        const float *hb = (const float *)base + (size_t)kvh * (size_t)D * (size_t)kv->block_size;
+        if (!which) return hb + (size_t)o * (size_t)D;
+        for (int d = 0; d < D; d++) buf[d] = hb[(size_t)d * (size_t)kv->block_size + (size_t)o];
+        return buf;
+    }
     if (kv->dtype == MLLM_KV_DTYPE_F32) return (const float *)base + i;
     if (kv->dtype == MLLM_KV_DTYPE_F16) {
         mllm_cpu_get_row(MLLM_DTYPE_F16, (const mllm_f16 *)base + i, 0, D, 0, buf);
@@ -105,10 +119,22 @@ void mllm_kv_paged_gather(const mllm_kv_paged *kv, const int32_t *table, int p0,
         const float *r = head_row(kv, kv->base + (size_t)id * kv->block_bytes, p % bs, kvh, 0, row);
         memcpy(dst, r, (size_t)D * sizeof(float));
     }
+    /* A head-major V: each block's run of positions is already a row
+       segment per d. */
+    for (int p = p0; vt && kv->head_major && p < p1;) {
+        const int32_t id = table[p / bs];
+        const int o = p % bs, n = bs - o < p1 - p ? bs - o : p1 - p;
+        for (int d = 0; d < D; d++) {
+            float *dst = vt + (size_t)d * vt_stride + (size_t)(p - p0);
+            if (id < 0 || id >= kv->n_blocks) memset(dst, 0, (size_t)n * sizeof(float));
+            else memcpy(dst, mllm_kv_paged_vt_row(kv, id, kvh, d) + o, (size_t)n * sizeof(float));
+        }
+        p += n;
+    }
     /* V^T a tile of G positions at a time: each row d of vt gets G adjacent
        floats per tile instead of one, so the stores do not walk D lines of
        vt for every position. */
-    for (int p = p0; vt && p < p1; p += G) {
+    for (int p = p0; vt && !kv->head_major && p < p1; p += G) {
         const int n = p1 - p < G ? p1 - p : G;
         const float *r[MLLM_KV_GATHER_ROWS];
         for (int j = 0; j < n; j++) {

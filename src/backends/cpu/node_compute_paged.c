@@ -67,9 +67,73 @@ static size_t ordered_cap(const mllm_tensor *t) {
 #define VT_STRIDE (MLLM_KV_VBLOCK + 16)
 
 static size_t ordered_per_thread(const mllm_tensor *t) {
-    const size_t D = (size_t)t->src[0]->ne[0], cap = ordered_cap(t);
-    /* K rows, V^T blocks, P, a block's P x V, converted rows */
-    return cap * D + cap / MLLM_KV_VBLOCK * D * VT_STRIDE + cap + D + MLLM_KV_GATHER_ROWS * D;
+    const size_t D = (size_t)t->src[0]->ne[0], cap = ordered_cap(t), group = (size_t)(t->src[0]->ne[1] / t->ip[0]);
+    /* K rows, V^T blocks, P (a row per head of the group), a block's P x V,
+       converted rows */
+    return cap * D + cap / MLLM_KV_VBLOCK * D * VT_STRIDE + group * cap + group * D + MLLM_KV_GATHER_ROWS * D;
+}
+
+/* Whether the ordered attention reads K and V^T where they lie in the
+   blocks: head-major (f32) blocks whose size and the P x V
+   tiles' (MLLM_KV_VBLOCK) divide one another, on a CPU whose f32 matmul
+   has a segment kernel (ops.dot_f32_segments). */
+static bool ordered_in_place(const mllm_kv_paged *kv, const mllm_cpu_ops *k) {
+    const int bs = kv->block_size, vb = MLLM_KV_VBLOCK;
+    return kv->head_major && k->dot_f32_segments && bs % 8 == 0 &&
+           (bs % vb == 0 || vb % bs == 0);
+}
+
+/* Asks for a run of a block the attention reads next, so the first lines
+   of each (scattered) block do not stall it: the hardware prefetchers
+   follow a run only once it has started. */
+static void prefetch_run(const float *p, size_t n) {
+    const char *c = (const char *)p;
+    for (size_t i = 0; i < n * sizeof(float); i += 64) __builtin_prefetch(c + i, 0, 3);
+}
+
+/* The scores of the group's query heads (rows of D floats from q, into
+   P's rows cap apart) against K rows [lo, n_kv) read in their blocks: the
+   f32 matmul's rows do not depend on how many a call has, so block by
+   block gives the bits of one call over the gathered rows. A block id out
+   of range reads as zero rows (scores 0, as the gather's zero rows). */
+static void scores_in_place(const mllm_kv_paged *kv, const int32_t *tab, int lo, int n_kv, int kvh, const float *q,
+                            int group, float *P, size_t cap) {
+    const int bs = kv->block_size, D = kv->head_dim;
+    const size_t rs = (size_t)D * sizeof(float);
+    for (int p = lo; p < n_kv;) {
+        const int b = p / bs, o0 = p % bs, o1 = (b + 1) * bs < n_kv ? bs : n_kv - b * bs;
+        const int32_t id = tab[b];
+        float *Pb = P + (size_t)b * (size_t)bs;
+        if ((b + 1) * bs < n_kv && tab[b + 1] >= 0 && tab[b + 1] < kv->n_blocks)
+            prefetch_run(mllm_kv_paged_k_rows(kv, tab[b + 1], kvh), (size_t)bs * (size_t)D);
+        if (id < 0 || id >= kv->n_blocks) {
+            for (int h = 0; h < group; h++) memset(Pb + (size_t)h * cap + o0, 0, (size_t)(o1 - o0) * sizeof(float));
+        } else {
+            mllm_cpu_mul_mat(MLLM_DTYPE_F32, mllm_kv_paged_k_rows(kv, id, kvh), rs, D, q, (size_t)D * sizeof(float),
+                             group, Pb, cap, o0, o1);
+        }
+        p = b * bs + o1;
+    }
+}
+
+/* out (group rows of D floats) = P's group rows (cap apart) over [b0, b0 +
+   kb) (kb a multiple of 8) x V^T of those positions, read in the blocks;
+   zeros from n_kv on, in blocks out of range and in blocks wholly before
+   lo (where P is 0 too: a window's blocks behind it are never read). */
+static void pv_in_place(const mllm_cpu_ops *k, const mllm_kv_paged *kv, const int32_t *tab, int lo, int n_kv, int kvh,
+                        int b0, int kb, const float *P, size_t cap, int group, float *out) {
+    const int bs = kv->block_size, seg = bs < MLLM_KV_VBLOCK ? bs : MLLM_KV_VBLOCK;
+    const float *segs[MLLM_KV_VBLOCK / 8];
+    for (int s = 0; s * seg < kb; s++) {
+        const int p = b0 + s * seg;
+        const int32_t id = tab[p / bs];
+        const bool none = id < 0 || id >= kv->n_blocks || p + seg <= lo || p >= n_kv;
+        segs[s] = none ? NULL : mllm_kv_paged_vt_row(kv, id, kvh, 0) + p % bs;
+        /* the kernel walks every segment at once, 4 rows at a time */
+        if (segs[s] && bs <= MLLM_KV_VBLOCK) prefetch_run(segs[s], (size_t)kv->head_dim * (size_t)bs);
+    }
+    k->dot_f32_segments(out, (size_t)kv->head_dim, kv->head_dim, segs, (size_t)bs, seg, kb, n_kv - b0, P + b0, cap,
+                        group);
 }
 
 size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth) {
@@ -123,7 +187,9 @@ static void attention_ordered(const mllm_exec_ctx *g, mllm_tensor *t, int ith, i
     const float scale = t->fp[0] > 0 ? t->fp[0] : 1.0f / sqrtf((float)D);
     const size_t cap = ordered_cap(t), row_bytes = (size_t)H * (size_t)D * sizeof(float), VB = MLLM_KV_VBLOCK;
     float *Kg = (float *)g->work + (size_t)ith * ordered_per_thread(t);
-    float *Vt = Kg + cap * (size_t)D, *P = Vt + cap / VB * (size_t)D * VT_STRIDE, *part = P + cap, *row = part + D;
+    float *Vt = Kg + cap * (size_t)D, *P = Vt + cap / VB * (size_t)D * VT_STRIDE;
+    float *part = P + (size_t)group * cap, *row = part + (size_t)group * (size_t)D;
+    const bool in_place = ordered_in_place(kv, k);
     for (int64_t j = ith; j < T * Hkv; j += nth) {
         const int64_t tt = j / Hkv;
         const int kvh = (int)(j % Hkv);
@@ -135,6 +201,24 @@ static void attention_ordered(const mllm_exec_ctx *g, mllm_tensor *t, int ith, i
             continue;
         }
         const int n_pv = (n_kv + 7) / 8 * 8;
+        const float *q0 = (const float *)q->data + ((size_t)tt * (size_t)H + (size_t)(kvh * group)) * (size_t)D;
+        if (in_place) {
+            scores_in_place(kv, tab, lo, n_kv, kvh, q0, (int)group, P, cap);
+            for (int64_t h = 0; h < group; h++) {
+                float *Ph = P + (size_t)h * cap;
+                k->softmax(Ph + lo, n_kv - lo, scale);
+                memset(Ph, 0, (size_t)lo * sizeof(float));
+                memset(Ph + n_kv, 0, (size_t)(n_pv - n_kv) * sizeof(float));
+            }
+            for (int b0 = 0; b0 < n_pv; b0 += (int)VB) {
+                const int kb = n_pv - b0 < (int)VB ? n_pv - b0 : (int)VB;
+                pv_in_place(k, kv, tab, lo, n_kv, kvh, b0, kb, P, cap, (int)group, b0 == 0 ? out0 : part);
+                for (int64_t h = 0; b0 > 0 && h < group; h++)
+                    k->add_f32(out0 + (size_t)h * (size_t)D, out0 + (size_t)h * (size_t)D, part + (size_t)h * (size_t)D,
+                               (int)D);
+            }
+            continue;
+        }
         mllm_kv_paged_gather(kv, tab, lo, n_kv, kvh, Kg, NULL, 0, row);
         for (int b0 = 0; b0 < n_pv; b0 += (int)VB) {
             /* The columns P x V reads, [0, kb): the gathered ones, zeros

@@ -294,6 +294,73 @@ FLOAT_TILE(tile_f32, float, _mm256_loadu_ps, f32_id)
 FLOAT_TILE(tile_f16, mllm_f16, load_f16x8, f16_to_f32_hw)
 FLOAT_TILE(tile_bf16, mllm_bf16, load_bf16x8, mllm_bf16_to_f32)
 
+/* tile_f32's row math (one accumulator of 8 lanes along K, 8 values a
+   step, then mm256_hsum_ps; K a multiple of 8, so no tail) on rows whose
+   8-value steps come from segments (kernels.h, dot_f32_segments): the same
+   FMAs on the same values in the same order, so the same bits as the
+   matmul over the gathered rows. NR rows x NP vectors at a time, as the
+   tiles run them (each accumulator its own chain). */
+ALWAYS_INLINE void dot_segments_tile(int NR, int NP, float *out, size_t out_stride, const float *const *segs,
+                                     size_t d_stride, int seg, int n, int n_valid, const float *p, size_t p_stride,
+                                     size_t row0) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 acc[4][3];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int m = 0; m < NP; m++) acc[r][m] = zero;
+    for (int k = 0; k < n; k += 8) {
+        const float *sg = segs[k / seg];
+        __m256 pv[3];
+#pragma GCC unroll 3
+        for (int m = 0; m < NP; m++) pv[m] = _mm256_loadu_ps(p + (size_t)m * p_stride + (size_t)k);
+        __m256 v[4];
+        if (!sg || k >= n_valid) {
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) v[r] = zero;
+        } else if (k + 8 <= n_valid) {
+            const float *base = sg + row0 * d_stride + (size_t)(k % seg);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) v[r] = _mm256_loadu_ps(base + (size_t)r * d_stride);
+        } else { /* the last step: lanes from n_valid on are zeros, never read */
+            const float *base = sg + row0 * d_stride + (size_t)(k % seg);
+            const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_valid - k),
+                                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) v[r] = _mm256_maskload_ps(base + (size_t)r * d_stride, mask);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+            for (int m = 0; m < NP; m++) acc[r][m] = _mm256_fmadd_ps(v[r], pv[m], acc[r][m]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int m = 0; m < NP; m++)
+            out[(size_t)m * out_stride + row0 + (size_t)r] = (float)(double)mm256_hsum_ps(acc[r][m]);
+}
+
+#define DOT_SEGMENTS_ARGS out + (size_t)m * out_stride, out_stride, segs, d_stride, seg, n, n_valid, p + (size_t)m * p_stride, p_stride
+void mllm_dot_f32_segments_avx2(float *out, size_t out_stride, int n_out, const float *const *segs, size_t d_stride,
+                                int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p) {
+    for (int m = 0; m < n_p; m += 3) {
+        const int np = n_p - m < 3 ? n_p - m : 3;
+        int d = 0;
+        for (; d + 4 <= n_out; d += 4) {
+            if (np == 3) dot_segments_tile(4, 3, DOT_SEGMENTS_ARGS, (size_t)d);
+            else if (np == 2) dot_segments_tile(4, 2, DOT_SEGMENTS_ARGS, (size_t)d);
+            else dot_segments_tile(4, 1, DOT_SEGMENTS_ARGS, (size_t)d);
+        }
+        for (; d < n_out; d++) {
+            if (np == 3) dot_segments_tile(1, 3, DOT_SEGMENTS_ARGS, (size_t)d);
+            else if (np == 2) dot_segments_tile(1, 2, DOT_SEGMENTS_ARGS, (size_t)d);
+            else dot_segments_tile(1, 1, DOT_SEGMENTS_ARGS, (size_t)d);
+        }
+    }
+}
+#undef DOT_SEGMENTS_ARGS
+
 /* Instantiates the 6 tile shapes we use: 4 or 1 weight rows x 3, 2, 1
    activation rows. table[rm == 4][rn - 1]. */
 #define TILE_SET(T)                                                                                \

@@ -256,7 +256,8 @@ static void transpose8_avx2(float *dst, size_t stride, const float *const *r, in
     .dot_f32 = dot_f32_avx2, \
     .axpy_f32 = axpy_f32_avx2, \
     .add_f32 = add_f32_avx2, \
-    .transpose8 = transpose8_avx2
+    .transpose8 = transpose8_avx2, \
+    .dot_f32_segments = mllm_dot_f32_segments_avx2
 static const mllm_cpu_ops g_avx2 = {.name = "avx2", .softmax = softmax_avx2, .gelu_erf = gelu_erf_avx2, AVX2_OPS};
 static const mllm_cpu_ops g_avx512 = {
     .name = "avx512", .softmax = mllm_softmax_avx512, .gelu_erf = mllm_gelu_erf_avx512, AVX2_OPS};

@@ -25,6 +25,9 @@ bool mllm_mul_mat_arm(mllm_cpu_isa isa, mllm_dtype wt, const void *W, size_t w_s
 /* The kernels themselves, named <what>_<dtype>_<variant>; exposed for the
    dispatch above and the kernel tests (tests/unit/test_kernels_arm.c). */
 void mllm_vec_dot_f32_neon(int n, float *s, const void *x, const void *y);
+/* ops.dot_f32_segments of the NEON table: mllm_vec_dot_f32_neon's order. */
+void mllm_dot_f32_segments_neon(float *out, size_t out_stride, int n_out, const float *const *segs, size_t d_stride,
+                                int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p);
 void mllm_vec_dot_f16_neon(int n, float *s, const void *x, const void *y);
 void mllm_vec_dot_bf16_neon(int n, float *s, const void *x, const void *y);
 #define MLLM_ARM_INT_DOTS(v)                                                \

@@ -197,6 +197,7 @@ static const mllm_cpu_ops g_neon = {
     .axpy_f32 = axpy_f32_neon,
     .add_f32 = add_f32_neon,
     .transpose8 = mllm_transpose8_generic,
+    .dot_f32_segments = mllm_dot_f32_segments_neon,
 };
 
 const mllm_cpu_ops *mllm_cpu_ops_neon(void) { return &g_neon; }

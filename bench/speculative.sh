@@ -6,6 +6,9 @@
 # per round (llama.cpp's LLAMA_ROUNDS, default ROUNDS, of them), alternating,
 # greedy, 2 threads, N tokens (default 128), and prints each one's median
 # decode speed and the md5 of mllm's output (identical to plain decoding).
+# DRAFT2=FILE adds mllm-draft2, the same run with FILE as the draft (another
+# quantization of D, say: mllm convert --in D --out FILE --quant q4_0);
+# LLAMA_ROUNDS=0 leaves llama.cpp out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 L=$1 T=$2 D=$3 ROUNDS=${4:-3} N=${5:-128}
@@ -22,6 +25,7 @@ run_cfg() { # name prompt-file round
     case $name in
     mllm-plain)  $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --no-speculative >"$log.txt" 2>"$log.err" ;;
     mllm-draft)  $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --draft "$D" >"$log.txt" 2>"$log.err" ;;
+    mllm-draft2) $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --draft "$DRAFT2" >"$log.txt" 2>"$log.err" ;;
     mllm-lookup) $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 >"$log.txt" 2>"$log.err" ;;
     llama-spec)  "$L/llama-speculative" -m "$T" -md "$D" -f "$p" -n "$N" --temp 0 -t 2 -td 2 -c 4096 \
                      --spec-draft-n-max 8 --spec-draft-p-min 0.5 >"$log.txt" 2>"$log.err" ;;
@@ -38,6 +42,7 @@ for p in "${PROMPTS[@]}"; do
     code*) cfgs="mllm-plain mllm-draft llama-spec" ;;
     edit*) cfgs="mllm-plain mllm-lookup mllm-draft llama-lookup llama-spec" ;;
     esac
+    [ -z "${DRAFT2:-}" ] || cfgs="${cfgs/mllm-draft/mllm-draft mllm-draft2}"
     for r in $(seq 1 "$ROUNDS"); do
         for c in $cfgs; do
             case $c in llama-*) [ "$r" -le "$LLAMA_ROUNDS" ] || continue ;; esac

@@ -518,6 +518,28 @@ static void test_dot_f32_segments(void **state) {
     }
 }
 
+/* The f32 matmul of this CPU's path gives the same bits when zeros are
+   appended to both operands (from a multiple of 8 values to a longer
+   one): the causal attention pads P x V with zeros to a length that
+   depends on the batch (its block of query tokens), so a token's output
+   stays the same bits whatever came in its batch. */
+static void test_f32_matmul_zero_padding(void **state) {
+    (void)state;
+    enum { NMAX = 272, ROWS = 7 };
+    static float w[ROWS * NMAX], x[NMAX], y0[ROWS], y1[ROWS];
+    for (int n = 8; n + 8 <= NMAX; n += 8)
+        for (int pad = 8; n + pad <= NMAX; pad += 8) {
+            tu_fill_random(w, ROWS * NMAX, (uint64_t)n);
+            tu_fill_random(x, NMAX, (uint64_t)n + 1);
+            for (int r = 0; r < ROWS; r++)
+                for (int j = n; j < NMAX; j++) w[r * NMAX + j] = 0.0f;
+            for (int j = n; j < NMAX; j++) x[j] = 0.0f;
+            mllm_cpu_mul_mat(MLLM_DTYPE_F32, w, NMAX * sizeof(float), n, x, 0, 1, y0, ROWS, 0, ROWS);
+            mllm_cpu_mul_mat(MLLM_DTYPE_F32, w, NMAX * sizeof(float), n + pad, x, 0, 1, y1, ROWS, 0, ROWS);
+            assert_memory_equal(y0, y1, sizeof y0);
+        }
+}
+
 int main(void) {
     /* The override test forks before this process picks its own path. */
     const struct CMUnitTest tests[] = {
@@ -529,6 +551,7 @@ int main(void) {
         cmocka_unit_test(test_gelu_erf_sweep),         cmocka_unit_test(test_activation_quantizers),
         cmocka_unit_test(test_sum_exp),                cmocka_unit_test(test_gelu_erf_avx512),
         cmocka_unit_test(test_transpose8),             cmocka_unit_test(test_dot_f32_segments),
+        cmocka_unit_test(test_f32_matmul_zero_padding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* NEON float dot products (f32, f16, bf16 rows): 4 x 4-lane FMA
-   accumulators, then the tail in double as vec_dot_generic.c. Only the
-   summation order differs from the generic kernels. */
+   accumulators (values 16j + 4a .. 16j + 4a + 3 into accumulator a, the
+   last partial 16 too), then the tail past the last multiple of 4 in
+   double as vec_dot_generic.c. Only the summation order differs from the
+   generic kernels. */
 #include "backends/cpu/arm/arm_kernels.h"
 #include "backends/cpu/arm/neon_util.h"
 
@@ -16,7 +18,12 @@
             a2 = vfmaq_f32(a2, LOAD(x + i + 8), LOAD(y + i + 8));                                           \
             a3 = vfmaq_f32(a3, LOAD(x + i + 12), LOAD(y + i + 12));                                         \
         }                                                                                                   \
-        for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, LOAD(x + i), LOAD(y + i));                            \
+        /* the tail's fours go where the 16-step would put them, so zeros  \
+           past a row's end (attention's P x V padding) change no bits */   \
+        if (i + 4 <= n) a0 = vfmaq_f32(a0, LOAD(x + i), LOAD(y + i));                                       \
+        if (i + 8 <= n) a1 = vfmaq_f32(a1, LOAD(x + i + 4), LOAD(y + i + 4));                               \
+        if (i + 12 <= n) a2 = vfmaq_f32(a2, LOAD(x + i + 8), LOAD(y + i + 8));                              \
+        i += (n - i) / 4 * 4;                                                                               \
         double sum = (double)vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));                   \
         for (; i < n; i++) sum += (double)(TO_F32(x[i]) * TO_F32(y[i]));                                    \
         *s = (float)sum;                                                                                    \
@@ -58,7 +65,9 @@ void mllm_dot_f32_segments_neon(float *out, size_t out_stride, int n_out, const 
                 a2 = vfmaq_f32(a2, seg_load4(segs, off, seg, i + 8, n_valid), vld1q_f32(y + i + 8));
                 a3 = vfmaq_f32(a3, seg_load4(segs, off, seg, i + 12, n_valid), vld1q_f32(y + i + 12));
             }
-            for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, seg_load4(segs, off, seg, i, n_valid), vld1q_f32(y + i));
+            if (i + 4 <= n) a0 = vfmaq_f32(a0, seg_load4(segs, off, seg, i, n_valid), vld1q_f32(y + i));
+            if (i + 8 <= n) a1 = vfmaq_f32(a1, seg_load4(segs, off, seg, i + 4, n_valid), vld1q_f32(y + i + 4));
+            if (i + 12 <= n) a2 = vfmaq_f32(a2, seg_load4(segs, off, seg, i + 8, n_valid), vld1q_f32(y + i + 8));
             const double sum = (double)vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
             out[(size_t)m * out_stride + (size_t)d] = (float)sum;
         }

@@ -309,17 +309,24 @@ void mllm_mul_mat_packed_generic(mllm_dtype wt, const void *W, size_t w_stride, 
 bool mllm_mul_mat_packed_tiles(const mllm_packed_group_fn *set, mllm_dtype wt, const void *W, size_t w_stride,
                                int64_t K, const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
                                int64_t r0, int64_t r1) {
+    return mllm_mul_mat_packed_tiles_n(set, MLLM_PACKED_TILE_N, wt, W, w_stride, K, X, x_stride, M, Y, y_stride,
+                                       r0, r1);
+}
+
+bool mllm_mul_mat_packed_tiles_n(const mllm_packed_group_fn *set, int tile_n, mllm_dtype wt, const void *W,
+                                 size_t w_stride, int64_t K, const void *X, size_t x_stride, int64_t M, float *Y,
+                                 size_t y_stride, int64_t r0, int64_t r1) {
     const int qk = mllm_dtype_get(wt) ? mllm_dtype_get(wt)->block_size : 0;
-    if (!set || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;
+    if (!set || tile_n < 1 || qk <= 0 || r0 % 8 != 0 || r1 % 8 != 0 || K % qk != 0) return false;
     const size_t group_bytes = 8 * w_stride;
     const int64_t nb = K / qk, g0 = r0 / 8, g1 = r1 / 8;
     int64_t chunk = (int64_t)(CHUNK_BYTES / group_bytes);
-    if (chunk < 1 || M <= MLLM_PACKED_TILE_N) chunk = g1 - g0; /* decode: one pass, nothing to reuse */
+    if (chunk < 1 || M <= tile_n) chunk = g1 - g0; /* decode: one pass, nothing to reuse */
     const char *w = W, *x = X;
     for (int64_t gc = g0; gc < g1; gc += chunk) {
         const int64_t ge = gc + chunk < g1 ? gc + chunk : g1;
-        for (int64_t m = 0; m < M; m += MLLM_PACKED_TILE_N) {
-            const int rn = (int)(M - m < MLLM_PACKED_TILE_N ? M - m : MLLM_PACKED_TILE_N);
+        for (int64_t m = 0; m < M; m += tile_n) {
+            const int rn = (int)(M - m < tile_n ? M - m : tile_n);
             for (int64_t g = gc; g < ge; g++)
                 set[rn - 1](w + (size_t)g * group_bytes, nb, x + (size_t)m * x_stride, x_stride,
                             Y + (size_t)m * y_stride + 8 * g, y_stride);

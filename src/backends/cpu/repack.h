@@ -140,6 +140,13 @@ bool mllm_mul_mat_packed_kq_avx512(mllm_dtype wt, const void *W, size_t w_stride
 bool mllm_mul_mat_packed_tiles(const mllm_packed_group_fn *set, mllm_dtype wt, const void *W, size_t w_stride,
                                int64_t K, const void *X, size_t x_stride, int64_t M, float *Y, size_t y_stride,
                                int64_t r0, int64_t r1);
+/* The same with tiles of up to tile_n activation rows (set has tile_n
+   entries): the AVX2 q4_0x8 / q4_1x8 / q8_0x8 tiles go wider than
+   MLLM_PACKED_TILE_N. Every output is one tile's, whatever its width, so
+   the widths do not change the results. */
+bool mllm_mul_mat_packed_tiles_n(const mllm_packed_group_fn *set, int tile_n, mllm_dtype wt, const void *W,
+                                 size_t w_stride, int64_t K, const void *X, size_t x_stride, int64_t M, float *Y,
+                                 size_t y_stride, int64_t r0, int64_t r1);
 
 /* Activation rows for q4_0x8: the q8_0 activation quantizer's bytes (same
    rounding), regrouped as q8_0s. Generic and AVX2 give equal bytes. */

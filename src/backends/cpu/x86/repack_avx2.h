@@ -17,21 +17,30 @@ static inline __m256i bcast4(const void *p) {
     return _mm256_set1_epi32(v);
 }
 
-/* T(RN, block *, nb, X, xs, Y, ys) for RN = 1..4 as the table T##_set of
-   mllm_packed_group_fn, indexed by RN - 1. */
-#define PACKED_GROUP_SET(T, BT)                                                                  \
-    static void T##_1(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(1, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_2(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(2, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_3(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(3, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
-    static void T##_4(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
-        T(4, (const BT *)w, nb, X, xs, Y, ys);                                                  \
-    }                                                                                           \
+/* One mllm_packed_group_fn calling T(RN, block *, nb, X, xs, Y, ys): T##_RN. */
+#define PACKED_GROUP_FN(T, BT, RN)                                                                  \
+    static void T##_##RN(const void *w, int64_t nb, const char *X, size_t xs, float *Y, size_t ys) { \
+        T(RN, (const BT *)w, nb, X, xs, Y, ys);                                                    \
+    }
+
+/* T for RN = 1..4 as the table T##_set of mllm_packed_group_fn, indexed by
+   RN - 1; PACKED_GROUP_SET8: RN = 1..8 as T##_set8 (a driver with tile_n
+   up to 8). */
+#define PACKED_GROUP_SET(T, BT)                                                           \
+    PACKED_GROUP_FN(T, BT, 1) PACKED_GROUP_FN(T, BT, 2) PACKED_GROUP_FN(T, BT, 3)         \
+    PACKED_GROUP_FN(T, BT, 4)                                                             \
     static const mllm_packed_group_fn T##_set[PACKED_TILE_N] = {T##_1, T##_2, T##_3, T##_4};
+#define PACKED_GROUP_SET8(T, BT)                                                          \
+    PACKED_GROUP_FN(T, BT, 1) PACKED_GROUP_FN(T, BT, 2) PACKED_GROUP_FN(T, BT, 3)         \
+    PACKED_GROUP_FN(T, BT, 4) PACKED_GROUP_FN(T, BT, 5) PACKED_GROUP_FN(T, BT, 6)         \
+    PACKED_GROUP_FN(T, BT, 7) PACKED_GROUP_FN(T, BT, 8)                                   \
+    static const mllm_packed_group_fn T##_set8[8] = {T##_1, T##_2, T##_3, T##_4,          \
+                                                     T##_5, T##_6, T##_7, T##_8};
+
+/* Makes v a register value at this point. Integer adds reassociate freely,
+   so without it GCC collects a tile's whole chain of int16 sums at their
+   last use: every maddubs product of the block live at once, spilled to
+   the stack (tile_q4_1x8 with 4 rows: ~60 stack accesses per block). */
+#define KEEP_IN_REG(v) __asm__("" : "+x"(v))
 
 #endif

@@ -1,11 +1,11 @@
-/* One packed matmul (q4_0x8, q4_1x8 or q8_0x8) over a whole matrix, one
+/* One packed matmul (q4_0x8, q4_1x8, q5_0x8 or q8_0x8) over a whole matrix, one
    thread, for a few activation counts M: the tiles alone (activations are
    quantized once, outside the timing), as ns per call and GMAC/s. For
    comparing two builds of the tiles: link this file against each build's
    libmllm.a and run the binaries alternately. Not part of ctest. E.g.:
      cc -O2 -std=c17 -Iinclude -Isrc bench/bench_packed_tiles.c build/<dir>/libmllm.a \
         -lpcre2-8 -lcjson -lutf8proc -lmicrohttpd -lsndfile -lsamplerate -lz -lpthread -lm -o bench_packed_tiles
-   Usage: bench_packed_tiles q4_1|q4_0|q8_0 rows K M...   (MLLM_CPU picks the path)
+   Usage: bench_packed_tiles q4_1|q4_0|q5_0|q8_0 rows K M...   (MLLM_CPU picks the path)
    Each M: the median over 9 samples of >= 20 ms each of thread CPU time. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
@@ -35,11 +35,12 @@ static int cmp_d(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s q4_1|q4_0|q8_0 rows K M...\n", argv[0]);
+        fprintf(stderr, "usage: %s q4_1|q4_0|q5_0|q8_0 rows K M...\n", argv[0]);
         return 2;
     }
     mllm_cpu_init();
-    const mllm_dtype plain = !strcmp(argv[1], "q4_0") ? MLLM_DTYPE_Q4_0
+    const mllm_dtype plain = !strcmp(argv[1], "q4_0")   ? MLLM_DTYPE_Q4_0
+                             : !strcmp(argv[1], "q5_0") ? MLLM_DTYPE_Q5_0
                              : !strcmp(argv[1], "q8_0") ? MLLM_DTYPE_Q8_0
                                                         : MLLM_DTYPE_Q4_1;
     const int64_t rows = atoll(argv[2]), K = atoll(argv[3]);

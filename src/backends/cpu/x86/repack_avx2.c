@@ -24,11 +24,25 @@
    2 ymm per row (its int sums, its float acc) plus 5-6 for the weights and
    constants fill the 16 ymm at 5 rows; past that GCC keeps the accs on the
    stack (one load in the fma and one store per row and block), which still
-   pays: on Zen 3, 8 rows in one tile beat 4 + 4 by ~7% (bench/RESULTS.md). */
+   pays: on Zen 3, 8 rows in one tile beat 4 + 4 by ~7%. Clang's code for
+   the wider tiles spills more and runs slower than its 4-row tiles, so it
+   keeps 4 (bench/RESULTS.md). */
 #ifndef X8_TILE_W
+#ifdef __clang__
+#define X8_TILE_W 4
+#else
 #define X8_TILE_W 8
 #endif
+#endif
 #define TILE_MAX 8
+/* Loops over a tile's rows, unrolled in full (RN is a constant there):
+   clang 14 leaves them rolled under "GCC unroll 8" (or its "unroll"), the
+   row arrays then in memory; "unroll(full)" unrolls them. */
+#ifdef __clang__
+#define UNROLL_ROWS _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL_ROWS _Pragma("GCC unroll 8")
+#endif
 
 /* The q8_1 / q8_0 activation blocks with their f16 scales as floats (the
    exact values): the tiles then take each with one vbroadcastss, where a
@@ -49,7 +63,7 @@ ALWAYS_INLINE void tile_q4x8(int RN, bool Q41, const uint8_t *wb, int64_t nb, co
     const size_t ysize = Q41 ? sizeof(act_q8_1f) : sizeof(mllm_block_q8_0s);
     const size_t qoff = Q41 ? offsetof(act_q8_1f, qs) : offsetof(mllm_block_q8_0s, qs);
     __m256 acc[TILE_MAX];
-#pragma GCC unroll 8
+UNROLL_ROWS
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++, wb += bsize) {
@@ -57,7 +71,7 @@ ALWAYS_INLINE void tile_q4x8(int RN, bool Q41, const uint8_t *wb, int64_t nb, co
         const uint8_t *qs = Q41 ? ((const mllm_block_q4_1x8 *)wb)->qs : ((const mllm_block_q4_0x8 *)wb)->qs;
         const char *yb[TILE_MAX];
         __m256i s16[TILE_MAX];
-#pragma GCC unroll 8
+UNROLL_ROWS
         for (int m = 0; m < RN; m++) {
             yb[m] = X + (size_t)m * xs + (size_t)b * ysize;
             s16[m] = _mm256_setzero_si256();
@@ -67,7 +81,7 @@ ALWAYS_INLINE void tile_q4x8(int RN, bool Q41, const uint8_t *wb, int64_t nb, co
             const __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * t));
             const __m256i lo = _mm256_and_si256(raw, m4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-#pragma GCC unroll 8
+UNROLL_ROWS
             for (int m = 0; m < RN; m++) {
                 const char *yq = yb[m] + qoff;
                 s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(yq + 8 * t)));
@@ -79,7 +93,7 @@ ALWAYS_INLINE void tile_q4x8(int RN, bool Q41, const uint8_t *wb, int64_t nb, co
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)wb));
         const __m256 mx = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const mllm_block_q4_1x8 *)wb)->m))
                               : _mm256_setzero_ps();
-#pragma GCC unroll 8
+UNROLL_ROWS
         for (int m = 0; m < RN; m++) {
             __m256i isum = _mm256_madd_epi16(s16[m], ones);
             if (Q41) {
@@ -93,7 +107,7 @@ ALWAYS_INLINE void tile_q4x8(int RN, bool Q41, const uint8_t *wb, int64_t nb, co
             }
         }
     }
-#pragma GCC unroll 8
+UNROLL_ROWS
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
@@ -171,23 +185,23 @@ ALWAYS_INLINE void tile_q5_0x8(int RN, const mllm_block_q5_0x8 *w, int64_t nb, c
 ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, const char *X,
                                size_t xs, float *Y, size_t ys) {
     __m256 acc[TILE_MAX];
-#pragma GCC unroll 8
+UNROLL_ROWS
     for (int m = 0; m < RN; m++) acc[m] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++, w++) {
         prefetch_ahead(w, sizeof *w);
         const act_q8_0f *y[TILE_MAX];
         __m256i isum[TILE_MAX];
-#pragma GCC unroll 8
+UNROLL_ROWS
         for (int m = 0; m < RN; m++) {
             y[m] = (const act_q8_0f *)(X + (size_t)m * xs) + b;
             isum[m] = _mm256_setzero_si256();
         }
-#pragma GCC unroll 8
+UNROLL_ROWS
         for (int g = 0; g < 8; g++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w->qs + 32 * g));
             const __m256i aq = _mm256_sign_epi8(q, q);
-#pragma GCC unroll 8
+UNROLL_ROWS
             for (int m = 0; m < RN; m++) {
                 const __m256i sy = _mm256_sign_epi8(bcast4(y[m]->qs + 4 * g), q);
                 isum[m] = _mm256_add_epi32(isum[m], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, sy), ones));
@@ -195,11 +209,11 @@ ALWAYS_INLINE void tile_q8_0x8(int RN, const mllm_block_q8_0x8 *w, int64_t nb, c
             }
         }
         const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w->d));
-#pragma GCC unroll 8
+UNROLL_ROWS
         for (int m = 0; m < RN; m++)
             acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(dx, _mm256_set1_ps(y[m]->d)), acc[m]);
     }
-#pragma GCC unroll 8
+UNROLL_ROWS
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 

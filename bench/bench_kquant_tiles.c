@@ -14,7 +14,9 @@
    -DKQ_AB_OLD and link a second copy of repack_kquant_avx2.c compiled with
    -Dmllm_kquant_x8_tiles_avx2=kq_old_tiles (e.g. from git show REV:path);
    then each sample times old and new calls alternately (ABAB...), and the
-   line gives both medians and the median of the per-sample ratios new/old. */
+   line gives both medians and the median of the per-sample ratios new/old.
+   KQ_TILE_W=n (1..8, default 4) in the environment: the new tiles run in
+   tiles of up to n activation rows (mllm_mul_mat_packed_tiles_n). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "backends/cpu/type_kernels.h"
+#include "backends/cpu/x86/repack_kquant_avx2.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 
@@ -41,13 +44,20 @@ static int cmp_d(const void *a, const void *b) {
 
 #define SAMPLES 7
 
+static int tile_w(void) {
+    const char *e = getenv("KQ_TILE_W");
+    const int w = e ? atoi(e) : MLLM_PACKED_TILE_N;
+    return w >= 1 && w <= 8 ? w : MLLM_PACKED_TILE_N;
+}
+
 #ifdef KQ_AB_OLD
 const mllm_packed_group_fn *kq_old_tiles(mllm_dtype t);
 #define AB_SAMPLES 15
 /* ns per call of the old and the new tiles, alternated call by call. */
 static void ab(mllm_dtype t, const char *P, size_t ws, int64_t K, const char *X, size_t xs, int64_t M, float *Y,
                int64_t rows) {
-    const mllm_packed_group_fn *set[2] = {kq_old_tiles(t), mllm_kquant_x8_tiles_avx2(t)};
+    const mllm_packed_group_fn *set[2] = {kq_old_tiles(t), mllm_kquant_x8_tiles8_avx2(t)};
+    const int width[2] = {MLLM_PACKED_TILE_N, tile_w()};
     double s[2][AB_SAMPLES], q[AB_SAMPLES];
     int reps = 1;
     for (int i = 0; i < AB_SAMPLES; i++) {
@@ -56,7 +66,7 @@ static void ab(mllm_dtype t, const char *P, size_t ws, int64_t K, const char *X,
             for (int r = 0; r < reps; r++)
                 for (int k = 0; k < 2; k++) {
                     const double t0 = now_s();
-                    mllm_mul_mat_packed_tiles(set[k], t, P, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
+                    mllm_mul_mat_packed_tiles_n(set[k], width[k], t, P, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
                     d[k] += now_s() - t0;
                 }
             if (d[0] + d[1] >= 0.04) {
@@ -118,7 +128,12 @@ int main(int argc, char **argv) {
             double d;
             for (;;) {
                 const double t0 = now_s();
-                for (int r = 0; r < reps; r++) mllm_cpu_mul_mat(t, P, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
+                for (int r = 0; r < reps; r++)
+                    if (tile_w() == MLLM_PACKED_TILE_N)
+                        mllm_cpu_mul_mat(t, P, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
+                    else
+                        mllm_mul_mat_packed_tiles_n(mllm_kquant_x8_tiles8_avx2(t), tile_w(), t, P, ws, K, X, xs, M, Y,
+                                                    (size_t)rows, 0, rows);
                 d = now_s() - t0;
                 if (d >= 0.02) break;
                 reps *= 2;

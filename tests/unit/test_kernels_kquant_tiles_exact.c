@@ -12,7 +12,9 @@
        exact sum over values 32u..32u+31 of scale * (q - 32) * y;
        acc = fma(sa, d, acc)
    This is what the 4-row tiles computed before their register schedule was
-   reworked, so any schedule or tile width must keep it. Shapes: 1 to 13
+   reworked, so any schedule or tile width must keep it: checked through
+   the AVX2 matmul and through the sets of 8 (repack_kquant_avx2.h) at the
+   widths 5 and 8. Shapes: 1 to 13
    activation rows (every tile width and its rest), 1 to 9 blocks per row,
    sub-ranges of groups, a matrix of several L2 chunks; weights of random
    bytes (every bit pattern) and extremes (every quant and scale at its top,
@@ -27,6 +29,9 @@
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/repack.h"
 #include "testutil.h"
+#if MLLM_HAVE_X86_KERNELS
+#include "backends/cpu/x86/repack_kquant_avx2.h"
+#endif
 
 #if MLLM_HAVE_X86_KERNELS
 static uint64_t g_rng = 977;
@@ -148,11 +153,22 @@ static void check_exact(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r
         for (int64_t row = r0; row < r1; row++)
             want[(size_t)m * ys + row] = lane_model(t, W + (size_t)row * rs, K / 256,
                                                     (const mllm_block_q8_k32 *)(X + (size_t)m * xs));
-    assert_true(mllm_mul_mat_packed_avx2(pt, P, rs, K, X, xs, M, got, ys, r0, r1));
-    if (memcmp(want, got, ny * sizeof(float)) != 0)
-        printf("%s N=%lld K=%lld M=%lld [%lld,%lld)%s: not bit-identical to the lane model\n", mllm_dtype_name(pt),
-               (long long)N, (long long)K, (long long)M, (long long)r0, (long long)r1, extremes ? " extremes" : "");
-    assert_memory_equal(want, got, ny * sizeof(float)); /* the rows outside [r0, r1) included: untouched */
+    /* width 0: the AVX2 matmul (its driver's width); then the sets of 8
+       through mllm_mul_mat_packed_tiles_n at the widths 5 and 8 */
+    static const int widths[] = {0, 5, 8};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        for (size_t i = 0; i < ny; i++) got[i] = -777.0f;
+        if (widths[wi] == 0)
+            assert_true(mllm_mul_mat_packed_avx2(pt, P, rs, K, X, xs, M, got, ys, r0, r1));
+        else
+            assert_true(mllm_mul_mat_packed_tiles_n(mllm_kquant_x8_tiles8_avx2(pt), widths[wi], pt, P, rs, K, X, xs,
+                                                    M, got, ys, r0, r1));
+        if (memcmp(want, got, ny * sizeof(float)) != 0)
+            printf("%s N=%lld K=%lld M=%lld [%lld,%lld)%s width %d: not bit-identical to the lane model\n",
+                   mllm_dtype_name(pt), (long long)N, (long long)K, (long long)M, (long long)r0, (long long)r1,
+                   extremes ? " extremes" : "", widths[wi]);
+        assert_memory_equal(want, got, ny * sizeof(float)); /* the rows outside [r0, r1) included: untouched */
+    }
     free(W), free(P), free(X), free(src), free(want), free(got);
 }
 #endif

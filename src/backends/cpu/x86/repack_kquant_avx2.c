@@ -11,11 +11,14 @@
    2 per int16 lane <= 32004. Block sums stay far inside int32. */
 #include "backends/cpu/x86/repack_avx2.h"
 #include "backends/cpu/kquants.h"
+#include "backends/cpu/x86/repack_kquant_avx2.h"
 
 #include <stdbool.h>
 
 
-#define TILE_N PACKED_TILE_N
+/* Rows a tile's arrays hold: the sets have tiles of 1..8 activation rows
+   (mllm_kquant_x8_tiles_avx2 hands out the first 4, the driver's width). */
+#define TILE_N 8
 /* Loops of a constant count (a tile's RN rows, the steps of a block), unrolled in full:
    clang 14 leaves them rolled under "GCC unroll" (the row arrays then in
    memory); "unroll(full)" unrolls them. KQ_ROLLED: a loop kept rolled. */
@@ -257,15 +260,19 @@ ALWAYS_INLINE void tile_q6_kx8(int RN, const mllm_block_q6_kx8 *w, int64_t nb, c
 }
 
 
-PACKED_GROUP_SET(tile_q4_kx8, mllm_block_q4_kx8)
-PACKED_GROUP_SET(tile_q6_kx8, mllm_block_q6_kx8)
-PACKED_GROUP_SET(tile_q5_kx8, mllm_block_q5_kx8)
+PACKED_GROUP_SET8(tile_q4_kx8, mllm_block_q4_kx8)
+PACKED_GROUP_SET8(tile_q6_kx8, mllm_block_q6_kx8)
+PACKED_GROUP_SET8(tile_q5_kx8, mllm_block_q5_kx8)
 
-const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t) {
+const mllm_packed_group_fn *mllm_kquant_x8_tiles8_avx2(mllm_dtype t) {
     switch (t) {
-    case MLLM_DTYPE_Q4_K_X8: return tile_q4_kx8_set;
-    case MLLM_DTYPE_Q6_K_X8: return tile_q6_kx8_set;
-    case MLLM_DTYPE_Q5_K_X8: return tile_q5_kx8_set;
+    case MLLM_DTYPE_Q4_K_X8: return tile_q4_kx8_set8;
+    case MLLM_DTYPE_Q6_K_X8: return tile_q6_kx8_set8;
+    case MLLM_DTYPE_Q5_K_X8: return tile_q5_kx8_set8;
     default: return NULL;
     }
 }
+
+/* The same tiles; the driver (mllm_mul_mat_packed_tiles) takes entries
+   0..MLLM_PACKED_TILE_N - 1. */
+const mllm_packed_group_fn *mllm_kquant_x8_tiles_avx2(mllm_dtype t) { return mllm_kquant_x8_tiles8_avx2(t); }

@@ -1,6 +1,7 @@
 /* AVX2 tiles for the q4_Kx8 / q5_Kx8 / q6_Kx8 packed layouts (repack.h)
    against q8_K32 activations: one ymm lane per output row, one tile = one
-   8-row group x up to 4 activation rows. Per-sub-block weight scales reach
+   8-row group x up to 8 activation rows (the AVX2 driver takes 4 at a time,
+   repack_kquant_avx2.h has the sets of 8). Per-sub-block weight scales reach
    the lanes as int16 pairs (s, s), so one madd both widens the int16
    products and applies the scale; each 32-value sub-block's exact int32 sum
    is then converted and multiplied by its activation scale d[j] in float

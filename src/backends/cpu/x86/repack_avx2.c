@@ -10,6 +10,7 @@
    they add up in int16 and one madd gives the block's int32 dot per row;
    the q4_0 offset comes off as q8_0s's precomputed 8 * sum(y). */
 #include "backends/cpu/x86/repack_avx2.h"
+#include "backends/cpu/x86/repack_kquant_avx2.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -281,6 +282,18 @@ PACKED_GROUP_SET8(tile_q4_0x8, mllm_block_q4_0x8)
 PACKED_GROUP_SET8(tile_q8_0x8, mllm_block_q8_0x8)
 PACKED_GROUP_SET8(tile_q4_1x8, mllm_block_q4_1x8)
 PACKED_GROUP_SET(tile_q5_0x8, mllm_block_q5_0x8)
+/* Activation rows per k-quant tile (q4_Kx8, q5_Kx8, q6_Kx8): 5 on GCC,
+   where 5 rows ran M = 5 in 0.70-0.74x and M = 9 in 0.72-0.85x the time of
+   4-row tiles (bench/RESULTS.md, "AVX2 k-quant tiles: register schedule"); clang 14 spills the
+   wider tiles, so 4 there. */
+#ifndef KQ_TILE_W
+#ifdef __clang__
+#define KQ_TILE_W 4
+#else
+#define KQ_TILE_W 5
+#endif
+#endif
+_Static_assert(KQ_TILE_W >= 1 && KQ_TILE_W <= 8, "the k-quant sets hold tiles of 1..8 rows");
 _Static_assert(X8_TILE_W >= 1 && X8_TILE_W <= TILE_MAX, "a set8 holds tiles of 1..8 rows");
 
 bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
@@ -298,6 +311,11 @@ bool mllm_mul_mat_packed_avx2(mllm_dtype wt, const void *W, size_t w_stride, int
     if (wt == MLLM_DTYPE_Q4_0_X8)
         return mllm_mul_mat_packed_tiles_n(tile_q4_0x8_set8, X8_TILE_W, wt, W, w_stride, K, X, x_stride, M, Y,
                                            y_stride, r0, r1);
+    /* k-quants: tiles of up to KQ_TILE_W rows (a verification pass of 5
+       tokens is one sweep over the weights, 9 two of 5 + 4) */
+    const mllm_packed_group_fn *kq8 = mllm_kquant_x8_tiles8_avx2(wt);
+    if (kq8)
+        return mllm_mul_mat_packed_tiles_n(kq8, KQ_TILE_W, wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
     const mllm_packed_group_fn *set = wt == MLLM_DTYPE_Q5_0_X8 ? tile_q5_0x8_set : mllm_kquant_x8_tiles_avx2(wt);
     return mllm_mul_mat_packed_tiles(set, wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1);
 }

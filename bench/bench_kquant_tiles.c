@@ -18,29 +18,10 @@
    KQ_TILE_W=n (1..8, default 4) in the environment: the new tiles run in
    tiles of up to n activation rows (mllm_mul_mat_packed_tiles_n). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/repack.h"
-#include "backends/cpu/type_kernels.h"
+#include "packed_bench.h"
 #include "backends/cpu/x86/repack_kquant_avx2.h"
-#include "core/alloc.h"
-#include "core/dtype.h"
-
-/* CPU time of this thread: the machine may be shared, wall time is noisy. */
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define SAMPLES 7
 
@@ -93,27 +74,13 @@ int main(int argc, char **argv) {
     const mllm_dtype plain = !strcmp(argv[1], "q6_K")   ? MLLM_DTYPE_Q6_K
                              : !strcmp(argv[1], "q5_K") ? MLLM_DTYPE_Q5_K
                                                         : MLLM_DTYPE_Q4_K;
-    const int64_t rows = atoll(argv[2]), K = atoll(argv[3]);
-    const int pt = mllm_repack_type_for(plain, K, rows);
-    if (pt < 0) {
-        fprintf(stderr, "no packed layout for that shape\n");
-        return 2;
-    }
-    const mllm_dtype t = (mllm_dtype)pt, vt = mllm_dtype_get(t)->vec_dot_type;
-    int64_t Mmax = 1;
-    for (int a = 4; a < argc; a++)
-        if (atoll(argv[a]) > Mmax) Mmax = atoll(argv[a]);
-    const size_t ws = mllm_dtype_row_size(plain, K), xs = mllm_dtype_row_size(vt, K);
-    char *W = mllm_malloc_aligned(ws * (size_t)rows), *P = mllm_malloc_aligned(ws * (size_t)rows);
-    char *X = mllm_malloc_aligned(xs * (size_t)Mmax + 64);
-    float *src = mllm_malloc(sizeof(float) * (size_t)(K * Mmax)), *Y = mllm_malloc(sizeof(float) * (size_t)(rows * Mmax));
-    for (int64_t i = 0; i < K * Mmax; i++) src[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
-    for (int64_t r = 0; r < rows; r++) { /* rows differ a little */
-        src[r % K] += 0.01f;
-        mllm_cpu_type_get(plain)->from_float(src, W + (size_t)r * ws, K);
-    }
-    mllm_repack_groups(t, W, P, K, 0, rows / 8);
-    for (int64_t m = 0; m < Mmax; m++) mllm_cpu_quantize_row(vt, src + m * K, X + (size_t)m * xs, K);
+    packed_bench b;
+    if (packed_bench_setup(&b, plain, atoll(argv[2]), atoll(argv[3]), packed_bench_mmax(argc, argv, 4))) return 2;
+    const mllm_dtype t = b.t;
+    const int64_t rows = b.rows, K = b.K;
+    const size_t ws = b.ws, xs = b.xs;
+    const char *P = b.P, *X = b.X;
+    float *Y = b.Y;
     printf("path %s, %s %lld x %lld, 1 thread:", mllm_cpu_path(), mllm_dtype_name(t), (long long)rows, (long long)K);
     for (int a = 4; a < argc; a++) {
         const int64_t M = atoll(argv[a]);
@@ -146,7 +113,6 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("\n");
-    mllm_free_aligned(W), mllm_free_aligned(P), mllm_free_aligned(X);
-    mllm_free(src), mllm_free(Y);
+    packed_bench_free(&b);
     return 0;
 }

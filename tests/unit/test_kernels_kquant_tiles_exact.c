@@ -136,15 +136,9 @@ static void check_exact(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r
     assert_int_equal(pvt, MLLM_DTYPE_Q8_K32);
     /* activation rows with a stride that is not a whole block count */
     const size_t rs = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(pvt, K) + 12, ys = (size_t)N + 3;
-    char *W = malloc((size_t)N * rs), *P = malloc((size_t)N * rs), *X = malloc((size_t)M * xs);
-    float *src = malloc((size_t)K * sizeof(float));
+    char *W = malloc((size_t)N * rs), *P = malloc((size_t)N * rs);
     fill_weights(t, W, N, K, extremes);
-    for (int64_t m = 0; m < M; m++) {
-        tu_fill_random(src, (size_t)K, 600 + (uint64_t)m);
-        if (extremes)
-            for (int64_t j = 0; j < K; j++) src[j] = (j + m) % 3 ? 1.0f : -1.0f;
-        mllm_cpu_quantize_row(pvt, src, X + (size_t)m * xs, K);
-    }
+    char *X = tu_quant_activations(pvt, M, K, xs, extremes);
     mllm_repack_groups(pt, W, P, K, 0, N / 8);
     const size_t ny = (size_t)M * ys;
     float *want = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float));
@@ -163,13 +157,13 @@ static void check_exact(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r
         else
             assert_true(mllm_mul_mat_packed_tiles_n(mllm_kquant_x8_tiles8_avx2(pt), widths[wi], pt, P, rs, K, X, xs,
                                                     M, got, ys, r0, r1));
-        if (memcmp(want, got, ny * sizeof(float)) != 0)
-            printf("%s N=%lld K=%lld M=%lld [%lld,%lld)%s width %d: not bit-identical to the lane model\n",
-                   mllm_dtype_name(pt), (long long)N, (long long)K, (long long)M, (long long)r0, (long long)r1,
-                   extremes ? " extremes" : "", widths[wi]);
-        assert_memory_equal(want, got, ny * sizeof(float)); /* the rows outside [r0, r1) included: untouched */
+        char what[128];
+        snprintf(what, sizeof what, "%s N=%lld K=%lld M=%lld [%lld,%lld)%s width %d", mllm_dtype_name(pt),
+                 (long long)N, (long long)K, (long long)M, (long long)r0, (long long)r1, extremes ? " extremes" : "",
+                 widths[wi]);
+        tu_assert_same_floats(want, got, ny, what); /* the rows outside [r0, r1) included: untouched */
     }
-    free(W), free(P), free(X), free(src), free(want), free(got);
+    free(W), free(P), free(X), free(want), free(got);
 }
 #endif
 

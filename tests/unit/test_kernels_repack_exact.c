@@ -67,14 +67,8 @@ static void check_exact(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r
     const mllm_dtype pt = (mllm_dtype)mllm_repack_type_for(t, K, N);
     const mllm_dtype pvt = mllm_dtype_get(pt)->vec_dot_type;
     const size_t rs = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(pvt, K) + 12, ys = (size_t)N + 3;
-    char *W = tu_quant_matrix(t, N, K, 41 + (uint64_t)K), *P = malloc((size_t)N * rs), *X = malloc((size_t)M * xs);
-    float *src = malloc((size_t)K * sizeof(float));
-    for (int64_t m = 0; m < M; m++) {
-        tu_fill_random(src, (size_t)K, 600 + (uint64_t)m);
-        if (extremes)
-            for (int64_t j = 0; j < K; j++) src[j] = (j + m) % 3 ? 1.0f : -1.0f;
-        mllm_cpu_quantize_row(pvt, src, X + (size_t)m * xs, K);
-    }
+    char *W = tu_quant_matrix(t, N, K, 41 + (uint64_t)K), *P = malloc((size_t)N * rs);
+    char *X = tu_quant_activations(pvt, M, K, xs, extremes);
     if (extremes && t != MLLM_DTYPE_Q8_0) /* every nibble (and fifth bit) at its top */
         for (int64_t r = 0; r < N; r++)
             for (int64_t b = 0; b < K / 32; b++) {
@@ -98,11 +92,11 @@ static void check_exact(mllm_dtype t, int64_t N, int64_t K, int64_t M, int64_t r
         for (int64_t row = r0; row < r1; row++)
             want[(size_t)m * ys + row] = lane_model(pt, P, rs, K / 32, row / 8, (int)(row % 8), X + (size_t)m * xs);
     assert_true(mllm_mul_mat_packed_avx2(pt, P, rs, K, X, xs, M, got, ys, r0, r1));
-    if (memcmp(want, got, ny * sizeof(float)) != 0)
-        printf("%s N=%lld K=%lld M=%lld [%lld,%lld)%s: not bit-identical to the lane model\n", mllm_dtype_name(pt),
-               (long long)N, (long long)K, (long long)M, (long long)r0, (long long)r1, extremes ? " extremes" : "");
-    assert_memory_equal(want, got, ny * sizeof(float)); /* the rows outside [r0, r1) included: untouched */
-    free(W), free(P), free(X), free(src), free(want), free(got);
+    char what[128];
+    snprintf(what, sizeof what, "%s N=%lld K=%lld M=%lld [%lld,%lld)%s", mllm_dtype_name(pt), (long long)N,
+             (long long)K, (long long)M, (long long)r0, (long long)r1, extremes ? " extremes" : "");
+    tu_assert_same_floats(want, got, ny, what); /* the rows outside [r0, r1) included: untouched */
+    free(W), free(P), free(X), free(want), free(got);
 }
 
 #endif

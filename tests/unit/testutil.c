@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "synth/synth.h"
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/type_kernels.h"
 #include "core/dtype.h"
 
@@ -90,6 +91,24 @@ void tu_fill_random(float *x, size_t n, uint64_t seed) {
         s ^= s << 13; s ^= s >> 7; s ^= s << 17;
         x[i] = (float)((double)(s >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
     }
+}
+
+char *tu_quant_activations(int vt, int64_t M, int64_t K, size_t xs, int extremes) {
+    char *X = malloc((size_t)M * xs);
+    float *src = malloc((size_t)K * sizeof(float));
+    for (int64_t m = 0; m < M; m++) {
+        tu_fill_random(src, (size_t)K, 600 + (uint64_t)m);
+        if (extremes)
+            for (int64_t j = 0; j < K; j++) src[j] = (j + m) % 3 ? 1.0f : -1.0f;
+        mllm_cpu_quantize_row((mllm_dtype)vt, src, X + (size_t)m * xs, K);
+    }
+    free(src);
+    return X;
+}
+
+void tu_assert_same_floats(const float *want, const float *got, size_t n, const char *what) {
+    if (memcmp(want, got, n * sizeof(float)) != 0) printf("%s: not bit-identical to the lane model\n", what);
+    assert_memory_equal(want, got, n * sizeof(float));
 }
 
 char *tu_quant_matrix(int t, int64_t N, int64_t K, uint64_t seed) {

@@ -44,6 +44,13 @@ void tu_fill_random(float *x, size_t n, uint64_t seed);
    row layout (malloc'd); every third row has one large value, so block
    scales differ across the rows a packed layout interleaves. */
 char *tu_quant_matrix(int t, int64_t N, int64_t K, uint64_t seed);
+/* M activation rows of K values quantized to dtype vt (the vec_dot_type of
+   a packed matmul), xs bytes apart (malloc'd): random values, or with
+   extremes +-1 in a fixed pattern, so the int8 codes reach +-127. */
+char *tu_quant_activations(int vt, int64_t M, int64_t K, size_t xs, int extremes);
+/* memcmp of a packed matmul's output (want: a lane model's) that names the
+   case (what) before failing. */
+void tu_assert_same_floats(const float *want, const float *got, size_t n, const char *what);
 /* A fresh path in a temporary folder for this test process. */
 const char *tu_tmp(const char *name);
 /* The tiny synthetic model of arch in dtype (mllm_synth_write), written once

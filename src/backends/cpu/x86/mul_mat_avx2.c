@@ -341,7 +341,8 @@ ALWAYS_INLINE void dot_segments_tile(int NR, int NP, float *out, size_t out_stri
             out[(size_t)m * out_stride + row0 + (size_t)r] = (float)(double)mm256_hsum_ps(acc[r][m]);
 }
 
-#define DOT_SEGMENTS_ARGS out + (size_t)m * out_stride, out_stride, segs, d_stride, seg, n, n_valid, p + (size_t)m * p_stride, p_stride
+#define DOT_SEGMENTS_ARGS \
+    out + (size_t)m * out_stride, out_stride, segs, d_stride, seg, n, n_valid, p + (size_t)m * p_stride, p_stride
 void mllm_dot_f32_segments_avx2(float *out, size_t out_stride, int n_out, const float *const *segs, size_t d_stride,
                                 int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p) {
     for (int m = 0; m < n_p; m += 3) {

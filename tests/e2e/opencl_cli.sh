@@ -37,7 +37,14 @@ cmp -s "$tmp/cpu" "$tmp/chunk" || { echo "FAIL: chunked attention text differs";
 # the default mode's 8-bit activations)
 qwen=$shared/anchor-data/models/qwen3-tiny-random-Q8_0.gguf
 if [[ -f $qwen ]]; then
-    qgen() { "$cli" run -m "$qwen" -p "Once upon a time" -n 8 --temp 0 --raw --exact "$@" 2> "$tmp/err"; }
+    # Under the sanitizers these runs keep AddressSanitizer but skip
+    # LeakSanitizer's exit scan: on a Zen 3 host it crashed in the dynamic
+    # TLS of PoCL's dlopened kernel modules ("Tracer caught signal 11", a
+    # DTLS range of garbage) after a correct run; the stories260K runs
+    # above keep the leak check.
+    lsan_off=()
+    [[ ${MLLM_TEST_SANITIZED:-} == 1 ]] && lsan_off=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+    qgen() { "${lsan_off[@]}" "$cli" run -m "$qwen" -p "Once upon a time" -n 8 --temp 0 --raw --exact "$@" 2> "$tmp/err"; }
     qgen --backend cpu > "$tmp/qcpu"
     for ngl in 99 1; do
         qgen --backend opencl -ngl $ngl > "$tmp/qocl" || { echo "FAIL: qwen3-tiny -ngl $ngl"; cat "$tmp/err"; fail=1; }

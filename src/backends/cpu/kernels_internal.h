@@ -51,6 +51,11 @@ void mllm_vec_dot_q4_1_avx2(int n, float *s, const void *x, const void *y);
 
 /* Blocked AVX2 mul_mat (mul_mat_avx2.c), same contract as mllm_cpu_mul_mat;
    false if it has no kernel for wt. */
+/* A per-thread scratch buffer of at least `bytes` for one user (slot) of
+   the x86 matmuls (x86/thread_scratch.c): kept between calls, freed when
+   the thread ends; NULL when out of memory. */
+enum { MLLM_X86_SCRATCH_WIDEN = 0, MLLM_X86_SCRATCH_ACT = 1, MLLM_X86_SCRATCH_N = 2 };
+void *mllm_x86_thread_scratch(int slot, size_t bytes);
 /* ops.dot_f32_segments of the x86 tables: tile_f32's row math (mul_mat_avx2.c). */
 void mllm_dot_f32_segments_avx2(float *out, size_t out_stride, int n_out, const float *const *segs, size_t d_stride,
                                 int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p);

@@ -9,7 +9,6 @@
    (kquant_avx2.h); in models their matrices are mostly packed
    (repack_kquant_avx2.c), these serve the rest (rows not a multiple of 8,
    MLLM_REPACK=0). */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "backends/cpu/kernels_internal.h"
@@ -423,35 +422,8 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
 #define WIDEN_MIN_M 16
 #define PANEL_FLOATS (1024 * 16)
 
-static pthread_key_t g_widen_key;
-static pthread_once_t g_widen_once = PTHREAD_ONCE_INIT;
-typedef struct { float *p; size_t cap; } widen_buf;
-
-static void widen_buf_free(void *v) {
-    widen_buf *b = v;
-    mllm_free_aligned(b->p);
-    free(b);
-}
-static void widen_key_init(void) { (void)pthread_key_create(&g_widen_key, widen_buf_free); }
-
 static float *widen_scratch(size_t n_floats) {
-    pthread_once(&g_widen_once, widen_key_init);
-    widen_buf *b = pthread_getspecific(g_widen_key);
-    if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b || pthread_setspecific(g_widen_key, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < n_floats) {
-        float *p = mllm_malloc_aligned(n_floats * sizeof(float));
-        if (!p) return NULL;
-        mllm_free_aligned(b->p);
-        b->p = p;
-        b->cap = n_floats;
-    }
-    return b->p;
+    return mllm_x86_thread_scratch(MLLM_X86_SCRATCH_WIDEN, n_floats * sizeof(float));
 }
 
 void mllm_widen_row_avx2(mllm_dtype t, const void *src, float *dst, int64_t K) {

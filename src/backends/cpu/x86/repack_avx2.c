@@ -10,9 +10,9 @@
    they add up in int16 and one madd gives the block's int32 dot per row;
    the q4_0 offset comes off as q8_0s's precomputed 8 * sum(y). */
 #include "backends/cpu/x86/repack_avx2.h"
+#include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/x86/repack_kquant_avx2.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -218,45 +218,12 @@ UNROLL_ROWS
     for (int m = 0; m < RN; m++) _mm256_storeu_ps(Y + (size_t)m * ys, acc[m]);
 }
 
-/* Per-thread scratch for the converted activations, grown as needed and
-   kept (no allocation per call once warm); freed when the thread ends. */
-typedef struct { void *p; size_t cap; } act_buf;
-static pthread_key_t g_act_key;
-static pthread_once_t g_act_once = PTHREAD_ONCE_INIT;
-
-static void act_buf_free(void *v) {
-    act_buf *b = v;
-    mllm_free_aligned(b->p);
-    free(b);
-}
-static void act_key_init(void) { (void)pthread_key_create(&g_act_key, act_buf_free); }
-
-static void *act_scratch(size_t bytes) {
-    pthread_once(&g_act_once, act_key_init);
-    act_buf *b = pthread_getspecific(g_act_key);
-    if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b || pthread_setspecific(g_act_key, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < bytes) {
-        void *p = mllm_malloc_aligned(bytes);
-        if (!p) return NULL;
-        mllm_free_aligned(b->p);
-        b->p = p;
-        b->cap = bytes;
-    }
-    return b->p;
-}
-
 /* M rows of nb q8_1 (Q41) or q8_0 blocks as act_q8_1f / act_q8_0f rows of
    *stride bytes; NULL when out of memory. */
 static const char *act_with_float_scales(bool Q41, const char *X, size_t xs, int64_t M, int64_t nb, size_t *stride) {
     const size_t bs = Q41 ? sizeof(act_q8_1f) : sizeof(act_q8_0f);
     *stride = (size_t)nb * bs;
-    char *out = act_scratch((size_t)M * *stride);
+    char *out = mllm_x86_thread_scratch(MLLM_X86_SCRATCH_ACT, (size_t)M * *stride);
     if (!out) return NULL;
     for (int64_t m = 0; m < M; m++) {
         const char *x = X + (size_t)m * xs;

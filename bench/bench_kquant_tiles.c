@@ -15,8 +15,9 @@
    -Dmllm_kquant_x8_tiles_avx2=kq_old_tiles (e.g. from git show REV:path);
    then each sample times old and new calls alternately (ABAB...), and the
    line gives both medians and the median of the per-sample ratios new/old.
-   KQ_TILE_W=n (1..8, default 4) in the environment: the new tiles run in
-   tiles of up to n activation rows (mllm_mul_mat_packed_tiles_n). */
+   KQ_TILE_W=n (1..8) in the environment, n != 4: the tiles run in tiles of
+   up to n activation rows (mllm_mul_mat_packed_tiles_n); unset or 4: the
+   library's matmul as it runs (repack_avx2.c's KQ_TILE_W). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <string.h>
 
@@ -65,6 +66,16 @@ static void ab(mllm_dtype t, const char *P, size_t ws, int64_t K, const char *X,
 }
 #endif
 
+/* The library's matmul (its own tile width: 5 on GCC, 4 on clang) or,
+   with KQ_TILE_W set to another width than 4, the sets of 8 at it. */
+static void run_tiles(const packed_bench *b, int64_t M, int width) {
+    if (width == MLLM_PACKED_TILE_N)
+        mllm_cpu_mul_mat(b->t, b->P, b->ws, b->K, b->X, b->xs, M, b->Y, (size_t)b->rows, 0, b->rows);
+    else
+        mllm_mul_mat_packed_tiles_n(mllm_kquant_x8_tiles8_avx2(b->t), width, b->t, b->P, b->ws, b->K, b->X, b->xs,
+                                    M, b->Y, (size_t)b->rows, 0, b->rows);
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s q4_K|q5_K|q6_K rows K M...\n", argv[0]);
@@ -78,38 +89,16 @@ int main(int argc, char **argv) {
     if (packed_bench_setup(&b, plain, atoll(argv[2]), atoll(argv[3]), packed_bench_mmax(argc, argv, 4))) return 2;
     const mllm_dtype t = b.t;
     const int64_t rows = b.rows, K = b.K;
-    const size_t ws = b.ws, xs = b.xs;
-    const char *P = b.P, *X = b.X;
-    float *Y = b.Y;
     printf("path %s, %s %lld x %lld, 1 thread:", mllm_cpu_path(), mllm_dtype_name(t), (long long)rows, (long long)K);
     for (int a = 4; a < argc; a++) {
         const int64_t M = atoll(argv[a]);
         if (M < 1) continue;
 #ifdef KQ_AB_OLD
-        ab(t, P, ws, K, X, xs, M, Y, rows);
+        ab(t, b.P, b.ws, K, b.X, b.xs, M, b.Y, rows);
         continue;
 #endif
-        double s[SAMPLES];
-        int reps = 1;
-        for (int i = 0; i < SAMPLES; i++) {
-            double d;
-            for (;;) {
-                const double t0 = now_s();
-                for (int r = 0; r < reps; r++)
-                    if (tile_w() == MLLM_PACKED_TILE_N)
-                        mllm_cpu_mul_mat(t, P, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
-                    else
-                        mllm_mul_mat_packed_tiles_n(mllm_kquant_x8_tiles8_avx2(t), tile_w(), t, P, ws, K, X, xs, M, Y,
-                                                    (size_t)rows, 0, rows);
-                d = now_s() - t0;
-                if (d >= 0.02) break;
-                reps *= 2;
-            }
-            s[i] = d / reps;
-        }
-        qsort(s, SAMPLES, sizeof s[0], cmp_d);
-        const double med = s[SAMPLES / 2];
-        printf("  M=%lld %.0f us %.1f GB/s", (long long)M, med * 1e6, (double)(ws * (size_t)rows) / med / 1e9);
+        const double med = packed_bench_median(SAMPLES, run_tiles, &b, M, tile_w());
+        printf("  M=%lld %.0f us %.1f GB/s", (long long)M, med * 1e6, (double)(b.ws * (size_t)rows) / med / 1e9);
         fflush(stdout);
     }
     printf("\n");

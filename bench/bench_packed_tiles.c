@@ -14,6 +14,11 @@
 
 #define SAMPLES 9
 
+static void run_matmul(const packed_bench *b, int64_t M, int unused) {
+    (void)unused;
+    mllm_cpu_mul_mat(b->t, b->P, b->ws, b->K, b->X, b->xs, M, b->Y, (size_t)b->rows, 0, b->rows);
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s q4_1|q4_0|q5_0|q8_0|q4_k|q5_k|q6_k rows K M...\n", argv[0]);
@@ -31,28 +36,11 @@ int main(int argc, char **argv) {
     if (packed_bench_setup(&b, plain, atoll(argv[2]), atoll(argv[3]), packed_bench_mmax(argc, argv, 4))) return 2;
     const mllm_dtype t = b.t;
     const int64_t rows = b.rows, K = b.K;
-    const size_t ws = b.ws, xs = b.xs;
-    const char *P = b.P, *X = b.X;
-    float *Y = b.Y;
     printf("path %s, %s %lld x %lld, 1 thread:", mllm_cpu_path(), mllm_dtype_name(t), (long long)rows, (long long)K);
     for (int a = 4; a < argc; a++) {
         const int64_t M = atoll(argv[a]);
         if (M < 1) continue;
-        double s[SAMPLES];
-        int reps = 1;
-        for (int i = 0; i < SAMPLES; i++) {
-            double d;
-            for (;;) {
-                const double t0 = now_s();
-                for (int r = 0; r < reps; r++) mllm_cpu_mul_mat(t, P, ws, K, X, xs, M, Y, (size_t)rows, 0, rows);
-                d = now_s() - t0;
-                if (d >= 0.02) break;
-                reps *= 2;
-            }
-            s[i] = d / reps;
-        }
-        qsort(s, SAMPLES, sizeof s[0], cmp_d);
-        const double med = s[SAMPLES / 2];
+        const double med = packed_bench_median(SAMPLES, run_matmul, &b, M, 0);
         printf("  M=%lld %.0f ns %.2f GMAC/s", (long long)M, med * 1e9, (double)(rows * K * M) / med / 1e9);
         fflush(stdout);
     }

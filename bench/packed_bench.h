@@ -61,6 +61,28 @@ static void packed_bench_free(packed_bench *b) {
     mllm_free(b->src), mllm_free(b->Y);
 }
 
+/* The median over n samples (n <= 16) of the seconds one run(b, M, arg)
+   takes, each sample >= 20 ms of thread CPU time (runs doubled until). */
+static double packed_bench_median(int n, void (*run)(const packed_bench *, int64_t, int), const packed_bench *b,
+                                  int64_t M, int arg) {
+    double s[16];
+    int reps = 1;
+    if (n > 16) n = 16;
+    for (int i = 0; i < n; i++) {
+        double d;
+        for (;;) {
+            const double t0 = now_s();
+            for (int r = 0; r < reps; r++) run(b, M, arg);
+            d = now_s() - t0;
+            if (d >= 0.02) break;
+            reps *= 2;
+        }
+        s[i] = d / reps;
+    }
+    qsort(s, (size_t)n, sizeof s[0], cmp_d);
+    return s[n / 2];
+}
+
 /* The largest M of argv[first..argc). */
 static int64_t packed_bench_mmax(int argc, char **argv, int first) {
     int64_t Mmax = 1;

@@ -69,10 +69,11 @@ void cli_backend_apply(const cli_backend_opts *o, mllm_load_params *lp, const ch
 /* After a load: the OpenCL / CUDA device in use, on stderr ("who: opencl device: ..."). */
 void cli_backend_report(const char *who);
 
-/* Speculative decoding options (cli_spec.c): --draft, --draft-max, --draft-p-min,
-   --no-lookup, --speculative, --no-speculative. */
+/* Speculative decoding options (cli_spec.c): --draft, --draft-quant, --draft-max,
+   --draft-p-min, --no-lookup, --speculative, --no-speculative. */
 typedef struct {
     const char *draft; /* draft model path or NULL */
+    const char *draft_quant; /* mllm_load_params.requant of the draft, NULL: keep */
     int mode;          /* mllm_spec_mode */
     bool lookup;
     long n_max;

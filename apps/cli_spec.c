@@ -6,8 +6,12 @@
 const char *const cli_spec_usage =
     "      --draft PATH      a draft model with the same vocabulary: it proposes tokens,\n"
     "                        the model checks them in one pass (greedy output unchanged)\n"
+    "      --draft-quant T   requantize the draft's matrices to T at load, in memory: q4_0\n"
+    "                        (default: fewer bytes per proposal), q4_1, q5_0, q5_1, q8_0,\n"
+    "                        q4_k, q5_k, q6_k, or keep (as the file has them)\n"
     "      --draft-max N     most tokens proposed per pass, 1..16 (default 8; adapts)\n"
-    "      --draft-p-min P   the draft stops proposing below this probability (default 0.5)\n"
+    "      --draft-p-min P   the draft stops proposing below this probability (default 0.1;\n"
+    "                        above it, what a proposal costs decides)\n"
     "      --no-lookup       no prompt lookup (proposals copied from an earlier match of\n"
     "                        the last tokens in the context; on by default)\n"
     "      --speculative M   auto (default: speculate where it is measured to pay), off,\n"
@@ -19,7 +23,8 @@ void cli_spec_defaults(cli_spec_opts *o) {
     o->mode = MLLM_SPEC_AUTO;
     o->lookup = true;
     o->n_max = 8;
-    o->p_min = 0.5;
+    o->p_min = 0.1;
+    o->draft_quant = "q4_0";
 }
 
 int cli_spec_arg(cli_spec_opts *o, int argc, char **argv, int *i) {
@@ -27,6 +32,9 @@ int cli_spec_arg(cli_spec_opts *o, int argc, char **argv, int *i) {
     if (!strcmp(a, "--draft")) {
         if (!(v = cli_value(argc, argv, i))) return -1;
         o->draft = v;
+    } else if (!strcmp(a, "--draft-quant")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        o->draft_quant = strcmp(v, "keep") ? v : NULL;
     } else if (!strcmp(a, "--draft-max")) {
         if (!(v = cli_value(argc, argv, i)) || !cli_int(a, v, 1, MLLM_SPEC_MAX_DRAFT, &o->n_max)) return -1;
     } else if (!strcmp(a, "--draft-p-min")) {
@@ -56,6 +64,7 @@ mllm_status cli_spec_load(const cli_spec_opts *o, int n_threads, mllm_model **dr
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = n_threads;
+    lp.requant = o->draft_quant;
     mllm_status st = mllm_model_load(o->draft, &lp, draft);
     if (st != MLLM_OK) cli_fail("cannot load the draft model", st);
     return st;
@@ -85,7 +94,7 @@ void cli_spec_report(const mllm_session *s) {
         fprintf(stderr, " | lookup: %d/%d accepted in %d passes", t.n_lookup_accepted, t.n_lookup_drafted,
                 t.n_lookup_passes);
     if (t.n_draft_passes)
-        fprintf(stderr, " | draft: %d/%d accepted in %d passes", t.n_draft_accepted, t.n_draft_drafted,
-                t.n_draft_passes);
+        fprintf(stderr, " | draft: %d/%d accepted in %d passes, %d draft evaluations", t.n_draft_accepted,
+                t.n_draft_drafted, t.n_draft_passes, t.n_draft_evals);
     if (t.n_turned_off) fprintf(stderr, " | speculation paused %d times", t.n_turned_off);
 }

@@ -66,6 +66,8 @@ extern "C" {
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
 /* Bumped whenever a struct layout or a signature below changes.
+   7: mllm_speculative_stats grew `n_draft_evals` (smaller struct_size
+   values are still accepted: the counters are copied up to it).
    6: mllm_load_params grew `backend` and `n_gpu_layers` (the ABI 5 and 4
    sizes are still accepted).
    5: mllm_load_params grew `mmproj`, mllm_timings image counters (the
@@ -78,7 +80,7 @@ extern "C" {
    logprobs callback); mllm_sampling_default writes the new size, so a
    program compiled against an ABI 2 header must be rebuilt (mllm_generate*
    still accept an ABI 2 struct filled by the caller). */
-#define MLLM_ABI_VERSION 6
+#define MLLM_ABI_VERSION 7
 
 typedef enum {
     MLLM_OK = 0,
@@ -144,6 +146,16 @@ typedef struct {
                               N layers; more than the model has also offloads the
                               embeddings and the output (llama.cpp's -ngl). -1
                               (default): everything */
+    /* Appended in ABI 7 (the ABI 6, 5 and 4 sizes are still accepted: NULL). */
+    const char *requant;   /* "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k" or
+                              "q6_k": the decoder's matrices whose rows take more bytes
+                              than this type's are requantized to it at load, in memory
+                              (row by row through f32, as mllm convert --quant does;
+                              the file is unchanged; a matrix in a packed layout, or
+                              whose rows are not whole blocks of the type, keeps its
+                              own). Lossy: meant for a draft model, whose precision
+                              only changes how many of its proposals are kept.
+                              NULL (default): the file's types */
 } mllm_load_params;
 
 /* Fills every field with its default and struct_size with the library's
@@ -641,7 +653,8 @@ typedef struct {
     int n_draft_max;      /* most tokens proposed per pass, 1..MLLM_SPEC_MAX_DRAFT (default 8); the
                              number used adapts to how many were accepted */
     int ngram_min, ngram_max; /* lookup: n-gram lengths tried, longest first, 1..8 (default 2, 4) */
-    float draft_p_min;    /* the draft stops proposing below this probability of its token (default 0.5) */
+    float draft_p_min;    /* the draft stops proposing below this probability of its token (default
+                             0.1; above it, in MLLM_SPEC_AUTO, the proposal's cost decides) */
 } mllm_speculative_params;
 
 /* Fills every field with its default. p must not be NULL. Thread-safe. */
@@ -668,6 +681,9 @@ typedef struct {
     int n_draft_drafted;
     int n_draft_accepted;
     int n_turned_off;      /* times a proposer was turned off for not paying (MLLM_SPEC_AUTO) */
+    /* Appended in ABI 7. */
+    int n_draft_evals;     /* forward passes of the draft model while generating: its proposals and
+                              catching up with the tokens kept (its prefill of the prompt not counted) */
 } mllm_speculative_stats;
 /* Copies the counters into *out, at most out->struct_size bytes. s or out
    NULL: no-op. */

@@ -11,7 +11,7 @@ import os
 import threading
 
 # The MLLM_ABI_VERSION of the header this module mirrors.
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 # mllm_status values.
 MLLM_OK = 0

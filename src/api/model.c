@@ -46,6 +46,16 @@ static mllm_status load_tokenizer(mllm_model *m, const mllm_load_params *p) {
     return mllm_err(MLLM_ERR_FORMAT, "%s: unknown file kind", f->path);
 }
 
+/* The weight types a model may be requantized to at load (mllm_load_params.requant). */
+static int requant_type(const char *name) {
+    static const int ok[] = {MLLM_DTYPE_Q4_0, MLLM_DTYPE_Q4_1, MLLM_DTYPE_Q5_0, MLLM_DTYPE_Q5_1,
+                             MLLM_DTYPE_Q8_0, MLLM_DTYPE_Q4_K, MLLM_DTYPE_Q5_K, MLLM_DTYPE_Q6_K};
+    const int t = mllm_dtype_from_name(name);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (t == ok[i]) return t;
+    return -1;
+}
+
 MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p, mllm_model **out) {
     if (!path || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: NULL argument");
     *out = NULL;
@@ -55,9 +65,10 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     mllm_load_default_params(&lp);
     if (p) {
         size_t v1 = offsetof(mllm_load_params, chat_template), v3 = offsetof(mllm_load_params, exact),
-               v4 = offsetof(mllm_load_params, mmproj), v5 = offsetof(mllm_load_params, backend);
+               v4 = offsetof(mllm_load_params, mmproj), v5 = offsetof(mllm_load_params, backend),
+               v6 = offsetof(mllm_load_params, requant);
         if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3 && p->struct_size != v4 &&
-            p->struct_size != v5)
+            p->struct_size != v5 && p->struct_size != v6)
             return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
                             p->struct_size, sizeof *p);
         memcpy(&lp, p, p->struct_size);
@@ -79,6 +90,12 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         *out = m;
         return MLLM_OK;
     }
+    const int requant = p && p->requant ? requant_type(p->requant) : -1;
+    if (p && p->requant && requant < 0) {
+        mllm_free(m);
+        return mllm_err(MLLM_ERR_INVALID_ARG,
+                        "requant '%s': expected q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k or q6_k", p->requant);
+    }
     mllm_hparams hp;
     mllm_status st = mllm_family_open(path, &m->file, &hp);
     if (st == MLLM_OK && hp.row->encoder) {
@@ -86,7 +103,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         m->enc = mllm_calloc(1, sizeof *m->enc);
         st = m->enc ? mllm_bert_bind(m->enc, m->file, &hp) : mllm_err(MLLM_ERR_NOMEM, "out of memory");
     } else if (st == MLLM_OK) {
-        st = mllm_decoder_bind(&m->dec, m->file, &hp, p ? p->backend : NULL, p ? p->n_gpu_layers : -1);
+        st = mllm_decoder_bind(&m->dec, m->file, &hp, p ? p->backend : NULL, p ? p->n_gpu_layers : -1, requant);
     }
     if (st == MLLM_OK && m->file->kind == MLLM_FILE_HF) st = mllm_st_config_load(m->file->path, &m->st);
     if (st == MLLM_OK) st = load_tokenizer(m, p);

@@ -69,7 +69,7 @@ MLLM_API void mllm_speculative_default_params(mllm_speculative_params *p) {
     p->n_draft_max = 8;
     p->ngram_min = 2;
     p->ngram_max = 4;
-    p->draft_p_min = 0.5f;
+    p->draft_p_min = 0.1f;
 }
 
 static void free_draft_bufs(struct mllm_spec *sp) {
@@ -99,10 +99,11 @@ static struct mllm_spec *spec_of(mllm_session *s) {
     return s->spec;
 }
 
-/* Bytes a one-token pass reads: every weight but the embedding table (one
-   row of it), the output matrix only its first n_out rows. */
+/* Bytes a one-token pass reads: every weight (as loaded: requantized ones
+   at their new size) but the embedding table (one row of it), the output
+   matrix only its first n_out rows. */
 static double weight_bytes(const mllm_model *m, int n_out) {
-    double b = 0;
+    double b = -(double)m->dec.requant_saved;
     for (size_t i = 0; i < m->file->n_weights; i++) b += (double)m->file->weights[i].size;
     const mllm_tensor *e = m->dec.tok_embd, *o = m->dec.output;
     const double nv = (double)m->dec.cfg.n_vocab, ob = (double)o->nb[1] * nv;
@@ -309,6 +310,7 @@ static mllm_status draft_sync(struct mllm_spec *sp, const int32_t *ctx, int n) {
     if (k == n) k = n - 1;
     d->n_past = k;
     sp->pass_draft_evals++;
+    sp->stats.n_draft_evals++;
     return mllm_session_eval_internal(d, ctx + k, (size_t)(n - k));
 }
 
@@ -355,6 +357,7 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
         }
         if (i + 1 < cap) {
             sp->pass_draft_evals++;
+            sp->stats.n_draft_evals++;
             if ((*st = mllm_session_eval_internal(d, &tok, 1)) != MLLM_OK) return 0;
         }
     }

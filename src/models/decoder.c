@@ -104,8 +104,9 @@ static void rope_params(const mllm_hparams *c, float theta, bool scaled, mllm_ro
 }
 
 mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp, const char *backends,
-                              int n_offload) {
+                              int n_offload, int requant) {
     memset(m, 0, sizeof *m);
+    m->requant = requant;
     m->cfg = *hp;
     const mllm_hparams *c = &m->cfg;
     mllm_graph_init(&m->wg, MLLM_MODE_TRACE, NULL, 64 * 1024);

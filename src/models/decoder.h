@@ -32,6 +32,8 @@ typedef struct {
     void *packed;                  /* load-time x8 copies of matmul weights, or NULL */
     size_t packed_size;
     mllm_buffer packed_buf;        /* where packed lives: the CPU's repack buffer type */
+    int requant;                   /* dtype the matmul weights are requantized to at load, or -1 */
+    size_t requant_saved;          /* bytes of weights that requantizing saved */
     /* MLLM_BACKENDS at load (decoder_backends.c): the backends every graph
        it builds is scheduled over, and the weights placed on each. */
     mllm_backend *backends[MLLM_MAX_BACKENDS];
@@ -42,14 +44,19 @@ typedef struct {
 /* Binds the weights of a file resolved by mllm_family_resolve (hp). Checks
    every tensor's dtype; errors name the tensor. backends (NULL: the
    environment's MLLM_BACKENDS) and n_offload go to
-   mllm_decoder_use_backends, before the CPU repacks what stays with it. */
+   mllm_decoder_use_backends, before the CPU repacks what stays with it.
+   requant (a dtype, or -1): the matmul weights whose rows take more bytes
+   are requantized to it while packing (mllm_decoder_pack). */
 mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp, const char *backends,
-                              int n_offload);
+                              int n_offload, int requant);
 void mllm_decoder_release(mllm_decoder *m);
 /* Repacks the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K matmul weights into the x8 layouts
    (decoder_pack.c); called by mllm_decoder_bind. By default only where the CPU
    path has packed kernels for their type (AVX2 and NEON: all; mllm_cpu_has_packed_kernel);
-   MLLM_REPACK=0 never, =1 always. Weights placed on another backend (a mirror) are left as they are. */
+   MLLM_REPACK=0 never, =1 always. Weights placed on another backend (a mirror) are left as they are.
+   With m->requant >= 0, a plain matrix whose rows take more bytes than that
+   type's (and a multiple of 8 rows of whole blocks) is first requantized to
+   it, row by row through f32, whether or not it is then packed. */
 mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
 /* Schedules the model over the backends named in list ("opencl", "cuda,cpu";
    NULL or "" or "cpu": the CPU alone, no schedule) and places the weights

@@ -20,7 +20,23 @@ run plain --no-speculative
 run lookup --speculative always
 run draft --speculative always --no-lookup --draft "$tmp/d.gguf" --draft-p-min 0 --draft-max 4
 run auto --draft "$tmp/d.gguf" --draft-p-min 0
-for c in lookup draft auto; do expect "run: $c == plain" "$(cat "$tmp/$c.ids")" "$(cat "$tmp/plain.ids")"; done
+# --draft-quant: the draft requantized at load proposes exactly what the
+# file mllm convert --quant writes proposes (the same counts of proposals,
+# kept ones and draft evaluations), and the text stays the model's.
+"$mllm" synth --arch qwen3 --preset tiny --dtype f32 --format gguf -o "$tmp/d32.gguf" >/dev/null 2>&1
+"$mllm" convert --in "$tmp/d32.gguf" --out "$tmp/d32q.mllm" --quant q4_1 --quiet >/dev/null 2>&1
+DQ=(--speculative always --no-lookup --draft-p-min 0 --draft-max 4)
+run dq_load "${DQ[@]}" --draft "$tmp/d32.gguf" --draft-quant q4_1
+run dq_file "${DQ[@]}" --draft "$tmp/d32q.mllm" --draft-quant keep
+run dq_keep "${DQ[@]}" --draft "$tmp/d32.gguf" --draft-quant keep
+counts() { grep -o '| draft: [^|]*' "$tmp/$1.err"; }
+expect "--draft-quant q4_1 == converted file" "$(counts dq_load)" "$(counts dq_file)"
+expect "draft evaluations counted" "$(counts dq_load | grep -c ', [0-9]* draft evaluations')" "1"
+for c in lookup draft auto dq_load dq_file dq_keep; do
+    expect "run: $c == plain" "$(cat "$tmp/$c.ids")" "$(cat "$tmp/plain.ids")"
+done
+rc=0; "$mllm" run --raw -m "$tmp/t.gguf" -p "$P" -n 4 --draft "$tmp/d32.gguf" --draft-quant q3 >/dev/null 2>"$tmp/bad.err" || rc=$?
+expect "bad --draft-quant" "$rc $(grep -c "requant 'q3': expected q4_0" "$tmp/bad.err")" "1 1"
 expect "run: lookup counted" "$(grep -c '| lookup: [0-9]*/[0-9]* accepted' "$tmp/lookup.err")" "1"
 expect "run: draft counted" "$(grep -c '| draft: [0-9]*/[0-9]* accepted' "$tmp/draft.err")" "1"
 

@@ -143,6 +143,12 @@ static void expect_same_greedy(mllm_model *m, mllm_model *draft, bool penalties)
     g_kept[0] += st[0].n_lookup_accepted, g_refused[0] += st[0].n_lookup_drafted - st[0].n_lookup_accepted;
     g_kept[1] += st[1].n_draft_accepted, g_refused[1] += st[1].n_draft_drafted - st[1].n_draft_accepted;
     assert_true(st[2].n_lookup_passes > 0 && st[2].n_draft_passes > 0);
+    /* Each draft pass evaluated the draft once per proposal, or once more
+       where it stopped on an unsure token (plain passes once, for
+       nothing); lookup alone never runs a draft. */
+    assert_int_equal(st[0].n_draft_evals, 0);
+    assert_true(st[1].n_draft_evals >= st[1].n_draft_drafted &&
+                st[1].n_draft_evals <= st[1].n_draft_drafted + st[1].n_draft_passes + st[1].n_plain);
     /* The cut draft proposed, and some of it was kept. */
     printf("cut draft %d/%d in %d passes\n", st[4].n_draft_accepted, st[4].n_draft_drafted, st[4].n_draft_passes);
     assert_true(st[4].n_draft_passes > 0 && st[4].n_draft_accepted > 0);

@@ -6,6 +6,8 @@
 # per round (llama.cpp's LLAMA_ROUNDS, default ROUNDS, of them), alternating,
 # greedy, 2 threads, N tokens (default 128), and prints each one's median
 # decode speed and the md5 of mllm's output (identical to plain decoding).
+# mllm-draft drafts with D as mllm loads it by default (requantized to q4_0,
+# --draft-quant q4_0), mllm-draftkeep with D's own types (--draft-quant keep).
 # DRAFT2=FILE adds mllm-draft2, the same run with FILE as the draft (another
 # quantization of D, say: mllm convert --in D --out FILE --quant q4_0);
 # LLAMA_ROUNDS=0 leaves llama.cpp out.
@@ -25,6 +27,7 @@ run_cfg() { # name prompt-file round
     case $name in
     mllm-plain)  $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --no-speculative >"$log.txt" 2>"$log.err" ;;
     mllm-draft)  $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --draft "$D" >"$log.txt" 2>"$log.err" ;;
+    mllm-draftkeep) $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --draft "$D" --draft-quant keep >"$log.txt" 2>"$log.err" ;;
     mllm-draft2) $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 --draft "$DRAFT2" >"$log.txt" 2>"$log.err" ;;
     mllm-lookup) $M run -m "$T" -f "$p" -n "$N" --temp 0 -t 2 >"$log.txt" 2>"$log.err" ;;
     llama-spec)  "$L/llama-speculative" -m "$T" -md "$D" -f "$p" -n "$N" --temp 0 -t 2 -td 2 -c 4096 \
@@ -39,7 +42,7 @@ run_cfg() { # name prompt-file round
 median() { sort -n | awk '{a[NR]=$1} END {print NR ? (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2) : "-"}'; }
 for p in "${PROMPTS[@]}"; do
     case $(basename "$p") in
-    code*) cfgs="mllm-plain mllm-draft llama-spec" ;;
+    code*) cfgs="mllm-plain mllm-draft mllm-draftkeep llama-spec" ;;
     edit*) cfgs="mllm-plain mllm-lookup mllm-draft llama-lookup llama-spec" ;;
     esac
     [ -z "${DRAFT2:-}" ] || cfgs="${cfgs/mllm-draft/mllm-draft mllm-draft2}"
@@ -54,7 +57,7 @@ for p in "${PROMPTS[@]}"; do
         all=$(cat "$out/$c.$(basename "$p")".*.tps | tr '\n' ' ')
         sum=$(md5sum "$out/$c.$(basename "$p").1.txt" | cut -c1-8)
         stats=$(grep -o '| \(lookup\|draft\): [^|]*' "$out/$c.$(basename "$p").1.err" | tr '\n' ' ' || true)
-        printf '%-10s %-13s median %7s t/s  (%s) out %s %s\n' "$(basename "$p" .txt)" "$c" "$tps" "$all" "$sum" "$stats"
+        printf '%-10s %-15s median %7s t/s  (%s) out %s %s\n' "$(basename "$p" .txt)" "$c" "$tps" "$all" "$sum" "$stats"
     done
 done
 echo "logs: $out" >&2

@@ -50,6 +50,8 @@ struct mllm_spec {
     /* the pass in flight: proposals queue[qi..qn) at the positions after n_past */
     int32_t queue[MLLM_SPEC_MAX_DRAFT];
     int qn, qi, q_src;
+    int sh_at;             /* a lookup proposal not verified: its position (-1: none) and token */
+    int32_t sh_tok;
     const float *rows;     /* (qn + 1, n_vocab) the model's logits of that pass */
     double pass_ms, verify_ms, draft_ms; /* the pass; its verification; what came before it */
     int pass_draft_evals;
@@ -207,6 +209,7 @@ mllm_status mllm_spec_begin(mllm_session *s, const mllm_sampling *p) {
     if (!sp) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     sp->qn = sp->qi = 0;
     sp->gen_i = 0;
+    sp->sh_at = -1;
     sp->greedy = p->temperature <= 0;
     sp->active = sp->p.mode != MLLM_SPEC_OFF && !p->grammar && (sp->p.lookup || sp->draft);
     for (int i = 0; i < SRC_N; i++)
@@ -395,6 +398,7 @@ static void finish_pass(struct mllm_spec *sp, int accepted) {
         sp->stats.n_draft_accepted += accepted;
     }
     mllm_spec_ctl_adapt(r, sp->qn, accepted, sp->p.n_draft_max);
+    mllm_spec_ctl_observe(r, sp->qn, accepted);
     judge(sp, r, accepted + 1);
 }
 
@@ -402,9 +406,28 @@ static bool src_on(const struct mllm_spec *sp, int src) {
     return sp->p.mode == MLLM_SPEC_ALWAYS || mllm_spec_ctl_on(&sp->src[src], sp->gen_i);
 }
 
+/* MLLM_SPEC_AUTO: how many of prompt lookup's k proposals to verify, as
+   the batching engine decides (runtime/spec_ctl.h): the longest run whose
+   last one is still expected to be kept more often than its row costs
+   (keep^j against c_pass[j + 1] - c_pass[j]). A copied stretch has them
+   kept nearly always, so the run grows to the cap; on new text the
+   proposals are mostly refused and they stop being verified, compared
+   only with the token that comes. */
+static int lookup_len(const struct mllm_spec *sp, int k) {
+    if (sp->p.mode != MLLM_SPEC_AUTO) return k;
+    const double keep = mllm_spec_ctl_keep(&sp->src[SRC_LOOKUP]);
+    double q = 1;
+    int n = 0;
+    while (n < k && (q *= keep) >= sp->c_pass[n + 2] - sp->c_pass[n + 1]) n++;
+    return n;
+}
+
 /* tok after what s holds: proposals, then one pass over tok and them. */
 static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int remaining) {
     int n0 = s->n_past, cap = s->n_ctx - n0 - 1;
+    if (sp->sh_at >= 0 && sp->sh_at <= n0) /* see lookup_len */
+        mllm_spec_ctl_observe(&sp->src[SRC_LOOKUP], 1, (sp->sh_at == n0 ? tok : s->tokens[sp->sh_at]) == sp->sh_tok);
+    sp->sh_at = -1;
     if (cap > remaining) cap = remaining;
     if (cap > MLLM_SPEC_MAX_DRAFT) cap = MLLM_SPEC_MAX_DRAFT;
     double t0 = mllm_now_ms();
@@ -417,8 +440,15 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
         s->tokens[n0] = tok; /* the context the proposers see: what s holds, then tok */
         int want = sp->src[SRC_LOOKUP].n_cur < cap ? sp->src[SRC_LOOKUP].n_cur : cap;
         if (sp->p.lookup && src_on(sp, SRC_LOOKUP) &&
-            (k = mllm_ngram_lookup(s->tokens, n0 + 1, sp->p.ngram_min, sp->p.ngram_max, want, sp->queue)))
+            (k = mllm_ngram_lookup(s->tokens, n0 + 1, sp->p.ngram_min, sp->p.ngram_max, want, sp->queue))) {
             sp->q_src = SRC_LOOKUP;
+            const int n = lookup_len(sp, k);
+            if (n == 0) { /* not worth a row: only compared with the token that comes */
+                sp->sh_at = n0 + 1;
+                sp->sh_tok = sp->queue[0];
+            }
+            k = n;
+        }
         if (!k && sp->draft && src_on(sp, SRC_DRAFT)) {
             want = sp->src[SRC_DRAFT].n_cur < cap ? sp->src[SRC_DRAFT].n_cur : cap;
             k = propose_draft(s, sp, s->tokens, n0 + 1, want, &st);
@@ -449,6 +479,11 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     if ((st = mllm_session_eval_rows(s, ids, k + 1, &rows)) != MLLM_OK) return st;
     sp->verify_ms = mllm_now_ms() - tv;
     if (sp->greedy && sp->c1_n > 0) { /* sampling keeps the cost model: see judge */
+        /* A pass over more tokens never costs less than one over one: a
+           faster verification says the one-token time is stale (the first
+           plain pass of a generation runs cold, and plain passes are rare
+           while speculation pays). */
+        if (sp->verify_ms < sp->c1_ms) sp->c1_ms = sp->verify_ms;
         const double v = sp->verify_ms / sp->c1_ms;
         sp->c_pass[k + 1] = 0.8 * sp->c_pass[k + 1] + 0.2 * (v > 1 ? v : 1);
         if (sp->pass_draft_evals)

@@ -21,11 +21,6 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
    bench/RESULTS.md), a draft evaluation the ratio of the bytes a token of
    the draft reads to the model's. */
 #define SPEC_VERIFY_COST 0.06
-/* The draft computes logits for this many token ids only (the most
-   frequent: mllm_session_cut_vocab): for Qwen2.5-0.5B the output matrix is
-   36 % of the bytes a token reads, and ids past 65536 are rare in
-   generated text (bench/RESULTS.md). */
-#define SPEC_DRAFT_VOCAB 65536
 
 typedef mllm_spec_ctl spec_src;
 
@@ -113,9 +108,7 @@ static double weight_bytes(const mllm_model *m, int n_out) {
     return b - ob + ob * (n_out < nv ? n_out / nv : 1);
 }
 
-/* Same tokens under the same ids: a proposal is only worth checking if the
-   draft's id means the model's. */
-static mllm_status check_vocab(const mllm_model *t, const mllm_model *d) {
+mllm_status mllm_spec_check_vocab(const mllm_model *t, const mllm_model *d) {
     int32_t nt = mllm_tokenizer_n_vocab(t->tok), nd = mllm_tokenizer_n_vocab(d->tok);
     int dv = t->dec.cfg.n_vocab - d->dec.cfg.n_vocab;
     if (nt != nd || dv > 128 || dv < -128)
@@ -158,7 +151,7 @@ MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_sp
     if (p.draft) {
         if (p.draft->enc)
             return mllm_err(MLLM_ERR_INVALID_ARG, "draft %s is an embedding model", p.draft->file->path);
-        mllm_status st = check_vocab(s->m, p.draft);
+        mllm_status st = mllm_spec_check_vocab(s->m, p.draft);
         if (st != MLLM_OK) return st;
         mllm_session_params dp;
         mllm_session_default_params(&dp);
@@ -166,7 +159,7 @@ MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_sp
         /* The draft runs between the model's passes, never beside them: the
            same threads (a second pool would spin on the cores they need). */
         if ((st = mllm_session_create(p.draft, &dp, s->pool, &d)) != MLLM_OK) return st;
-        if ((st = mllm_session_cut_vocab(d, SPEC_DRAFT_VOCAB)) != MLLM_OK) {
+        if ((st = mllm_session_cut_vocab(d, MLLM_SPEC_DRAFT_VOCAB)) != MLLM_OK) {
             mllm_session_free(d);
             return st;
         }

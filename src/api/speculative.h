@@ -30,4 +30,15 @@ void mllm_spec_end(mllm_session *s);
    whose tiny models have fewer ids. */
 mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out);
 
+/* The draft computes logits for this many token ids only (the most
+   frequent: mllm_session_cut_vocab): for Qwen2.5-0.5B the output matrix is
+   36 % of the bytes a token reads, and ids past 65536 are rare in
+   generated text (bench/RESULTS.md). */
+#define MLLM_SPEC_DRAFT_VOCAB 65536
+/* Same tokens under the same ids in model t and draft d (the logit rows
+   may differ by up to 128 padding rows), the same BOS and EOS: a proposal
+   is only worth checking if the draft's id means the model's. Errors name
+   the first difference (MLLM_ERR_INVALID_ARG). */
+mllm_status mllm_spec_check_vocab(const mllm_model *t, const mllm_model *d);
+
 #endif

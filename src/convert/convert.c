@@ -9,6 +9,7 @@
 #include "formats/mllm_v1v2.h"
 #include "formats/mllmfile_model.h"
 #include "backends/cpu/repack.h"
+#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -55,7 +56,7 @@ static void convert_unit(cv_tensor *t, int64_t u) {
             memcpy(d, s, t->dst_row);
         } else {
             mllm_cpu_type_get(t->src_plain)->to_float(s, t->tmp, K);
-            mllm_cpu_type_get(t->plain)->from_float(t->tmp, d, K);
+            mllm_cpu_quantize_weight_row(t->plain, t->tmp, d, K);
         }
     }
     if (t->plain_rows) mllm_repack_groups((mllm_dtype)t->dtype, t->plain_rows, t->row, K, 0, 1);

@@ -343,6 +343,15 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* What one proposal of a costly proposer (propose_costly) costs itself, in
+   tokens of output: its time over a step's time per token. Until both are
+   measured, a third of a token (a draft a third the model's size). */
+static double prop_cost(const mllm_engine *e) {
+    if (!e->p.propose_costly) return 0;
+    if (e->prop_n < 4 || e->cost.n < 4 || !(e->cost.y > 0) || !(e->cost.t > 0)) return 1.0 / 3;
+    return e->prop_ms / (e->cost.y / e->cost.t);
+}
+
 /* A pass of s ended with `acc` of its k proposals kept. */
 static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     e->st.spec_passes++;
@@ -350,9 +359,10 @@ static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     e->st.spec_accepted += (uint64_t)acc;
     mllm_spec_ctl_adapt(&s->spec, k, acc, e->p.spec_max);
     mllm_spec_ctl_observe(&s->spec, k, acc);
-    /* gain: the tokens that needed no step of their own; cost: the extra tokens' share of the step */
+    /* gain: the tokens that needed no step of their own; cost: the extra
+       tokens' share of the step, and a costly proposer's own time */
     if (e->p.spec_mode == MLLM_SPEC_AUTO &&
-        mllm_spec_ctl_judge(&s->spec, acc, k * mllm_spec_cost_token(&e->cost, B), s->res.n_gen))
+        mllm_spec_ctl_judge(&s->spec, acc, k * (mllm_spec_cost_token(&e->cost, B) + prop_cost(e)), s->res.n_gen))
         e->st.spec_turned_off++;
 }
 
@@ -388,9 +398,25 @@ static void plan_lookup(mllm_engine *e, int spare) {
         if (cap > e->p.n_ctx - s->n_tokens - 1) cap = e->p.n_ctx - s->n_tokens - 1;
         if (cap > s->sp.max_tokens - s->res.n_gen - 1) cap = s->sp.max_tokens - s->res.n_gen - 1;
         if (cap <= 0) continue;
+        const bool costly = e->p.propose && e->p.propose_costly;
+        if (costly && aut) { /* asked only for what is expected to pay, its own time included */
+            if (!mllm_spec_ctl_on(&s->spec, s->res.n_gen)) continue;
+            const int want = mllm_spec_ctl_len(&s->spec, cost + prop_cost(e), cap);
+            /* none: now and then one, compared with the token that comes, so the estimate can recover */
+            if (want == 0 && s->res.n_gen % 16 != 0) continue;
+            cap = want > 0 ? want : 1;
+        }
+        const double t0 = costly ? now_ms() : 0;
         int k = e->p.propose ? e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens)
                              : mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
                                                  s->tokens + s->n_tokens);
+        if (costly) {
+            double ms = (now_ms() - t0) / (k > 1 ? k : 1);
+            /* a draft's first call on a sequence also reads its prompt: one sample moves the average at most 2x */
+            if (e->prop_n && ms > 2 * e->prop_ms) ms = 2 * e->prop_ms;
+            e->prop_ms = e->prop_n ? 0.8 * e->prop_ms + 0.2 * ms : ms;
+            e->prop_n++;
+        }
         if (k <= 0) continue;
         if (k > cap) k = cap;
         for (int i = 0; i < k; i++) /* a proposer's ids go into the graph: out of range is no proposal */
@@ -438,6 +464,15 @@ static bool verify(mllm_engine *e, mllm_eseq *s, const float *rows, int B) {
     mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
     judge(e, s, k, acc, B);
     return false;
+}
+
+void mllm_engine_set_proposer(mllm_engine *e, int (*propose)(void *, const int32_t *, int, int, int32_t *),
+                              void *user, bool costly) {
+    e->p.propose = propose;
+    e->p.propose_user = user;
+    e->p.propose_costly = costly;
+    e->prop_ms = 0;
+    e->prop_n = 0;
 }
 
 mllm_status mllm_engine_step(mllm_engine *e) {

@@ -64,7 +64,8 @@
 
    One thread drives an engine (submit, cancel, step, stats, free); a
    request's `cancel` flag may be set from any thread. Not supported here
-   (the per-session path keeps them): images, a draft model. */
+   (the per-session path keeps them): images. A draft model proposes
+   through the `propose` hook (api/engine_draft.c), one sequence at a time. */
 #ifndef MLLM_ENGINE_ENGINE_H
 #define MLLM_ENGINE_ENGINE_H
 #include <stdatomic.h>
@@ -99,6 +100,12 @@ typedef struct {
        returns how many. Called on the stepping thread. */
     int (*propose)(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
     void *propose_user;
+    /* The proposer runs a model (a draft: api/engine_draft.h): with
+       MLLM_SPEC_AUTO its time per proposal counts as part of what a
+       proposal costs, it is asked only for as many as are expected to pay
+       at that cost, and not at all while the sequence's speculation rests
+       (prompt lookup is asked every step: it costs nothing). */
+    bool propose_costly;
     /* For tests (NULL: the clock): the time in ms a step of n_tokens
        tokens is taken to have cost, for the lookup controller. */
     double (*step_ms)(void *user, int n_tokens);
@@ -188,6 +195,11 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r);
 mllm_status mllm_engine_step(mllm_engine *e);
 /* Nothing running or waiting. */
 bool mllm_engine_idle(const mllm_engine *e);
+/* Replaces the proposer (mllm_engine_params.propose, propose_user,
+   propose_costly), say one that needs the engine's thread pool; between
+   steps only. */
+void mllm_engine_set_proposer(mllm_engine *e, int (*propose)(void *, const int32_t *, int, int, int32_t *),
+                              void *user, bool costly);
 void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out);
 /* What opening the prefix store found ("" without one): a line for the log. */
 const char *mllm_engine_store_note(const mllm_engine *e);

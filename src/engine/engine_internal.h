@@ -69,6 +69,8 @@ struct mllm_engine {
        on steps whose every token has logits (decodes and proposals, the
        rows proposals add) and that traced no graph */
     mllm_spec_cost cost;
+    double prop_ms;           /* a costly proposer (propose_costly): its time per proposal, moving average */
+    int prop_n;
     int b_rows;               /* the last batch: rows with logits, and whether it traced a graph */
     bool b_traced;
     mllm_kv_store *store;     /* NULL: no prefix store */

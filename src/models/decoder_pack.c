@@ -59,11 +59,11 @@ static bool requant_groups(pack_plan *pl, const pack_job *jb, int64_t g0, int64_
         __atomic_store_n(&pl->failed, 1, __ATOMIC_RELAXED);
         return false;
     }
-    const mllm_cpu_type *in = mllm_cpu_type_get((mllm_dtype)jb->from), *out = mllm_cpu_type_get(plain);
+    const mllm_cpu_type *in = mllm_cpu_type_get((mllm_dtype)jb->from);
     for (int64_t g = g0; g < g1; g++) {
         for (int r = 0; r < 8; r++) {
             in->to_float((const char *)jb->src + (size_t)(8 * g + r) * rs_in, x, K);
-            out->from_float(x, q + (size_t)r * rs, K);
+            mllm_cpu_quantize_weight_row(plain, x, q + (size_t)r * rs, K);
         }
         char *dst = (char *)jb->dst + (size_t)g * 8 * rs;
         if (jb->packed != (int)plain) mllm_repack_groups((mllm_dtype)jb->packed, q, dst, K, 0, 1);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "api/engine_api.h"
+#include "api/engine_draft.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -38,6 +39,7 @@ struct srv_esched {
     mllm_model *model;
     srv_metrics *metrics;
     mllm_model_engine me;
+    mllm_engine_draft *draft; /* --draft: the engine's proposer; NULL: prompt lookup */
     int n_ctx, n_parallel, max_queue;
     bool context_shift, store, store_fail_logged;
     pthread_mutex_t mu;
@@ -280,14 +282,24 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
                              .store_bytes = p->prefix_store_size};
     /* Prompt lookup inside the engine, as each session would do it (the
        server's default: MLLM_SPEC_AUTO). */
+    const bool draft = p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF;
     if (p->spec) {
-        ep.spec_mode = p->spec->lookup ? p->spec->mode : MLLM_SPEC_OFF;
+        ep.spec_mode = p->spec->lookup || draft ? p->spec->mode : MLLM_SPEC_OFF;
         ep.spec_max = p->spec->n_draft_max;
         ep.ngram_min = p->spec->ngram_min;
         ep.ngram_max = p->spec->ngram_max;
     }
     mllm_status st = S->incoming && S->batch ? mllm_model_engine_open(m, &ep, p->n_threads, &S->me)
                                  : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    /* A draft model proposes on the engine's own threads, between its steps. */
+    if (st == MLLM_OK && draft) {
+        mllm_engine_draft_params dp = {.draft = p->spec->draft, .model = m, .pool = S->me.pool,
+                                       .n_slots = p->n_parallel, .n_ctx = S->n_ctx, .p_min = p->spec->draft_p_min,
+                                       .lookup = p->spec->lookup != 0, .ngram_min = p->spec->ngram_min,
+                                       .ngram_max = p->spec->ngram_max};
+        if ((st = mllm_engine_draft_new(&dp, &S->draft)) == MLLM_OK)
+            mllm_engine_set_proposer(S->me.e, mllm_engine_draft_propose, S->draft, true);
+    }
     if (st == MLLM_OK && pthread_create(&S->thread, NULL, loop_main, S) != 0)
         st = mllm_err(MLLM_ERR_NOMEM, "server: cannot start the engine thread");
     if (st != MLLM_OK) {
@@ -406,6 +418,7 @@ void srv_esched_shutdown(srv_esched *S) {
 void srv_esched_free(srv_esched *S) {
     if (!S) return;
     srv_esched_shutdown(S);
+    mllm_engine_draft_free(S->draft); /* after the engine, which calls it */
     mllm_free(S->incoming);
     mllm_free(S->batch);
     pthread_cond_destroy(&S->cv);

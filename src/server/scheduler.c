@@ -11,11 +11,13 @@ struct srv_sched {
     srv_slots *sl;
 };
 
-/* The per-slot path serves what the engine cannot yet: a speculative
-   draft model, and images (a vision model's prompts need a session with a
-   contiguous KV cache: mllm_chat_prefill; the engine's pool is paged). */
+/* The per-slot path serves what the engine cannot yet: images (a vision
+   model's prompts need a session with a contiguous KV cache:
+   mllm_chat_prefill; the engine's pool is paged). A draft model proposes
+   inside the engine (api/engine_draft.c). */
 bool srv_sched_uses_slots(mllm_model *m, const srv_sched_params *p) {
-    return (p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF) || (m && mllm_model_takes_images(m));
+    (void)p;
+    return m && mllm_model_takes_images(m);
 }
 
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out) {
@@ -24,8 +26,8 @@ mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics 
     if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     if (p->prefix_store && srv_sched_uses_slots(m, p)) {
         mllm_free(S);
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "server: --prefix-store needs the engine path (not with --draft or "
-                        "a model that takes images)");
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "server: --prefix-store needs the engine path (not with a model "
+                        "that takes images)");
     }
     mllm_status st = srv_sched_uses_slots(m, p)
                          ? srv_slots_new(m, p->n_parallel, p->n_ctx, p->n_threads, p->max_queue, p->context_shift,

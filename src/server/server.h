@@ -62,10 +62,11 @@ typedef struct {
     bool log_requests;     /* one line per request on stderr (default true) */
     bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
     /* How requests speculate (NULL: the default, prompt lookup in
-       MLLM_SPEC_AUTO). A draft model (p->draft) selects the per-slot path:
-       each slot gets its own draft session. The engine (the default path)
-       speculates by prompt lookup only (mode, lookup, n_draft_max and the
-       n-gram lengths are used). */
+       MLLM_SPEC_AUTO). The engine (the default path) speculates by prompt
+       lookup and, with a draft model (p->draft), by the draft too, a draft
+       session per sequence (api/engine_draft.h; mode, lookup, n_draft_max,
+       draft_p_min and the n-gram lengths are used); the per-slot path (a
+       model that takes images) gives each slot its own draft session. */
     const mllm_speculative_params *speculative;
     size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
     /* The engine's KV pool (every sequence's K/V, and the prefix cache):

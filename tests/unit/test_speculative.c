@@ -468,7 +468,20 @@ static void test_real_qwen_draft(void **state) {
     mllm_model *t = tu_load_env("MLLM_QWEN25_15B_GGUF", 0);
     mllm_model *d = t ? tu_load_env("MLLM_QWEN25_05B_GGUF", 0) : NULL;
     if (t && d) real_pair(t, d, 0, code_prompts, 3, 32);
-    mllm_model_free(d), mllm_model_free(t);
+    mllm_model_free(d);
+    /* The draft as the CLI loads it by default (--draft-quant q4_0), with
+       prompt lookup beside it. */
+    if (t) {
+        mllm_load_params lp;
+        mllm_load_default_params(&lp);
+        lp.n_threads = 2;
+        lp.requant = "q4_0";
+        d = NULL;
+        if (mllm_model_load(getenv("MLLM_QWEN25_05B_GGUF"), &lp, &d)) fail_msg("load the draft: %s", mllm_last_error());
+        real_pair(t, d, 1, code_prompts, 3, 32);
+        mllm_model_free(d);
+    }
+    mllm_model_free(t);
 }
 
 static void test_real_smollm2_lookup(void **state) {

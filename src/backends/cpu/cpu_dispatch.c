@@ -187,6 +187,16 @@ mllm_vec_dot_fn mllm_cpu_vec_dot_for(mllm_dtype t, const char *path) {
     return f ? f : vec_dot_generic(t);
 }
 
+void mllm_cpu_quantize_weight_row(mllm_dtype t, const float *x, void *y, int64_t n) {
+#if MLLM_HAVE_X86_KERNELS
+    if (t == MLLM_DTYPE_Q4_0 && mllm_cpu_isa_is_x86(mllm_cpu_isa_get())) {
+        mllm_quantize_row_q4_0_avx2(x, y, n);
+        return;
+    }
+#endif
+    mllm_cpu_type_get(t)->from_float(x, y, n);
+}
+
 void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n) {
     const mllm_cpu_isa isa = mllm_cpu_isa_get();
 #if MLLM_HAVE_X86_KERNELS

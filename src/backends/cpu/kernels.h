@@ -102,6 +102,10 @@ bool mllm_cpu_has_avx512(void);
    from_float (= GGUF's quantize_row_*_ref, for weights) in rare ties; f16
    and the others are the same as from_float. */
 void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n);
+/* A row of weights into dtype t: the bytes of its reference quantizer
+   (mllm_cpu_type_get(t)->from_float, GGUF's), through SIMD where this CPU
+   path has a bit-identical one (q4_0 on x86). t must have a quantizer. */
+void mllm_cpu_quantize_weight_row(mllm_dtype t, const float *x, void *y, int64_t n);
 
 /* The matmul hot spot: Y[m][r] = dot(W row r, X row m) for r in [r0, r1),
    m in [0, M). W: n_rows rows of K values of dtype wt, row stride w_stride

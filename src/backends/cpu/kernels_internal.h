@@ -29,6 +29,7 @@ void mllm_dequantize_row_q4_1(const void *src, float *dst, int64_t n);
 void mllm_quantize_row_q8_0_act_generic(const float *src, void *dst, int64_t n);
 void mllm_quantize_row_q8_1_act_generic(const float *src, void *dst, int64_t n);
 void mllm_quantize_row_q8_0_act_avx2(const float *src, void *dst, int64_t n);
+void mllm_quantize_row_q4_0_avx2(const float *src, void *dst, int64_t n); /* = mllm_quantize_row_q4_0 */
 void mllm_quantize_row_q8_1_act_avx2(const float *src, void *dst, int64_t n);
 void mllm_row_float_to_f16_avx2(const float *src, void *dst, int64_t n);
 

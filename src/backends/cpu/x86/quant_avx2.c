@@ -1,5 +1,7 @@
 /* AVX2 activation conversions: same bytes as the *_act_generic / f16 row
    functions (checked by test_kernels_quant), just faster. */
+#include <math.h>
+
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/x86/simd_avx2.h"
@@ -89,4 +91,49 @@ void mllm_row_float_to_f16_avx2(const float *src, void *dst, int64_t n) {
         _mm_storeu_si128((__m128i *)(h + i), v);
     }
     for (; i < n; i++) h[i] = mllm_f32_to_f16(src[i]);
+}
+
+/* q4_0 weights (mllm convert --quant q4_0, a draft's --draft-quant): the
+   bytes of mllm_quantize_row_q4_0, block by block. The scale is the signed
+   value of largest magnitude, the first one in the block if several share
+   it, as the reference's strict comparison picks it; a block holding a NaN
+   or an infinity goes through the reference. */
+void mllm_quantize_row_q4_0_avx2(const float *src, void *dst, int64_t n) {
+    mllm_block_q4_0 *y = dst;
+    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(8.5f);
+    const __m256i fifteen = _mm256_set1_epi32(15);
+    for (int64_t i = 0; i < n / MLLM_QK4_0; i++) {
+        const float *x = src + i * MLLM_QK4_0;
+        const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+        const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+        __m256 m = _mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1));
+        m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q), _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
+        if (_mm256_movemask_ps(nan) || isinf(amax)) { /* what the reference makes of these is its own */
+            mllm_quantize_row_q4_0(x, &y[i], MLLM_QK4_0);
+            continue;
+        }
+        float max = 0.0f;
+        if (amax > 0.0f) {
+            int j = 0;
+            while (fabsf(x[j]) != amax) j++; /* amax is one of them */
+            max = x[j];
+        }
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = mllm_f32_to_f16(d);
+        const __m256 vid = _mm256_set1_ps(id);
+        /* x * id + 8.5 truncated, at most 15: two roundings, as the reference */
+#define Q4(v) _mm256_min_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v, vid), half)), fifteen)
+        const __m256i c0 = _mm256_or_si256(Q4(v0), _mm256_slli_epi32(Q4(v2), 4)); /* bytes 0..7 */
+        const __m256i c1 = _mm256_or_si256(Q4(v1), _mm256_slli_epi32(Q4(v3), 4)); /* bytes 8..15 */
+#undef Q4
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(c0, c1), 0xD8);
+        const __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        _mm_storeu_si128((__m128i *)y[i].qs, b);
+    }
 }

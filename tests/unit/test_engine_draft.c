@@ -1,0 +1,137 @@
+/* A draft model proposing inside the batching engine (api/engine_draft.c,
+   what mllm serve --draft runs): four sequences stepped together, greedy
+   and seeded, give each one's text of a plain engine without speculation,
+   with the draft's proposals verified and kept; with as many draft
+   sessions as sequences, and with fewer (the sequences take turns on
+   them, evaluating what they lack); in MLLM_SPEC_ALWAYS and in
+   MLLM_SPEC_AUTO (the draft's own time counted). A draft with another
+   vocabulary is refused. */
+#include "testutil.h"
+#include "api/engine_api.h"
+#include "api/engine_draft.h"
+#include "api/internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { NSEQ = 4, NP = 12, NG = 32 };
+
+typedef struct {
+    int32_t toks[NG];
+    int n;
+    bool finished;
+} out_t;
+
+static int on_token(void *user, int32_t id, const char *piece, size_t len) {
+    (void)piece, (void)len;
+    out_t *o = user;
+    if (id >= 0 && o->n < NG) o->toks[o->n++] = id;
+    return 0;
+}
+
+static void on_finish(void *user, const mllm_engine_result *r) {
+    (void)r;
+    ((out_t *)user)->finished = true;
+}
+
+static void prompt_of(int s, int V, int32_t *p) {
+    for (int i = 0; i < NP; i++) p[i] = (int32_t)(((i % (3 + s)) * (17 + 4 * s) + 3 * s + 1) % V);
+}
+
+static mllm_sampling sampling_of(int s) {
+    mllm_sampling sp;
+    mllm_sampling_default(&sp);
+    sp.max_tokens = NG;
+    sp.ignore_eos = 1;
+    sp.temperature = s % 2 ? 0.8f : 0.0f;
+    sp.seed = 7 + (uint64_t)s;
+    return sp;
+}
+
+/* All NSEQ sequences in one engine; draft NULL: no speculation. */
+static void run_all(mllm_model *m, mllm_model *draft, int mode, int n_slots, out_t *out, mllm_engine_stats *st,
+                    uint64_t *evals) {
+    mllm_engine_params p = {.max_running = NSEQ, .n_ctx = 64, .n_blocks = 24, .block_size = 16,
+                            .spec_mode = draft ? mode : MLLM_SPEC_OFF};
+    mllm_model_engine me;
+    if (mllm_model_engine_open(m, &p, 2, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
+    mllm_engine_draft *d = NULL;
+    if (draft) {
+        mllm_engine_draft_params dp = {.draft = draft, .model = m, .pool = me.pool, .n_slots = n_slots,
+                                       .n_ctx = 64, .p_min = 0.0f, .lookup = false};
+        if (mllm_engine_draft_new(&dp, &d) != MLLM_OK) fail_msg("draft: %s", mllm_last_error());
+        mllm_engine_set_proposer(me.e, mllm_engine_draft_propose, d, true);
+    }
+    const int V = m->dec.cfg.n_vocab;
+    mllm_sampling sp[NSEQ];
+    for (int s = 0; s < NSEQ; s++) {
+        int32_t pr[NP];
+        prompt_of(s, V, pr);
+        sp[s] = sampling_of(s);
+        mllm_engine_request r = {.prompt = pr, .n_prompt = NP, .sampling = &sp[s], .on_token = on_token,
+                                 .on_finish = on_finish, .user = &out[s]};
+        assert_int_equal(mllm_engine_submit(me.e, &r), MLLM_OK);
+    }
+    for (int i = 0; i < 10000 && !mllm_engine_idle(me.e); i++) assert_int_equal(mllm_engine_step(me.e), MLLM_OK);
+    assert_true(mllm_engine_idle(me.e));
+    mllm_engine_get_stats(me.e, st);
+    mllm_model_engine_close(&me);
+    *evals = mllm_engine_draft_evals(d);
+    mllm_engine_draft_free(d);
+    for (int s = 0; s < NSEQ; s++) {
+        assert_true(out[s].finished);
+        assert_int_equal(out[s].n, NG);
+    }
+}
+
+static void check(const char *tdtype, const char *ddtype, int mode, int n_slots) {
+    mllm_model *m = tu_synth_load("edraft", "qwen3", tdtype), *d = tu_synth_load("edraft", "qwen3", ddtype);
+    out_t ref[NSEQ] = {0}, got[NSEQ] = {0};
+    mllm_engine_stats st;
+    uint64_t evals = 0;
+    run_all(m, NULL, 0, 0, ref, &st, &evals);
+    assert_int_equal(st.spec_passes, 0);
+    run_all(m, d, mode, n_slots, got, &st, &evals);
+    printf("# %s draft %s, mode %d, %d sessions: %llu passes, %llu of %llu kept, %llu steps, %llu draft evaluations\n",
+           tdtype, ddtype, mode, n_slots, (unsigned long long)st.spec_passes, (unsigned long long)st.spec_accepted,
+           (unsigned long long)st.spec_drafted, (unsigned long long)st.steps, (unsigned long long)evals);
+    for (int s = 0; s < NSEQ; s++)
+        if (memcmp(got[s].toks, ref[s].toks, sizeof ref[s].toks))
+            fail_msg("sequence %d (%s) differs with the draft", s, s % 2 ? "seeded" : "greedy");
+    assert_true(evals > 0);
+    if (mode == MLLM_SPEC_ALWAYS) assert_true(st.spec_passes > 0 && st.spec_accepted > 0);
+    mllm_model_free(d);
+    mllm_model_free(m);
+}
+
+static void test_always(void **state) {
+    (void)state;
+    check("f32", "q4_0", MLLM_SPEC_ALWAYS, NSEQ);
+    check("q8_0", "q4_0", MLLM_SPEC_ALWAYS, 2); /* fewer draft sessions than sequences */
+}
+
+static void test_auto(void **state) {
+    (void)state;
+    check("f32", "q4_0", MLLM_SPEC_AUTO, NSEQ);
+}
+
+static void test_other_vocabulary(void **state) {
+    (void)state;
+    mllm_model *m = tu_synth_load("edraft", "qwen3", "f32"), *d = tu_synth_load("edraft", "llama", "f32");
+    mllm_engine_draft_params dp = {.draft = d, .model = m, .n_slots = 1, .n_ctx = 64};
+    mllm_engine_draft *ed = NULL;
+    assert_int_equal(mllm_engine_draft_new(&dp, &ed), MLLM_ERR_INVALID_ARG);
+    assert_null(ed);
+    assert_non_null(strstr(mllm_last_error(), "there and"));
+    mllm_model_free(d);
+    mllm_model_free(m);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_always),
+        cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_other_vocabulary),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

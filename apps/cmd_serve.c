@@ -38,8 +38,8 @@ static void serve_usage(FILE *f) {
             "                          and KV geometry; survives a crash; docs/server.md)\n"
             "      --prefix-store-size BYTES  the store's file size, suffix K, M or G allowed\n"
             "                          (default 1G); least recently used blocks go first\n"
-            "  -t, --threads N         compute threads (default: every core; with --draft: per\n"
-            "                          slot, cores / slots)\n"
+            "  -t, --threads N         compute threads (default: every core; per-slot sessions\n"
+            "                          (--draft with --parallel 1, a vision model): cores / slots)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF);\n"
             "                          chat messages then take image_url parts with base64 data URLs\n"
@@ -69,9 +69,9 @@ static void serve_usage(FILE *f) {
             "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
             "%s%s"
             "                        (without --draft the batching engine speculates by prompt\n"
-            "                        lookup, per sequence, where it pays; --draft: each of\n"
-            "                        --parallel slots runs a session of its own and speculates\n"
-            "                        on it, without batching or a shared KV pool)\n"
+            "                        lookup, per sequence, where it pays; with --draft the draft\n"
+            "                        proposes there too, a draft session per sequence; with\n"
+            "                        --draft and --parallel 1, one session speculates as mllm run)\n"
             "  -h, --help              this help\n",
             SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY, SRV_DEFAULT_MAX_UPLOAD,
             SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
@@ -238,9 +238,10 @@ int cmd_serve(int argc, char **argv) {
     if (mllm_model_can_generate(m))
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d %s)\n", c.host,
                 mllm_server_port(srv), c.model_id, c.n_parallel,
-                spp.draft && spp.mode != MLLM_SPEC_OFF ? "slots with a draft model"
-                : mllm_model_takes_images(m)          ? "slots (a vision model: no batching engine yet)"
-                                                      : "parallel sequences, one engine");
+                mllm_model_takes_images(m)                              ? "slots (a vision model: no batching engine yet)"
+                : spp.draft && spp.mode != MLLM_SPEC_OFF && c.n_parallel == 1 ? "slot with a draft model"
+                : spp.draft && spp.mode != MLLM_SPEC_OFF                      ? "parallel sequences, one engine, a draft model"
+                                                                              : "parallel sequences, one engine");
     else
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %s only)\n", c.host,
                 mllm_server_port(srv), c.model_id, mllm_model_can_transcribe(m) ? "speech to text" : "embeddings");

@@ -160,6 +160,7 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     s->res.n_prompt = r->n_prompt;
     s->slot = -1;
     mllm_spec_ctl_init(&s->spec, e->p.spec_max);
+    s->prop_seen = false;
     s->sh_at = -1;
     mllm_kv_seq_init(&s->kv);
     mllm_eseq **at = &e->waiting;
@@ -344,12 +345,14 @@ static double now_ms(void) {
 }
 
 /* What one proposal of a costly proposer (propose_costly) costs itself, in
-   tokens of output: its time over a step's time per token. Until both are
-   measured, a third of a token (a draft a third the model's size). */
-static double prop_cost(const mllm_engine *e) {
+   tokens of output: its time over a step's time per token at B decodes
+   (the fitted step time). Until both are measured, a third of a token (a
+   draft a third the model's size). */
+static double prop_cost(const mllm_engine *e, int B) {
     if (!e->p.propose_costly) return 0;
-    if (e->prop_n < 4 || e->cost.n < 4 || !(e->cost.y > 0) || !(e->cost.t > 0)) return 1.0 / 3;
-    return e->prop_ms / (e->cost.y / e->cost.t);
+    const double step = mllm_spec_cost_step_ms(&e->cost, B > 0 ? B : 1);
+    if (e->prop_n < 4 || !(step > 0)) return 1.0 / 3;
+    return e->prop_ms / (step / (B > 0 ? B : 1));
 }
 
 /* A pass of s ended with `acc` of its k proposals kept. */
@@ -362,7 +365,7 @@ static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     /* gain: the tokens that needed no step of their own; cost: the extra
        tokens' share of the step, and a costly proposer's own time */
     if (e->p.spec_mode == MLLM_SPEC_AUTO &&
-        mllm_spec_ctl_judge(&s->spec, acc, k * (mllm_spec_cost_token(&e->cost, B) + prop_cost(e)), s->res.n_gen))
+        mllm_spec_ctl_judge(&s->spec, acc, k * (mllm_spec_cost_token(&e->cost, B) + prop_cost(e, B)), s->res.n_gen))
         e->st.spec_turned_off++;
 }
 
@@ -401,7 +404,7 @@ static void plan_lookup(mllm_engine *e, int spare) {
         const bool costly = e->p.propose && e->p.propose_costly;
         if (costly && aut) { /* asked only for what is expected to pay, its own time included */
             if (!mllm_spec_ctl_on(&s->spec, s->res.n_gen)) continue;
-            const int want = mllm_spec_ctl_len(&s->spec, cost + prop_cost(e), cap);
+            const int want = mllm_spec_ctl_len(&s->spec, cost + prop_cost(e, B), cap);
             /* none: now and then one, compared with the token that comes, so the estimate can recover */
             if (want == 0 && s->res.n_gen % 16 != 0) continue;
             cap = want > 0 ? want : 1;
@@ -410,9 +413,11 @@ static void plan_lookup(mllm_engine *e, int spare) {
         int k = e->p.propose ? e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens)
                              : mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
                                                  s->tokens + s->n_tokens);
-        if (costly) {
+        /* Timed from the second call on: the first one also reads the prompt. */
+        if (costly && !s->prop_seen) s->prop_seen = true;
+        else if (costly) {
             double ms = (now_ms() - t0) / (k > 1 ? k : 1);
-            /* a draft's first call on a sequence also reads its prompt: one sample moves the average at most 2x */
+            /* catching up after a rest reads more: one sample moves the average at most 2x */
             if (e->prop_n && ms > 2 * e->prop_ms) ms = 2 * e->prop_ms;
             e->prop_ms = e->prop_n ? 0.8 * e->prop_ms + 0.2 * ms : ms;
             e->prop_n++;

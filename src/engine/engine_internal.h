@@ -27,6 +27,7 @@ typedef struct mllm_eseq {
     mllm_spec_ctl spec;       /* prompt lookup's controller (engine.c) */
     int sh_at;                /* a proposal not verified, compared with the token at this index once known; -1: none */
     int32_t sh_tok;
+    bool prop_seen;           /* a costly proposer was asked about it once (its prompt read) */
     int sh_shifts;            /* res.n_shifts when it was made (a shift moves the tokens: it is dropped) */
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */

@@ -72,3 +72,12 @@ double mllm_spec_cost_token(const mllm_spec_cost *f, int B) {
     const double c = slope / (base / B + slope);
     return c > prior ? c : prior;
 }
+
+double mllm_spec_cost_step_ms(const mllm_spec_cost *f, int T) {
+    if (f->n < 1 || !(f->t > 0) || !(f->y > 0)) return 0;
+    if (f->n >= 8 && f->tt > 0.25) {
+        const double slope = f->ty / f->tt, ms = f->y + slope * (T - f->t);
+        if (slope > 0 && ms > 0) return ms;
+    }
+    return f->y / f->t * T;
+}

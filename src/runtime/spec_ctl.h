@@ -84,6 +84,9 @@ typedef struct {
 } mllm_spec_cost;
 
 void mllm_spec_cost_init(mllm_spec_cost *f, double prior);
+/* The fitted time of a step of T tokens (the mean per token times T while
+   the fit is not usable); 0 before any step. */
+double mllm_spec_cost_step_ms(const mllm_spec_cost *f, int T);
 /* A step of T tokens took ms. */
 void mllm_spec_cost_add(mllm_spec_cost *f, int T, double ms);
 /* What one extra token costs a step of B decodes, in tokens of that

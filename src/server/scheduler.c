@@ -13,11 +13,15 @@ struct srv_sched {
 
 /* The per-slot path serves what the engine cannot yet: images (a vision
    model's prompts need a session with a contiguous KV cache:
-   mllm_chat_prefill; the engine's pool is paged). A draft model proposes
-   inside the engine (api/engine_draft.c). */
+   mllm_chat_prefill; the engine's pool is paged), and a draft model with
+   one slot: a session's speculation prices each proposal from the draft's
+   own confidence and the measured cost of each pass length, which pays
+   more for one stream than the engine's per-sequence estimate. With more
+   slots the draft proposes inside the engine (api/engine_draft.c), whose
+   batching is worth more. */
 bool srv_sched_uses_slots(mllm_model *m, const srv_sched_params *p) {
-    (void)p;
-    return m && mllm_model_takes_images(m);
+    const bool draft = p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF;
+    return (draft && p->n_parallel == 1) || (m && mllm_model_takes_images(m));
 }
 
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out) {
@@ -26,8 +30,8 @@ mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics 
     if (!S) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     if (p->prefix_store && srv_sched_uses_slots(m, p)) {
         mllm_free(S);
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "server: --prefix-store needs the engine path (not with a model "
-                        "that takes images)");
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "server: --prefix-store needs the engine path (not with --draft "
+                        "and --parallel 1, or a model that takes images)");
     }
     mllm_status st = srv_sched_uses_slots(m, p)
                          ? srv_slots_new(m, p->n_parallel, p->n_ctx, p->n_threads, p->max_queue, p->context_shift,

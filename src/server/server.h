@@ -66,7 +66,8 @@ typedef struct {
        lookup and, with a draft model (p->draft), by the draft too, a draft
        session per sequence (api/engine_draft.h; mode, lookup, n_draft_max,
        draft_p_min and the n-gram lengths are used); the per-slot path (a
-       model that takes images) gives each slot its own draft session. */
+       draft with n_parallel 1, a model that takes images) gives each slot
+       its own session speculating as mllm_generate does. */
     const mllm_speculative_params *speculative;
     size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
     /* The engine's KV pool (every sequence's K/V, and the prefix cache):

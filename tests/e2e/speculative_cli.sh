@@ -50,24 +50,47 @@ printf 'Hello there\nAnd more\n' | "$mllm" chat -m "$tmp/t.gguf" --temp 0 -n 24 
     --draft-p-min 0 >"$tmp/c1.out" 2>/dev/null
 expect "chat: draft == plain" "$(cat "$tmp/c1.out")" "$(cat "$tmp/c0.out")"
 
-if command -v curl >/dev/null; then
-    "$mllm" serve -m "$tmp/t.gguf" --host 127.0.0.1 --port 0 --alias tiny --parallel 2 --draft "$tmp/d.gguf" \
-        --draft-p-min 0 --speculative always >"$tmp/s.log" 2>&1 &
+# serve --draft: --parallel 2 drafts inside the batching engine (seeded
+# text too is the engine's without speculation), --parallel 1 in one
+# per-slot session; greedy text is mllm run's in both.
+start_server() { # log-name args...
+    local log=$tmp/$1.log
+    "$mllm" serve -m "$tmp/t.gguf" --host 127.0.0.1 --port 0 --alias tiny "${@:2}" >"$log" 2>&1 &
     PIDS+=($!)
     PORT=""
     for _ in $(seq 600); do
-        PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/s.log")
+        PORT=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
         [ -n "$PORT" ] && break
         sleep 0.1
     done
+}
+stop_server() { # log-name
+    kill -INT "${PIDS[-1]}"; wait "${PIDS[-1]}" || true
+    if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/$1.log"; then bad "sanitizer report"; cat "$tmp/$1.log"; fi
+}
+complete() { # temperature seed
+    local out
+    out=$(curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' \
+        -d '{"model":"tiny","prompt":"'"$P"'","max_tokens":24,"temperature":'"$1"',"seed":'"$2"'}')
+    python3 -c 'import json,sys; print(json.loads(sys.argv[1])["choices"][0]["text"])' "$out"
+}
+if command -v curl >/dev/null; then
     ref=$("$mllm" run --raw -m "$tmp/t.gguf" -p "$P" -n 24 --temp 0 --no-speculative 2>/dev/null)
     ref=${ref#"$P"}
-    out=$(curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' \
-        -d '{"model":"tiny","prompt":"'"$P"'","max_tokens":24,"temperature":0}')
-    text=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["choices"][0]["text"])' "$out")
-    expect "serve: draft == plain run" "$text" "$ref"
-    kill -INT "${PIDS[0]}"; wait "${PIDS[0]}" || true
-    if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/s.log"; then bad "sanitizer report"; cat "$tmp/s.log"; fi
+    start_server plain --parallel 2 --no-speculative
+    seeded=$(complete 0.9 11)
+    stop_server plain
+    start_server engine --parallel 2 --draft "$tmp/d.gguf" --draft-p-min 0 --speculative always
+    expect "serve --parallel 2: draft == plain run" "$(complete 0 1)" "$ref"
+    expect "serve --parallel 2: seeded, draft == no speculation" "$(complete 0.9 11)" "$seeded"
+    kept=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^mllm_lookup_accepted_tokens_total \([0-9]*\)/\1/p')
+    expect "serve --parallel 2: the draft's proposals kept in the engine" "$([ "${kept:-0}" -gt 0 ] && echo yes)" "yes"
+    expect "serve --parallel 2: one engine" "$(grep -c 'one engine, a draft model' "$tmp/engine.log")" "1"
+    stop_server engine
+    start_server slot --parallel 1 --draft "$tmp/d.gguf" --draft-p-min 0 --speculative always
+    expect "serve --parallel 1: draft == plain run" "$(complete 0 1)" "$ref"
+    expect "serve --parallel 1: a slot" "$(grep -c 'slot with a draft model' "$tmp/slot.log")" "1"
+    stop_server slot
 else
     echo "SKIPPED serve checks: curl is not installed"
 fi

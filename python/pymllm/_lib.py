@@ -67,9 +67,10 @@ class LoadParamsBase(ctypes.Structure):
 
 class LoadParams(LoadParamsBase):
     """mllm_load_params with chat_template (appended, same ABI version) and
-    exact (ABI 4), mmproj (ABI 5), backend and n_gpu_layers (ABI 6)."""
+    exact (ABI 4), mmproj (ABI 5), backend and n_gpu_layers (ABI 6), requant
+    (ABI 7)."""
     _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int), ("mmproj", ctypes.c_char_p),
-                ("backend", ctypes.c_char_p), ("n_gpu_layers", ctypes.c_int)]
+                ("backend", ctypes.c_char_p), ("n_gpu_layers", ctypes.c_int), ("requant", ctypes.c_char_p)]
 
 
 # The mllm_load_params layout of the loaded library (one of the two above).

@@ -16,6 +16,19 @@ static const int32_t k_ids[] = {1, 5, 9, 42, 7, 3, 100, 11, 250, 17};
 
 static const char *convert(const char *in, const char *quant, bool gguf);
 
+/* The paths tu_tmp made (the caller owns them), freed after the tests. */
+static char *g_paths[128];
+static int g_n_paths;
+static const char *kept(const char *path) {
+    if (g_n_paths == 128) fail_msg("more than 128 paths");
+    return g_paths[g_n_paths++] = (char *)path;
+}
+static int free_paths(void **state) {
+    (void)state;
+    while (g_n_paths > 0) free(g_paths[--g_n_paths]);
+    return 0;
+}
+
 /* The tiny qwen3 of preset in dtype: synthesized (f32, q8_0, q4_0), or the
    f32 one converted (k-quants, which synth does not write). */
 static const char *synth(const char *preset, const char *dtype) {
@@ -23,7 +36,7 @@ static const char *synth(const char *preset, const char *dtype) {
         return convert(synth(preset, "f32"), dtype, true);
     char name[96];
     snprintf(name, sizeof name, "rq-%s-%s.gguf", preset, dtype);
-    const char *path = tu_tmp(name);
+    const char *path = kept(tu_tmp(name));
     if (mllm_synth_write("qwen3", preset, dtype, "gguf", path, NULL, NULL))
         fail_msg("synth %s %s: %s", preset, dtype, mllm_last_error());
     return path;
@@ -32,7 +45,7 @@ static const char *synth(const char *preset, const char *dtype) {
 static const char *convert(const char *in, const char *quant, bool gguf) {
     char name[128];
     snprintf(name, sizeof name, "rq-conv-%s-%s.%s", strrchr(in, '/') + 1, quant, gguf ? "gguf" : "mllm");
-    const char *out = tu_tmp(name);
+    const char *out = kept(tu_tmp(name));
     mllm_convert_params p;
     mllm_convert_default_params(&p);
     p.in = in, p.out = out, p.quant = quant, p.to_gguf = gguf;
@@ -46,22 +59,7 @@ static float *logits(const char *path, const char *requant, int *nv) {
     mllm_load_default_params(&lp);
     lp.n_threads = 2;
     lp.requant = requant;
-    mllm_model *m = NULL;
-    if (mllm_model_load(path, &lp, &m) != MLLM_OK) fail_msg("load %s: %s", path, mllm_last_error());
-    mllm_session_params sp;
-    mllm_session_default_params(&sp);
-    sp.n_ctx = 32;
-    mllm_session *s = NULL;
-    assert_int_equal(mllm_session_new(m, &sp, &s), MLLM_OK);
-    *nv = mllm_model_n_vocab(m);
-    int32_t ids[N_IDS];
-    for (size_t i = 0; i < N_IDS; i++) ids[i] = k_ids[i] % *nv;
-    assert_int_equal(mllm_session_eval(s, ids, N_IDS), MLLM_OK);
-    float *out = malloc((size_t)*nv * sizeof *out);
-    memcpy(out, mllm_session_logits(s), (size_t)*nv * sizeof *out);
-    mllm_session_free(s);
-    mllm_model_free(m);
-    return out;
+    return tu_logits_after_lp(path, &lp, k_ids, N_IDS, nv);
 }
 
 static void expect_same(const char *a, const char *ra, const char *b, const char *rb) {
@@ -148,5 +146,5 @@ int main(void) {
         cmocka_unit_test(test_smaller_kept),
         cmocka_unit_test(test_bad_name),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, free_paths);
 }

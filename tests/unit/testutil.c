@@ -134,11 +134,15 @@ const char *tu_tmp(const char *name) {
 }
 
 float *tu_logits_after(const char *path, const int32_t *ids, size_t n, int *n_vocab) {
-    mllm_model *m = NULL;
     mllm_load_params lp;
     mllm_load_default_params(&lp);
     lp.n_threads = 1;
-    if (mllm_model_load(path, &lp, &m) != MLLM_OK) fail_msg("load %s: %s", path, mllm_last_error());
+    return tu_logits_after_lp(path, &lp, ids, n, n_vocab);
+}
+
+float *tu_logits_after_lp(const char *path, const mllm_load_params *lp, const int32_t *ids, size_t n, int *n_vocab) {
+    mllm_model *m = NULL;
+    if (mllm_model_load(path, lp, &m) != MLLM_OK) fail_msg("load %s: %s", path, mllm_last_error());
     mllm_session_params sp;
     mllm_session_default_params(&sp);
     sp.n_ctx = 32;

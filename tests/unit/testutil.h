@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <mllm/mllm.h>
 
 /* Path of a file under ../shared, or NULL (after printing SKIPPED and the
    reason) when it is truly absent. The caller frees the result (as for
@@ -62,6 +63,8 @@ struct mllm_model *tu_synth_load(const char *tag, const char *arch, const char *
    modulo the vocabulary) and returns the last position's logits (caller
    frees); *n_vocab gets their count. Fails the test on any error. */
 float *tu_logits_after(const char *path, const int32_t *ids, size_t n, int *n_vocab);
+/* The same, loaded with lp. */
+float *tu_logits_after_lp(const char *path, const mllm_load_params *lp, const int32_t *ids, size_t n, int *n_vocab);
 /* Fails unless the models at a and b give bit-identical logits for ids. */
 void tu_expect_same_logits(const char *a, const char *b, const int32_t *ids, size_t n);
 

@@ -11,16 +11,21 @@
 
 /* One block of 32 floats -> 32 int8 = round_half_even(x * id), and the
    int32 lanes of their sum (for q8_1's s). */
-static inline __m256i quantize_block_32(const float *x, float *amax_out, int8_t *qs) {
+/* The largest magnitude of 32 floats in four vectors. */
+static inline float absmax_32(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-    __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
     __m256 m = _mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1));
     m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float amax = _mm_cvtss_f32(m4);
+    return _mm_cvtss_f32(m4);
+}
+
+static inline __m256i quantize_block_32(const float *x, float *amax_out, int8_t *qs) {
+    __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    const float amax = absmax_32(v0, v1, v2, v3);
     *amax_out = amax;
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), ROUND_EVEN));
@@ -100,18 +105,13 @@ void mllm_row_float_to_f16_avx2(const float *src, void *dst, int64_t n) {
    or an infinity goes through the reference. */
 void mllm_quantize_row_q4_0_avx2(const float *src, void *dst, int64_t n) {
     mllm_block_q4_0 *y = dst;
-    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(8.5f);
+    const __m256 half = _mm256_set1_ps(8.5f);
     const __m256i fifteen = _mm256_set1_epi32(15);
     for (int64_t i = 0; i < n / MLLM_QK4_0; i++) {
         const float *x = src + i * MLLM_QK4_0;
         const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
         const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-        __m256 m = _mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1));
-        m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        const float amax = _mm_cvtss_f32(m4);
+        const float amax = absmax_32(v0, v1, v2, v3);
         const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q), _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
         if (_mm256_movemask_ps(nan) || isinf(amax)) { /* what the reference makes of these is its own */
             mllm_quantize_row_q4_0(x, &y[i], MLLM_QK4_0);

@@ -1,13 +1,11 @@
 /* A draft model as the batching engine's proposer (engine_draft.h). */
 #include "api/engine_draft.h"
 
-#include <math.h>
-
 #include "api/internal.h"
 #include "api/speculative.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "runtime/ngram_lookup.h"
+#include "runtime/sampler.h"
 
 typedef struct {
     mllm_session *s; /* NULL until a sequence needs it */
@@ -49,12 +47,6 @@ void mllm_engine_draft_free(mllm_engine_draft *d) {
 
 uint64_t mllm_engine_draft_evals(const mllm_engine_draft *d) { return d ? d->evals : 0; }
 
-static int common_prefix(const mllm_session *s, const int32_t *ctx, int n) {
-    int k = 0;
-    while (k < n && k < s->n_past && s->tokens[k] == ctx[k]) k++;
-    return k;
-}
-
 /* The session of ctx's sequence: the one whose last context is where ctx
    starts (a sequence's context only grows; the proposals it refused stay
    past that point and are overwritten); else an unused one, or the least
@@ -67,7 +59,7 @@ static draft_slot *slot_for(mllm_engine_draft *d, const int32_t *ctx, int n) {
             if (!empty) empty = sl;
             continue;
         }
-        if (sl->n_at > 0 && sl->n_at <= n && common_prefix(sl->s, ctx, n) >= sl->n_at &&
+        if (sl->n_at > 0 && sl->n_at <= n && mllm_spec_common_prefix(sl->s, ctx, n) >= sl->n_at &&
             (!own || sl->n_at > own->n_at))
             own = sl;
         if (!lru || sl->used < lru->used) lru = sl;
@@ -88,51 +80,25 @@ static draft_slot *slot_for(mllm_engine_draft *d, const int32_t *ctx, int n) {
     return sl;
 }
 
-/* Brings s to hold ctx[0, n) with the logits after it, evaluating only
-   what it lacks. */
-static mllm_status sync(mllm_engine_draft *d, mllm_session *s, const int32_t *ctx, int n) {
-    int k = common_prefix(s, ctx, n);
-    if (k == n && s->n_past == n) return MLLM_OK; /* its logits are the last token's */
-    if (k == n) k = n - 1;
-    s->n_past = k;
-    d->evals++;
-    return mllm_session_eval_internal(s, ctx + k, (size_t)(n - k));
-}
-
-/* The draft's most likely next token and its probability. */
-static int32_t argmax_prob(const mllm_session *s, float *prob) {
-    const float *l = s->logits;
-    const int n = s->n_out;
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (l[i] > l[best]) best = i;
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += exp((double)(l[i] - l[best]));
-    *prob = (float)(1.0 / sum);
-    return best;
-}
-
 int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
     mllm_engine_draft *d = user;
     if (cap <= 0 || n <= 0 || n >= d->p.n_ctx) return 0;
-    if (d->p.lookup) {
-        const int k = mllm_ngram_lookup(ctx, n, d->p.ngram_min, d->p.ngram_max, cap, out);
-        if (k > 0) return k;
-    }
     draft_slot *sl = slot_for(d, ctx, n);
     if (!sl) return 0; /* out of memory: no proposal, the engine goes on */
     mllm_session *s = sl->s;
     sl->n_at = n;
     if (n + cap > s->n_ctx) cap = s->n_ctx - n;
-    if (sync(d, s, ctx, n) != MLLM_OK) {
+    int e = 0;
+    const mllm_status st = mllm_spec_draft_sync(s, ctx, n, &e);
+    d->evals += (uint64_t)e;
+    if (st != MLLM_OK) {
         s->n_past = 0; /* unknown: evaluated again next time */
         return 0;
     }
     int i = 0;
     for (; i < cap; i++) {
-        float prob;
-        const int32_t tok = argmax_prob(s, &prob);
-        if (prob < d->p.p_min || tok >= d->p.model->dec.cfg.n_vocab) break;
+        const int32_t tok = mllm_argmax(s->logits, s->n_out);
+        if (mllm_prob_of_best(s->logits, s->n_out, tok) < d->p.p_min || tok >= d->p.model->dec.cfg.n_vocab) break;
         out[i] = tok;
         if (i + 1 < cap) {
             d->evals++;

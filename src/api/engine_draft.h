@@ -4,8 +4,9 @@
    engine checks every proposal by drawing from the model's own logits with
    the random numbers it would use without speculation, so greedy and
    seeded text are those of --no-speculative whatever the draft says.
-   Prompt lookup, when on, proposes first (it costs nothing); the draft
-   only where it has no match. The server's one user (sched_engine.c). */
+   Prompt lookup, when on, is the engine's own and goes first (it costs
+   nothing: mllm_engine_params.lookup_first); the draft proposes where it
+   has no match. The server's one user (sched_engine.c). */
 #ifndef MLLM_API_ENGINE_DRAFT_H
 #define MLLM_API_ENGINE_DRAFT_H
 #include <stdbool.h>
@@ -22,8 +23,6 @@ typedef struct {
     int n_slots;         /* draft sessions at most (the engine's max_running) */
     int n_ctx;           /* positions per sequence */
     float p_min;         /* no proposal below this probability of the draft's token */
-    bool lookup;         /* prompt lookup first */
-    int ngram_min, ngram_max;
 } mllm_engine_draft_params;
 
 /* Errors: MLLM_ERR_INVALID_ARG (a draft whose vocabulary is not the

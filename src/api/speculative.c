@@ -230,11 +230,7 @@ mllm_status mllm_spec_begin(mllm_session *s, const mllm_sampling *p) {
     if (st != MLLM_OK) return st;
     sp->have_dsmp = true;
     /* The draft's prefill of what the model holds (only what it lacks). */
-    mllm_session *d = sp->draft;
-    int k = 0;
-    while (k < s->n_past && k < d->n_past && d->tokens[k] == s->tokens[k]) k++;
-    d->n_past = k;
-    return mllm_session_eval_internal(d, s->tokens + k, (size_t)(s->n_past - k));
+    return mllm_spec_draft_sync(sp->draft, s->tokens, s->n_past, NULL);
 }
 
 void mllm_spec_end(mllm_session *s) {
@@ -296,18 +292,32 @@ int32_t mllm_spec_sample(mllm_session *s, mllm_sampler *smp) {
     return mllm_sampler_draw(&smp->rng, smp->idx, sp->resid, k, rs);
 }
 
-/* Brings the draft to hold ctx[0..n) with the logits after it, evaluating
-   only what it lacks. */
-static mllm_status draft_sync(struct mllm_spec *sp, const int32_t *ctx, int n) {
-    mllm_session *d = sp->draft;
+int mllm_spec_common_prefix(const mllm_session *d, const int32_t *ctx, int n) {
     int k = 0;
     while (k < n && k < d->n_past && d->tokens[k] == ctx[k]) k++;
+    return k;
+}
+
+mllm_status mllm_spec_draft_sync(mllm_session *d, const int32_t *ctx, int n, int *evals) {
+    if (n <= 0) {
+        d->n_past = 0;
+        return MLLM_OK;
+    }
+    int k = mllm_spec_common_prefix(d, ctx, n);
     if (k == n && d->n_past == n) return MLLM_OK; /* its logits are the last token's */
     if (k == n) k = n - 1;
     d->n_past = k;
-    sp->pass_draft_evals++;
-    sp->stats.n_draft_evals++;
+    if (evals) ++*evals;
     return mllm_session_eval_internal(d, ctx + k, (size_t)(n - k));
+}
+
+/* The draft's sync inside a pass, counted. */
+static mllm_status draft_sync(struct mllm_spec *sp, const int32_t *ctx, int n) {
+    int e = 0;
+    const mllm_status st = mllm_spec_draft_sync(sp->draft, ctx, n, &e);
+    sp->pass_draft_evals += e;
+    sp->stats.n_draft_evals += e;
+    return st;
 }
 
 /* Up to cap draft tokens after ctx[0..n) into sp->queue; their count. */
@@ -402,17 +412,15 @@ static bool src_on(const struct mllm_spec *sp, int src) {
 /* MLLM_SPEC_AUTO: how many of prompt lookup's k proposals to verify, as
    the batching engine decides (runtime/spec_ctl.h): the longest run whose
    last one is still expected to be kept more often than its row costs
-   (keep^j against c_pass[j + 1] - c_pass[j]). A copied stretch has them
+   (keep^j above c_pass[j + 1] - c_pass[j]). A copied stretch has them
    kept nearly always, so the run grows to the cap; on new text the
    proposals are mostly refused and they stop being verified, compared
    only with the token that comes. */
 static int lookup_len(const struct mllm_spec *sp, int k) {
     if (sp->p.mode != MLLM_SPEC_AUTO) return k;
-    const double keep = mllm_spec_ctl_keep(&sp->src[SRC_LOOKUP]);
-    double q = 1;
-    int n = 0;
-    while (n < k && (q *= keep) >= sp->c_pass[n + 2] - sp->c_pass[n + 1]) n++;
-    return n;
+    double row[MLLM_SPEC_MAX_DRAFT];
+    for (int j = 0; j < k; j++) row[j] = sp->c_pass[j + 2] - sp->c_pass[j + 1];
+    return mllm_spec_ctl_len_costs(&sp->src[SRC_LOOKUP], row, k);
 }
 
 /* tok after what s holds: proposals, then one pass over tok and them. */

@@ -40,5 +40,11 @@ mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out);
    is only worth checking if the draft's id means the model's. Errors name
    the first difference (MLLM_ERR_INVALID_ARG). */
 mllm_status mllm_spec_check_vocab(const mllm_model *t, const mllm_model *d);
+/* How many of ctx[0, n) draft session d holds, from the start. */
+int mllm_spec_common_prefix(const mllm_session *d, const int32_t *ctx, int n);
+/* Brings d to hold ctx[0, n) with the logits after it, evaluating only
+   what it lacks (at least the last token when it holds more than ctx);
+   *evals (NULL: not counted) goes up by the evaluations made (0 or 1). */
+mllm_status mllm_spec_draft_sync(mllm_session *d, const int32_t *ctx, int n, int *evals);
 
 #endif

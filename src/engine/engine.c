@@ -160,7 +160,7 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     s->res.n_prompt = r->n_prompt;
     s->slot = -1;
     mllm_spec_ctl_init(&s->spec, e->p.spec_max);
-    s->prop_seen = false;
+    s->prop_seen = s->prop_costly = false;
     s->sh_at = -1;
     mllm_kv_seq_init(&s->kv);
     mllm_eseq **at = &e->waiting;
@@ -364,8 +364,8 @@ static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     mllm_spec_ctl_observe(&s->spec, k, acc);
     /* gain: the tokens that needed no step of their own; cost: the extra
        tokens' share of the step, and a costly proposer's own time */
-    if (e->p.spec_mode == MLLM_SPEC_AUTO &&
-        mllm_spec_ctl_judge(&s->spec, acc, k * (mllm_spec_cost_token(&e->cost, B) + prop_cost(e, B)), s->res.n_gen))
+    const double c = mllm_spec_cost_token(&e->cost, B) + (s->prop_costly ? prop_cost(e, B) : 0);
+    if (e->p.spec_mode == MLLM_SPEC_AUTO && mllm_spec_ctl_judge(&s->spec, acc, k * c, s->res.n_gen))
         e->st.spec_turned_off++;
 }
 
@@ -380,6 +380,33 @@ static void check_unverified(mllm_engine *e, mllm_eseq *s) {
         e->st.spec_checked_kept += kept;
     }
     s->sh_at = -1;
+}
+
+/* A costly proposer's proposals for s (at most cap, after its tokens):
+   with MLLM_SPEC_AUTO it is asked only for what is expected to pay, its
+   own time included (none: now and then one, compared with the token that
+   comes, so the estimate can recover), and not while s rests. Its time per
+   proposal is averaged from each sequence's second call on (the first one
+   also reads the prompt). */
+static int propose_costly(mllm_engine *e, mllm_eseq *s, bool aut, double row_cost, int B, int cap) {
+    if (aut) {
+        if (!mllm_spec_ctl_on(&s->spec, s->res.n_gen)) return 0;
+        const int want = mllm_spec_ctl_len(&s->spec, row_cost + prop_cost(e, B), cap);
+        if (want == 0 && s->res.n_gen % 16 != 0) return 0;
+        cap = want > 0 ? want : 1;
+    }
+    const double t0 = now_ms();
+    const int k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens);
+    if (!s->prop_seen) {
+        s->prop_seen = true;
+        return k;
+    }
+    double ms = (now_ms() - t0) / (k > 1 ? k : 1);
+    /* catching up after a rest reads more: one sample moves the average at most 2x */
+    if (e->prop_n && ms > 2 * e->prop_ms) ms = 2 * e->prop_ms;
+    e->prop_ms = e->prop_n ? 0.8 * e->prop_ms + 0.2 * ms : ms;
+    e->prop_n++;
+    return k;
 }
 
 /* Proposals for the decoding sequences of the plan, within the blocks left
@@ -402,26 +429,14 @@ static void plan_lookup(mllm_engine *e, int spare) {
         if (cap > s->sp.max_tokens - s->res.n_gen - 1) cap = s->sp.max_tokens - s->res.n_gen - 1;
         if (cap <= 0) continue;
         const bool costly = e->p.propose && e->p.propose_costly;
-        if (costly && aut) { /* asked only for what is expected to pay, its own time included */
-            if (!mllm_spec_ctl_on(&s->spec, s->res.n_gen)) continue;
-            const int want = mllm_spec_ctl_len(&s->spec, cost + prop_cost(e, B), cap);
-            /* none: now and then one, compared with the token that comes, so the estimate can recover */
-            if (want == 0 && s->res.n_gen % 16 != 0) continue;
-            cap = want > 0 ? want : 1;
-        }
-        const double t0 = costly ? now_ms() : 0;
-        int k = e->p.propose ? e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens)
-                             : mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
-                                                 s->tokens + s->n_tokens);
-        /* Timed from the second call on: the first one also reads the prompt. */
-        if (costly && !s->prop_seen) s->prop_seen = true;
-        else if (costly) {
-            double ms = (now_ms() - t0) / (k > 1 ? k : 1);
-            /* catching up after a rest reads more: one sample moves the average at most 2x */
-            if (e->prop_n && ms > 2 * e->prop_ms) ms = 2 * e->prop_ms;
-            e->prop_ms = e->prop_n ? 0.8 * e->prop_ms + 0.2 * ms : ms;
-            e->prop_n++;
-        }
+        int k = !e->p.propose || (costly && e->p.lookup_first)
+                    ? mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
+                                        s->tokens + s->n_tokens)
+                    : 0;
+        s->prop_costly = k == 0 && costly;
+        if (s->prop_costly) k = propose_costly(e, s, aut, cost, B, cap);
+        else if (k == 0 && e->p.propose)
+            k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens);
         if (k <= 0) continue;
         if (k > cap) k = cap;
         for (int i = 0; i < k; i++) /* a proposer's ids go into the graph: out of range is no proposal */

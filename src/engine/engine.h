@@ -106,6 +106,9 @@ typedef struct {
        at that cost, and not at all while the sequence's speculation rests
        (prompt lookup is asked every step: it costs nothing). */
     bool propose_costly;
+    /* With a costly proposer: prompt lookup (ngram_min/max) proposes
+       first, the proposer only where it has no match. */
+    bool lookup_first;
     /* For tests (NULL: the clock): the time in ms a step of n_tokens
        tokens is taken to have cost, for the lookup controller. */
     double (*step_ms)(void *user, int n_tokens);

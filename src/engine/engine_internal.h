@@ -28,6 +28,7 @@ typedef struct mllm_eseq {
     int sh_at;                /* a proposal not verified, compared with the token at this index once known; -1: none */
     int32_t sh_tok;
     bool prop_seen;           /* a costly proposer was asked about it once (its prompt read) */
+    bool prop_costly;         /* its proposals of this step are a costly proposer's (not lookup's) */
     int sh_shifts;            /* res.n_shifts when it was made (a shift moves the tokens: it is dropped) */
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */

@@ -56,14 +56,13 @@ mllm_tensor *mllm_graph_input_i32(mllm_graph *g, int64_t n, const char *name) {
     return t;
 }
 
-static void set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne);
 
 mllm_tensor *mllm_graph_input_i32_2d(mllm_graph *g, int64_t ne0, int64_t ne1, const char *name) {
     if (ne0 < 1 || ne1 < 1 || ne0 > INT32_MAX / ne1) { g->failed = true; return NULL; }
     mllm_tensor *t = mllm_graph_input_i32(g, ne0 * ne1, name);
     if (!t) return NULL;
     int64_t ne[2] = {ne0, ne1};
-    set_shape(t, MLLM_DTYPE_I32, 2, ne);
+    mllm_tensor_set_shape(t, MLLM_DTYPE_I32, 2, ne);
     return t;
 }
 
@@ -78,7 +77,7 @@ mllm_tensor *mllm_graph_input_f32(mllm_graph *g, int64_t ne0, int64_t ne1, const
     return t;
 }
 
-static void set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne) {
+void mllm_tensor_set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne) {
     t->dtype = dtype;
     for (int i = 0; i < 4; i++) t->ne[i] = i < n_dims ? ne[i] : 1;
     t->nb[0] = mllm_dtype_get(dtype)->type_size;
@@ -97,7 +96,7 @@ mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_
                               const void *data, const char *name) {
     mllm_tensor *t = tensor_struct(g, name);
     if (!t) return NULL;
-    set_shape(t, dtype, n_dims, ne);
+    mllm_tensor_set_shape(t, dtype, n_dims, ne);
     t->data = (void *)data; /* weights are read-only: no op writes a leaf */
     return t;
 }
@@ -107,7 +106,7 @@ mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_
 mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, const char *name) {
     mllm_tensor *t = tensor_struct(g, name);
     if (!t) return NULL;
-    set_shape(t, MLLM_DTYPE_F32, n_dims, ne);
+    mllm_tensor_set_shape(t, MLLM_DTYPE_F32, n_dims, ne);
     if (g->mode == MLLM_MODE_TRACE) return t; /* placed by mllm_graph_plan */
     t->data = mllm_arena_alloc(&g->arena, nbytes(t));
     if (!t->data) { g->failed = true; return NULL; }
@@ -415,7 +414,7 @@ mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const in
     if (n != mllm_tensor_nelements(x) || x->dtype != MLLM_DTYPE_F32) { g->failed = true; return NULL; }
     mllm_tensor *t = tensor_struct(g, x->name);
     if (!t) return NULL;
-    set_shape(t, x->dtype, n_dims, ne);
+    mllm_tensor_set_shape(t, x->dtype, n_dims, ne);
     t->op = MLLM_OP_VIEW;
     t->src[0] = x;
     t->view_src = x->view_src ? x->view_src : x;
@@ -429,7 +428,7 @@ mllm_tensor *mllm_op_view_cols(mllm_graph *g, mllm_tensor *x, int64_t c0, int64_
     mllm_tensor *t = tensor_struct(g, x->name);
     if (!t) return NULL;
     int64_t ne[2] = {x->ne[0], n};
-    set_shape(t, x->dtype, 2, ne);
+    mllm_tensor_set_shape(t, x->dtype, 2, ne);
     t->op = MLLM_OP_VIEW;
     t->src[0] = x;
     t->view_src = x->view_src ? x->view_src : x;

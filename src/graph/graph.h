@@ -62,6 +62,9 @@ void mllm_graph_set_backends(mllm_graph *g, mllm_backend *const *backends, int n
 void mllm_graph_print(const mllm_graph *g, void *file);
 const char *mllm_op_name(mllm_op op);
 
+/* Sets t's dtype and shape (n_dims of ne, the rest 1) with contiguous
+   strides (row bytes of the dtype). */
+void mllm_tensor_set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne);
 /* A leaf tensor over existing memory (weights: mmap'd, not copied). */
 mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_t *ne,
                               const void *data, const char *name);

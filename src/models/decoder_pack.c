@@ -44,21 +44,37 @@ typedef struct {
     int failed;   /* atomic: a requantizing worker ran out of memory */
 } pack_plan;
 
+/* A worker's scratch for requantizing: one row of floats and one group
+   of 8 quantized rows, grown as jobs need and kept until the worker ends. */
+typedef struct {
+    float *x;
+    char *q;
+    size_t x_cap, q_cap;
+} requant_scratch;
+
+static bool scratch_grow(void **p, size_t *cap, size_t bytes) {
+    if (*cap >= bytes) return true;
+    void *n = mllm_malloc(bytes);
+    if (!n) return false;
+    mllm_free(*p);
+    *p = n;
+    *cap = bytes;
+    return true;
+}
+
 /* Groups [g0, g1) of 8 rows to f32, through the quantizer of the job's
-   plain type, then packed (or copied) into dst. Per-thread scratch: one
-   row of floats and one group of quantized rows. */
-static bool requant_groups(pack_plan *pl, const pack_job *jb, int64_t g0, int64_t g1) {
+   plain type, then packed (or copied) into dst. */
+static bool requant_groups(pack_plan *pl, requant_scratch *sc, const pack_job *jb, int64_t g0, int64_t g1) {
     const int64_t K = jb->t->ne[0];
     const mllm_dtype plain = mllm_repack_plain_type((mllm_dtype)jb->packed);
     const size_t rs_in = mllm_dtype_row_size((mllm_dtype)jb->from, K), rs = mllm_dtype_row_size(plain, K);
-    float *x = mllm_malloc((size_t)K * sizeof *x);
-    char *q = mllm_malloc(8 * rs);
-    if (!x || !q) {
-        mllm_free(x);
-        mllm_free(q);
+    if (!scratch_grow((void **)&sc->x, &sc->x_cap, (size_t)K * sizeof *sc->x) ||
+        !scratch_grow((void **)&sc->q, &sc->q_cap, 8 * rs)) {
         __atomic_store_n(&pl->failed, 1, __ATOMIC_RELAXED);
         return false;
     }
+    float *x = sc->x;
+    char *q = sc->q;
     const mllm_cpu_type *in = mllm_cpu_type_get((mllm_dtype)jb->from);
     for (int64_t g = g0; g < g1; g++) {
         for (int r = 0; r < 8; r++) {
@@ -69,13 +85,12 @@ static bool requant_groups(pack_plan *pl, const pack_job *jb, int64_t g0, int64_
         if (jb->packed != (int)plain) mllm_repack_groups((mllm_dtype)jb->packed, q, dst, K, 0, 1);
         else memcpy(dst, q, 8 * rs);
     }
-    mllm_free(x);
-    mllm_free(q);
     return true;
 }
 
 static void *pack_worker(void *arg) {
     pack_plan *pl = arg;
+    requant_scratch sc = {0};
     for (;;) {
         int64_t it = __atomic_fetch_add(&pl->next, 1, __ATOMIC_RELAXED);
         if (it >= pl->n_items) break;
@@ -86,7 +101,7 @@ static void *pack_worker(void *arg) {
         const int64_t g1 = g0 + jb->groups_per_item < jb->groups ? g0 + jb->groups_per_item : jb->groups;
         const int64_t K = jb->t->ne[0];
         if (jb->from >= 0) {
-            if (!requant_groups(pl, jb, g0, g1)) break;
+            if (!requant_groups(pl, &sc, jb, g0, g1)) break;
         } else {
             mllm_repack_groups((mllm_dtype)jb->packed, jb->src, jb->dst, K, g0, g1);
         }
@@ -95,6 +110,8 @@ static void *pack_worker(void *arg) {
             mllm_file_map_drop((const char *)jb->src + (size_t)g0 * gb, (size_t)(g1 - g0) * gb);
         }
     }
+    mllm_free(sc.x);
+    mllm_free(sc.q);
     return NULL;
 }
 
@@ -219,11 +236,9 @@ mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f) {
     for (int i = 0; i < n_jobs; i++) {
         mllm_tensor *t = jobs[i].t;
         if (jobs[i].from >= 0) {
-            const mllm_dtype plain = mllm_repack_plain_type((mllm_dtype)jobs[i].packed);
             const size_t was = t->nb[3] * (size_t)t->ne[3];
-            t->nb[0] = mllm_dtype_get(plain)->type_size;
-            t->nb[1] = mllm_dtype_row_size(plain, t->ne[0]);
-            for (int d = 2; d < 4; d++) t->nb[d] = t->nb[d - 1] * (size_t)t->ne[d - 1];
+            const int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+            mllm_tensor_set_shape(t, mllm_repack_plain_type((mllm_dtype)jobs[i].packed), 4, ne);
             m->requant_saved += was - t->nb[3] * (size_t)t->ne[3];
         }
         t->data = jobs[i].dst;

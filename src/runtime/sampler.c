@@ -248,10 +248,13 @@ int32_t mllm_sampler_sample(mllm_sampler *s, const float *logits, const int32_t 
 }
 
 float mllm_sampler_greedy_confidence(const mllm_sampler *s, int32_t best) {
-    const float *l = s->logits;
+    return mllm_prob_of_best(s->logits, s->n_vocab, best);
+}
+
+float mllm_prob_of_best(const float *l, int n, int32_t best) {
     const float mx = l[best], cut = mx - 20.0f; /* below: e^-20 each, nothing even over 150k tokens */
     float sum = 0;
-    for (int i = 0; i < s->n_vocab; i++)
+    for (int i = 0; i < n; i++)
         if (l[i] > cut) sum += expf(l[i] - mx);
     return 1.0f / sum;
 }

@@ -64,5 +64,7 @@ void mllm_sampler_logprobs(mllm_sampler *s, const float *logits, int32_t id, int
 void mllm_sampler_report_logprobs(mllm_sampler *s, const mllm_sampling *sp, const float *logits, int32_t tok);
 /* Index of the largest logit; ties go to the lowest id. */
 int32_t mllm_argmax(const float *x, int n);
+/* The softmax probability of logits[best] (the largest) among logits[0, n). */
+float mllm_prob_of_best(const float *logits, int n, int32_t best);
 
 #endif

@@ -41,13 +41,20 @@ double mllm_spec_ctl_keep(const mllm_spec_ctl *c) {
            (c->kept + c->refused + MLLM_SPEC_CTL_PRIOR_KEPT + MLLM_SPEC_CTL_PRIOR_REFUSED);
 }
 
-int mllm_spec_ctl_len(const mllm_spec_ctl *c, double cost, int cap) {
-    if (!(cost < 1)) return 0;
+/* costs[k * step]: what the (k+1)-th proposal costs (step 0: all alike). */
+static int len_of(const mllm_spec_ctl *c, const double *costs, int step, int cap) {
     const double p = mllm_spec_ctl_keep(c);
     int k = 0;
-    for (double q = p; k < cap && q > cost; q *= p) k++;
+    for (double q = p; k < cap && q > costs[k * step]; q *= p) k++;
     return k;
 }
+
+int mllm_spec_ctl_len(const mllm_spec_ctl *c, double cost, int cap) {
+    if (!(cost < 1)) return 0;
+    return len_of(c, &cost, 0, cap);
+}
+
+int mllm_spec_ctl_len_costs(const mllm_spec_ctl *c, const double *costs, int cap) { return len_of(c, costs, 1, cap); }
 
 void mllm_spec_cost_init(mllm_spec_cost *f, double prior) { *f = (mllm_spec_cost){.prior = prior}; }
 

@@ -73,6 +73,9 @@ double mllm_spec_ctl_keep(const mllm_spec_ctl *c);
    longest run whose last token still gains more than it costs; 0: none
    (a cost of 1 or more never pays: a kept proposal saves one token). */
 int mllm_spec_ctl_len(const mllm_spec_ctl *c, double cost, int cap);
+/* The same when the k-th proposal costs costs[k - 1] (a session's passes:
+   each length measured on its own). */
+int mllm_spec_ctl_len_costs(const mllm_spec_ctl *c, const double *costs, int cap);
 
 /* Step time against the tokens of the step, fitted as the engine runs
    (exponentially weighted mean and (co)variance), and what extra tokens

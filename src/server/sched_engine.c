@@ -288,15 +288,14 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
         ep.spec_max = p->spec->n_draft_max;
         ep.ngram_min = p->spec->ngram_min;
         ep.ngram_max = p->spec->ngram_max;
+        ep.lookup_first = p->spec->lookup != 0;
     }
     mllm_status st = S->incoming && S->batch ? mllm_model_engine_open(m, &ep, p->n_threads, &S->me)
                                  : mllm_err(MLLM_ERR_NOMEM, "out of memory");
     /* A draft model proposes on the engine's own threads, between its steps. */
     if (st == MLLM_OK && draft) {
         mllm_engine_draft_params dp = {.draft = p->spec->draft, .model = m, .pool = S->me.pool,
-                                       .n_slots = p->n_parallel, .n_ctx = S->n_ctx, .p_min = p->spec->draft_p_min,
-                                       .lookup = p->spec->lookup != 0, .ngram_min = p->spec->ngram_min,
-                                       .ngram_max = p->spec->ngram_max};
+                                       .n_slots = p->n_parallel, .n_ctx = S->n_ctx, .p_min = p->spec->draft_p_min};
         if ((st = mllm_engine_draft_new(&dp, &S->draft)) == MLLM_OK)
             mllm_engine_set_proposer(S->me.e, mllm_engine_draft_propose, S->draft, true);
     }

@@ -11,8 +11,8 @@
 #include "core/clock.h"
 #include "core/threadpool.h"
 #include "core/dtype.h"
-#include "models/whisper_open.h"
-#include "models/whisper_transcribe.h"
+#include "models/whisper/whisper_open.h"
+#include "models/whisper/whisper_transcribe.h"
 
 static void usage(FILE *f) {
     fprintf(f,

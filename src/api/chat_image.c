@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "image/idefics3_pre.h"
-#include "models/qwen2vl_mrope.h"
+#include "models/decoder/qwen2vl_mrope.h"
 #include "tokenizer/tokenizer.h"
 
 static int count_pads(const int32_t *ids, size_t n, int32_t pad) {

@@ -11,8 +11,8 @@
 #include "graph/graph.h"
 #include "kv/kv_pool.h"
 #include "formats/st_config.h"
-#include "models/bert.h"
-#include "models/decoder.h"
+#include "models/bert/bert.h"
+#include "models/decoder/decoder.h"
 #include "models/registry.h"
 #include "runtime/grammar_match.h"
 #include "runtime/vocab_trie.h"
@@ -146,7 +146,7 @@ int mllm_model_default_ctx(const mllm_model *m);
 /* Evaluates ids (after the cached ones) whose runs of image_token are the
    grids' images, in order, each replaced by its rows of img_emb (n_img_rows
    x n_embd: the vision tower's output, concatenated); positions by M-RoPE
-   (models/qwen2vl_mrope.h). The model must have M-RoPE sections. Logits of
+   (models/decoder/qwen2vl_mrope.h). The model must have M-RoPE sections. Logits of
    the last token in s->logits. (session_image.c) */
 mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
                                     const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,

@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "models/whisper_open.h"
+#include "models/whisper/whisper_open.h"
 #include "template/template.h"
 
 double mllm_now_ms(void) {

@@ -9,7 +9,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/qwen2vl_mrope.h"
+#include "models/decoder/qwen2vl_mrope.h"
 
 #define IMAGE_CHUNK 512
 

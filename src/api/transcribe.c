@@ -10,8 +10,8 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "models/whisper_open.h"
-#include "models/whisper_transcribe.h"
+#include "models/whisper/whisper_open.h"
+#include "models/whisper/whisper_transcribe.h"
 
 struct mllm_transcript {
     mllm_whisper_result res;  /* the segments (empty-text ones dropped) */

@@ -11,8 +11,8 @@
 #include "image/image.h"
 #include "image/idefics3_pre.h"
 #include "image/qwen2vl_pre.h"
-#include "models/idefics3_vision.h"
-#include "models/qwen2vl_vision.h"
+#include "models/vision/idefics3_vision.h"
+#include "models/vision/qwen2vl_vision.h"
 
 typedef struct {
     uint64_t hash, id, last_use;

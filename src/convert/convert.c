@@ -3,7 +3,7 @@
 #include "backends/cpu/type_kernels.h"
 #include "convert/convert_internal.h"
 #include "models/registry.h"
-#include "models/whisper_open.h"
+#include "models/whisper/whisper_open.h"
 #include "convert/pipeline.h"
 #include "formats/hf_config.h"
 #include "formats/mllm_v1v2.h"

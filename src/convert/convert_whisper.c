@@ -4,7 +4,7 @@
    kernel layouts; conv1 stays f16), and every weight the loader reports
    is written as it is, so loading the file back maps the exact bytes the
    folder's load computed: same weights, same transcripts, no conversion
-   at load. Layout: models/whisper_load_mllm.c. */
+   at load. Layout: models/whisper/whisper_load_mllm.c. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/file_map.h"
-#include "models/whisper_open.h"
+#include "models/whisper/whisper_open.h"
 
 #define CW_MAX_WEIGHTS 4096
 

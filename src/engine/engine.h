@@ -75,7 +75,7 @@
 #include <mllm/mllm.h>
 #include "core/threadpool.h"
 #include "formats/model_file.h"
-#include "models/decoder.h"
+#include "models/decoder/decoder.h"
 #include "tokenizer/tokenizer.h"
 
 #define MLLM_ENGINE_DEFAULT_CHUNK 256  /* prompt tokens per step, all prefills together */

@@ -81,7 +81,7 @@ const mllm_ct2_alias *mllm_ct2_alias_at(const mllm_ct2 *c, size_t i);
    alias A of X also makes A_scale name X_scale); NULL if none. */
 const mllm_ct2_tensor *mllm_ct2_find(const mllm_ct2 *c, const char *name);
 /* A handle over tensors held elsewhere (another container's mapping: a
-   .mllm Whisper file, models/whisper_load_mllm.c): their descriptors are
+   .mllm Whisper file, models/whisper/whisper_load_mllm.c): their descriptors are
    copied (names too), their data is not and must outlive the handle;
    tensors[i].dtype may be any mllm dtype (quantized and kernel layouts
    included), which no model.bin holds. No aliases, no scales. Errors:

@@ -6,7 +6,7 @@
 #ifndef MLLM_MODELS_BLOCKS_H
 #define MLLM_MODELS_BLOCKS_H
 #include "graph/graph.h"
-#include "models/decoder.h"
+#include "models/decoder/decoder.h"
 
 /* Returns what the attention block adds to the residual stream x; K/V go
    to the paged layer pkv through in's tables when pkv is set, else to kv. */

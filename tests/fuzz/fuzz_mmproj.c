@@ -8,7 +8,7 @@
    (tools/reference/make_mmproj_seed.py). */
 #include "fuzz_util.h"
 #include "image/qwen2vl_pre.h"
-#include "models/qwen2vl_vision.h"
+#include "models/vision/qwen2vl_vision.h"
 #include "core/alloc.h"
 #include <math.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
    WhisperConfig (whisper_load_hf.c: every size accepted is in range). */
 #include "fuzz_util.h"
 #include "core/alloc.h"
-#include "models/whisper.h"
-#include "models/whisper_load_hf.h"
+#include "models/whisper/whisper.h"
+#include "models/whisper/whisper_load_hf.h"
 
 static void hf_config(const uint8_t *data, size_t size);
 

@@ -19,8 +19,8 @@
 #include "core/alloc.h"
 #include "image/image.h"
 #include "image/qwen2vl_pre.h"
-#include "models/qwen2vl_mrope.h"
-#include "models/qwen2vl_vision.h"
+#include "models/decoder/qwen2vl_mrope.h"
+#include "models/vision/qwen2vl_vision.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,7 +7,7 @@
    against torch; measured 6e-8). */
 #include "testutil.h"
 #include "core/alloc.h"
-#include "models/qwen2vl_mrope.h"
+#include "models/decoder/qwen2vl_mrope.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

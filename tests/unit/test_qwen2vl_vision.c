@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "image/image.h"
 #include "image/qwen2vl_pre.h"
-#include "models/qwen2vl_vision.h"
+#include "models/vision/qwen2vl_vision.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

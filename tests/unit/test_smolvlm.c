@@ -17,7 +17,7 @@
 #include "core/alloc.h"
 #include "image/idefics3_pre.h"
 #include "image/image.h"
-#include "models/idefics3_vision.h"
+#include "models/vision/idefics3_vision.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

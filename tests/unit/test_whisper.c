@@ -17,7 +17,7 @@
 #include "audio/mel.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
-#include "models/whisper_transcribe.h"
+#include "models/whisper/whisper_transcribe.h"
 
 /* Stated bounds (NMSE vs the f32 reference). f32 weights: only summation
    order differs. f16 weights: the kernels round activations to f16 before

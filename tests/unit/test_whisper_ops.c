@@ -8,7 +8,7 @@
 #include "audio/mel.h"
 #include "backends/cpu/kernels.h"
 #include "core/threadpool.h"
-#include "models/whisper_internal.h"
+#include "models/whisper/whisper_internal.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

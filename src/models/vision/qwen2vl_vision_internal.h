@@ -5,8 +5,8 @@
 #include "core/threadpool.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
-#include "models/qwen2vl_vision.h"
-#include "models/vit_ops.h"
+#include "models/vision/qwen2vl_vision.h"
+#include "models/vision/vit_ops.h"
 
 typedef struct {
     float *norm1, *norm2; /* hidden floats each (owned) */

@@ -1,4 +1,4 @@
-#include "models/decoder.h"
+#include "models/decoder/decoder.h"
 #include "models/blocks.h"
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* The vision towers' shared pieces (vit_ops.h). */
-#include "models/vit_ops.h"
+#include "models/vision/vit_ops.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
    convert` (whisper_load_mllm.c). */
 #ifndef MLLM_MODELS_WHISPER_OPEN_H
 #define MLLM_MODELS_WHISPER_OPEN_H
-#include "models/whisper.h"
+#include "models/whisper/whisper.h"
 
 typedef enum {
     MLLM_WHISPER_NONE = 0, /* not a Whisper model (or not one we can tell) */

@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "formats/ctranslate2.h"
-#include "models/whisper_internal.h"
+#include "models/whisper/whisper_internal.h"
 
 /* cols[t][c * 3 + k] = src[c][(t * stride + k - 1)] (zero outside), src
    being n_in channels of t_in frames given with channel stride cs and frame

@@ -3,7 +3,7 @@
 #ifndef MLLM_MODELS_WHISPER_INTERNAL_H
 #define MLLM_MODELS_WHISPER_INTERNAL_H
 #include "core/threadpool.h"
-#include "models/whisper.h"
+#include "models/whisper/whisper.h"
 #include "tokenizer/tokenizer.h"
 
 /* y = x W^T + b: W is n_out rows of n_in values of dtype `dtype` (CTranslate2

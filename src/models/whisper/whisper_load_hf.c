@@ -17,8 +17,8 @@
 #include "core/file_map.h"
 #include "formats/ctranslate2.h"
 #include "formats/safetensors.h"
-#include "models/whisper_internal.h"
-#include "models/whisper_load_hf.h"
+#include "models/whisper/whisper_internal.h"
+#include "models/whisper/whisper_load_hf.h"
 
 #define HF_MAX_CONFIG (1u << 20)
 #define HF_MAX_LAYERS 256

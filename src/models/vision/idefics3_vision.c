@@ -8,7 +8,7 @@
 #include <string.h>
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/idefics3_vision_internal.h"
+#include "models/vision/idefics3_vision_internal.h"
 
 /* As torch's LayerNorm: mean and biased variance, in float32 with a
    double accumulator. */

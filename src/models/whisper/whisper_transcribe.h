@@ -5,7 +5,7 @@
    the window advanced to the last complete timestamp pair. */
 #ifndef MLLM_MODELS_WHISPER_TRANSCRIBE_H
 #define MLLM_MODELS_WHISPER_TRANSCRIBE_H
-#include "models/whisper.h"
+#include "models/whisper/whisper.h"
 
 /* Most temperatures tried per window. */
 #define MLLM_WHISPER_MAX_TEMPS 8

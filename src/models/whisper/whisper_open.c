@@ -1,5 +1,5 @@
 /* Which Whisper layout a path holds (whisper_open.h). */
-#include "models/whisper_open.h"
+#include "models/whisper/whisper_open.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/file_map.h"
 #include "formats/mllmfile.h"
-#include "models/whisper_load_hf.h"
+#include "models/whisper/whisper_load_hf.h"
 
 static bool is_file(const char *dir, const char *name) {
     char p[4096];

@@ -10,7 +10,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/qwen2vl_vision_internal.h"
+#include "models/vision/qwen2vl_vision_internal.h"
 
 static void linear(mllm_qwen2vl_vision *v, const qv_linear *L, const float *X, int64_t M, float *Y) {
     qv_linear_run(v->pool, L, X, M, Y);

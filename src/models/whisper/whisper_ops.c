@@ -9,7 +9,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "models/whisper_internal.h"
+#include "models/whisper/whisper_internal.h"
 
 static bool grow(void **p, size_t *cap, size_t need) {
     if (need <= *cap) return true;

@@ -17,7 +17,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "models/qwen2vl_vision_internal.h"
+#include "models/vision/qwen2vl_vision_internal.h"
 
 typedef struct {
     mllm_gguf *g;

@@ -4,8 +4,8 @@
 #define MLLM_MODELS_IDEFICS3_VISION_INTERNAL_H
 #include "core/threadpool.h"
 #include "formats/safetensors.h"
-#include "models/idefics3_vision.h"
-#include "models/vit_ops.h"
+#include "models/vision/idefics3_vision.h"
+#include "models/vision/vit_ops.h"
 
 typedef struct {
     float *ln1_w, *ln1_b, *ln2_w, *ln2_b; /* hidden floats each (owned) */

@@ -1,11 +1,11 @@
 /* The BERT family: its registry row (names as Hugging Face's BertModel and
    llama.cpp's GGUF converter give them), weight binding and graph. */
-#include "models/bert.h"
+#include "models/bert/bert.h"
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/decoder.h"
+#include "models/decoder/decoder.h"
 #include "models/registry.h"
 
 static const mllm_name_pair k_bert_keys[] = {

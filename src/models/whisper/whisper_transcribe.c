@@ -11,7 +11,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "models/whisper_transcribe.h"
+#include "models/whisper/whisper_transcribe.h"
 #include "tokenizer/tokenizer.h"
 
 #define TIME_PRECISION 0.02 /* seconds per timestamp token */

@@ -17,7 +17,7 @@
 #include "core/file_map.h"
 #include "formats/ctranslate2.h"
 #include "formats/mllmfile.h"
-#include "models/whisper_internal.h"
+#include "models/whisper/whisper_internal.h"
 
 /* Largest config.json read (the real ones are 2-3 KB). */
 #define WH_MAX_CONFIG (1u << 20)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/whisper_internal.h"
+#include "models/whisper/whisper_internal.h"
 
 mllm_status mllm_whisper_detect_language(mllm_whisper *w, int32_t *lang, float *prob) {
     const mllm_whisper_special *sp = mllm_whisper_tokens(w);

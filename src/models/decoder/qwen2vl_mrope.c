@@ -5,7 +5,7 @@
 #include <string.h>
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/qwen2vl_mrope.h"
+#include "models/decoder/qwen2vl_mrope.h"
 
 static mllm_status grid_tokens(const mllm_qwen2vl_grid *g, int merge, int64_t *n) {
     if (merge < 1 || g->t != 1 || g->h < merge || g->w < merge || g->h % merge || g->w % merge)

@@ -9,7 +9,7 @@
    more bytes than that type's are requantized to it on the way: each row
    goes to f32 and through the type's quantizer (what mllm convert --quant
    does), then into its packed layout when this CPU path has one. */
-#include "models/decoder.h"
+#include "models/decoder/decoder.h"
 
 #include <pthread.h>
 #include <stdlib.h>

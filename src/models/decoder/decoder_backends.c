@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "graph/sched.h"
-#include "models/decoder.h"
+#include "models/decoder/decoder.h"
 
 mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list, int n_offload, const char *what) {
     mllm_decoder_drop_backends(m);

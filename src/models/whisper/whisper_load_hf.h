@@ -1,7 +1,7 @@
 /* Whisper from a Hugging Face folder (whisper_load_hf.c). */
 #ifndef MLLM_MODELS_WHISPER_LOAD_HF_H
 #define MLLM_MODELS_WHISPER_LOAD_HF_H
-#include "models/whisper.h"
+#include "models/whisper/whisper.h"
 
 /* The sizes of an HF WhisperConfig (config.json). */
 typedef struct {

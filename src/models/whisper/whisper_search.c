@@ -9,7 +9,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/whisper_transcribe.h"
+#include "models/whisper/whisper_transcribe.h"
 #include "runtime/rng.h"
 
 typedef struct {

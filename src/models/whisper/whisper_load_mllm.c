@@ -16,8 +16,8 @@
 #include "core/error.h"
 #include "formats/ctranslate2.h"
 #include "formats/mllmfile.h"
-#include "models/whisper_internal.h"
-#include "models/whisper_open.h"
+#include "models/whisper/whisper_internal.h"
+#include "models/whisper/whisper_open.h"
 
 /* The stored weight type named by a config section that says arch
    "whisper"; -1 when it is no Whisper config, -2 when the type is not one

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/meta.h"
 #include "formats/hf_config.h"
-#include "models/idefics3_vision_internal.h"
+#include "models/vision/idefics3_vision_internal.h"
 
 static bool get_int(const mllm_meta *m, const char *key, int64_t lo, int64_t hi, int dflt, int *out, mllm_status *st,
                     const char *path) {

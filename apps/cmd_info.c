@@ -34,10 +34,12 @@ static int cmd_info_verify(const char *path) {
 }
 
 static int list_architectures(void) {
-    printf("%-10s %-8s %-28s %s\n", "arch", "family", "HF model_type", "HF class");
+    printf("%-16s %-8s %-9s %-28s %s\n", "arch", "kind", "family", "HF model_type", "HF class");
     for (size_t i = 0; i < mllm_arch_count(); i++) {
         const mllm_arch *a = mllm_arch_at(i);
-        printf("%-10s %-8s %-28s %s\n", a->name, a->family, a->hf_types, a->hf_classes);
+        printf("%-16s %-8s %-9s %-28s %s\n", a->name, mllm_kind_name(a->kind), a->family,
+               a->hf_types ? a->hf_types : "-", a->hf_classes ? a->hf_classes : "-");
+        if (a->about) printf("  %s\n", a->about);
     }
     return 0;
 }

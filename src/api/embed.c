@@ -1,10 +1,11 @@
-/* mllm_embed: one vector per text. Encoders (BERT) run their graph to the
+/* mllm_embed: one vector per text. Encoders (the row's encoder hooks) run their graph to the
    last hidden states; decoders run theirs to the final norm (no logits);
    the hidden states are then pooled (mean, first or last token) and
    L2-normalised as the model's sentence-transformers config says. */
 #include <math.h>
 #include <string.h>
 #include "api/internal.h"
+#include "models/encoder.h"
 #include "core/alloc.h"
 #include "core/error.h"
 
@@ -60,7 +61,7 @@ MLLM_API mllm_status mllm_embed_tokenize(const mllm_model *m, const char *text, 
     if (n_ids) *n_ids = 0;
     if (!m || !n_ids || (!text && len) || (!ids && cap))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_embed_tokenize: bad arguments");
-    if (m->asr) return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_embed_tokenize: a speech-to-text model (whisper) does not embed");
+    if (m->asr) return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_embed_tokenize: a speech-to-text model (%s) does not embed", m->row->name);
     mllm_embed_params ep;
     mllm_status st = get_params(p, &ep);
     if (st) return st;
@@ -124,13 +125,14 @@ static mllm_status forward(mllm_model *m, const int32_t *ids, int T, mllm_poolin
     mllm_tensor *h = NULL;
     if (!st) {
         mllm_tensor *tid = mllm_graph_input_i32(&g, T, "ids"), *pos = mllm_graph_input_i32(&g, T, "pos");
-        mllm_tensor *types = m->enc ? mllm_graph_input_i32(&g, T, "token_types") : NULL; /* all type 0: one text */
+        mllm_tensor *types = m->enc && m->row->encoder->token_types ? mllm_graph_input_i32(&g, T, "token_types")
+                                                                    : NULL; /* all type 0: one text */
         if (tid && pos) {
             memcpy(mllm_tensor_i32(tid), ids, (size_t)T * sizeof *ids);
             for (int t = 0; t < T; t++) mllm_tensor_i32(pos)[t] = t;
         }
         if (m->enc) {
-            h = mllm_bert_forward(&g, m->enc, kv, tid, pos, types);
+            h = m->row->encoder->forward(&g, m->enc, kv, tid, pos, types);
         } else {
             mllm_decoder_inputs in = {.ids = tid, .pos = pos};
             h = mllm_decoder_hidden(&g, &m->dec, kv, &in);
@@ -155,7 +157,7 @@ MLLM_API mllm_status mllm_embed_ids(mllm_model *m, const int32_t *ids, size_t n,
     if (n_out) *n_out = 0;
     if (!m || !n_out || (!ids && n) || (!out && cap))
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_embed_ids: bad arguments");
-    if (m->asr) return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_embed_ids: a speech-to-text model (whisper) does not embed");
+    if (m->asr) return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_embed_ids: a speech-to-text model (%s) does not embed", m->row->name);
     mllm_embed_params ep;
     mllm_status st = get_params(p, &ep);
     if (st) return st;

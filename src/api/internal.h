@@ -11,7 +11,6 @@
 #include "graph/graph.h"
 #include "kv/kv_pool.h"
 #include "formats/st_config.h"
-#include "models/bert/bert.h"
 #include "models/decoder/decoder.h"
 #include "models/registry.h"
 #include "runtime/grammar_match.h"
@@ -21,12 +20,12 @@
 struct mllm_template;
 /* Images a session's cache may hold (more: refused). */
 #define MLLM_SESSION_MAX_IMAGES 64
-struct mllm_whisper;
 
 struct mllm_model {
     mllm_model_file *file;
+    const mllm_arch *row;       /* the registry row: its kind and hooks (models/registry.h) */
     mllm_decoder dec;           /* decoders; for encoders only dec.cfg is set (the shared hyper-parameters) */
-    mllm_bert *enc;             /* encoders (embedding models), else NULL */
+    void *enc;                  /* encoders (embedding models): the row's encoder model, else NULL */
     mllm_st_config st;          /* the folder's sentence-transformers config (pooling, normalize, max_seq_length) */
     mllm_tokenizer *tok;
     int n_threads;
@@ -38,10 +37,11 @@ struct mllm_model {
        generation (mllm_model_trie); set once, atomically, so the model
        stays shareable. */
     _Atomic(mllm_vocab_trie *) trie;
-    /* A speech model (Whisper, api/transcribe.c): file, dec and enc unused
-       (dec.cfg holds its sizes for the getters), tok lent by it. */
-    struct mllm_whisper *asr;
-    pthread_mutex_t asr_mu;     /* one transcription at a time: the Whisper state is the model's */
+    /* A speech model (the row's speech hooks, api/transcribe.c): file, dec
+       and enc unused (dec.cfg holds its sizes for the getters), tok lent
+       by it. */
+    void *asr;
+    pthread_mutex_t asr_mu;     /* one transcription at a time: the model holds its decoding state */
     bool asr_mu_ok;
     /* Images (api/vision.h): the vision tower, opened on the first image,
        and the embedding cache; mmproj: mllm_load_params.mmproj (a GGUF
@@ -50,9 +50,10 @@ struct mllm_model {
     char *mmproj;
 };
 
-/* Loads the Whisper model at path into m (api/transcribe.c); its undo. */
-mllm_status mllm_model_load_whisper(mllm_model *m, const char *path, const mllm_load_params *p);
-void mllm_model_free_whisper(mllm_model *m);
+/* Loads the speech model at path (a file of the speech row `row`) into m
+   (api/transcribe.c); its undo. */
+mllm_status mllm_model_load_speech(mllm_model *m, const mllm_arch *row, const char *path, const mllm_load_params *p);
+void mllm_model_free_speech(mllm_model *m);
 
 /* Compiles the chat template (override name/file, else the model's own).
    A missing or broken template is not a load error: chat calls report it. */
@@ -99,7 +100,7 @@ struct mllm_session {
     mllm_timings timings;
     mllm_rows_graph *rows;  /* (MLLM_SPEC_MAX_DRAFT + 2) by T; NULL until the first verification */
     struct mllm_spec *spec; /* speculative decoding settings and state; NULL: the defaults */
-    /* M-RoPE (Qwen2-VL): rotation position = KV slot + rope_delta after an
+    /* M-RoPE: rotation position = KV slot + rope_delta after an
        image (whose tokens advance the rotation by less than their count);
        image_end: the slot after the last image token, 0 if none (its
        tokens cannot be recomputed from their ids). */
@@ -146,7 +147,7 @@ int mllm_model_default_ctx(const mllm_model *m);
 /* Evaluates ids (after the cached ones) whose runs of image_token are the
    grids' images, in order, each replaced by its rows of img_emb (n_img_rows
    x n_embd: the vision tower's output, concatenated); positions by M-RoPE
-   (models/decoder/qwen2vl_mrope.h). The model must have M-RoPE sections. Logits of
+   (models/decoder/mrope.h). The model must have M-RoPE sections. Logits of
    the last token in s->logits. (session_image.c) */
 mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
                                     const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,

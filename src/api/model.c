@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "models/whisper/whisper_open.h"
+#include "models/encoder.h"
 #include "template/template.h"
 
 double mllm_now_ms(void) {
@@ -79,8 +79,9 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     double t0 = mllm_now_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    if (mllm_whisper_probe(path) != MLLM_WHISPER_NONE) { /* speech to text: api/transcribe.c */
-        mllm_status st = mllm_model_load_whisper(m, path, p);
+    const mllm_arch *speech = mllm_arch_probe_speech(path);
+    if (speech) { /* speech to text: api/transcribe.c */
+        mllm_status st = mllm_model_load_speech(m, speech, path, p);
         if (st != MLLM_OK) {
             mllm_model_free(m);
             return st;
@@ -98,10 +99,10 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     }
     mllm_hparams hp;
     mllm_status st = mllm_family_open(path, &m->file, &hp);
-    if (st == MLLM_OK && hp.row->encoder) {
+    if (st == MLLM_OK) m->row = hp.row;
+    if (st == MLLM_OK && hp.row->kind == MLLM_KIND_ENCODER) {
         m->dec.cfg = hp;
-        m->enc = mllm_calloc(1, sizeof *m->enc);
-        st = m->enc ? mllm_bert_bind(m->enc, m->file, &hp) : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+        st = hp.row->encoder->bind(m->file, &hp, &m->enc);
     } else if (st == MLLM_OK) {
         st = mllm_decoder_bind(&m->dec, m->file, &hp, p ? p->backend : NULL, p ? p->n_gpu_layers : -1, requant);
     }
@@ -143,11 +144,10 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     mllm_vocab_trie_free(atomic_load(&m->trie));
     mllm_model_free_vision(m);
     mllm_free(m->mmproj);
-    mllm_model_free_whisper(m); /* before the tokenizer: a Whisper model only lends it */
+    mllm_model_free_speech(m); /* before the tokenizer: a speech model only lends it */
     mllm_tokenizer_free(m->tok);
     mllm_decoder_release(&m->dec);
-    mllm_bert_release(m->enc);
-    mllm_free(m->enc);
+    if (m->enc) m->row->encoder->release(m->enc);
     mllm_model_file_close(m->file);
     mllm_free(m);
 }
@@ -181,7 +181,7 @@ MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t
                      c->final_softcap, c->act == MLLM_ACT_GELU_TANH ? "geglu" : c->act == MLLM_ACT_GELU_ERF ? "gelu" : "swiglu",
                      c->post_norms ? "true" : "false", c->swa_window, n_sliding, n_no_rope,
                      c->qkv_bias ? "true" : "false", c->qk_norm ? "true" : "false", c->tied_embd ? "true" : "false",
-                     m->enc ? m->enc->n_params : m->dec.n_params, mllm_tokenizer_kind(m->tok));
+                     m->enc ? m->row->encoder->n_params(m->enc) : m->dec.n_params, mllm_tokenizer_kind(m->tok));
     size_t need = (size_t)n + 1;
     if (needed) *needed = need;
     if (!buf || cap < need) return mllm_err(MLLM_ERR_BUFFER_TOO_SMALL, "need %zu bytes", need);

@@ -108,8 +108,8 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
                         p->kv_type, p->kv_block_size);
     *out = NULL;
     if (m->asr)
-        return mllm_err(MLLM_ERR_UNSUPPORTED, "this is a speech-to-text model (whisper): it cannot generate text; "
-                                              "use mllm_transcribe");
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "this is a speech-to-text model (%s): it cannot generate text; "
+                                              "use mllm_transcribe", m->row->name);
     if (m->enc)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s is an embedding model (%s encoder): it cannot generate text; "
                                               "use mllm_embed", m->file->path, m->dec.cfg.arch);

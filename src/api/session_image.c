@@ -1,5 +1,5 @@
-/* A prompt with images for an M-RoPE model (Qwen2-VL / Qwen2.5-VL), or
-   one of plain RoPE (Idefics3 / SmolVLM: consecutive positions): the
+/* A prompt with images for an M-RoPE model, or one of plain RoPE
+   (consecutive positions, image tokens included): the
    token rows looked up here, each image token's row taken from the vision
    tower's output instead, M-RoPE's three position rows, and the rotation
    offset the text after the images keeps (mllm_session_eval_image,
@@ -9,7 +9,7 @@
 #include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/decoder/qwen2vl_mrope.h"
+#include "models/decoder/mrope.h"
 
 #define IMAGE_CHUNK 512
 
@@ -32,9 +32,9 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
     if (s->kvp)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "images with a paged KV cache (kv_type) are not supported yet; "
                                               "use the contiguous cache");
-    /* M-RoPE (Qwen2-VL): three position rows; otherwise (Idefics3 /
-       SmolVLM) the image tokens take plain consecutive positions and need
-       not be contiguous (markers sit between an image's tiles) */
+    /* M-RoPE: three position rows; otherwise the image tokens take plain
+       consecutive positions and need not be contiguous (a tiled tower's
+       markers sit between an image's tiles) */
     const bool mrope = c->mrope[0] || c->mrope[1] || c->mrope[2];
     if ((size_t)s->n_past + n > (size_t)s->n_ctx)
         return mllm_err(MLLM_ERR_CONTEXT_FULL, "context full: %d cached + %zu new tokens > n_ctx %d", s->n_past, n,
@@ -42,15 +42,15 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= c->n_vocab)
             return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", ids[i], c->n_vocab);
-    mllm_qwen2vl_grid grids[64];
-    for (int k = 0; k < n_grids; k++) grids[k] = (mllm_qwen2vl_grid){grids_thw[3 * k], grids_thw[3 * k + 1], grids_thw[3 * k + 2]};
+    mllm_image_grid grids[64];
+    for (int k = 0; k < n_grids; k++) grids[k] = (mllm_image_grid){grids_thw[3 * k], grids_thw[3 * k + 1], grids_thw[3 * k + 2]};
     const int64_t E = c->n_embd;
     int32_t *pos3 = mllm_malloc(3 * n * sizeof(int32_t));
     if (!pos3) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     int64_t next = 0;
     mllm_status st = MLLM_OK;
     if (mrope) {
-        st = mllm_qwen2vl_mrope_positions(ids, (int64_t)n, image_token, grids, n_grids, merge, pos3, &next);
+        st = mllm_mrope_positions(ids, (int64_t)n, image_token, grids, n_grids, merge, pos3, &next);
     } else {
         for (size_t i = 0; i < n; i++) pos3[i] = pos3[n + i] = pos3[2 * n + i] = (int32_t)i;
         next = (int64_t)n;
@@ -114,7 +114,7 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
             while (t < n && ids[t] != image_token) t++;
             const size_t start = t;
             /* the next rows image tokens (a run under M-RoPE, which
-               mllm_qwen2vl_mrope_positions checked; counted above) */
+               mllm_mrope_positions checked; counted above) */
             for (int64_t r = 0; r < rows && t < n; t++) r += ids[t] == image_token;
             const int64_t after = t < n ? pos3[t] : next; /* text: the three rows are equal */
             s->imgs[s->n_imgs].start = past0 + (int)start;
@@ -142,8 +142,8 @@ mllm_status mllm_session_sync_images(mllm_session *s, const int32_t *ids, size_t
     for (int k = 0; k < n_imgs; k++) {
         while (t < n && ids[t] != image_token) t++;
         start[k] = (int)t;
-        /* its n_rows image tokens: a run for Qwen2-VL, interleaved with
-           the tile markers for Idefics3 */
+        /* its n_rows image tokens: one run, or interleaved with the tile
+           markers of a tiled tower */
         for (int64_t r = 0; r < imgs[k].n_rows; t++) {
             if (t >= n)
                 return mllm_err(MLLM_ERR_INVALID_ARG, "image %d: fewer than its %lld tokens in the prompt", k,

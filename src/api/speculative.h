@@ -31,7 +31,7 @@ void mllm_spec_end(mllm_session *s);
 mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out);
 
 /* The draft computes logits for this many token ids only (the most
-   frequent: mllm_session_cut_vocab): for Qwen2.5-0.5B the output matrix is
+   frequent: mllm_session_cut_vocab): for a 0.5B model with a 151k vocabulary the output matrix is
    36 % of the bytes a token reads, and ids past 65536 are rare in
    generated text (bench/RESULTS.md). */
 #define MLLM_SPEC_DRAFT_VOCAB 65536

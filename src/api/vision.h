@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "models/vision_tower.h"
 
 /* The cache's bounds: the embeddings plus a copy of each file's bytes
    (kept to compare on a hit, so two files whose hashes collide are never
@@ -22,28 +23,10 @@
 
 struct mllm_vision;
 
-/* One image's embeddings, ready for mllm_session_eval_image. */
-typedef struct {
-    uint64_t id;      /* the cache entry's id: equal ids, equal embeddings (never 0) */
-    int grid[3];      /* t, h, w in patches */
-    int merge;        /* the merger's block side (2) */
-    int64_t n_rows;   /* LLM tokens: grid h * w / merge^2 */
-    float *emb;       /* n_rows x n_embd, mllm_malloc'd */
-    int width, height, resized_w, resized_h;
-    bool cached;      /* came from the cache (decode_ms and encode_ms are 0) */
-    double decode_ms; /* decode + preprocess */
-    double encode_ms; /* the vision tower */
-    /* Idefics3 / SmolVLM: the tiles' rows and columns (0, 0: one tile, no
-       splitting) and tokens a tile, for the prompt's markers; 0 for Qwen */
-    int tile_rows, tile_cols, tile_tokens;
-} mllm_vision_embedding;
-
-void mllm_vision_embedding_free(mllm_vision_embedding *e);
-
-/* The tokenizer's image token (<|image_pad|>; Idefics3 / SmolVLM: <image>),
-   or -1. */
+/* The tokenizer's image token (the model's tower names it: <|image_pad|>,
+   <image>), or -1 (no tower, or the tokenizer lacks it). */
 int32_t mllm_model_image_pad_token(const mllm_model *m);
-/* The <|image_pad|> token id of the model's vision tower (opening it on
+/* The image token id of the model's vision tower (opening it on
    first use). Errors: the model has no vision tower (the message says why). */
 mllm_status mllm_model_vision_pad(mllm_model *m, int32_t *pad);
 

@@ -4,14 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/error.h"
+#include "core/alloc.h"
 #include "formats/hf_config.h"
+#include "models/speech.h"
+#include "models/vision_tower.h"
 
-extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen2vl, mllm_arch_qwen3, mllm_arch_smollm3, mllm_arch_gemma3,
-    mllm_arch_bert, mllm_arch_idefics3;
+/* Each row lives with its family (src/models/<folder>/). */
+extern const mllm_arch mllm_arch_llama, mllm_arch_qwen2, mllm_arch_qwen2vl, mllm_arch_qwen3, mllm_arch_smollm3,
+    mllm_arch_gemma3, mllm_arch_bert, mllm_arch_idefics3, mllm_arch_whisper, mllm_arch_qwen2vl_vision,
+    mllm_arch_idefics3_vision;
 
 static const mllm_arch *const k_rows[] = {
-    &mllm_arch_llama, &mllm_arch_qwen2, &mllm_arch_qwen2vl, &mllm_arch_qwen3, &mllm_arch_smollm3, &mllm_arch_gemma3, &mllm_arch_bert,
-    &mllm_arch_idefics3,
+    &mllm_arch_llama,   &mllm_arch_qwen2,   &mllm_arch_qwen2vl,          &mllm_arch_qwen3,
+    &mllm_arch_smollm3, &mllm_arch_gemma3,  &mllm_arch_bert,             &mllm_arch_idefics3,
+    &mllm_arch_whisper, &mllm_arch_qwen2vl_vision, &mllm_arch_idefics3_vision,
 };
 #define N_ROWS (sizeof k_rows / sizeof *k_rows)
 
@@ -24,8 +30,40 @@ const mllm_arch *mllm_arch_find(const char *name) {
     return NULL;
 }
 
+const char *mllm_kind_name(mllm_model_kind k) {
+    switch (k) {
+    case MLLM_KIND_DECODER: return "decoder";
+    case MLLM_KIND_ENCODER: return "encoder";
+    case MLLM_KIND_SPEECH: return "speech";
+    case MLLM_KIND_VISION: return "vision";
+    }
+    return "?";
+}
+
+const mllm_arch *mllm_arch_probe_speech(const char *path) {
+    for (size_t i = 0; path && i < N_ROWS; i++)
+        if (k_rows[i]->kind == MLLM_KIND_SPEECH && k_rows[i]->speech->probe(path)) return k_rows[i];
+    return NULL;
+}
+
+void mllm_speech_result_free(mllm_speech_result *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n_segs; i++) {
+        mllm_free(r->segs[i].text);
+        mllm_free(r->segs[i].tokens);
+    }
+    mllm_free(r->segs);
+    memset(r, 0, sizeof *r);
+}
+
+void mllm_vision_embedding_free(mllm_vision_embedding *e) {
+    if (!e) return;
+    mllm_free(e->emb);
+    memset(e, 0, sizeof *e);
+}
+
 const char *mllm_arch_names(void) {
-    static char buf[256];
+    static char buf[512];
     if (!buf[0]) {
         size_t o = 0;
         for (size_t i = 0; i < N_ROWS && o < sizeof buf; i++)
@@ -81,12 +119,23 @@ mllm_status mllm_family_resolve(mllm_model_file *f, mllm_hparams *hp) {
         if (ae->type != MLLM_META_STR)
             return mllm_err(MLLM_ERR_FORMAT, "%s: key 'general.architecture' is not a string", f->path);
         row = mllm_arch_find(ae->s);
+        if (!row && !strcmp(ae->s, "clip"))
+            return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: an mmproj vision tower (general.architecture 'clip'): give it "
+                                                  "with --mmproj (mllm_load_params.mmproj) beside its text model",
+                            f->path);
         if (!row)
             return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: architecture '%.64s' is not supported (%s)", f->path, ae->s,
                             mllm_arch_names());
-    } else if ((st = find_hf_row(&f->meta, f->path, &row)) || (st = mllm_hf_canonicalize(f, row))) {
-        return st;
+    } else if ((st = find_hf_row(&f->meta, f->path, &row))) {
+        const mllm_arch *sp = mllm_arch_probe_speech(f->path);
+        return sp ? mllm_err(MLLM_ERR_UNSUPPORTED, "%s: a speech model (%s): run it with mllm transcribe (or "
+                                                   "mllm_transcribe)", f->path, sp->name)
+                  : st;
     }
+    if (row->kind != MLLM_KIND_DECODER && row->kind != MLLM_KIND_ENCODER)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: a %s model (%s), not a text model", f->path,
+                        mllm_kind_name(row->kind), row->name);
+    if (hf && (st = mllm_hf_canonicalize(f, row))) return st;
     if ((st = mllm_hparams_read_decoder(&f->meta, row, f->path, hp))) return st;
     if (hf && row->hf_fixup && (st = row->hf_fixup(f, hp))) return st;
     return row->check_tensors ? row->check_tensors(f, hp) : mllm_decoder_check_tensors(f, hp);

@@ -1,10 +1,15 @@
 /* The model registry: one table row per architecture (registry.c), the only
-   list of what this build runs. A row names the architecture as GGUF
-   (general.architecture), Hugging Face (model_type / architectures) and
-   .mllm files call it, and gives what differs per family: how to read its
-   hyper-parameters from generic metadata, its Hugging Face tensor and field
-   names, and the graph builder. Errors and `mllm info` print the list from
-   here. */
+   list of what this build runs, and the contract every family meets. A row
+   has a kind (a text decoder, an encoder for embeddings, a speech model, a
+   vision tower) and names the architecture as GGUF (general.architecture),
+   Hugging Face (model_type / architectures) and .mllm files call it. It
+   gives what differs per family: how to read its hyper-parameters from
+   generic metadata, its Hugging Face tensor and field names, and the hooks
+   src/api calls instead of naming a family: the encoder's graph
+   (models/encoder.h), the speech model (models/speech.h), the vision tower
+   a decoder takes images from (models/vision_tower.h). Adding a family is
+   a folder under src/models and a row here. Errors and `mllm info
+   --architectures` print the list from here. */
 #ifndef MLLM_MODELS_REGISTRY_H
 #define MLLM_MODELS_REGISTRY_H
 #include <mllm/mllm.h>
@@ -17,8 +22,23 @@ typedef struct { const char *from, *to; } mllm_name_pair;
    a config.json leaves the field out. */
 typedef struct { const char *key; double value; bool integer; } mllm_hf_default;
 
+/* What a row's model does; `mllm info --architectures` prints it. */
+typedef enum {
+    MLLM_KIND_DECODER = 0, /* text generation: the decoder graph (models/decoder/) */
+    MLLM_KIND_ENCODER,     /* hidden states for embeddings (models/encoder.h) */
+    MLLM_KIND_SPEECH,      /* speech to text (models/speech.h) */
+    MLLM_KIND_VISION,      /* a vision tower: image embeddings for a decoder (models/vision_tower.h) */
+} mllm_model_kind;
+const char *mllm_kind_name(mllm_model_kind k);
+
+struct mllm_encoder_family;
+struct mllm_speech_family;
+struct mllm_vision_family;
+
 typedef struct mllm_arch {
     const char *name;        /* GGUF general.architecture, and the .mllm name */
+    mllm_model_kind kind;
+    const char *about;       /* one line for `mllm info --architectures` */
     const char *hf_types;    /* HF model_type values, space-separated */
     const char *hf_classes;  /* HF architectures[0] values, space-separated */
     const char *family;      /* the source file that builds it (src/models/<family>.c) */
@@ -34,9 +54,15 @@ typedef struct mllm_arch {
     mllm_status (*read)(const mllm_meta *m, const char *path, mllm_hparams *hp);
     /* Adjusts HF weights to the GGUF convention (Gemma: norm weights + 1). */
     mllm_status (*hf_fixup)(mllm_model_file *f, const mllm_hparams *hp);
-    /* Encoders (BERT): the graph outputs hidden states for embeddings, not
-       logits; no KV cache, no generation. */
-    bool encoder;
+    /* MLLM_KIND_ENCODER: the graph that outputs hidden states for
+       embeddings, not logits; no KV cache, no generation. */
+    const struct mllm_encoder_family *encoder;
+    /* MLLM_KIND_SPEECH: the model; its files are not read by the generic
+       readers, so probe says whether a path is one (before them). */
+    const struct mllm_speech_family *speech;
+    /* MLLM_KIND_VISION: the tower. A decoder row: the tower it takes images
+       from (NULL: text only). */
+    const struct mllm_vision_family *vision;
     /* HF tensor names when they are not Llama's: the prefix of the layers
        (NULL: "model.layers."), the names outside the layers, whole (NULL:
        embed_tokens, norm, lm_head), and a prefix some checkpoints put
@@ -50,6 +76,9 @@ typedef struct mllm_arch {
 
 /* NULL when name is not a row. */
 const mllm_arch *mllm_arch_find(const char *name);
+/* The speech row whose probe recognizes path (its files are folders or
+   files the generic readers do not take), or NULL. */
+const mllm_arch *mllm_arch_probe_speech(const char *path);
 /* "llama, qwen2, ..." */
 const char *mllm_arch_names(void);
 size_t mllm_arch_count(void);

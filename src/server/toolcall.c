@@ -4,6 +4,7 @@
    call reported complete is valid JSON. */
 #include "server/toolcall.h"
 #include <cjson/cJSON.h>
+#include <stdint.h>
 #include <string.h>
 #include "core/alloc.h"
 
@@ -181,6 +182,10 @@ typedef struct {
 
 static void put(parse_ctx *p, const char *s, size_t n) {
     if (n == 0 || p->oom) return;
+    if (n > (size_t)PTRDIFF_MAX - 1 - p->len) { /* len + n + 1 would not fit an object */
+        p->oom = true;
+        return;
+    }
     if (p->len + n + 1 > p->cap) {
         size_t nc = p->cap ? p->cap : 128;
         while (nc < p->len + n + 1) nc *= 2;
@@ -363,7 +368,7 @@ static size_t bare_calls(parse_ctx *p, const char *s, size_t n, bool final) {
 
 static void parse_llama(parse_ctx *p, const char *s, size_t n, bool final) {
     size_t i = bare_calls(p, s, n, final);
-    if (i != (size_t)-1) put(p, s + i, n - i);
+    if (i < n) put(p, s + i, n - i); /* (size_t)-1: wait for more text; n: nothing left */
 }
 
 int srv_tc_parse(srv_tc_style style, const char *text, size_t len, bool final, int max_calls, srv_tc_result *out) {

@@ -66,6 +66,6 @@ grep -q "^\[turn 1: prompt tokens reused 0, computed " "$tmp/err" && ok "the nex
 
 "$mllm" synth --arch qwen3 --preset tiny --format gguf -o "$tmp/t.gguf" 2>/dev/null
 printf '/image %s\nhi\n' "$data/images/photo.png" | "$mllm" chat -m "$tmp/t.gguf" "${opts[@]}" >/dev/null 2>"$tmp/err" || true
-grep -q "holds no vision tower" "$tmp/err" && ok "text-only model: clear error" || bad "text-only: $(cat "$tmp/err")"
+grep -q "takes no images (qwen3 is not a vision-language decoder)" "$tmp/err" && ok "text-only model: clear error" || bad "text-only: $(cat "$tmp/err")"
 grep -q -- "/image PATH" <<<"$("$mllm" chat --help)" && ok "--help lists /image" || bad "--help"
 finish chat_image

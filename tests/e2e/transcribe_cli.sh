@@ -22,6 +22,8 @@ rc=0; "$mllm" transcribe -m "$tmp" x.wav > /dev/null 2> "$tmp/err" || rc=$?
 expect "not a Whisper folder: exit 1" "$rc" 1
 grep -q "is not a CTranslate2 Whisper folder" "$tmp/err" && ok "not a folder: message" || bad "not a folder: $(cat "$tmp/err")"
 grep -q "^  transcribe " <<< "$("$mllm" --help)" && ok "listed in mllm --help" || bad "listed in mllm --help"
+grep -Eq "^whisper +speech " <<< "$("$mllm" info --architectures)" && ok "a registry row: mllm info --architectures" ||
+    bad "whisper not in mllm info --architectures"
 need_whisper_tiny
 want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["transcript"].strip())' "$data/jfk_tiny.json")
 got=$("$mllm" transcribe -m "$dir" "$wav" -t 2 2> "$tmp/err")

@@ -19,7 +19,7 @@
 #include "core/alloc.h"
 #include "image/image.h"
 #include "image/qwen2vl_pre.h"
-#include "models/decoder/qwen2vl_mrope.h"
+#include "models/decoder/mrope.h"
 #include "models/vision/qwen2vl_vision.h"
 #include <stdlib.h>
 #include <string.h>
@@ -97,10 +97,10 @@ static float *internal_logits(mllm_model *m, const char *conv, const char *image
     float *emb = NULL;
     int64_t n_emb = 0, n_ex = 0;
     assert_int_equal(mllm_qwen2vl_vision_encode(v, &px, &emb, &n_emb), MLLM_OK);
-    const mllm_qwen2vl_grid g = {px.grid_t, px.grid_h, px.grid_w};
+    const mllm_image_grid g = {px.grid_t, px.grid_h, px.grid_w};
     int32_t *ex = NULL;
     const int32_t pad = 261;
-    assert_int_equal(mllm_qwen2vl_expand_pads(ids, (int64_t)n, pad, &g, 1, 2, 512, &ex, &n_ex), MLLM_OK);
+    assert_int_equal(mllm_mrope_expand_pads(ids, (int64_t)n, pad, &g, 1, 2, 512, &ex, &n_ex), MLLM_OK);
     mllm_session *s = open_session(m, MLLM_KV_CONTIGUOUS);
     const int thw[3] = {g.t, g.h, g.w};
     assert_int_equal(mllm_session_eval_image(s, ex, (size_t)n_ex, pad, emb, n_emb, thw, 1, 2), MLLM_OK);

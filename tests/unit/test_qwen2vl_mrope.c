@@ -7,7 +7,7 @@
    against torch; measured 6e-8). */
 #include "testutil.h"
 #include "core/alloc.h"
-#include "models/decoder/qwen2vl_mrope.h"
+#include "models/decoder/mrope.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 typedef struct {
     int32_t *ids, *pos;
     int64_t n, next;
-    mllm_qwen2vl_grid grids[4];
+    mllm_image_grid grids[4];
     int n_grids;
     int toks[32], n_toks;
 } ref;
@@ -47,7 +47,7 @@ static void read_ref(ref *r) {
             int32_t g[12];
             int64_t k = read_ints(ln + 6, g, 12);
             r->n_grids = (int)(k / 3);
-            for (int i = 0; i < r->n_grids; i++) r->grids[i] = (mllm_qwen2vl_grid){g[3 * i], g[3 * i + 1], g[3 * i + 2]};
+            for (int i = 0; i < r->n_grids; i++) r->grids[i] = (mllm_image_grid){g[3 * i], g[3 * i + 1], g[3 * i + 2]};
         } else if (!strncmp(ln, "cos_sin_tokens ", 15)) {
             int32_t t[32];
             r->n_toks = (int)read_ints(ln + 15, t, 32);
@@ -69,23 +69,23 @@ static void test_expand_and_positions(void **state) {
         if (r.ids[i] != PAD || i == 0 || r.ids[i - 1] != PAD) short_ids[m++] = r.ids[i];
     int32_t *ex = NULL;
     int64_t n_ex = 0;
-    assert_int_equal(mllm_qwen2vl_expand_pads(short_ids, m, PAD, r.grids, 2, 2, 1 << 20, &ex, &n_ex), MLLM_OK);
+    assert_int_equal(mllm_mrope_expand_pads(short_ids, m, PAD, r.grids, 2, 2, 1 << 20, &ex, &n_ex), MLLM_OK);
     assert_int_equal(n_ex, r.n);
     assert_memory_equal(ex, r.ids, sizeof(int32_t) * (size_t)r.n);
     mllm_free(ex);
-    assert_int_equal(mllm_qwen2vl_expand_pads(short_ids, m, PAD, r.grids, 1, 2, 1 << 20, &ex, &n_ex),
+    assert_int_equal(mllm_mrope_expand_pads(short_ids, m, PAD, r.grids, 1, 2, 1 << 20, &ex, &n_ex),
                      MLLM_ERR_INVALID_ARG);
-    assert_int_equal(mllm_qwen2vl_expand_pads(short_ids, m, PAD, r.grids, 2, 2, 50, &ex, &n_ex), MLLM_ERR_CONTEXT_FULL);
+    assert_int_equal(mllm_mrope_expand_pads(short_ids, m, PAD, r.grids, 2, 2, 50, &ex, &n_ex), MLLM_ERR_CONTEXT_FULL);
     assert_null(ex);
     int32_t *pos = malloc(sizeof(int32_t) * 3 * (size_t)r.n);
     int64_t next = 0;
-    assert_int_equal(mllm_qwen2vl_mrope_positions(r.ids, r.n, PAD, r.grids, 2, 2, pos, &next), MLLM_OK);
+    assert_int_equal(mllm_mrope_positions(r.ids, r.n, PAD, r.grids, 2, 2, pos, &next), MLLM_OK);
     assert_memory_equal(pos, r.pos, sizeof(int32_t) * 3 * (size_t)r.n);
     assert_int_equal(next, r.next);
     /* a run that does not match its grid */
-    assert_int_equal(mllm_qwen2vl_mrope_positions(r.ids, r.n - 10, PAD, r.grids, 2, 2, pos, &next) != MLLM_OK, 1);
-    mllm_qwen2vl_grid odd = {1, 3, 4};
-    assert_int_equal(mllm_qwen2vl_expand_pads(short_ids, m, PAD, (mllm_qwen2vl_grid[]){odd, odd}, 2, 2, 1 << 20, &ex,
+    assert_int_equal(mllm_mrope_positions(r.ids, r.n - 10, PAD, r.grids, 2, 2, pos, &next) != MLLM_OK, 1);
+    mllm_image_grid odd = {1, 3, 4};
+    assert_int_equal(mllm_mrope_expand_pads(short_ids, m, PAD, (mllm_image_grid[]){odd, odd}, 2, 2, 1 << 20, &ex,
                                               &n_ex),
                      MLLM_ERR_INVALID_ARG);
     free(pos);
@@ -107,7 +107,7 @@ static void test_angles(void **state) {
         const int t = r.toks[k];
         const int32_t p[3] = {r.pos[t], r.pos[r.n + t], r.pos[2 * r.n + t]};
         float c[64], s[64];
-        mllm_qwen2vl_mrope_angles(p, 128, sections, 1e6f, c, s);
+        mllm_mrope_angles(p, 128, sections, 1e6f, c, s);
         for (int i = 0; i < 64; i++) {
             double e = fmax(fabs(c[i] - want[k * 128 + i]), fabs(s[i] - want[k * 128 + 64 + i]));
             if (e > worst) worst = e;

@@ -17,12 +17,26 @@
 static void test_one_list(void **state) {
     (void)state;
     const char *names = mllm_arch_names();
-    const char *want[] = {"llama", "qwen2", "qwen2vl", "qwen3", "smollm3", "gemma3", "bert", "idefics3"};
-    assert_int_equal(mllm_arch_count(), 8);
-    for (int i = 0; i < 8; i++) {
+    const char *want[] = {"llama",    "qwen2",   "qwen2vl",        "qwen3",          "smollm3", "gemma3",
+                          "bert",     "idefics3", "whisper",       "qwen2vl_vision", "idefics3_vision"};
+    const mllm_model_kind kind[] = {MLLM_KIND_DECODER, MLLM_KIND_DECODER, MLLM_KIND_DECODER, MLLM_KIND_DECODER,
+                                    MLLM_KIND_DECODER, MLLM_KIND_DECODER, MLLM_KIND_ENCODER, MLLM_KIND_DECODER,
+                                    MLLM_KIND_SPEECH,  MLLM_KIND_VISION,  MLLM_KIND_VISION};
+    assert_int_equal(mllm_arch_count(), 11);
+    for (int i = 0; i < 11; i++) {
+        const mllm_arch *a = mllm_arch_at((size_t)i);
         assert_non_null(strstr(names, want[i]));
-        assert_ptr_equal(mllm_arch_find(want[i]), mllm_arch_at((size_t)i));
+        assert_ptr_equal(mllm_arch_find(want[i]), a);
+        assert_int_equal(a->kind, kind[i]);
+        /* each kind carries its hooks */
+        assert_true(a->kind != MLLM_KIND_ENCODER || a->encoder);
+        assert_true(a->kind != MLLM_KIND_SPEECH || a->speech);
+        assert_true(a->kind != MLLM_KIND_VISION || a->vision);
     }
+    /* the vision-language decoders name their towers */
+    assert_ptr_equal(mllm_arch_find("qwen2vl")->vision, mllm_arch_find("qwen2vl_vision")->vision);
+    assert_ptr_equal(mllm_arch_find("idefics3")->vision, mllm_arch_find("idefics3_vision")->vision);
+    assert_null(mllm_arch_find("qwen3")->vision);
     assert_null(mllm_arch_find("mistral"));
     /* SmolVLM: its own row, though its text_config says llama */
     mllm_hparams shp;
@@ -47,7 +61,7 @@ static void test_bert_hf_config(void **state) {
     mllm_hparams hp;
     assert_int_equal(mllm_family_read_hf_config(js, strlen(js), "c.json", &hp), MLLM_OK);
     assert_string_equal(hp.arch, "bert");
-    assert_true(hp.row->encoder);
+    assert_int_equal(hp.row->kind, MLLM_KIND_ENCODER);
     assert_int_equal(hp.act, MLLM_ACT_GELU_ERF);
     assert_int_equal(hp.n_token_types, 2);
     assert_int_equal(hp.head_dim, 32);

@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "models/decoder/decoder.h"
+#include "models/encoder.h"
 #include "models/registry.h"
 
 static const mllm_name_pair k_bert_keys[] = {
@@ -79,8 +80,40 @@ static mllm_status bert_check(const mllm_model_file *f, mllm_hparams *hp) {
     return st;
 }
 
+/* The encoder contract (models/encoder.h) over mllm_bert. */
+static mllm_status enc_bind(const mllm_model_file *f, const mllm_hparams *hp, void **out) {
+    *out = NULL;
+    mllm_bert *m = mllm_calloc(1, sizeof *m);
+    if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    mllm_status st = mllm_bert_bind(m, f, hp);
+    if (st) {
+        mllm_bert_release(m);
+        mllm_free(m);
+        return st;
+    }
+    *out = m;
+    return MLLM_OK;
+}
+
+static void enc_release(void *m) {
+    mllm_bert_release(m);
+    mllm_free(m);
+}
+
+static mllm_tensor *enc_forward(mllm_graph *g, const void *m, const mllm_kv_layer *kv, mllm_tensor *ids,
+                                mllm_tensor *pos, mllm_tensor *types) {
+    return mllm_bert_forward(g, m, kv, ids, pos, types);
+}
+
+static size_t enc_n_params(const void *m) { return ((const mllm_bert *)m)->n_params; }
+
+static const mllm_encoder_family k_bert_encoder = {
+    .bind = enc_bind, .release = enc_release, .forward = enc_forward, .n_params = enc_n_params, .token_types = true};
+
 const mllm_arch mllm_arch_bert = {
     .name = "bert",
+    .kind = MLLM_KIND_ENCODER,
+    .about = "BERT / MiniLM encoders for embeddings (sentence-transformers folders)",
     .hf_types = "bert",
     .hf_classes = "BertModel",
     .family = "bert",
@@ -89,7 +122,7 @@ const mllm_arch mllm_arch_bert = {
     .hf_defaults = k_bert_defaults,
     .hf_layer_names = k_bert_layer_names,
     .read = bert_read,
-    .encoder = true,
+    .encoder = &k_bert_encoder,
     .hf_layer_prefix = "encoder.layer.",
     .hf_names = k_bert_names,
     .hf_strip_prefix = "bert.",

@@ -115,6 +115,7 @@ static mllm_status gemma3_hf_fixup(mllm_model_file *f, const mllm_hparams *hp) {
 
 const mllm_arch mllm_arch_gemma3 = {
     .name = "gemma3",
+    .about = "Gemma 3 text (sliding-window layers, soft-capping, post norms)",
     .hf_types = "gemma3_text gemma3",
     .hf_classes = "Gemma3ForCausalLM Gemma3ForConditionalGeneration",
     .family = "gemma3",

@@ -6,9 +6,14 @@
 #include <string.h>
 #include "core/error.h"
 #include "models/registry.h"
+#include "models/vision_tower.h"
+
+/* The towers the vision-language rows take images from (models/vision/). */
+extern const mllm_vision_family mllm_vision_qwen2vl, mllm_vision_idefics3;
 
 const mllm_arch mllm_arch_llama = {
     .name = "llama",
+    .about = "Llama 2/3, TinyLlama, SmolLM/SmolLM2",
     .hf_types = "llama",
     .hf_classes = "LlamaForCausalLM",
     .family = "llama",
@@ -17,6 +22,7 @@ const mllm_arch mllm_arch_llama = {
 
 const mllm_arch mllm_arch_qwen2 = {
     .name = "qwen2",
+    .about = "Qwen2 / Qwen2.5 (q/k/v biases)",
     .hf_types = "qwen2",
     .hf_classes = "Qwen2ForCausalLM",
     .family = "llama",
@@ -57,6 +63,8 @@ static mllm_status qwen2vl_read(const mllm_meta *m, const char *path, mllm_hpara
 
 const mllm_arch mllm_arch_qwen2vl = {
     .name = "qwen2vl",
+    .about = "Qwen2-VL / Qwen2.5-VL's language model (M-RoPE); images through qwen2vl_vision",
+    .vision = &mllm_vision_qwen2vl,
     .hf_types = "qwen2_5_vl qwen2_vl qwen2_5_vl_text qwen2_vl_text",
     .hf_classes = "Qwen2_5_VLForConditionalGeneration Qwen2VLForConditionalGeneration",
     .family = "llama",
@@ -71,6 +79,8 @@ const mllm_arch mllm_arch_qwen2vl = {
    vision_model.* and connector.* tensors stay unused under their HF names. */
 const mllm_arch mllm_arch_idefics3 = {
     .name = "idefics3",
+    .about = "Idefics3 / SmolVLM's language model; images through idefics3_vision",
+    .vision = &mllm_vision_idefics3,
     .hf_types = "idefics3 smolvlm",
     .hf_classes = "Idefics3ForConditionalGeneration SmolVLMForConditionalGeneration",
     .family = "llama",
@@ -79,6 +89,7 @@ const mllm_arch mllm_arch_idefics3 = {
 
 const mllm_arch mllm_arch_qwen3 = {
     .name = "qwen3",
+    .about = "Qwen3 (q/k norms)",
     .hf_types = "qwen3",
     .hf_classes = "Qwen3ForCausalLM",
     .family = "llama",
@@ -114,6 +125,7 @@ static mllm_status smollm3_read(const mllm_meta *m, const char *path, mllm_hpara
 
 const mllm_arch mllm_arch_smollm3 = {
     .name = "smollm3",
+    .about = "SmolLM3 (layers without RoPE)",
     .hf_types = "smollm3",
     .hf_classes = "SmolLM3ForCausalLM",
     .family = "llama",

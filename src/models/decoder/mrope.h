@@ -1,4 +1,4 @@
-/* Qwen2-VL / Qwen2.5-VL M-RoPE on the LLM side, the parts that are pure
+/* M-RoPE (Qwen2-VL, Qwen2.5-VL) on the LLM side, the parts that are pure
    arithmetic (api/session_image.c and the CLI's --image use them; the
    rotation itself is the graph's ROPE op with mrope sections):
    - the <|image_pad|> expansion transformers' processor does: each pad
@@ -13,20 +13,23 @@
      turns with the temporal position for the first mrope_section[0]
      frequencies, the height for the next [1], the width for the last [2]
      (rotate-half pairs i and i + D/2), as Qwen2_5_VLRotaryEmbedding. */
-#ifndef MLLM_MODELS_QWEN2VL_MROPE_H
-#define MLLM_MODELS_QWEN2VL_MROPE_H
+#ifndef MLLM_MODELS_DECODER_MROPE_H
+#define MLLM_MODELS_DECODER_MROPE_H
 #include <mllm/mllm.h>
 #include <stdint.h>
 
 typedef struct {
     int t, h, w; /* image_grid_thw, in patches */
-} mllm_qwen2vl_grid;
+} mllm_image_grid;
+
+/* Images in one prompt (grids a caller keeps on its stack). */
+#define MLLM_MROPE_MAX_GRIDS 64
 
 /* *out (mllm_malloc'd) = ids with the k-th pad token repeated
    grid_h * grid_w / merge^2 times for the k-th grid. Errors: more or
    fewer pad tokens than grids, a grid not divisible by merge, a result over
    max_tokens (MLLM_ERR_CONTEXT_FULL). */
-mllm_status mllm_qwen2vl_expand_pads(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_qwen2vl_grid *grids,
+mllm_status mllm_mrope_expand_pads(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_image_grid *grids,
                                      int n_grids, int merge, int64_t max_tokens, int32_t **out, int64_t *n_out);
 
 /* pos: 3 rows of n (temporal, height, width) for ids whose runs of
@@ -34,12 +37,12 @@ mllm_status mllm_qwen2vl_expand_pads(const int32_t *ids, int64_t n, int32_t pad_
    gets the position the next generated token takes. Errors: a run whose
    length is not its grid's token count, runs and grids of different
    numbers. */
-mllm_status mllm_qwen2vl_mrope_positions(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_qwen2vl_grid *grids,
+mllm_status mllm_mrope_positions(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_image_grid *grids,
                                          int n_grids, int merge, int32_t *pos, int64_t *next);
 
 /* cos / sin of one token's head_dim / 2 angles at positions p[3]
    (sections sum to head_dim / 2). */
-void mllm_qwen2vl_mrope_angles(const int32_t p[3], int head_dim, const int sections[3], float theta, float *cos_out,
+void mllm_mrope_angles(const int32_t p[3], int head_dim, const int sections[3], float theta, float *cos_out,
                                float *sin_out);
 
 #endif

@@ -1,13 +1,14 @@
 /* M-RoPE positions and angles, and the image pad expansion
-   (qwen2vl_mrope.h), as transformers' Qwen2.5-VL processor and
+   (mrope.h), as transformers' Qwen2.5-VL processor and
    get_rope_index compute them. */
 #include <math.h>
 #include <string.h>
 #include "core/alloc.h"
 #include "core/error.h"
-#include "models/decoder/qwen2vl_mrope.h"
+#include "models/decoder/mrope.h"
 
-static mllm_status grid_tokens(const mllm_qwen2vl_grid *g, int merge, int64_t *n) {
+static mllm_status grid_tokens(const mllm_image_grid *g, int merge, int64_t *n) {
+    *n = 0;
     if (merge < 1 || g->t != 1 || g->h < merge || g->w < merge || g->h % merge || g->w % merge)
         return mllm_err(MLLM_ERR_INVALID_ARG, "image grid %d x %d x %d does not split into %d x %d blocks", g->t, g->h,
                         g->w, merge, merge);
@@ -15,7 +16,7 @@ static mllm_status grid_tokens(const mllm_qwen2vl_grid *g, int merge, int64_t *n
     return MLLM_OK;
 }
 
-mllm_status mllm_qwen2vl_expand_pads(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_qwen2vl_grid *grids,
+mllm_status mllm_mrope_expand_pads(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_image_grid *grids,
                                      int n_grids, int merge, int64_t max_tokens, int32_t **out, int64_t *n_out) {
     *out = NULL;
     *n_out = 0;
@@ -25,7 +26,7 @@ mllm_status mllm_qwen2vl_expand_pads(const int32_t *ids, int64_t n, int32_t pad_
         return mllm_err(MLLM_ERR_INVALID_ARG, "the prompt has %lld image placeholders for %d images", (long long)pads,
                         n_grids);
     for (int k = 0; k < n_grids; k++) {
-        int64_t t;
+        int64_t t = 0;
         mllm_status st = grid_tokens(&grids[k], merge, &t);
         if (st) return st;
         total += t;
@@ -43,7 +44,7 @@ mllm_status mllm_qwen2vl_expand_pads(const int32_t *ids, int64_t n, int32_t pad_
             o[j++] = ids[i];
             continue;
         }
-        int64_t t;
+        int64_t t = 0;
         grid_tokens(&grids[k++], merge, &t);
         for (int64_t r = 0; r < t; r++) o[j++] = pad_id;
     }
@@ -52,7 +53,7 @@ mllm_status mllm_qwen2vl_expand_pads(const int32_t *ids, int64_t n, int32_t pad_
     return MLLM_OK;
 }
 
-mllm_status mllm_qwen2vl_mrope_positions(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_qwen2vl_grid *grids,
+mllm_status mllm_mrope_positions(const int32_t *ids, int64_t n, int32_t pad_id, const mllm_image_grid *grids,
                                          int n_grids, int merge, int32_t *pos, int64_t *next) {
     int32_t *pt = pos, *ph = pos + n, *pw = pos + 2 * n;
     int64_t cur = 0, i = 0;
@@ -67,7 +68,7 @@ mllm_status mllm_qwen2vl_mrope_positions(const int32_t *ids, int64_t n, int32_t 
         int64_t run = 0;
         while (i + run < n && ids[i + run] == pad_id) run++;
         if (k >= n_grids) return mllm_err(MLLM_ERR_INVALID_ARG, "more image token runs than the %d images", n_grids);
-        int64_t want;
+        int64_t want = 0;
         mllm_status st = grid_tokens(&grids[k], merge, &want);
         if (st) return st;
         if (run != want)
@@ -88,7 +89,7 @@ mllm_status mllm_qwen2vl_mrope_positions(const int32_t *ids, int64_t n, int32_t 
     return MLLM_OK;
 }
 
-void mllm_qwen2vl_mrope_angles(const int32_t p[3], int head_dim, const int sections[3], float theta, float *cos_out,
+void mllm_mrope_angles(const int32_t p[3], int head_dim, const int sections[3], float theta, float *cos_out,
                                float *sin_out) {
     const int half = head_dim / 2;
     for (int i = 0, axis = 0, end = sections[0]; i < half; i++) {

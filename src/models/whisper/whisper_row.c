@@ -1,0 +1,157 @@
+/* Whisper behind the speech contract (models/speech.h) and its registry
+   row: the public mllm_transcribe_params become Whisper's decoding options
+   (beam, temperature fallback, language token, initial prompt), and its
+   result the generic segments. */
+#include <stdio.h>
+#include <string.h>
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "models/registry.h"
+#include "models/speech.h"
+#include "models/whisper/whisper_open.h"
+#include "models/whisper/whisper_transcribe.h"
+
+static bool row_probe(const char *path) { return mllm_whisper_probe(path) != MLLM_WHISPER_NONE; }
+
+static mllm_status row_open(const char *path, int n_threads, void **out) {
+    mllm_whisper_params wp = {.n_threads = n_threads > 0 ? n_threads : 1, .weight_type = MLLM_DTYPE_F16};
+    mllm_whisper *w = NULL;
+    mllm_status st = mllm_whisper_open(path, &wp, &w);
+    *out = w;
+    return st;
+}
+
+static void row_free(void *w) { mllm_whisper_free(w); }
+
+static mllm_tokenizer *row_tokenizer(void *w) { return mllm_whisper_tokenizer(w); }
+
+static void row_describe(const void *w, mllm_hparams *c) {
+    const mllm_whisper_hparams *hp = mllm_whisper_hp(w);
+    snprintf(c->arch, sizeof c->arch, "whisper");
+    c->n_vocab = hp->n_vocab;
+    c->n_ctx_train = hp->n_text_ctx;
+    c->n_embd = hp->d_model;
+    c->n_layer = hp->n_dec_layers;
+    c->n_head = c->n_head_kv = hp->n_head;
+    c->head_dim = hp->head_dim;
+    c->n_ff = hp->d_ff;
+}
+
+/* " " + the prompt, stripped, as faster-whisper's initial_prompt, as text
+   tokens (*ids owned, *n_ids kept). */
+static mllm_status prompt_tokens(mllm_whisper *w, const char *prompt, int32_t **ids, int *n_ids) {
+    const mllm_whisper_special *sp = mllm_whisper_tokens(w);
+    const mllm_tokenizer *tok = mllm_whisper_tokenizer(w);
+    const char *s = prompt;
+    size_t n = strlen(s);
+    while (n && (*s == ' ' || *s == '\n' || *s == '\t')) s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t')) n--;
+    char *text = mllm_malloc(n + 2);
+    if (!text) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    text[0] = ' ';
+    memcpy(text + 1, s, n);
+    size_t k = 0;
+    mllm_status st = mllm_tokenizer_encode(tok, text, n + 1, false, false, NULL, 0, &k);
+    if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
+        *ids = mllm_malloc((k + 1) * sizeof(int32_t));
+        st = *ids ? mllm_tokenizer_encode(tok, text, n + 1, false, false, *ids, k, &k)
+                  : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    }
+    mllm_free(text);
+    if (st != MLLM_OK) return st;
+    int kept = 0; /* text tokens only (the tokenizer parsed no specials; belt and braces) */
+    for (size_t i = 0; i < k; i++)
+        if ((*ids)[i] >= 0 && (*ids)[i] < sp->eot) (*ids)[kept++] = (*ids)[i];
+    *n_ids = kept;
+    return MLLM_OK;
+}
+
+/* The options of p (checked) for this model; *prompt_ids owned. */
+static mllm_status options(mllm_whisper *w, const mllm_transcribe_params *p, mllm_whisper_options *o,
+                           int32_t **prompt_ids) {
+    const mllm_whisper_special *sp = mllm_whisper_tokens(w);
+    mllm_whisper_options_default(o);
+    o->beam_size = p->beam_size;
+    o->timestamps = p->timestamps != 0;
+    o->translate = p->translate != 0;
+    if (p->beam_size < 1 || 2 * p->beam_size > MLLM_WHISPER_MAX_SEQ)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_transcribe: beam_size %d out of 1..%d", p->beam_size,
+                        MLLM_WHISPER_MAX_SEQ / 2);
+    if (!(p->temperature >= 0.0f && p->temperature <= 1.0f))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_transcribe: temperature %g out of 0..1", (double)p->temperature);
+    /* From the temperature asked up to 1.0 by 0.2, as OpenAI describes its
+       temperature (0: raised automatically while the text is unlikely). */
+    o->n_temperatures = 0;
+    for (float t = p->temperature; t <= 1.0f + 1e-4f && o->n_temperatures < MLLM_WHISPER_MAX_TEMPS; t += 0.2f)
+        o->temperatures[o->n_temperatures++] = t > 1.0f ? 1.0f : t;
+    const char *lang = p->language;
+    if (lang && lang[0] && strcmp(lang, "auto")) {
+        const int32_t tok = mllm_whisper_lang_token(w, lang);
+        if (tok < 0)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_transcribe: '%.32s' is not a language of this model%s", lang,
+                            sp->multilingual ? "" : " (it is English-only: 'en')");
+        o->language = sp->multilingual ? tok : -1;
+    }
+    if (o->translate && !sp->multilingual)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "mllm_transcribe: this model is English-only and cannot translate");
+    *prompt_ids = NULL;
+    if (p->prompt && p->prompt[0]) {
+        mllm_status st = prompt_tokens(w, p->prompt, prompt_ids, &o->n_initial_prompt);
+        if (st) return st;
+        o->initial_prompt = *prompt_ids;
+    }
+    return MLLM_OK;
+}
+
+static mllm_status row_transcribe(void *model, const float *samples, size_t n, const mllm_transcribe_params *p,
+                                  mllm_speech_result *res) {
+    mllm_whisper *w = model;
+    memset(res, 0, sizeof *res);
+    mllm_whisper_options o;
+    int32_t *prompt_ids = NULL;
+    mllm_whisper_result r = {0};
+    mllm_status st = options(w, p, &o, &prompt_ids);
+    if (!st) st = mllm_whisper_transcribe(w, samples, n, &o, &r);
+    if (!st && r.n_segs > 0 && !(res->segs = mllm_calloc((size_t)r.n_segs, sizeof *res->segs)))
+        st = mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (!st) {
+        for (int i = 0; i < r.n_segs; i++) { /* the texts and tokens change hands */
+            const mllm_whisper_segment *s = &r.segs[i];
+            res->segs[i] = (mllm_speech_segment){.start = s->start, .end = s->end, .text = s->text,
+                                                 .tokens = s->tokens, .n_tokens = s->n_tokens,
+                                                 .avg_logprob = s->avg_logprob, .no_speech_prob = s->no_speech_prob,
+                                                 .compression_ratio = s->compression_ratio,
+                                                 .temperature = s->temperature, .seek = s->seek};
+            r.segs[i].text = NULL;
+            r.segs[i].tokens = NULL;
+        }
+        res->n_segs = r.n_segs;
+        res->duration = r.duration;
+        const char *code = mllm_whisper_lang_code(w, r.language);
+        snprintf(res->lang, sizeof res->lang, "%s", code ? code : "en");
+        res->lang_prob = r.language_prob;
+    }
+    mllm_whisper_result_free(&r);
+    mllm_free(prompt_ids);
+    return st;
+}
+
+static const mllm_speech_family k_whisper_speech = {
+    .probe = row_probe,
+    .open = row_open,
+    .free = row_free,
+    .tokenizer = row_tokenizer,
+    .describe = row_describe,
+    .transcribe = row_transcribe,
+    .language_name = mllm_whisper_lang_name,
+};
+
+const mllm_arch mllm_arch_whisper = {
+    .name = "whisper",
+    .kind = MLLM_KIND_SPEECH,
+    .about = "Whisper speech to text (mllm transcribe): a CTranslate2 or Hugging Face folder, or a .mllm file "
+             "from mllm convert",
+    .family = "whisper",
+    .speech = &k_whisper_speech,
+};

@@ -82,7 +82,9 @@ run_preset() {
     [ "$preset" = release ] || skip=(-LE once)
     [ "$preset" = clang ] && skip=(-LE 'once|heavy')
     phase "$preset build"
-    cmake --preset "$preset" >/dev/null
+    # -Werror here (MLLM_WERROR): the release preset is also the user's
+    # build (a plain -DCMAKE_BUILD_TYPE=Release, -O3), which only warns
+    cmake --preset "$preset" -DMLLM_WERROR=ON >/dev/null
     cmake --build --preset "$preset" -j"$jobs"
     if (cd "build/$preset" && ctest --output-on-failure -j"$jobs" "${skip[@]}"); then
         n_pass=$((n_pass + 1))
@@ -99,7 +101,7 @@ run_preset() {
 phase "wasi build"
 rm -f build/wasi/mllm.wasm build/wasi/test_simd128.wasm # never test a stale module
 if scripts/wasi-deps.sh; then
-    cmake --preset wasi >/dev/null
+    cmake --preset wasi -DMLLM_WERROR=ON >/dev/null
     if ! cmake --build --preset wasi -j"$jobs"; then
         n_fail=$((n_fail + 1))
         status=1
@@ -159,7 +161,7 @@ fi
 # machine itself, so only the tests labelled "qemu" in tests/CMakeLists.txt
 # run (docs/arm64.md lists what is left out and why).
 phase "aarch64 build, tests labelled qemu under qemu-aarch64 (max, cortex-a57)"
-cmake --preset aarch64 >/dev/null
+cmake --preset aarch64 -DMLLM_WERROR=ON >/dev/null
 cmake --build --preset aarch64 -j"$jobs"
 # The anchor reference (2-3 minutes under qemu) runs under max only: its
 # numbers come from the q8_0/q4_0/f16/f32 kernels that test_kernels_arm

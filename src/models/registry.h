@@ -44,6 +44,10 @@ typedef struct mllm_arch {
     const char *family;      /* the source file that builds it (src/models/<family>.c) */
     bool rope_neox;          /* GGUF files of this architecture rotate halves */
     const char *chat_template; /* builtin template for files that carry none, or NULL */
+    /* GGUF tokenizer.ggml.pre of its byte-level BPE tokenizers (tokenizer.json
+       does not name it) when quantize writes an HF folder as GGUF; NULL:
+       "gpt2", and "llama-bpe" for vocabularies of 128k and more (Llama 3). */
+    const char *tokenizer_pre;
     /* HF config field -> GGUF key suffix, beyond the ones every decoder shares. */
     const mllm_name_pair *hf_keys;
     /* Defaults of this family's HF config class for absent fields. */

@@ -3,8 +3,9 @@
    without a token become "[PAD<id>]" UNUSED; added tokens are CONTROL when
    special or spelled <|...|>, else USER_DEFINED), bos/eos and the chat
    template from tokenizer_config.json. The pre-tokenizer name is chosen by
-   architecture (qwen2/qwen3: "qwen2"; llama with a >= 128k vocab:
-   "llama-bpe"; else "gpt2"), since tokenizer.json does not name it. */
+   registry row (mllm_arch.tokenizer_pre: "qwen2" for the Qwen rows; else
+   "llama-bpe" with a >= 128k vocab, "gpt2" below), since tokenizer.json
+   does not name it. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
+#include "models/registry.h"
 #include "quantize/quantize_internal.h"
 #include "core/file_open.h"
 
@@ -106,8 +108,7 @@ mllm_status quant_meta_hf_tokenizer(const mllm_model_file *f, const mllm_hparams
                 mstr[m++] = s;
             }
         }
-        const char *arch = hp->arch;
-        const char *pre = !strncmp(arch, "qwen", 4) ? "qwen2" : (!strcmp(arch, "llama") && n >= 128000) ? "llama-bpe" : "gpt2";
+        const char *pre = hp->row && hp->row->tokenizer_pre ? hp->row->tokenizer_pre : n >= 128000 ? "llama-bpe" : "gpt2";
         if (!st) st = mllm_gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2");
         if (!st) st = mllm_gguf_writer_add_str(w, "tokenizer.ggml.pre", pre);
         if (!st) st = mllm_gguf_writer_add_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, (uint64_t)n);

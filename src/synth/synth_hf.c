@@ -58,11 +58,11 @@ static const char *torch_dtype(int dt) {
     return dt == MLLM_DTYPE_F16 ? "float16" : dt == MLLM_DTYPE_BF16 ? "bfloat16" : "float32";
 }
 
-static const char *hf_architecture(const synth_preset *p) {
-    if (!strcmp(p->arch, "qwen3")) return "Qwen3ForCausalLM";
-    if (!strcmp(p->arch, "smollm3")) return "SmolLM3ForCausalLM";
-    if (p->gemma) return "Gemma3ForCausalLM";
-    return !strcmp(p->arch, "qwen2") ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
+/* The first HF class and model_type of the preset's registry row. */
+static const char *first_word(const char *list, char *buf, size_t cap) {
+    const size_t n = strcspn(list ? list : "", " ");
+    snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), list ? list : "");
+    return buf;
 }
 
 /* The HF name of a GGUF tensor name: the registry row's table where the
@@ -110,8 +110,10 @@ static cJSON *config_json(const synth_preset *p, int dtype, const synth_vocab *v
     bool qwen2 = !strcmp(p->arch, "qwen2");
     cJSON *j = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(archs, cJSON_CreateString(hf_architecture(p)));
-    cJSON_AddStringToObject(j, "model_type", p->gemma ? "gemma3_text" : p->arch);
+    const mllm_arch *row = mllm_arch_find(p->arch);
+    char cls[64], type[64];
+    cJSON_AddItemToArray(archs, cJSON_CreateString(first_word(row ? row->hf_classes : NULL, cls, sizeof cls)));
+    cJSON_AddStringToObject(j, "model_type", first_word(row ? row->hf_types : NULL, type, sizeof type));
     if (qwen2) cJSON_AddNumberToObject(j, "attention_dropout", 0.0);
     else cJSON_AddBoolToObject(j, "attention_bias", false);
     cJSON_AddNumberToObject(j, "bos_token_id", v->bos);

@@ -22,6 +22,7 @@ const mllm_arch mllm_arch_llama = {
 
 const mllm_arch mllm_arch_qwen2 = {
     .name = "qwen2",
+    .tokenizer_pre = "qwen2",
     .about = "Qwen2 / Qwen2.5 (q/k/v biases)",
     .hf_types = "qwen2",
     .hf_classes = "Qwen2ForCausalLM",
@@ -63,6 +64,7 @@ static mllm_status qwen2vl_read(const mllm_meta *m, const char *path, mllm_hpara
 
 const mllm_arch mllm_arch_qwen2vl = {
     .name = "qwen2vl",
+    .tokenizer_pre = "qwen2",
     .about = "Qwen2-VL / Qwen2.5-VL's language model (M-RoPE); images through qwen2vl_vision",
     .vision = &mllm_vision_qwen2vl,
     .hf_types = "qwen2_5_vl qwen2_vl qwen2_5_vl_text qwen2_vl_text",
@@ -89,6 +91,7 @@ const mllm_arch mllm_arch_idefics3 = {
 
 const mllm_arch mllm_arch_qwen3 = {
     .name = "qwen3",
+    .tokenizer_pre = "qwen2",
     .about = "Qwen3 (q/k norms)",
     .hf_types = "qwen3",
     .hf_classes = "Qwen3ForCausalLM",
@@ -125,6 +128,7 @@ static mllm_status smollm3_read(const mllm_meta *m, const char *path, mllm_hpara
 
 const mllm_arch mllm_arch_smollm3 = {
     .name = "smollm3",
+    .tokenizer_pre = "gpt2", /* what quantize wrote before rows carried it */
     .about = "SmolLM3 (layers without RoPE)",
     .hf_types = "smollm3",
     .hf_classes = "SmolLM3ForCausalLM",

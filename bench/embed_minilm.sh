@@ -4,11 +4,12 @@
 # sentence-transformers, both on 2 threads, one text per forward
 # (sentence-transformers: batch_size=1, torch.set_num_threads(2)).
 # mllm's figure is (time for 11 copies of the texts - time for 1 copy) / 10,
-# so the model's load is not counted; best of 3 for each.
+# so the model's load is not counted; best of 3 for each. MLLM_MINILM_DIR:
+# the model's folder (default: scripts/fetch-minilm.sh's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mllm="${1:-build/release/mllm}"
-dir="$(scripts/fetch-minilm.sh)"
+dir="${MLLM_MINILM_DIR:-$(scripts/fetch-minilm.sh)}" # a folder given is used as it is, no download
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 python3 - "$tmp" <<'PY'

@@ -53,6 +53,7 @@ for p in "${PROMPTS[@]}"; do
         done
     done
     for c in $cfgs; do
+        case $c in llama-*) [ "$LLAMA_ROUNDS" -gt 0 ] || continue ;; esac # not run: nothing to print
         tps=$(cat "$out/$c.$(basename "$p")".*.tps | median)
         all=$(cat "$out/$c.$(basename "$p")".*.tps | tr '\n' ' ')
         sum=$(md5sum "$out/$c.$(basename "$p").1.txt" | cut -c1-8)

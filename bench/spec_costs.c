@@ -1,5 +1,5 @@
 /* What a speculative pass costs, in one-token passes of the model
-   (bench/RESULTS.md, "Speculative decoding"): each round times, back to
+   (bench/history/2026-12-01_to_2026-12-03.md, "Speculative decoding"): each round times, back to
    back, one token of the model, verification passes over n = 2, 3, 5, 9
    tokens (logits of every row, as api/speculative.c verifies), and one
    token of the draft, with its whole output matrix and cut to its first

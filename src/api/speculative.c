@@ -18,7 +18,7 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
    bandwidth-bound decode: the weights are read once for all T tokens;
    measured 0.03-0.05 per token up to T = 4 on a loaded 2-core host, and
    more past 4, where the packed kernels sweep the weights again:
-   bench/RESULTS.md), a draft evaluation the ratio of the bytes a token of
+   bench/history/2026-12-01_to_2026-12-03.md), a draft evaluation the ratio of the bytes a token of
    the draft reads to the model's. */
 #define SPEC_VERIFY_COST 0.06
 

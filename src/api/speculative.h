@@ -33,7 +33,7 @@ mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out);
 /* The draft computes logits for this many token ids only (the most
    frequent: mllm_session_cut_vocab): for a 0.5B model with a 151k vocabulary the output matrix is
    36 % of the bytes a token reads, and ids past 65536 are rare in
-   generated text (bench/RESULTS.md). */
+   generated text (bench/history/2026-12-01_to_2026-12-03.md). */
 #define MLLM_SPEC_DRAFT_VOCAB 65536
 /* Same tokens under the same ids in model t and draft d (the logit rows
    may differ by up to 128 padding rows), the same BOS and EOS: a proposal

@@ -27,7 +27,7 @@
    stack (one load in the fma and one store per row and block), which still
    pays: on Zen 3, 8 rows in one tile beat 4 + 4 by ~7%. Clang's code for
    the wider tiles spills more and runs slower than its 4-row tiles, so it
-   keeps 4 (bench/RESULTS.md). */
+   keeps 4 (bench/history/2026-12-01_to_2026-12-03.md). */
 #ifndef X8_TILE_W
 #ifdef __clang__
 #define X8_TILE_W 4
@@ -251,7 +251,7 @@ PACKED_GROUP_SET8(tile_q4_1x8, mllm_block_q4_1x8)
 PACKED_GROUP_SET(tile_q5_0x8, mllm_block_q5_0x8)
 /* Activation rows per k-quant tile (q4_Kx8, q5_Kx8, q6_Kx8): 5 on GCC,
    where 5 rows ran M = 5 in 0.70-0.74x and M = 9 in 0.72-0.85x the time of
-   4-row tiles (bench/RESULTS.md, "AVX2 k-quant tiles: register schedule"); clang 14 spills the
+   4-row tiles (bench/history/2026-12-01_to_2026-12-03.md, "AVX2 k-quant tiles: register schedule"); clang 14 spills the
    wider tiles, so 4 there. */
 #ifndef KQ_TILE_W
 #ifdef __clang__

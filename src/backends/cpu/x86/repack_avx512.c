@@ -14,7 +14,7 @@
    the accumulation are the AVX2 tile's, operation for operation: the
    output is bit-identical to mllm_mul_mat_packed_avx2's, which the kernel
    test checks. Measured on Whisper tiny.en's encoder (Sapphire Rapids):
-   bench/RESULTS.md. The q4_0x8, q4_1x8 and q5_0x8 layouts have their own
+   bench/history/2026-12-01_to_2026-12-03.md. The q4_0x8, q4_1x8 and q5_0x8 layouts have their own
    tiles (repack_avx512_q4.c), which mllm_mul_mat_packed_avx512 hands them
    to. */
 #include <immintrin.h>

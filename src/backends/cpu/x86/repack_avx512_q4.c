@@ -20,7 +20,7 @@
    activation scales (q8_1's f16 d and s, q8_0s's float d) and the int32
    starts are read into small arrays once per pass over a chunk of weight
    groups, so the block's tail is broadcasts from memory. Measured:
-   bench/RESULTS.md ("AVX-512 VNNI q4_0/q4_1 tiles"). */
+   bench/history/2026-12-01_to_2026-12-03.md ("AVX-512 VNNI q4_0/q4_1 tiles"). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -37,7 +37,7 @@
 /* Bytes ahead in a group's block stream. A server step's matmuls are small
    (96-768 rows a thread), so this reaches into the next groups: with 2048,
    shuffled 96-row slices of a q4_1x8 matrix ran at 190-270 GFLOP/s, with
-   4096 at 275-295 (bench/RESULTS.md). */
+   4096 at 275-295 (bench/history/2026-12-01_to_2026-12-03.md). */
 #define PF_AHEAD 4096
 
 /* The three layouts: which activation block, how the int32 sum starts, and

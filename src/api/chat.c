@@ -3,7 +3,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
-#include "api/chat_defuse.h"
+#include "tokenizer/defuse.h"
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
@@ -118,15 +118,15 @@ static mllm_status render(const mllm_model *m, const char *conversation, char **
     char *marked = NULL;
     size_t marked_len = 0;
     /* Marked through the rewrite hook: the conversation's own text can be
-       told from the template's markup after rendering (chat_defuse.c). */
-    chat_defuse d;
-    chat_defuse_init(&d, m->tok);
-    st = mllm_template_render_json_rewrite(m->tmpl, ctx, strlen(ctx), defs, chat_defuse_mark, &d, &marked,
+       told from the template's markup after rendering (tokenizer/defuse.c). */
+    mllm_defuse d;
+    mllm_defuse_init(&d, m->tok);
+    st = mllm_template_render_json_rewrite(m->tmpl, ctx, strlen(ctx), defs, mllm_defuse_mark, &d, &marked,
                                            &marked_len);
     mllm_free(ctx);
     cJSON_free(defs);
     if (st != MLLM_OK) return st;
-    st = chat_defuse_restore(m->tok, marked, marked_len, text, len, spans, n_spans);
+    st = mllm_defuse_restore(m->tok, marked, marked_len, text, len, spans, n_spans);
     mllm_free(marked);
     return st;
 }

@@ -52,7 +52,7 @@ mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_
     *out = NULL;
     mllm_engine_grammar *eg = mllm_calloc(1, sizeof *eg);
     if (!eg) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    mllm_status st = mllm_constraint_init(&eg->c, m, g);
+    mllm_status st = mllm_model_constraint_init(&eg->c, m, g);
     if (st != MLLM_OK) { mllm_free(eg); return st; }
     eg->hooks = (mllm_engine_constraint){&eg->c, h_done, h_allows, h_apply, h_accept};
     *out = eg;

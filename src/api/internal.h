@@ -13,6 +13,7 @@
 #include "formats/st_config.h"
 #include "models/decoder/decoder.h"
 #include "models/registry.h"
+#include "runtime/constraint.h"
 #include "runtime/grammar_match.h"
 #include "runtime/vocab_trie.h"
 #include "tokenizer/tokenizer.h"
@@ -175,27 +176,8 @@ struct mllm_grammar {
 /* The model's vocabulary trie (built on first use; thread-safe). */
 mllm_status mllm_model_trie(mllm_model *m, const mllm_vocab_trie **out);
 
-/* One generation's grammar constraint (api/grammar.c). */
-typedef struct {
-    mllm_grammar *g;
-    mllm_model *m;
-    const mllm_vocab_trie *trie;
-    uint8_t *allow;   /* (n_vocab) the mask of the current step */
-    float *logits;    /* (n_vocab) the logits with disallowed tokens at -inf */
-    int32_t *eog;     /* (n_eog) end-of-generation tokens: allowed where the text is complete */
-    int n_eog, n_vocab;
-} mllm_constraint;
-mllm_status mllm_constraint_init(mllm_constraint *c, mllm_model *m, mllm_grammar *g);
-void mllm_constraint_free(mllm_constraint *c);
-/* Whether the grammar is complete and nothing may follow (generation ends). */
-bool mllm_constraint_done(const mllm_constraint *c);
-/* Whether token tok may come next (an end token: where the text is complete). */
-bool mllm_constraint_allows(mllm_constraint *c, int32_t tok);
-/* The logits to sample from (*out): those of the tokens the grammar does
-   not allow at -inf; or *done as mllm_constraint_done. Errors:
-   MLLM_ERR_UNSUPPORTED (no token continues the grammar; a matcher limit). */
-mllm_status mllm_constraint_apply(mllm_constraint *c, const float *logits, const float **out, bool *done);
-/* Advances the grammar by the sampled token's bytes. */
-mllm_status mllm_constraint_accept(mllm_constraint *c, int32_t tok);
+/* The constraint (runtime/constraint.h) of grammar g on model m: its
+   vocabulary trie, tokenizer and logits' length (api/grammar.c). */
+mllm_status mllm_model_constraint_init(mllm_constraint *c, mllm_model *m, mllm_grammar *g);
 
 #endif

@@ -449,7 +449,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     st = mllm_sampler_init(&smp, sp, s->m->dec.cfg.n_vocab);
     if (st != MLLM_OK) return st;
     mllm_constraint con;
-    if (sp->grammar && (st = mllm_constraint_init(&con, s->m, sp->grammar)) != MLLM_OK) {
+    if (sp->grammar && (st = mllm_model_constraint_init(&con, s->m, sp->grammar)) != MLLM_OK) {
         mllm_sampler_free(&smp);
         return st;
     }

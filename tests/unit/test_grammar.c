@@ -386,7 +386,7 @@ static void test_smollm2_mask(void **state) {
     assert_int_equal(mllm_tokenize(m, text, strlen(text), 0, ids, 256, &n), MLLM_OK);
     mllm_grammar *g = from_schema("{\"type\":\"object\"}");
     mllm_constraint c;
-    assert_int_equal(mllm_constraint_init(&c, m, g), MLLM_OK);
+    assert_int_equal(mllm_model_constraint_init(&c, m, g), MLLM_OK);
     float *logits = calloc((size_t)c.n_vocab, sizeof *logits);
     double total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -415,7 +415,7 @@ static void test_smollm2_mask(void **state) {
     mllm_grammar_free(g);
     /* Complete but open to more: the end tokens join the text tokens. */
     g = compile("root ::= \"a\"+");
-    assert_int_equal(mllm_constraint_init(&c, m, g), MLLM_OK);
+    assert_int_equal(mllm_model_constraint_init(&c, m, g), MLLM_OK);
     assert_int_equal(mllm_grammar_accept(g, "a", 1), MLLM_OK);
     assert_int_equal(mllm_constraint_apply(&c, logits, &out, &done), MLLM_OK);
     assert_true(!done && c.n_eog > 0 && isfinite(out[c.eog[0]]));

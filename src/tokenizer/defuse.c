@@ -15,7 +15,7 @@
    the original text, and the byte ranges of the restored token texts are
    handed to mllm_tokenizer_encode_spans as plain text. The rendered text
    is byte for byte what it was without marking. */
-#include "api/chat_defuse.h"
+#include "tokenizer/defuse.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +50,7 @@ static bool is_control(const mllm_tokenizer *t, int32_t id) {
     return mllm_tokenizer_token_type(t, id) != MLLM_TOKEN_USER_DEFINED; /* user-defined ones always match */
 }
 
-void chat_defuse_init(chat_defuse *d, const mllm_tokenizer *t) {
+void mllm_defuse_init(mllm_defuse *d, const mllm_tokenizer *t) {
     memset(d, 0, sizeof *d);
     d->t = t;
     for (int32_t k = 0; k < mllm_tokenizer_n_special(t); k++) {
@@ -63,7 +63,7 @@ void chat_defuse_init(chat_defuse *d, const mllm_tokenizer *t) {
 
 /* The control token whose text starts at s[0..n), longest first; -1 if
    none. */
-static int32_t control_at(const chat_defuse *d, const char *s, size_t n, size_t *tok_len) {
+static int32_t control_at(const mllm_defuse *d, const char *s, size_t n, size_t *tok_len) {
     const mllm_tokenizer *t = d->t;
     *tok_len = 0;
     if (!d->first[(unsigned char)s[0]]) return -1;
@@ -83,8 +83,8 @@ static int32_t control_at(const chat_defuse *d, const char *s, size_t n, size_t 
     return best;
 }
 
-int chat_defuse_mark(void *defuse, const char *s, size_t n, char **out, size_t *out_n) {
-    const chat_defuse *d = defuse;
+int mllm_defuse_mark(void *defuse, const char *s, size_t n, char **out, size_t *out_n) {
+    const mllm_defuse *d = defuse;
     *out = NULL;
     *out_n = 0;
     dbuf b = {0};
@@ -114,7 +114,7 @@ oom:
     return -1;
 }
 
-mllm_status chat_defuse_restore(const mllm_tokenizer *t, const char *text, size_t len, char **out, size_t *out_len,
+mllm_status mllm_defuse_restore(const mllm_tokenizer *t, const char *text, size_t len, char **out, size_t *out_len,
                                 mllm_text_span **spans, size_t *n_spans) {
     *out = NULL;
     *out_len = 0;

@@ -115,7 +115,7 @@ static mllm_status forward(mllm_model *m, const int32_t *ids, int T, mllm_poolin
     const size_t per = (size_t)MLLM_KV_CAP(T) * (size_t)kv_dim;
     mllm_kv_layer *kv = mllm_calloc((size_t)n_kv, sizeof *kv);
     float *kv_mem = mllm_calloc((size_t)n_kv * 2 * per, sizeof(float)); /* (n_kv, 2, cap, kv_dim) */
-    mllm_pool *tp = mllm_pool_new(m->n_threads);
+    mllm_pool *tp = m->pool;
     mllm_status st = kv && kv_mem && tp ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "mllm_embed: out of memory");
     mllm_graph g;
     mllm_graph_init(&g, MLLM_MODE_TRACE, tp, 1 << 16);
@@ -145,7 +145,6 @@ static mllm_status forward(mllm_model *m, const int32_t *ids, int T, mllm_poolin
     }
     if (!st) pool(h->data, c->n_embd, T, how, norm, out);
     mllm_graph_free(&g);
-    mllm_pool_free(tp);
     if (kv) mllm_backend_kv_release(kv, n_kv); /* a device's copies of this cache (a decoder on a backend) */
     mllm_free(kv_mem);
     mllm_free(kv);

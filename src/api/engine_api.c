@@ -19,11 +19,12 @@ mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p0, 
     mllm_engine_params p = *p0;
     if (p.n_ctx <= 0) p.n_ctx = mllm_model_default_ctx(m);
     p.exact = m->exact;
-    out->pool = mllm_pool_new(n_threads > 0 ? n_threads : m->n_threads);
+    out->own_pool = n_threads > 0 && n_threads != m->n_threads;
+    out->pool = out->own_pool ? mllm_pool_new(n_threads) : m->pool;
     if (!out->pool) return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
     mllm_status st = mllm_engine_new(&m->dec, m->tok, m->file, out->pool, &p, &out->e);
     if (st != MLLM_OK) {
-        mllm_pool_free(out->pool);
+        if (out->own_pool) mllm_pool_free(out->pool);
         out->pool = NULL;
     }
     return st;
@@ -31,7 +32,7 @@ mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p0, 
 
 void mllm_model_engine_close(mllm_model_engine *me) {
     mllm_engine_free(me->e);
-    mllm_pool_free(me->pool);
+    if (me->own_pool) mllm_pool_free(me->pool);
     me->e = NULL;
     me->pool = NULL;
 }

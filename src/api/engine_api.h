@@ -1,5 +1,5 @@
 /* The engine (src/engine) on a loaded mllm_model, for the server: an
-   engine with a thread pool of its own over the model's decoder, and a
+   engine on the model's thread pool over the model's decoder, and a
    request's grammar as the engine's constraint hooks. Not part of the
    public API (yet): the server is its one user. */
 #ifndef MLLM_API_ENGINE_API_H
@@ -10,6 +10,7 @@
 typedef struct {
     mllm_engine *e;
     mllm_pool *pool;
+    bool own_pool; /* another thread count than the model's: a pool of its own */
 } mllm_model_engine;
 
 /* The context length a session of m gets by default (n_ctx 0). */

@@ -30,6 +30,11 @@ struct mllm_model {
     mllm_st_config st;          /* the folder's sentence-transformers config (pooling, normalize, max_seq_length) */
     mllm_tokenizer *tok;
     int n_threads;
+    /* The model's thread pool (n_threads): lent to its sessions, its
+       engine and its embeddings, which take turns on it (core/threadpool.h)
+       instead of each bringing threads of its own; a session or engine that
+       asks for another thread count gets its own. */
+    mllm_pool *pool;
     bool exact;                 /* mllm_load_params.exact */
     double load_ms;
     struct mllm_template *tmpl; /* compiled at load; NULL if none or broken */

@@ -87,6 +87,10 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
             return st;
         }
         m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
+        if (!(m->pool = mllm_pool_new(m->n_threads))) {
+            mllm_model_free(m);
+            return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
+        }
         m->load_ms = mllm_now_ms() - t0;
         *out = m;
         return MLLM_OK;
@@ -128,6 +132,10 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     }
     m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
     m->exact = p && p->exact;
+    if (!(m->pool = mllm_pool_new(m->n_threads))) {
+        mllm_model_free(m);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
+    }
     if (p && p->mmproj && !(m->mmproj = mllm_strndup(p->mmproj, strlen(p->mmproj)))) {
         mllm_model_free(m);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
@@ -149,6 +157,7 @@ MLLM_API void mllm_model_free(mllm_model *m) {
     mllm_decoder_release(&m->dec);
     if (m->enc) m->row->encoder->release(m->enc);
     mllm_model_file_close(m->file);
+    mllm_pool_free(m->pool); /* last: everything above may have run on it */
     mllm_free(m);
 }
 

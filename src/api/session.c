@@ -127,8 +127,8 @@ mllm_status mllm_session_create(mllm_model *m, const mllm_session_params *p, mll
     int nt = p && p->n_threads > 0 ? p->n_threads : m->n_threads;
     int kv_dim = c->n_head_kv * c->head_dim;
     size_t per = (size_t)MLLM_KV_CAP(n_ctx) * (size_t)kv_dim;
-    s->own_pool = !pool;
-    s->pool = pool ? pool : mllm_pool_new(nt);
+    s->own_pool = !pool && nt != m->n_threads;
+    s->pool = pool ? pool : s->own_pool ? mllm_pool_new(nt) : m->pool;
     const bool paged = p->kv_type != MLLM_KV_CONTIGUOUS;
     if (paged) {
         mllm_status st = paged_init(s, p);

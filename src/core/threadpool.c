@@ -33,6 +33,10 @@ struct mllm_pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* Held by the thread whose job runs: callers on other threads (the
+       sessions, the engine, the towers sharing one model's pool) take turns
+       instead of posting over each other's job. */
+    pthread_mutex_t run_mu;
     atomic_uint job_gen;    /* 2 x the job's number, + 1 for an mllm_pool_run_help job */
     atomic_int n_done;      /* workers finished with the current job */
     atomic_int n_sleeping;
@@ -117,6 +121,7 @@ mllm_pool *mllm_pool_new(int n_threads) {
     p->n = n_threads;
     atomic_init(&p->spin_iters, MLLM_POOL_SPIN_ITERS);
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->run_mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->threads = mllm_calloc((size_t)n_threads, sizeof(pthread_t));
     if (!p->threads) { mllm_pool_free(p); return NULL; }
@@ -144,6 +149,7 @@ void mllm_pool_free(mllm_pool *p) {
     for (int i = 1; i < p->n; i++)
         if (p->threads && p->threads[i]) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->run_mu);
     pthread_cond_destroy(&p->cv);
     mllm_free(p->threads);
     mllm_free(p);
@@ -155,8 +161,7 @@ void mllm_pool_set_spin(mllm_pool *p, int iters) {
     if (p) atomic_store_explicit(&p->spin_iters, iters > 0 ? iters : 1, memory_order_relaxed);
 }
 
-void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
-    if (p->n == 1) { fn(arg, 0, 1); return; }
+static void run_locked(mllm_pool *p, mllm_job_fn fn, void *arg) {
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->n_done, 0);
@@ -174,8 +179,14 @@ void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
     while (atomic_load_explicit(&p->n_done, memory_order_acquire) < p->n - 1) relax(&spins);
 }
 
-void mllm_pool_run_help(mllm_pool *p, mllm_job_fn fn, void *arg) {
-    if (p->n == 1) { fn(arg, 0, 1); return; }
+void mllm_pool_run(mllm_pool *p, mllm_job_fn fn, void *arg) {
+    pthread_mutex_lock(&p->run_mu);
+    if (p->n == 1) fn(arg, 0, 1);
+    else run_locked(p, fn, arg);
+    pthread_mutex_unlock(&p->run_mu);
+}
+
+static void run_help_locked(mllm_pool *p, mllm_job_fn fn, void *arg) {
     p->fn = fn;
     p->arg = arg;
     /* only the caller posts jobs, and every worker that took up the last
@@ -194,6 +205,13 @@ void mllm_pool_run_help(mllm_pool *p, mllm_job_fn fn, void *arg) {
     const int entered = (int)(s & (HELP_CLOSED - 1));
     int spins = 0;
     while (atomic_load_explicit(&p->help_done, memory_order_acquire) < entered) relax(&spins);
+}
+
+void mllm_pool_run_help(mllm_pool *p, mllm_job_fn fn, void *arg) {
+    pthread_mutex_lock(&p->run_mu);
+    if (p->n == 1) fn(arg, 0, 1);
+    else run_help_locked(p, fn, arg);
+    pthread_mutex_unlock(&p->run_mu);
 }
 
 void mllm_pool_barrier(mllm_pool *p) {

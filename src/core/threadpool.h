@@ -1,7 +1,11 @@
 /* A persistent pool of worker threads. A job is a function that every thread
    (the caller is thread 0) runs with its index; inside a job, threads meet at
    mllm_pool_barrier(). No allocation and no lock on the hot path: workers
-   spin briefly on an atomic generation counter, then sleep on a condvar. */
+   spin briefly on an atomic generation counter, then sleep on a condvar.
+   A pool may be shared by threads (one per model, lent to its sessions,
+   its engine, its towers): concurrent mllm_pool_run / mllm_pool_run_help
+   calls take turns, one job at a time (a job must not post another to its
+   own pool). */
 #ifndef MLLM_CORE_THREADPOOL_H
 #define MLLM_CORE_THREADPOOL_H
 

@@ -7,8 +7,7 @@
 #include <time.h>
 #include "api/internal.h"
 #include "cli.h"
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/repack.h"
+#include "backends/cpu.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "formats/gguf.h"

@@ -46,12 +46,6 @@ static int parse_list(const char *opt, const char *s, long lo, long hi, long *ou
     return n;
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 /* llama.cpp's names of its file types (llama_model_ftype_name), so a
    Q4_K_M file reads "Q4_K - Medium" as in llama-bench, not its majority
    tensor type. */
@@ -123,11 +117,11 @@ static mllm_status run_test(mllm_session *s, bench_test *t, int n_vocab) {
     mllm_status st = MLLM_OK;
     for (int r = -1; r < t->reps && st == MLLM_OK; r++) { /* r = -1: warm-up */
         mllm_session_reset(s);
-        double t0 = now_ns();
+        double t0 = mllm_time_ms() * 1e6;
         if (t->n_prompt) st = mllm_session_eval(s, ids, (size_t)n);
         else
             for (int i = 0; i < n && st == MLLM_OK; i++) st = mllm_session_eval(s, &ids[i], 1);
-        double dt = now_ns() - t0;
+        double dt = mllm_time_ms() * 1e6 - t0;
         if (r >= 0) t->ns[r] = dt;
     }
     free(ids);

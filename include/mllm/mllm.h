@@ -105,6 +105,9 @@ MLLM_API const char *mllm_version(void);
    must refuse to use the library when it differs from the one it was
    written for (struct layouts or signatures changed). */
 MLLM_API int mllm_abi_version(void);
+/* Milliseconds on the library's monotonic clock (CLOCK_MONOTONIC, an
+   arbitrary origin): the clock of mllm_timings, for timing calls. */
+MLLM_API double mllm_time_ms(void);
 /* A static English phrase for the status ("i/o error", "context full");
    never NULL ("unknown status" for values that are not an mllm_status). */
 MLLM_API const char *mllm_status_str(mllm_status s);

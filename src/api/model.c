@@ -9,16 +9,13 @@
 #include "api/internal.h"
 #include "backends/cpu.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "models/whisper/whisper_open.h"
 #include "template/template.h"
 
-double mllm_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+MLLM_API double mllm_time_ms(void) { return mllm_clock_mono_ms(); }
 
 MLLM_API const char *mllm_version(void) { return "0.1.0"; }
 MLLM_API int mllm_abi_version(void) { return MLLM_ABI_VERSION; }
@@ -101,7 +98,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         p = &lp;
     }
     mllm_cpu_init();
-    double t0 = mllm_now_ms();
+    double t0 = mllm_clock_mono_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     if (mllm_whisper_probe(path) != MLLM_WHISPER_NONE) { /* speech to text: api/transcribe.c */
@@ -111,7 +108,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
             return st;
         }
         m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
-        m->load_ms = mllm_now_ms() - t0;
+        m->load_ms = mllm_clock_mono_ms() - t0;
         *out = m;
         return MLLM_OK;
     }
@@ -157,7 +154,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         mllm_model_free(m);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
-    m->load_ms = mllm_now_ms() - t0;
+    m->load_ms = mllm_clock_mono_ms() - t0;
     *out = m;
     return MLLM_OK;
 }

@@ -225,10 +225,10 @@ static mllm_status embed_idefics3(struct mllm_vision *v, uint64_t key, const voi
                                   mllm_vision_embedding *out) {
     mllm_image im = {0};
     mllm_idefics3_pixels px = {0};
-    const double t0 = mllm_now_ms();
+    const double t0 = mllm_clock_mono_ms();
     mllm_status st = mllm_image_load_memory(data, len, label, 0, &im, NULL);
     if (!st) st = mllm_idefics3_preprocess(&im, &v->ip, &px);
-    const double t1 = mllm_now_ms();
+    const double t1 = mllm_clock_mono_ms();
     if (!st) {
         pthread_mutex_lock(&v->enc_mu);
         st = mllm_idefics3_vision_encode(v->i3, &px, &out->emb, &out->n_rows);
@@ -240,7 +240,7 @@ static mllm_status embed_idefics3(struct mllm_vision *v, uint64_t key, const voi
         *out = (mllm_vision_embedding){.grid = {1, px.n_tiles * side, side}, .merge = c->scale,
                                        .n_rows = out->n_rows, .emb = out->emb, .width = im.width,
                                        .height = im.height, .resized_w = px.resized_w, .resized_h = px.resized_h,
-                                       .decode_ms = t1 - t0, .encode_ms = mllm_now_ms() - t1,
+                                       .decode_ms = t1 - t0, .encode_ms = mllm_clock_mono_ms() - t1,
                                        .tile_rows = px.rows, .tile_cols = px.cols, .tile_tokens = c->image_seq_len};
         keep(v, key, data, len, out);
     } else {
@@ -269,10 +269,10 @@ mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len,
 
     mllm_image im = {0};
     mllm_qwen2vl_pixels px = {0};
-    const double t0 = mllm_now_ms();
+    const double t0 = mllm_clock_mono_ms();
     if ((st = mllm_image_load_memory(data, len, label, 0, &im, NULL)) == MLLM_OK)
         st = mllm_qwen2vl_preprocess(&im, &pp, &px);
-    const double t1 = mllm_now_ms();
+    const double t1 = mllm_clock_mono_ms();
     if (st == MLLM_OK) {
         pthread_mutex_lock(&v->enc_mu);
         st = mllm_qwen2vl_vision_encode(v->tower, &px, &out->emb, &out->n_rows);
@@ -282,7 +282,7 @@ mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len,
         *out = (mllm_vision_embedding){.grid = {px.grid_t, px.grid_h, px.grid_w}, .merge = pp.merge_size,
                                        .n_rows = out->n_rows, .emb = out->emb, .width = im.width,
                                        .height = im.height, .resized_w = px.resized_w, .resized_h = px.resized_h,
-                                       .decode_ms = t1 - t0, .encode_ms = mllm_now_ms() - t1};
+                                       .decode_ms = t1 - t0, .encode_ms = mllm_clock_mono_ms() - t1};
         keep(v, key, data, len, out);
     } else {
         mllm_vision_embedding_free(out);

@@ -68,6 +68,13 @@ while IFS=: read -r file line _; do
   echo "FAIL: ${file#"$root"/}:$line reads the environment (pass the value in from src/api)"; bad=1
 done < <(grep -rnE '\b(secure_)?getenv *\(' "$src/models" --include='*.c' --include='*.h')
 
+# One monotonic clock: core/clock.c reads it (mllm_clock_mono*), everything
+# else asks it (the public mllm_time_ms for apps/).
+while IFS=: read -r file line _; do
+  [[ ${file#"$root"/} == src/core/clock.c ]] && continue
+  echo "FAIL: ${file#"$root"/}:$line reads CLOCK_MONOTONIC itself (use core/clock.h or mllm_time_ms)"; bad=1
+done < <(grep -rnE 'clock_gettime *\( *CLOCK_MONOTONIC' "$src" "$root/apps" --include='*.c' --include='*.h')
+
 # The user commands in apps/ are clients of the public API: they include
 # mllm/mllm.h, system headers and the apps' own headers (cli.h) only. The
 # pairs below are the internal headers they still include (file: header);

@@ -75,6 +75,13 @@ while IFS=: read -r file line _; do
   echo "FAIL: ${file#"$root"/}:$line reads CLOCK_MONOTONIC itself (use core/clock.h or mllm_time_ms)"; bad=1
 done < <(grep -rnE 'clock_gettime *\( *CLOCK_MONOTONIC' "$src" "$root/apps" --include='*.c' --include='*.h')
 
+# One atomic-write protocol: core/atomic_write.c renames temporaries onto
+# their destination; a writer elsewhere uses it instead of its own copy.
+while IFS=: read -r file line _; do
+  [[ ${file#"$root"/} == src/core/atomic_write.c ]] && continue
+  echo "FAIL: ${file#"$root"/}:$line renames a file itself (use core/atomic_write.h)"; bad=1
+done < <(grep -rnE '(^|[^_a-z])rename *\(' "$src" --include='*.c')
+
 # The user commands in apps/ are clients of the public API: they include
 # mllm/mllm.h, system headers and the apps' own headers (cli.h) only. The
 # pairs below are the internal headers they still include (file: header);

@@ -89,8 +89,6 @@ done < <(grep -rnE '(^|[^_a-z])rename *\(' "$src" --include='*.c')
 apps_internal_left=(
   "cli_backend.c: backends/opencl/ocl_backend.h" "cli_backend.c: backends/cuda/cu_backend.h"
   "cli_image.c: image/image.h"
-  "cmd_bench.c: api/internal.h" "cmd_bench.c: backends/cpu.h" "cmd_bench.c: core/clock.h"
-  "cmd_bench.c: core/dtype.h" "cmd_bench.c: formats/gguf.h" "cmd_bench.c: runtime/rng.h"
   "cmd_chat.c: runtime/think_filter.h"
   "cmd_convert.c: convert/convert.h"
   "cmd_grammar.c: api/internal.h" "cmd_grammar.c: runtime/rng.h"

@@ -5,14 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "api/internal.h"
 #include "cli.h"
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/repack.h"
-#include "core/clock.h"
-#include "core/dtype.h"
-#include "formats/gguf.h"
-#include "runtime/rng.h"
 
 #define MAX_LIST 16
 
@@ -47,66 +40,12 @@ static int parse_list(const char *opt, const char *s, long lo, long hi, long *ou
     return n;
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-/* llama.cpp's names of its file types (llama_model_ftype_name), so a
-   Q4_K_M file reads "Q4_K - Medium" as in llama-bench, not its majority
-   tensor type. */
-static const char *ftype_name(uint32_t ft) {
-    switch (ft) {
-    case 0: return "all F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K - Medium";
-    case 11: return "Q3_K - Small";
-    case 12: return "Q3_K - Medium";
-    case 13: return "Q3_K - Large";
-    case 14: return "Q4_K - Small";
-    case 15: return "Q4_K - Medium";
-    case 16: return "Q5_K - Small";
-    case 17: return "Q5_K - Medium";
-    case 18: return "Q6_K";
-    case 19: return "IQ2_XXS - 2.0625 bpw";
-    case 20: return "IQ2_XS - 2.3125 bpw";
-    case 21: return "Q2_K - Small";
-    case 32: return "BF16";
-    case 38: return "MXFP4 MoE";
-    default: return NULL;
-    }
-}
-
-/* The model's "type" column: the GGUF's general.file_type named as
-   llama.cpp names it; otherwise (no such key, or ours: w4a32) the most
-   common dtype among the 2-D weights. A .mllm's kernel layouts count as
-   the type they hold (q4_1x8 is q4_1), so the same weights read the same
-   from GGUF and .mllm. */
-static const char *model_type_name(const mllm_model *m, char *buf, size_t cap) {
-    uint32_t ft;
-    const char *named = m->file->gguf && mllm_gguf_get_u32(m->file->gguf, "general.file_type", &ft) ? ftype_name(ft) : NULL;
-    if (named) {
-        snprintf(buf, cap, "%s", named);
-        return buf;
-    }
-    size_t bytes[MLLM_DTYPE_COUNT] = {0};
-    for (size_t i = 0; i < m->file->n_weights; i++) {
-        const mllm_weight *w = &m->file->weights[i];
-        if (w->n_dims == 2 && w->dtype >= 0 && w->dtype < MLLM_DTYPE_COUNT)
-            bytes[mllm_repack_plain_type((mllm_dtype)w->dtype)] += w->size;
-    }
-    int best = 0;
-    for (int t = 1; t < MLLM_DTYPE_COUNT; t++)
-        if (bytes[t] > bytes[best]) best = t;
-    snprintf(buf, cap, "%s", mllm_dtype_name(best));
-    for (char *p = buf; *p; p++) if (*p >= 'a' && *p <= 'z') *p -= 32;
-    return buf;
+/* splitmix64: the random token ids, from a fixed seed as in llama-bench. */
+static uint64_t next_id(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }
 
 typedef struct {
@@ -118,17 +57,16 @@ static mllm_status run_test(mllm_session *s, bench_test *t, int n_vocab) {
     int n = t->n_prompt ? t->n_prompt : t->n_gen;
     int32_t *ids = malloc((size_t)n * sizeof *ids);
     if (!ids) return MLLM_ERR_NOMEM;
-    mllm_rng rng;
-    mllm_rng_seed(&rng, 1234);
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)(mllm_rng_next(&rng) % (uint64_t)n_vocab);
+    uint64_t seed = 1234;
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)(next_id(&seed) % (uint64_t)n_vocab);
     mllm_status st = MLLM_OK;
     for (int r = -1; r < t->reps && st == MLLM_OK; r++) { /* r = -1: warm-up */
         mllm_session_reset(s);
-        double t0 = now_ns();
+        double t0 = mllm_time_ms() * 1e6;
         if (t->n_prompt) st = mllm_session_eval(s, ids, (size_t)n);
         else
             for (int i = 0; i < n && st == MLLM_OK; i++) st = mllm_session_eval(s, &ids[i], 1);
-        double dt = now_ns() - t0;
+        double dt = mllm_time_ms() * 1e6 - t0;
         if (r >= 0) t->ns[r] = dt;
     }
     free(ids);
@@ -181,8 +119,8 @@ int cmd_bench(int argc, char **argv) {
     bool json = !strcmp(fmt, "json");
     if (!json && strcmp(fmt, "md")) { fprintf(stderr, "mllm bench: -o expects md or json\n"); return 2; }
     int64_t now64;
-    if (json && mllm_clock_now(&now64, NULL) != MLLM_OK) { fprintf(stderr, "mllm bench: %s\n", mllm_last_error()); return 2; }
-    if (th[0] == 0) th[0] = mllm_cpu_count();
+    if (json && mllm_time_now(&now64) != MLLM_OK) { fprintf(stderr, "mllm bench: %s\n", mllm_last_error()); return 2; }
+    if (th[0] == 0) th[0] = mllm_n_cpus();
 
     mllm_load_params lp;
     mllm_load_default_params(&lp);
@@ -193,18 +131,19 @@ int cmd_bench(int argc, char **argv) {
     mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
     cli_backend_report("mllm bench");
-    const mllm_hparams *c = &m->dec.cfg;
-    /* llama-bench's column: the backend that computes the layers (the CPU
-       takes what it lacks) */
-    const char *be_name = m->dec.n_backends ? m->dec.backends[0]->name : "CPU";
-    size_t size = 0;
-    for (size_t i = 0; i < m->file->n_weights; i++) size += m->file->weights[i].size;
-    char tname[32], mtype[96], sz[16];
-    double np = (double)m->dec.n_params;
+    mllm_model_summary sum;
+    if ((st = mllm_model_summarize(m, &sum)) != MLLM_OK) {
+        mllm_model_free(m);
+        return cli_fail("cannot bench this model", st);
+    }
+    const char *be_name = sum.backend;
+    const size_t size = (size_t)sum.size;
+    char mtype[96], sz[16];
+    double np = (double)sum.n_params;
     if (np >= 1e8) snprintf(sz, sizeof sz, "%.1fB", np / 1e9);
     else if (np >= 1e6) snprintf(sz, sizeof sz, "%.0fM", np / 1e6);
     else snprintf(sz, sizeof sz, "%.0fK", np / 1e3);
-    snprintf(mtype, sizeof mtype, "%s %s %s", c->arch, sz, model_type_name(m, tname, sizeof tname));
+    snprintf(mtype, sizeof mtype, "%s %s %s", sum.arch, sz, sum.type);
     const char *base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
     long max_n = 1;
     for (int i = 0; i < n_pp; i++) max_n = pp[i] > max_n ? pp[i] : max_n;
@@ -228,7 +167,7 @@ int cmd_bench(int argc, char **argv) {
             bench_test t = {k < n_pp ? (int)pp[k] : 0, k < n_pp ? 0 : (int)tg[k - n_pp], (int)th[ti], (int)reps, ns};
             if (t.n_prompt == 0 && t.n_gen == 0) continue;
             fprintf(stderr, "bench: %s%d, %d threads...\n", t.n_prompt ? "pp" : "tg", t.n_prompt + t.n_gen, t.threads);
-            if ((st = run_test(s, &t, c->n_vocab)) != MLLM_OK) { rc = cli_fail("bench run failed", st); break; }
+            if ((st = run_test(s, &t, mllm_model_n_vocab(m))) != MLLM_OK) { rc = cli_fail("bench run failed", st); break; }
             double ats, sts, ans, sns;
             stats(&t, &ats, &sts, &ans, &sns);
             char test[32];
@@ -241,7 +180,7 @@ int cmd_bench(int argc, char **argv) {
                 fflush(stdout);
                 continue;
             }
-            if (mllm_clock_now(&now64, NULL) != MLLM_OK) now64 = (int64_t)time(NULL); /* checked above */
+            if (mllm_time_now(&now64) != MLLM_OK) now64 = (int64_t)time(NULL); /* checked above */
             time_t now = (time_t)now64; /* SOURCE_DATE_EPOCH pins test_time */
             char when[32];
             struct tm tm;
@@ -252,7 +191,7 @@ int cmd_bench(int argc, char **argv) {
                    "    \"type_k\": \"f32\",\n    \"type_v\": \"f32\",\n    \"n_prompt\": %d,\n    \"n_gen\": %d,\n"
                    "    \"n_depth\": 0,\n    \"test_time\": \"%s\",\n    \"avg_ns\": %.0f,\n    \"stddev_ns\": %.0f,\n"
                    "    \"avg_ts\": %.6f,\n    \"stddev_ts\": %.6f,\n    \"samples_ns\": [",
-                   first ? "" : ",\n", mllm_version(), mllm_cpu_path(), be_name, base, mtype, size, np, t.threads,
+                   first ? "" : ",\n", mllm_version(), sum.cpu_path, be_name, base, mtype, size, np, t.threads,
                    t.n_prompt, t.n_gen, when, ans, sns, ats, sts);
             for (int r = 0; r < t.reps; r++) printf("%s%.0f", r ? ", " : " ", t.ns[r]);
             printf(" ],\n    \"samples_ts\": [");

@@ -108,7 +108,7 @@ int cmd_perplexity(int argc, char **argv) {
             n_ctx, n_ctx - first - 1);
     double sum = 0, sum2 = 0;
     long count = 0;
-    double t0 = mllm_now_ms();
+    double t0 = mllm_time_ms();
     for (size_t c = 0; c < n_chunks; c++) {
         int32_t *chunk = ids + c * (size_t)n_ctx;
         int32_t saved = chunk[0];
@@ -133,8 +133,8 @@ int cmd_perplexity(int argc, char **argv) {
         printf("[%zu]%.4f%s", c + 1, exp(sum / (double)count), c + 1 < n_chunks ? "," : "\n");
         fflush(stdout);
         if (c == 0)
-            fprintf(stderr, "perplexity: %.2f s per chunk, about %.0f s in all\n", (mllm_now_ms() - t0) / 1e3,
-                    (mllm_now_ms() - t0) / 1e3 * (double)n_chunks);
+            fprintf(stderr, "perplexity: %.2f s per chunk, about %.0f s in all\n", (mllm_time_ms() - t0) / 1e3,
+                    (mllm_time_ms() - t0) / 1e3 * (double)n_chunks);
     }
     double mean = sum / (double)count, var = sum2 / (double)count - mean * mean;
     double err = count > 1 ? sqrt(var > 0 ? var / (double)(count - 1) : 0) : 0;

@@ -72,13 +72,11 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     p.progress = progress;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = mllm_time_ms();
     mllm_quantize_stats s;
     const mllm_status st = mllm_quantize_file(pos[0], pos[1], &p, &s);
     if (st != MLLM_OK) return cli_fail("quantize failed", st);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    const double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    const double secs = (mllm_time_ms() - t0) / 1e3;
     fprintf(stderr, "model size  = %10.2f MiB\nquant size  = %10.2f MiB (%zu of %zu tensors converted, %.2f s)\nwrote %s\n",
             (double)s.bytes_in / 1048576.0, (double)s.bytes_out / 1048576.0, s.n_quantized, s.n_tensors, secs, pos[1]);
     return 0;

@@ -321,8 +321,7 @@ int cmd_run(int argc, char **argv) {
     if (ids_out && !(rctx.ids = fopen(ids_out, "w"))) { fprintf(stderr, "mllm run: cannot write '%s'\n", ids_out); goto done; }
     for (size_t i = 0; rctx.ids && i < n; i++) fprintf(rctx.ids, "%d\n", ids[i]);
 
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = mllm_time_ms();
     if (image) {
         if (cli_image_eval(s, image_conv, &image, 1, "mllm run", NULL)) goto done;
         n = (size_t)mllm_session_n_past(s);
@@ -334,8 +333,7 @@ int cmd_run(int argc, char **argv) {
             cli_fail("prompt evaluation failed", st);
         goto done;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double prompt_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    double prompt_ms = mllm_time_ms() - t0;
     if (logits_out) {
         FILE *lf = fopen(logits_out, "wb");
         size_t nv = (size_t)mllm_model_n_vocab(m);

@@ -112,15 +112,14 @@ static const char *default_id(const char *path, char *buf, size_t cap) {
 
 /* Waits for the running requests up to grace seconds or a second signal. */
 static void drain(mllm_server *srv, const sigset_t *set, long grace) {
-    struct timespec t0, now, tick = {0, 100 * 1000 * 1000};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct timespec tick = {0, 100 * 1000 * 1000};
+    const double t0 = mllm_time_ms();
     while (mllm_server_busy(srv) > 0) {
         if (sigtimedwait(set, NULL, &tick) > 0) {
             fprintf(stderr, "mllm serve: second signal, cancelling running requests\n");
             return;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        double waited = (mllm_time_ms() - t0) / 1e3;
         if (waited >= (double)grace) {
             fprintf(stderr, "mllm serve: grace period over, cancelling running requests\n");
             return;

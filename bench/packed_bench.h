@@ -9,7 +9,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 

@@ -48,9 +48,9 @@ static mllm_session *open_session(mllm_model *m, const int32_t *ids, size_t n) {
 static double time_eval(mllm_session *s, const int32_t *ids, int n) {
     const int n0 = s->n_past;
     const float *rows;
-    double t0 = mllm_now_ms();
+    double t0 = mllm_time_ms();
     mllm_status st = n == 1 ? mllm_session_eval_internal(s, ids, 1) : mllm_session_eval_rows(s, ids, n, &rows);
-    double ms = mllm_now_ms() - t0;
+    double ms = mllm_time_ms() - t0;
     if (st != MLLM_OK) {
         fprintf(stderr, "eval: %s\n", mllm_last_error());
         exit(1);

@@ -105,6 +105,9 @@ MLLM_API const char *mllm_version(void);
    must refuse to use the library when it differs from the one it was
    written for (struct layouts or signatures changed). */
 MLLM_API int mllm_abi_version(void);
+/* Milliseconds on the library's monotonic clock (CLOCK_MONOTONIC, an
+   arbitrary origin): the clock of mllm_timings, for timing calls. */
+MLLM_API double mllm_time_ms(void);
 /* A static English phrase for the status ("i/o error", "context full");
    never NULL ("unknown status" for values that are not an mllm_status). */
 MLLM_API const char *mllm_status_str(mllm_status s);
@@ -194,6 +197,28 @@ MLLM_API void mllm_model_free(mllm_model *m);
    (cap < *needed; buf is left untouched). */
 MLLM_API mllm_status mllm_model_info_json(const mllm_model *m, char *buf, size_t cap,
                                           size_t *needed);
+/* What a benchmark table says of a loaded model (llama-bench's columns).
+   The strings are static or live as long as the model. */
+typedef struct {
+    const char *arch;     /* the registry row's name: "llama", "qwen2", ... */
+    const char *backend;  /* the backend that computes the layers: "CPU", "opencl", ... */
+    const char *cpu_path; /* the CPU's kernel path: "generic", "avx2", "neon-dotprod", ... */
+    /* The file type as llama.cpp names it ("Q4_K - Medium") when a GGUF
+       says it, else the most common dtype of the 2-D weights ("Q4_1"; a
+       kernel layout counts as the type it holds). */
+    char type[32];
+    uint64_t size;        /* bytes of weights in the file */
+    uint64_t n_params;
+} mllm_model_summary;
+/* Fills *out. MLLM_ERR_INVALID_ARG for a NULL argument or a model without
+   a text decoder or encoder (speech). */
+MLLM_API mllm_status mllm_model_summarize(const mllm_model *m, mllm_model_summary *out);
+/* The number of online CPUs: the thread count that n_threads 0 means. */
+MLLM_API int mllm_n_cpus(void);
+/* Seconds since 1970-01-01 UTC: SOURCE_DATE_EPOCH when it is set (the
+   reproducible-builds convention), else the wall clock. A malformed
+   SOURCE_DATE_EPOCH is MLLM_ERR_INVALID_ARG, naming the value. */
+MLLM_API mllm_status mllm_time_now(int64_t *seconds);
 /* Getters; thread-safe, never fail. NULL model: 0 (n_vocab, n_ctx_train)
    or -1 (bos, eos). n_vocab is the size of the logits vector; valid token
    ids are [0, n_vocab). n_ctx_train is the context the model was trained

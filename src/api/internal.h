@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include "api/vision.h"
+#include "core/clock.h"
 #include "core/threadpool.h"
 #include "formats/model_file.h"
 #include "graph/graph.h"
@@ -147,7 +148,6 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
 /* Evaluates n <= 512 tokens and writes the logits of tokens [first_out, n)
    to out ((n - first_out) x n_vocab floats): for perplexity. */
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
-double mllm_now_ms(void);
 /* The context length of a session with n_ctx 0 (engine_api.c). */
 int mllm_model_default_ctx(const mllm_model *m);
 /* Evaluates ids (after the cached ones) whose runs of image_token are the

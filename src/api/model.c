@@ -1,23 +1,21 @@
 /* mllm_model: open a file of any supported format, bind the decoder, build
    the tokenizer. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "backends/cpu/type_kernels.h"
 #include "api/internal.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "models/encoder.h"
 #include "template/template.h"
 
-double mllm_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+MLLM_API double mllm_time_ms(void) { return mllm_clock_mono_ms(); }
 
 MLLM_API const char *mllm_version(void) { return "0.1.0"; }
 MLLM_API int mllm_abi_version(void) { return MLLM_ABI_VERSION; }
@@ -56,6 +54,30 @@ static int requant_type(const char *name) {
     return -1;
 }
 
+/* The decoder's load inputs. The environment is read here, not in the
+   model: MLLM_BACKENDS when the caller names no backend, MLLM_REPACK=0
+   (never) / =1 (always) for the x8 weight layouts (unset: where this CPU
+   has kernels for them), MLLM_PACK_THREADS=N to cap the packing threads
+   (1: all on the calling thread, as the qemu instruction counts of bench/
+   need: their counter is exact for one thread only). */
+static mllm_decoder_params decoder_params(const mllm_load_params *p, int requant) {
+    mllm_decoder_params dp = {.n_offload = p ? p->n_gpu_layers : -1, .requant = requant, .repack = -1};
+    if (p && p->backend) {
+        dp.backends = p->backend;
+        dp.backends_from = "backend";
+    } else {
+        dp.backends = getenv("MLLM_BACKENDS");
+        dp.backends_from = "MLLM_BACKENDS";
+    }
+    const char *e = getenv("MLLM_REPACK");
+    if (e && strcmp(e, "0") == 0) dp.repack = 0;
+    if (e && strcmp(e, "1") == 0) dp.repack = 1;
+    const char *pt = getenv("MLLM_PACK_THREADS");
+    const long n = pt ? atol(pt) : 0;
+    dp.pack_threads = n > 0 && n < 1024 ? (int)n : 0;
+    return dp;
+}
+
 MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p, mllm_model **out) {
     if (!path || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: NULL argument");
     *out = NULL;
@@ -76,7 +98,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         p = &lp;
     }
     mllm_cpu_init();
-    double t0 = mllm_now_ms();
+    double t0 = mllm_clock_mono_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     const mllm_arch *speech = mllm_arch_probe_speech(path);
@@ -91,7 +113,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
             mllm_model_free(m);
             return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
         }
-        m->load_ms = mllm_now_ms() - t0;
+        m->load_ms = mllm_clock_mono_ms() - t0;
         *out = m;
         return MLLM_OK;
     }
@@ -108,7 +130,8 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         m->dec.cfg = hp;
         st = hp.row->encoder->bind(m->file, &hp, &m->enc);
     } else if (st == MLLM_OK) {
-        st = mllm_decoder_bind(&m->dec, m->file, &hp, p ? p->backend : NULL, p ? p->n_gpu_layers : -1, requant);
+        const mllm_decoder_params dp = decoder_params(p, requant);
+        st = mllm_decoder_bind(&m->dec, m->file, &hp, &dp);
     }
     if (st == MLLM_OK && m->file->kind == MLLM_FILE_HF) st = mllm_st_config_load(m->file->path, &m->st);
     if (st == MLLM_OK) st = load_tokenizer(m, p);
@@ -140,7 +163,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
         mllm_model_free(m);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
-    m->load_ms = mllm_now_ms() - t0;
+    m->load_ms = mllm_clock_mono_ms() - t0;
     *out = m;
     return MLLM_OK;
 }

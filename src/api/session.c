@@ -385,10 +385,10 @@ MLLM_API mllm_status mllm_session_sync(mllm_session *s, const int32_t *ids, size
     }
     s->n_past = (int)k; /* cache rows past k are simply overwritten */
     if (n_reused) *n_reused = k;
-    double t0 = mllm_now_ms();
+    double t0 = mllm_clock_mono_ms();
     mllm_status st = mllm_session_eval_internal(s, ids + k, n - k);
     s->timings.n_prompt += (int)(n - k);
-    s->timings.prompt_ms += mllm_now_ms() - t0;
+    s->timings.prompt_ms += mllm_clock_mono_ms() - t0;
     return st;
 }
 
@@ -417,7 +417,7 @@ static mllm_status sample_constrained(mllm_session *s, mllm_sampler *smp, mllm_c
     if (mllm_constraint_done(con)) return MLLM_OK;
     mllm_rng saved = smp->rng; /* a rejected draw is replayed on the allowed tokens */
     *tok = mllm_sampler_sample(smp, s->logits, s->tokens, s->n_past);
-    double t0 = mllm_now_ms();
+    double t0 = mllm_clock_mono_ms();
     bool ok = mllm_constraint_allows(con, *tok);
     mllm_status st = MLLM_OK;
     if (!ok) {
@@ -428,12 +428,12 @@ static mllm_status sample_constrained(mllm_session *s, mllm_sampler *smp, mllm_c
         *tok = -1;
         if (st == MLLM_OK && !done) {
             smp->rng = saved;
-            s->timings.grammar_ms += mllm_now_ms() - t0;
+            s->timings.grammar_ms += mllm_clock_mono_ms() - t0;
             *tok = mllm_sampler_sample(smp, masked, s->tokens, s->n_past);
             return MLLM_OK;
         }
     }
-    s->timings.grammar_ms += mllm_now_ms() - t0;
+    s->timings.grammar_ms += mllm_clock_mono_ms() - t0;
     return st;
 }
 
@@ -454,14 +454,14 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
         return st;
     }
     atomic_store(&s->cancel, false);
-    double t0 = mllm_now_ms();
+    double t0 = mllm_clock_mono_ms();
     st = mllm_session_eval_internal(s, ids, n);
     /* A draft model's prefill of the context counts as prompt time. */
     if (st == MLLM_OK) st = mllm_spec_begin(s, sp);
     s->timings.n_prompt += (int)n;
-    s->timings.prompt_ms += mllm_now_ms() - t0;
+    s->timings.prompt_ms += mllm_clock_mono_ms() - t0;
     mllm_token_text tt = {0};
-    double tg = mllm_now_ms();
+    double tg = mllm_clock_mono_ms();
     for (int i = 0; st == MLLM_OK && i < sp->max_tokens; i++) {
         if (atomic_load(&s->cancel)) { st = MLLM_ERR_CANCELLED; mllm_err(st, "generation cancelled"); break; }
         int32_t tok;
@@ -483,7 +483,7 @@ MLLM_API mllm_status mllm_generate_ids(mllm_session *s, const int32_t *ids, size
     }
     mllm_spec_end(s);
     mllm_token_text_flush(&tt, cb, user);
-    s->timings.gen_ms += mllm_now_ms() - tg;
+    s->timings.gen_ms += mllm_clock_mono_ms() - tg;
     mllm_sampler_free(&smp);
     if (sp->grammar) mllm_constraint_free(&con);
     return st;

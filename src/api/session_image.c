@@ -177,7 +177,7 @@ mllm_status mllm_session_sync_images(mllm_session *s, const int32_t *ids, size_t
     s->image_end = keep ? s->imgs[keep - 1].end : 0;
     if (n_reused) *n_reused = k;
     const int n_new = n_imgs - keep;
-    const double t0 = mllm_now_ms();
+    const double t0 = mllm_clock_mono_ms();
     mllm_status st = MLLM_OK;
     if (n_new == 0) {
         st = mllm_session_eval_internal(s, ids + k, n - k);
@@ -205,6 +205,6 @@ mllm_status mllm_session_sync_images(mllm_session *s, const int32_t *ids, size_t
         mllm_free(emb);
     }
     s->timings.n_prompt += (int)(n - k);
-    s->timings.prompt_ms += mllm_now_ms() - t0;
+    s->timings.prompt_ms += mllm_clock_mono_ms() - t0;
     return st;
 }

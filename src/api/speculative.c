@@ -431,7 +431,7 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     sp->sh_at = -1;
     if (cap > remaining) cap = remaining;
     if (cap > MLLM_SPEC_MAX_DRAFT) cap = MLLM_SPEC_MAX_DRAFT;
-    double t0 = mllm_now_ms();
+    double t0 = mllm_clock_mono_ms();
     int k = 0;
     mllm_status st = MLLM_OK;
     sp->pass_draft_evals = 0;
@@ -456,10 +456,10 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
             if (st != MLLM_OK) return st;
             sp->q_src = SRC_DRAFT;
             if (!k) { /* the draft's time for nothing: counted against it as a pass that gave one token */
-                double t1 = mllm_now_ms();
+                double t1 = mllm_clock_mono_ms();
                 if ((st = mllm_session_eval_internal(s, &tok, 1)) != MLLM_OK) return st;
-                note_plain_ms(sp, mllm_now_ms() - t1);
-                sp->pass_ms = mllm_now_ms() - t0;
+                note_plain_ms(sp, mllm_clock_mono_ms() - t1);
+                sp->pass_ms = mllm_clock_mono_ms() - t0;
                 sp->qn = 0;
                 judge(sp, &sp->src[SRC_DRAFT], 1);
                 return MLLM_OK;
@@ -468,17 +468,17 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     }
     if (!k) {
         st = mllm_session_eval_internal(s, &tok, 1);
-        note_plain_ms(sp, mllm_now_ms() - t0);
+        note_plain_ms(sp, mllm_clock_mono_ms() - t0);
         return st;
     }
     int32_t ids[MLLM_SPEC_MAX_DRAFT + 1];
     ids[0] = tok;
     memcpy(ids + 1, sp->queue, (size_t)k * sizeof *ids);
     const float *rows;
-    double tv = mllm_now_ms();
+    double tv = mllm_clock_mono_ms();
     sp->draft_ms = tv - t0;
     if ((st = mllm_session_eval_rows(s, ids, k + 1, &rows)) != MLLM_OK) return st;
-    sp->verify_ms = mllm_now_ms() - tv;
+    sp->verify_ms = mllm_clock_mono_ms() - tv;
     if (sp->greedy && sp->c1_n > 0) { /* sampling keeps the cost model: see judge */
         /* A pass over more tokens never costs less than one over one: a
            faster verification says the one-token time is stale (the first
@@ -496,7 +496,7 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     sp->rows = rows;
     sp->qn = k;
     sp->qi = 0;
-    sp->pass_ms = mllm_now_ms() - t0;
+    sp->pass_ms = mllm_clock_mono_ms() - t0;
     return MLLM_OK;
 }
 

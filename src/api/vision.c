@@ -193,9 +193,9 @@ mllm_status mllm_model_vision_embed(mllm_model *m, const void *data, size_t len,
     if (st || hit) return st;
 
     mllm_image im = {0};
-    const double t0 = mllm_now_ms();
+    const double t0 = mllm_clock_mono_ms();
     st = mllm_image_load_memory(data, len, label, 0, &im, NULL);
-    out->decode_ms = mllm_now_ms() - t0;
+    out->decode_ms = mllm_clock_mono_ms() - t0;
     if (st == MLLM_OK) {
         out->width = im.width;
         out->height = im.height;

@@ -1,6 +1,6 @@
 /* mllm_convert: plan a dtype (and a kernel layout) per tensor, then stream
    every tensor through the row converter into a .mllm v3 (or GGUF) writer. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "convert/convert_internal.h"
 #include "models/registry.h"
 #include "models/whisper/whisper_open.h"
@@ -8,10 +8,9 @@
 #include "formats/hf_config.h"
 #include "formats/mllm_v1v2.h"
 #include "formats/mllmfile_model.h"
-#include "backends/cpu/repack.h"
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
+#include "core/dtype_blocks.h"
 #include "core/error.h"
 #include "core/file_open.h"
 #include <stdio.h>

@@ -2,8 +2,8 @@
    the loader repacks when it reads plain weights (models/llama_pack.c), so a
    packed .mllm and its GGUF source run the very same kernels on the very
    same bytes, and loading the .mllm skips the repack (pure mmap). */
+#include "backends/cpu.h"
 #include "convert/convert_internal.h"
-#include "backends/cpu/repack.h"
 #include "core/alloc.h"
 #include <ctype.h>
 #include <string.h>

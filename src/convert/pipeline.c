@@ -1,7 +1,7 @@
 /* Quantization pipeline rules (see pipeline.h): parsed from JSON, regexes
    compiled once with PCRE2. */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "convert/pipeline.h"
 #include "core/alloc.h"
 #include "core/dtype.h"

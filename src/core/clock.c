@@ -1,13 +1,21 @@
-/* Wall clock or SOURCE_DATE_EPOCH: see clock.h. */
+/* Wall clock or SOURCE_DATE_EPOCH, and the monotonic clock: see clock.h. */
 #include "core/clock.h"
 
 #include <stdlib.h>
 
 #include "core/error.h"
 
+void mllm_clock_mono(struct timespec *ts) { clock_gettime(CLOCK_MONOTONIC, ts); }
+
+double mllm_clock_mono_ms(void) {
+    struct timespec ts;
+    mllm_clock_mono(&ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 double mllm_clock_mono_seconds(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    mllm_clock_mono(&ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 

@@ -32,7 +32,11 @@ mllm_status mllm_clock_now_tm(struct tm *out);
    tests); false when it is malformed. */
 bool mllm_clock_parse_epoch(const char *s, int64_t *out);
 
-/* Monotonic seconds (for timings; never a date). */
+/* The monotonic clock (CLOCK_MONOTONIC): the one clock of every timing,
+   timeout and timed wait (a pthread condition set to it); never a date.
+   mllm_clock_mono reads it; the others are the same reading in ms and s. */
+void mllm_clock_mono(struct timespec *ts);
+double mllm_clock_mono_ms(void);
 double mllm_clock_mono_seconds(void);
 
 #endif

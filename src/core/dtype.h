@@ -80,7 +80,7 @@ _Static_assert(sizeof(mllm_block_q8_1) == 36, "q8_1 block is 36 bytes in GGUF");
 
 /* A format's description only: how it is laid out and sized. The code that
    converts or multiplies it belongs to a backend (the CPU's table is
-   backends/cpu/type_kernels.h). */
+   backends/cpu.h). */
 typedef struct {
     const char *name;       /* "q4_0", as GGUF tools print it in lower case */
     int block_size;         /* values per block (1 for plain types) */

@@ -103,5 +103,8 @@ typedef struct {
 int64_t mllm_tensor_nelements(const mllm_tensor *t);
 /* Bytes of its data (nb[3] * ne[3]: contiguous tensors and views). */
 size_t mllm_tensor_nbytes(const mllm_tensor *t);
+/* Sets t's dtype and shape (n_dims of ne, the rest 1) with contiguous
+   strides (row bytes of the dtype). */
+void mllm_tensor_set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne);
 
 #endif

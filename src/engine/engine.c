@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "engine/engine_internal.h"
 #include "runtime/ngram_lookup.h"
@@ -338,12 +339,6 @@ static void retire(mllm_engine *e, mllm_eseq *s, const char *msg) {
 
 /* ---- prompt lookup ---- */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* What one proposal of a costly proposer (propose_costly) costs itself, in
    tokens of output: its time over a step's time per token at B decodes
    (the fitted step time). Until both are measured, a third of a token (a
@@ -395,13 +390,13 @@ static int propose_costly(mllm_engine *e, mllm_eseq *s, bool aut, double row_cos
         if (want == 0 && s->res.n_gen % 16 != 0) return 0;
         cap = want > 0 ? want : 1;
     }
-    const double t0 = now_ms();
+    const double t0 = mllm_clock_mono_ms();
     const int k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens);
     if (!s->prop_seen) {
         s->prop_seen = true;
         return k;
     }
-    double ms = (now_ms() - t0) / (k > 1 ? k : 1);
+    double ms = (mllm_clock_mono_ms() - t0) / (k > 1 ? k : 1);
     /* catching up after a rest reads more: one sample moves the average at most 2x */
     if (e->prop_n && ms > 2 * e->prop_ms) ms = 2 * e->prop_ms;
     e->prop_ms = e->prop_n ? 0.8 * e->prop_ms + 0.2 * ms : ms;
@@ -512,7 +507,7 @@ mllm_status mllm_engine_step(mllm_engine *e) {
     e->st.steps++;
     int n_out = 0;
     const float *logits = NULL;
-    const double t0 = e->p.step_ms ? 0 : now_ms();
+    const double t0 = e->p.step_ms ? 0 : mllm_clock_mono_ms();
     mllm_status st = mllm_engine_run_batch(e, &n_out, &logits);
     if (st != MLLM_OK) {
         char msg[256];
@@ -531,7 +526,7 @@ mllm_status mllm_engine_step(mllm_engine *e) {
     /* Steps whose every token has logits, as the rows proposals add;
        tracing a graph is not a step's cost. */
     if (T > 0 && e->b_rows == T && !e->b_traced)
-        mllm_spec_cost_add(&e->cost, T, e->p.step_ms ? e->p.step_ms(e->p.step_ms_user, T) : now_ms() - t0);
+        mllm_spec_cost_add(&e->cost, T, e->p.step_ms ? e->p.step_ms(e->p.step_ms_user, T) : mllm_clock_mono_ms() - t0);
     mllm_engine_store_save(e); /* before sampling: a sequence that ends now is still listed */
     const size_t V = (size_t)e->dec->cfg.n_vocab;
     const float *row = logits;

@@ -3,13 +3,13 @@
    so a model larger than memory streams through a fixed-size chunk. */
 #include "formats/gguf_writer.h"
 #include "core/alloc.h"
+#include "core/atomic_write.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define GGUF_WRITE_ALIGNMENT 32
 #define GGUF_WRITE_CHUNK (4u << 20) /* bytes per fill callback call */
@@ -288,22 +288,8 @@ static mllm_status write_body(mllm_gguf_writer *w, FILE *f, const char *path) {
 
 mllm_status mllm_gguf_writer_write(mllm_gguf_writer *w, const char *path) {
     if (!w || !path) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_gguf_writer_write: NULL argument");
-    size_t n = strlen(path) + 32;
-    char *tmp = mllm_malloc(n);
-    if (!tmp) return mllm_err(MLLM_ERR_NOMEM, "gguf writer: out of memory");
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        mllm_status st = mllm_err(MLLM_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-        mllm_free(tmp);
-        return st;
-    }
-    mllm_status st = write_body(w, f, tmp);
-    if (!st && fflush(f) != 0) st = mllm_err(MLLM_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    if (!st && fsync(fileno(f)) != 0) st = mllm_err(MLLM_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && !st) st = mllm_err(MLLM_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
-    if (!st && rename(tmp, path) != 0) st = mllm_err(MLLM_ERR_IO, "%s: rename failed: %s", path, strerror(errno));
-    if (st) remove(tmp);
-    mllm_free(tmp);
-    return st;
+    mllm_atomic_file af;
+    mllm_status st = mllm_atomic_open(&af, path);
+    if (st) return st;
+    return mllm_atomic_commit(&af, write_body(w, af.f, af.tmp));
 }

@@ -55,7 +55,8 @@ mllm_status mllm_gguf_writer_add_tensor(mllm_gguf_writer *w, const char *name, i
 mllm_status mllm_gguf_writer_add_tensor_fn(mllm_gguf_writer *w, const char *name, int dtype, int n_dims,
                                            const int64_t *ne, mllm_gguf_fill_fn fill, void *user);
 
-/* Writes path.tmp.<pid>, fsyncs it and renames it onto path. */
+/* Writes path atomically (core/atomic_write.h: a temporary, fsynced and
+   renamed onto it). */
 mllm_status mllm_gguf_writer_write(mllm_gguf_writer *w, const char *path);
 
 #endif

@@ -1,32 +1,24 @@
-/* Writers of MLLM's v1 and v2 layouts (for tests and interop): temp file,
-   fsync, rename. v1 packs the data with no alignment, as MLLM's does; v2
+/* Writers of MLLM's v1 and v2 layouts (for tests and interop), written
+   atomically (core/atomic_write.h). v1 packs the data with no alignment, as MLLM's does; v2
    aligns each tensor to 64 bytes. */
 #include "formats/mllm_v1v2.h"
 #include "core/alloc.h"
+#include "core/atomic_write.h"
 #include "core/error.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* Writes buf (len bytes) atomically to path. */
 static mllm_status commit(const char *path, const uint8_t *buf, size_t len) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", path);
-    }
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) return mllm_err(MLLM_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    bool ok = fwrite(buf, 1, len, fp) == len && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    ok = fclose(fp) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return mllm_err(MLLM_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    }
-    return MLLM_OK;
+    mllm_atomic_file af;
+    mllm_status st = mllm_atomic_open(&af, path);
+    if (st) return st;
+    if (fwrite(buf, 1, len, af.f) != len) st = mllm_err(MLLM_ERR_IO, "%s: write failed: %s", af.tmp, strerror(errno));
+    return mllm_atomic_commit(&af, st);
 }
 
 mllm_status mllm_v1_write(const char *path, const mllm_v1v2_tensor *t, size_t n) {

@@ -87,8 +87,8 @@ mllm_status mllm_mllmfile_writer_set_chat_template(mllm_mllmfile_writer *w, cons
    memory at a time at most). */
 mllm_status mllm_mllmfile_writer_add_tensor(mllm_mllmfile_writer *w, const char *name, int dtype, int n_dims,
                                             const int64_t *ne, mllm_mllmfile_fill_fn fill, void *user);
-/* Writes path.tmp.<pid>, fsyncs it, renames it onto path (never a
-   half-written file under the target name). */
+/* Writes path atomically (core/atomic_write.h: never a half-written file
+   under the target name). */
 mllm_status mllm_mllmfile_writer_write(mllm_mllmfile_writer *w, const char *path);
 
 /* ---- xxHash64 (seed 0), streaming -------------------------------------- */

@@ -4,10 +4,10 @@
    the target, so a reader never sees a half-written file under that name. */
 #include "formats/mllmfile.h"
 #include "core/alloc.h"
+#include "core/atomic_write.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -237,16 +237,10 @@ static mllm_status write_body(mllm_mllmfile_writer *w, int fd, const char *path)
 
 mllm_status mllm_mllmfile_writer_write(mllm_mllmfile_writer *w, const char *path) {
     if (!w || !path) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm writer: NULL argument");
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        return mllm_err(MLLM_ERR_INVALID_ARG, "%s: path too long", path);
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return mllm_err(MLLM_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    mllm_status st = write_body(w, fd, tmp);
-    if (!st && fsync(fd) != 0) st = mllm_err(MLLM_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && !st) st = mllm_err(MLLM_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
-    if (!st && rename(tmp, path) != 0) st = mllm_err(MLLM_ERR_IO, "%s: rename failed: %s", path, strerror(errno));
-    if (st) unlink(tmp);
-    return st;
+    mllm_atomic_file af;
+    mllm_status st = mllm_atomic_open(&af, path);
+    if (st) return st;
+    /* write_body writes with pwrite on the descriptor: nothing goes through
+       the stdio buffer, which the commit's fflush then finds empty. */
+    return mllm_atomic_commit(&af, write_body(w, fileno(af.f), af.tmp));
 }

@@ -77,14 +77,6 @@ mllm_tensor *mllm_graph_input_f32(mllm_graph *g, int64_t ne0, int64_t ne1, const
     return t;
 }
 
-void mllm_tensor_set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne) {
-    t->dtype = dtype;
-    for (int i = 0; i < 4; i++) t->ne[i] = i < n_dims ? ne[i] : 1;
-    t->nb[0] = mllm_dtype_get(dtype)->type_size;
-    t->nb[1] = mllm_dtype_row_size(dtype, t->ne[0]);
-    for (int i = 2; i < 4; i++) t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
-}
-
 static mllm_tensor *tensor_struct(mllm_graph *g, const char *name) {
     mllm_tensor *t = mllm_arena_calloc(&g->arena, sizeof *t);
     if (!t) { g->failed = true; return NULL; }

@@ -13,7 +13,7 @@
 #include "core/tensor.h"
 #include "core/threadpool.h"
 #include "backends/backend.h"
-#include "backends/cpu/kv_paged.h"
+#include "backends/kv_layout.h"
 
 typedef enum { MLLM_MODE_EAGER = 0, MLLM_MODE_TRACE = 1 } mllm_mode;
 
@@ -62,9 +62,6 @@ void mllm_graph_set_backends(mllm_graph *g, mllm_backend *const *backends, int n
 void mllm_graph_print(const mllm_graph *g, void *file);
 const char *mllm_op_name(mllm_op op);
 
-/* Sets t's dtype and shape (n_dims of ne, the rest 1) with contiguous
-   strides (row bytes of the dtype). */
-void mllm_tensor_set_shape(mllm_tensor *t, int dtype, int n_dims, const int64_t *ne);
 /* A leaf tensor over existing memory (weights: mmap'd, not copied). */
 mllm_tensor *mllm_tensor_wrap(mllm_graph *g, int dtype, int n_dims, const int64_t *ne,
                               const void *data, const char *name);
@@ -86,7 +83,7 @@ mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mll
    position p sees positions (p - window, p] only (sliding-window layers). */
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window);
-/* The paged KV cache (backends/cpu/kv_paged.h; src/kv owns the blocks).
+/* The paged KV cache (backends/kv_layout.h; src/kv owns the blocks).
    seq: each token's sequence, an I32 vector of T; table: I32 (max_blocks,
    n_seq), row s the block ids of sequence s (position p in block
    table[s][p / block_size]). Positions need not be consecutive, and tokens

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -55,13 +55,13 @@ static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
 /* Blocks until the job and every choice chained to it end; false if the
    client hung up first (they are then cancelled). */
 static bool wait_job(mllm_server *S, srv_req *r, srv_job *j0) {
-    double last = srv_now_ms();
+    double last = mllm_clock_mono_ms();
     for (srv_job *j = j0; j; j = j->next) {
         pthread_mutex_lock(&j->mu);
         while (j->state != SRV_JOB_DONE) {
             srv_job_wait_locked(j, 200);
-            if (j->state == SRV_JOB_DONE || srv_now_ms() - last < 200) continue;
-            last = srv_now_ms();
+            if (j->state == SRV_JOB_DONE || mllm_clock_mono_ms() - last < 200) continue;
+            last = mllm_clock_mono_ms();
             if (srv_client_gone(r->fd)) {
                 pthread_mutex_unlock(&j->mu);
                 srv_sched_cancel(S->sched, j0);

@@ -101,7 +101,7 @@ static void opened(srv_guard *g, struct MHD_Connection *c, void **ctx) {
         e->addr_len = 16;
     }
     e->phase = SRV_CONN_HEAD;
-    e->since_ms = srv_now_ms();
+    e->since_ms = mllm_clock_mono_ms();
     pthread_mutex_lock(&g->mu);
     e->next = g->head;
     if (g->head) g->head->prev = e;
@@ -141,7 +141,7 @@ void srv_guard_phase(srv_guard *g, srv_conn *sc, srv_conn_phase phase) {
     pthread_mutex_lock(&g->mu);
     if (sc->phase != phase) {
         sc->phase = phase;
-        sc->since_ms = srv_now_ms();
+        sc->since_ms = mllm_clock_mono_ms();
     }
     pthread_mutex_unlock(&g->mu);
 }
@@ -151,7 +151,7 @@ static void *watchdog(void *arg) {
     struct timespec tick = {0, SRV_GUARD_TICK_MS * 1000 * 1000};
     while (!atomic_load(&g->stop)) {
         nanosleep(&tick, NULL);
-        double now = srv_now_ms();
+        double now = mllm_clock_mono_ms();
         pthread_mutex_lock(&g->mu);
         for (srv_conn *e = g->head; e; e = e->next) {
             if (!sheddable(e)) continue;

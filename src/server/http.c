@@ -296,7 +296,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->conn = conn;
         r->url = url;
         r->method = method;
-        r->t0 = srv_now_ms();
+        r->t0 = mllm_clock_mono_ms();
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         r->fd = ci ? ci->connect_fd : -1;
         r->gc = srv_guard_conn(conn);
@@ -309,7 +309,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         /* libmicrohttpd cannot answer in the middle of a body: a late body
            is discarded and answered 408 when it ends; one still trickling
            at twice the deadline is cut off. */
-        double late = srv_now_ms() - r->t0 - 1000.0 * S->cfg.timeout_s;
+        double late = mllm_clock_mono_ms() - r->t0 - 1000.0 * S->cfg.timeout_s;
         if (late > 1000.0 * S->cfg.timeout_s) return MHD_NO;
         if (late > 0) r->timed_out = true;
         if (!r->timed_out) body_append(r, upload_data, *upload_data_size);

@@ -5,12 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/alloc.h"
-
-double srv_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "core/clock.h"
 
 const char *srv_finish_name(srv_finish f) {
     switch (f) {
@@ -36,7 +31,7 @@ srv_job *srv_job_new(void) {
     atomic_init(&j->cancel, false);
     j->state = SRV_JOB_QUEUED;
     j->logprobs = -1;
-    j->t_queued = srv_now_ms();
+    j->t_queued = mllm_clock_mono_ms();
     return j;
 }
 
@@ -162,7 +157,7 @@ void srv_job_finish_locked(srv_job *j, srv_finish f, int http_status, const char
     }
     j->safe = j->len; /* a held-back tail that never became a stop string is text */
     j->state = SRV_JOB_DONE;
-    j->t_end = srv_now_ms();
+    j->t_end = mllm_clock_mono_ms();
     pthread_cond_broadcast(&j->cv);
 }
 
@@ -196,7 +191,7 @@ int srv_job_logprobs_ready_locked(const srv_job *j) {
 
 void srv_job_wait_locked(srv_job *j, int ms) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    mllm_clock_mono(&ts); /* the condition's clock (srv_job_new) */
     ts.tv_sec += ms / 1000;
     ts.tv_nsec += (long)(ms % 1000) * 1000000L;
     if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
@@ -207,7 +202,7 @@ int srv_job_on_token(srv_job *j, int32_t id, const char *piece, size_t len) {
     pthread_mutex_lock(&j->mu);
     if (id >= 0) {
         j->n_gen++;
-        if (j->n_gen == 1) j->t_first = srv_now_ms();
+        if (j->n_gen == 1) j->t_first = mllm_clock_mono_ms();
     }
     /* The token's logprobs were recorded just before (on_logprobs). */
     srv_logprob *e = id >= 0 && j->n_lp > 0 && j->n_lp == j->n_gen ? &j->lp[j->n_lp - 1] : NULL;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mllm/mllm.h>
+#include "core/clock.h"
 #include "server/server.h"
 
 typedef enum { SRV_JOB_QUEUED, SRV_JOB_RUNNING, SRV_JOB_DONE } srv_job_state;
@@ -78,7 +79,7 @@ typedef struct srv_job {
     srv_finish finish;
     int http_status;    /* with SRV_FINISH_ERROR */
     char err[256];
-    double t_queued, t_start, t_first, t_end; /* ms, mllm_now_ms-like clock */
+    double t_queued, t_start, t_first, t_end; /* ms, mllm_clock_mono_ms */
 } srv_job;
 
 /* A job with one reference, or NULL when out of memory. */
@@ -117,7 +118,6 @@ void srv_job_wait_locked(srv_job *j, int ms);
 int srv_job_on_token(srv_job *j, int32_t id, const char *piece, size_t len);
 void srv_job_on_logprobs(void *user, int32_t id, float lp, const int32_t *top_ids, const float *top_lp, int n_top);
 
-double srv_now_ms(void);
 const char *srv_finish_name(srv_finish f); /* "stop", "length", ... */
 
 #endif

@@ -50,7 +50,7 @@ void srv_log_request(const srv_req *r, bool completed) {
         }
         snprintf(tokens, sizeof tokens, " prompt=%zu gen=%d", r->job->n_ids, n_gen);
     }
-    double ms = srv_now_ms() - r->t0;
+    double ms = mllm_clock_mono_ms() - r->t0;
     int n = snprintf(line, sizeof line, "mllm serve: %s %s %s%s %.0f ms%s\n", method, url, status, tokens,
                      ms > 0 ? ms : 0.0, completed ? "" : " (connection closed before the end)");
     if (n <= 0) return;

@@ -63,7 +63,7 @@ static void on_admit(void *user, int n_cached) {
     srv_job *j = c->j;
     pthread_mutex_lock(&j->mu);
     j->state = SRV_JOB_RUNNING;
-    j->t_start = srv_now_ms();
+    j->t_start = mllm_clock_mono_ms();
     j->n_reused = (size_t)n_cached;
     pthread_mutex_unlock(&j->mu);
 }
@@ -98,13 +98,13 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     else if (never_ran && rq->dropped) fin = SRV_FINISH_ERROR, code = 503, msg = "the server is shutting down";
     else if (atomic_load(&j->cancel) || r->finish == MLLM_ENGINE_CANCELLED) fin = SRV_FINISH_CANCELLED;
     else if (r->finish == MLLM_ENGINE_LENGTH) fin = SRV_FINISH_LENGTH;
-    const double t_first = j->t_first > 0 ? j->t_first : srv_now_ms(), t_start = never_ran ? t_first : j->t_start;
+    const double t_first = j->t_first > 0 ? j->t_first : mllm_clock_mono_ms(), t_start = never_ran ? t_first : j->t_start;
     pthread_mutex_unlock(&j->mu);
     /* The counters and the gauges first, then the job's end: a client that
        reads /metrics once its answer is complete sees both (the engine has
        freed the sequence's blocks before calling this). */
     srv_metrics_count_job(S->metrics, j, fin, (size_t)r->n_cached, r->n_gen, t_first - t_start,
-                          srv_now_ms() - t_first);
+                          mllm_clock_mono_ms() - t_first);
     mllm_engine_stats st;
     mllm_engine_get_stats(S->me.e, &st);
     pthread_mutex_lock(&S->mu);

@@ -107,20 +107,20 @@ static void run_job(srv_slot *sl, srv_job *j, bool cancelled) {
     mllm_grammar_reset(j->sampling.grammar);
     pthread_mutex_lock(&j->mu);
     j->state = SRV_JOB_RUNNING;
-    j->t_start = srv_now_ms();
+    j->t_start = mllm_clock_mono_ms();
     pthread_mutex_unlock(&j->mu);
     mllm_status st = MLLM_OK;
     size_t reused = 0, n_prompt = j->n_ids;
-    double t0 = srv_now_ms(), t1 = t0;
+    double t0 = mllm_clock_mono_ms(), t1 = t0;
     if (!atomic_load(&j->cancel)) {
         st = j->images ? srv_image_prefill(sl->sess, j, &reused) : mllm_session_sync(sl->sess, j->ids, j->n_ids, &reused);
         /* usage counts an image's expanded tokens, as OpenAI's does */
         if (j->images && st == MLLM_OK) n_prompt = (size_t)mllm_session_n_past(sl->sess);
-        t1 = srv_now_ms();
+        t1 = mllm_clock_mono_ms();
         if (st == MLLM_OK && !atomic_load(&j->cancel))
             st = generate_shifting(sl, j);
     }
-    double t2 = srv_now_ms();
+    double t2 = mllm_clock_mono_ms();
     char err[256] = "";
     int err_status = 500;
     if (j->images && (st == MLLM_ERR_FORMAT || st == MLLM_ERR_UNSUPPORTED || st == MLLM_ERR_INVALID_ARG ||

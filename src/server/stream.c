@@ -122,7 +122,7 @@ static void next_choice(srv_stream *st) {
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
     srv_stream *st = cls;
-    double last_check = srv_now_ms();
+    double last_check = mllm_clock_mono_ms();
     (void)pos;
     for (;;) {
         if (st->out_off < st->out_len) {
@@ -162,8 +162,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         if (!ok) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (st->done) srv_conn_timeout(st->S, st->conn, true);
-        if (st->out_len == 0 && srv_now_ms() - last_check >= STREAM_POLL_MS) {
-            last_check = srv_now_ms();
+        if (st->out_len == 0 && mllm_clock_mono_ms() - last_check >= STREAM_POLL_MS) {
+            last_check = mllm_clock_mono_ms();
             if (srv_client_gone(st->fd)) return MHD_CONTENT_READER_END_WITH_ERROR; /* free_stream cancels */
         }
     }

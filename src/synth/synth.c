@@ -1,6 +1,6 @@
 /* mllm_synth_write: presets, argument checks, and the GGUF writer (keys and
    tensor names as llama.cpp writes them, so other GGUF readers load it). */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "synth/synth.h"
 #include "synth/synth_internal.h"
 #include "core/alloc.h"

@@ -1,8 +1,9 @@
 /* The Hugging Face folder form of a synthetic model: config.json,
    model.safetensors (streamed), tokenizer.json, tokenizer_config.json,
-   written into <dir>.tmp.<pid> and renamed onto <dir>. */
+   written into <dir>.tmp.<pid> and renamed onto <dir> (core/atomic_write.h). */
 #include "synth/synth_internal.h"
 #include "core/alloc.h"
+#include "core/atomic_write.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "formats/hf_config.h"
@@ -362,10 +363,8 @@ static void remove_tmp(const char *tmp) {
 
 mllm_status synth_write_hf(const synth_preset *p, int dtype, const char *dir, synth_progress_fn progress,
                            void *user) {
-    size_t tn = strlen(dir) + 32;
-    char *tmp = mllm_malloc(tn);
+    char *tmp = mllm_atomic_tmp_name(dir);
     if (!tmp) return mllm_err(MLLM_ERR_NOMEM, "synth: out of memory");
-    snprintf(tmp, tn, "%s.tmp.%ld", dir, (long)getpid());
     remove_tmp(tmp);
     if (mkdir(tmp, 0755) != 0) {
         mllm_status st = mllm_err(MLLM_ERR_IO, "%s: cannot create folder: %s", tmp, strerror(errno));
@@ -383,7 +382,7 @@ mllm_status synth_write_hf(const synth_preset *p, int dtype, const char *dir, sy
     if (!st) st = write_json(tmp, "tokenizer_config.json", tokenizer_config_json(p, &v));
     if (!st) st = write_safetensors(p, tmp, ts, n, progress, user);
     if (!st) st = remove_previous(dir);
-    if (!st && rename(tmp, dir) != 0) st = mllm_err(MLLM_ERR_IO, "%s: rename failed: %s", dir, strerror(errno));
+    if (!st) st = mllm_atomic_rename(tmp, dir);
     if (st) remove_tmp(tmp);
     for (size_t i = 0; ts && i < n; i++) synth_tensor_free(&ts[i]);
     mllm_free(ts);

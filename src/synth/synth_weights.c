@@ -6,7 +6,7 @@
    ignores a norm weight is caught; Gemma's norms, which multiply by 1 + w,
    hold w = 0.1 * N(0,1)). Every dtype is made from the same f32
    values, converted row by row as it is streamed out. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "synth/synth_internal.h"
 #include "core/alloc.h"
 #include "core/dtype.h"

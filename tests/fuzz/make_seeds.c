@@ -3,7 +3,7 @@
    load with the library (so the fuzzers start deep inside the readers).
    Usage: fuzz_make_seeds <corpus folder>. Rerun after a format change and
    commit the result (each seed < 64 KB). */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "make_seeds.h"
 #include "core/alloc.h"
 #include "core/dtype.h"

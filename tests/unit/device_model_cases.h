@@ -34,7 +34,7 @@
 
 #include <mllm/mllm.h>
 #include "api/internal.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "backends/dev_internal.h"
 #include "graph/sched.h"
 #include "quantize/quantize.h"

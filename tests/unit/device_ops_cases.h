@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "device_ref.h"
 #include "testutil.h"
 

@@ -3,7 +3,7 @@
    tools/reference/whisper_mel_reference.py), 80 and 128 bins; the filterbank's
    shape; silence, a pure tone, trimming past 30 s, NaN input; and the time
    one 30-s window takes. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 #include "audio/audio.h"
 #include "audio/mel.h"

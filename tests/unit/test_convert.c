@@ -3,7 +3,7 @@
    on the reference models in ../shared/anchor-data; quantizing with --quant
    or a pipeline gives the same bytes as synth's independent quantized GGUF
    files; 1-D tensors are f32; refusals carry clear messages. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 #include "convert/convert.h"
 #include "convert/pipeline.h"

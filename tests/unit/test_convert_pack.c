@@ -8,7 +8,7 @@
    plain dtypes; a packed source converts to other dtypes exactly as its
    plain original does. The same for q4_K / q6_K matrices and their x8
    layouts. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 #include "convert/convert.h"
 #include "convert/convert_internal.h"

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "backends/cuda/cu_math.h"
 #include "device_ref.h"
 #include "testutil.h"

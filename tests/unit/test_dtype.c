@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/dtype.h"
 #include "testutil.h"
 

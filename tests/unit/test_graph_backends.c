@@ -14,7 +14,7 @@
 #include "api/internal.h"
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "graph/graph.h"
 #include "graph/sched.h"
 #include "synth/synth.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include <mllm/mllm.h>
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "graph/graph.h"
 #include "testutil.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "core/dtype.h"

@@ -21,7 +21,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/dtype.h"
 #include "testutil.h"
 

@@ -23,7 +23,7 @@
 #include "backends/cpu/kernels_internal.h"
 #include "backends/cpu/kquants.h"
 #include "backends/cpu/repack.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 
 #if MLLM_HAVE_ARM_KERNELS

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "backends/cpu/fp4.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"

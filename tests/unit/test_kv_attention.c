@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/kv_paged.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/threadpool.h"

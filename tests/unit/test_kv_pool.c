@@ -4,6 +4,7 @@
    alloc / share / free sequences, an empty pool again. */
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/kv_paged.h"
 #include "kv/kv_pool.h"
 #include "testutil.h"
 

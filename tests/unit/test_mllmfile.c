@@ -2,7 +2,7 @@
    every header-region byte flipped, every truncation, crafted bad index
    entries (with a valid checksum, so the entry checks themselves are hit),
    data corruption caught by verify, and atomic writes. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 #include "core/dtype.h"
 #include "formats/mllmfile.h"

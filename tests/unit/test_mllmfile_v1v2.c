@@ -3,7 +3,7 @@
    mllm_model_load with the HF folder's logits, bit for bit, and convert to
    v3 the same way; refused dtype codes; every header/index byte flipped and
    every truncation gives an error or an in-bounds model, never a crash. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 #include "convert/convert.h"
 #include "core/dtype.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/dtype.h"
 #include "testutil.h"
 

@@ -5,7 +5,7 @@
    ggml's bytes in test_dtype), the dequantized matrices are within the
    dtype's error of the f32 values, and the whole model run through the
    public API gives logits close to the f32 model's. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "testutil.h"
 #include "core/alloc.h"
 #include "core/dtype.h"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "synth/synth.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/dtype.h"
 
 static char *join(const char *a, const char *b) {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/kernels_internal.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "backends/cpu/wasm/simd128.h"
 #include "core/dtype.h"
 

@@ -4,15 +4,13 @@
 #ifndef MLLM_BACKENDS_CPU_CPU_BACKEND_H
 #define MLLM_BACKENDS_CPU_CPU_BACKEND_H
 #include "backends/backend.h"
+#include "backends/cpu.h"
 #include "backends/cpu/kv_paged.h"
 #include "core/tensor.h"
 
 /* The host-memory buffer type every CPU tensor lives in ("cpu"). */
 const mllm_buffer_type *mllm_cpu_buffer_type(void);
-/* Kernel layouts (repack.h: rows interleaved for the SIMD matmuls) are a
-   buffer type of their own ("cpu_repack"): host memory the CPU backend
-   alone knows how to read. */
-const mllm_buffer_type *mllm_cpu_repack_buffer_type(void);
+/* The kernel layouts' buffer type, mllm_cpu_repack_buffer_type: backends/cpu.h. */
 
 /* Whether the CPU computes op (every built-in op but the leaves and views). */
 bool mllm_cpu_supports_op(const mllm_tensor *t);

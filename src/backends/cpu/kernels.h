@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/dtype.h"
 
 /* The kernel paths. On arm64 each NEON path implies the ones before it. */
@@ -74,8 +74,6 @@ const mllm_cpu_ops *mllm_cpu_ops_generic(void);
 /* NULL when the CPU lacks the ISA. */
 const mllm_cpu_ops *mllm_cpu_ops_avx2(void);
 const mllm_cpu_ops *mllm_cpu_ops_avx512(void);
-/* The name of the path that runs now ("generic", "avx2", "neon-dotprod", ...). */
-const char *mllm_cpu_path(void);
 mllm_cpu_isa mllm_cpu_isa_get(void);
 /* Whether this CPU and this build run the path (generic: always). */
 bool mllm_cpu_isa_available(mllm_cpu_isa isa);
@@ -102,10 +100,6 @@ bool mllm_cpu_has_avx512(void);
    from_float (= GGUF's quantize_row_*_ref, for weights) in rare ties; f16
    and the others are the same as from_float. */
 void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n);
-/* A row of weights into dtype t: the bytes of its reference quantizer
-   (mllm_cpu_type_get(t)->from_float, GGUF's), through SIMD where this CPU
-   path has a bit-identical one (q4_0 on x86). t must have a quantizer. */
-void mllm_cpu_quantize_weight_row(mllm_dtype t, const float *x, void *y, int64_t n);
 
 /* The matmul hot spot: Y[m][r] = dot(W row r, X row m) for r in [r0, r1),
    m in [0, M). W: n_rows rows of K values of dtype wt, row stride w_stride
@@ -155,9 +149,6 @@ void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float 
    count as 0). */
 double mllm_cpu_sum_exp(const float *x, int n, float mx, int ts_from, double *ts_sum);
 
-/* n values of a plain row of dtype t as floats: F16C for f16 / bf16 on
-   AVX2 (the same values as the dtype's to_float, faster), to_float else. */
-void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n);
 
 /* Row `row` of a (K x n) matrix of dtype t with the given row stride, as K
    floats: plain rows through the dtype's to_float, packed layouts

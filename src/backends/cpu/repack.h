@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/cpu.h"
 #include "core/dtype.h"
 #include "core/dtype_blocks.h"
 
@@ -63,19 +64,8 @@ _Static_assert(sizeof(mllm_block_q4_0x8) == 8 * 18, "q4_0x8 = 8 q4_0 blocks");
 _Static_assert(sizeof(mllm_block_q8_0x8) == 8 * 34, "q8_0x8 = 8 q8_0 blocks");
 _Static_assert(sizeof(mllm_block_q4_1x8) == 8 * 20, "q4_1x8 = 8 q4_1 blocks");
 
-/* The packed type for a (K x N) matrix of dtype t, or -1 when t has none or
-   the shape does not allow it (N % 8, K % 32). */
-int mllm_repack_type_for(mllm_dtype t, int64_t K, int64_t N);
-/* The plain type a packed type came from (t itself when not packed). */
-mllm_dtype mllm_repack_plain_type(mllm_dtype t);
-
-/* Packs / unpacks groups [g0, g1) of a matrix with rows of K values. src and
-   dst are both laid out with row stride row_size(plain, K); they must not
-   overlap. Byte-exact inverses of each other. */
-void mllm_repack_groups(mllm_dtype packed, const void *src, void *dst, int64_t K, int64_t g0,
-                        int64_t g1);
-void mllm_unpack_groups(mllm_dtype packed, const void *src, void *dst, int64_t K, int64_t g0,
-                        int64_t g1);
+/* mllm_repack_type_for, mllm_repack_plain_type, mllm_repack_groups and
+   mllm_unpack_groups: backends/cpu.h. */
 
 /* Row `row` of a packed matrix as K floats. */
 void mllm_packed_get_row(mllm_dtype packed, const void *data, int64_t K, int64_t row, float *dst);

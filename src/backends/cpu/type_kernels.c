@@ -2,7 +2,7 @@
    quantize_row_*_ref for weights) and, filled once by mllm_cpu_init(), the
    vec_dot of the kernel path this CPU runs. Kernel layouts (q4_0x8, ...) have
    no row here: the packed matmul computes them, mllm_cpu_get_row reads them. */
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 
 #include <pthread.h>
 

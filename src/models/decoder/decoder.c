@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -103,10 +103,10 @@ static void rope_params(const mllm_hparams *c, float theta, bool scaled, mllm_ro
     }
 }
 
-mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp, const char *backends,
-                              int n_offload, int requant) {
+mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp,
+                              const mllm_decoder_params *p) {
     memset(m, 0, sizeof *m);
-    m->requant = requant;
+    m->requant = p->requant;
     m->cfg = *hp;
     const mllm_hparams *c = &m->cfg;
     mllm_graph_init(&m->wg, MLLM_MODE_TRACE, NULL, 64 * 1024);
@@ -166,10 +166,9 @@ mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const m
 #undef BIND
     /* Placed first: a weight the device computes with is copied there as
        the file has it, and the CPU does not repack it. */
-    if (backends) st = mllm_decoder_use_backends(m, backends, n_offload, "backend");
-    else st = mllm_decoder_use_backends(m, getenv("MLLM_BACKENDS"), n_offload, "MLLM_BACKENDS");
+    st = mllm_decoder_use_backends(m, p->backends, p->n_offload, p->backends_from ? p->backends_from : "backend");
     if (st != MLLM_OK) return st;
-    return mllm_decoder_pack(m, f);
+    return mllm_decoder_pack(m, f, p->repack, p->pack_threads);
 }
 
 void mllm_decoder_release(mllm_decoder *m) {

@@ -29,35 +29,44 @@ typedef struct {
     mllm_rope_params rope_swa;     /* sliding-window layers */
     float *freq_factors;           /* (n_rot/2) llama3 / yarn scaling, or NULL */
     size_t n_params;
-    void *packed;                  /* load-time x8 copies of matmul weights, or NULL */
-    size_t packed_size;
-    mllm_buffer packed_buf;        /* where packed lives: the CPU's repack buffer type */
+    mllm_buffer packed_buf;        /* load-time x8 copies of matmul weights (the CPU's repack buffer type), or type NULL */
     int requant;                   /* dtype the matmul weights are requantized to at load, or -1 */
     size_t requant_saved;          /* bytes of weights that requantizing saved */
-    /* MLLM_BACKENDS at load (decoder_backends.c): the backends every graph
+    /* The backends at load (decoder_backends.c): the backends every graph
        it builds is scheduled over, and the weights placed on each. */
     mllm_backend *backends[MLLM_MAX_BACKENDS];
     int n_backends;
     struct mllm_placement *placed[MLLM_MAX_BACKENDS];
 } mllm_decoder;
 
+/* What the loader (src/api) decides for a decoder's weights; the model
+   reads no environment itself. */
+typedef struct {
+    const char *backends;      /* mllm_decoder_use_backends's list (NULL: the CPU alone) */
+    const char *backends_from; /* where the list came from, for its errors ("backend", "MLLM_BACKENDS") */
+    int n_offload;             /* mllm_decoder_use_backends's n_offload */
+    int requant;               /* a dtype, or -1: mllm_decoder_pack */
+    int repack;                /* mllm_cpu_repack_params.repack: 1 always, 0 never, -1 where this CPU has kernels */
+    int pack_threads;          /* mllm_cpu_repack_params.n_threads (0: one per CPU) */
+} mllm_decoder_params;
+
 /* Binds the weights of a file resolved by mllm_family_resolve (hp). Checks
-   every tensor's dtype; errors name the tensor. backends (NULL: the
-   environment's MLLM_BACKENDS) and n_offload go to
-   mllm_decoder_use_backends, before the CPU repacks what stays with it.
-   requant (a dtype, or -1): the matmul weights whose rows take more bytes
-   are requantized to it while packing (mllm_decoder_pack). */
-mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp, const char *backends,
-                              int n_offload, int requant);
+   every tensor's dtype; errors name the tensor. p->backends and
+   p->n_offload go to mllm_decoder_use_backends, before the CPU repacks what
+   stays with it (mllm_decoder_pack). */
+mllm_status mllm_decoder_bind(mllm_decoder *m, const mllm_model_file *f, const mllm_hparams *hp,
+                              const mllm_decoder_params *p);
 void mllm_decoder_release(mllm_decoder *m);
-/* Repacks the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K matmul weights into the x8 layouts
-   (decoder_pack.c); called by mllm_decoder_bind. By default only where the CPU
-   path has packed kernels for their type (AVX2 and NEON: all; mllm_cpu_has_packed_kernel);
-   MLLM_REPACK=0 never, =1 always. Weights placed on another backend (a mirror) are left as they are.
-   With m->requant >= 0, a plain matrix whose rows take more bytes than that
-   type's (and a multiple of 8 rows of whole blocks) is first requantized to
-   it, row by row through f32, whether or not it is then packed. */
-mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f);
+/* Moves the q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K matmul weights
+   into the CPU's repacked-weights buffer type (decoder_pack.c,
+   mllm_cpu_repack_weights); called by mllm_decoder_bind. repack: 1 always,
+   0 never, -1 only where the CPU path has packed kernels for their type
+   (AVX2 and NEON: all). Weights placed on another backend (a mirror) are
+   left as they are. With m->requant >= 0, a plain matrix whose rows take
+   more bytes than that type's (and a multiple of 8 rows of whole blocks) is
+   first requantized to it, row by row through f32, whether or not it is
+   then packed. n_threads: packing threads (0: one per CPU). */
+mllm_status mllm_decoder_pack(mllm_decoder *m, const mllm_model_file *f, int repack, int n_threads);
 /* Schedules the model over the backends named in list ("opencl", "cuda,cpu";
    NULL or "" or "cpu": the CPU alone, no schedule) and places the weights
    each can use there (decoder_backends.c): those of the last n_offload

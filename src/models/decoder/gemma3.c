@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -5,7 +5,7 @@
    the generic kernel of its dtype by tests/wasm/test_simd128.c. */
 #ifndef MLLM_BACKENDS_CPU_WASM_SIMD128_H
 #define MLLM_BACKENDS_CPU_WASM_SIMD128_H
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/dtype.h"
 
 void mllm_vec_dot_f32_simd128(int n, float *s, const void *x, const void *y);

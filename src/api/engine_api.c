@@ -4,13 +4,6 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
-#define MLLM_DEFAULT_CTX 4096 /* as mllm_session_new */
-
-int mllm_model_default_ctx(const mllm_model *m) {
-    const mllm_hparams *c = &m->dec.cfg;
-    return c->n_ctx_train > 0 && c->n_ctx_train < MLLM_DEFAULT_CTX ? c->n_ctx_train : MLLM_DEFAULT_CTX;
-}
-
 mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p0, int n_threads, mllm_model_engine *out) {
     out->e = NULL;
     out->pool = NULL;

@@ -148,7 +148,7 @@ mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size
 /* Evaluates n <= 512 tokens and writes the logits of tokens [first_out, n)
    to out ((n - first_out) x n_vocab floats): for perplexity. */
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
-/* The context length of a session with n_ctx 0 (engine_api.c). */
+/* The context length of a session with n_ctx 0 (model.c). */
 int mllm_model_default_ctx(const mllm_model *m);
 /* Evaluates ids (after the cached ones) whose runs of image_token are the
    grids' images, in order, each replaced by its rows of img_emb (n_img_rows

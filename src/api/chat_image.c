@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "api/internal.h"
+#include "api/vision.h"
 #include "core/alloc.h"
 #include "core/error.h"
 

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include "api/vision.h"
+#include "models/vision_tower.h"
 #include "core/clock.h"
 #include "core/threadpool.h"
 #include "formats/model_file.h"
@@ -106,7 +106,13 @@ struct mllm_session {
     atomic_bool cancel;
     mllm_timings timings;
     mllm_rows_graph *rows;  /* (MLLM_SPEC_MAX_DRAFT + 2) by T; NULL until the first verification */
-    struct mllm_spec *spec; /* speculative decoding settings and state; NULL: the defaults */
+    /* Speculative decoding settings and state (api/speculative.c), NULL
+       until set or first used: made there with the function that frees it,
+       so this file, below speculative.c, never calls up into it. Its
+       counters are the session's (reset with it). */
+    struct mllm_spec *spec;
+    void (*spec_free)(struct mllm_spec *spec);
+    mllm_speculative_stats spec_stats;
     /* M-RoPE: rotation position = KV slot + rope_delta after an
        image (whose tokens advance the rotation by less than their count);
        image_end: the slot after the last image token, 0 if none (its

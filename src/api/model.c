@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "api/internal.h"
+#include "api/vision.h"
 #include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/clock.h"

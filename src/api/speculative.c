@@ -35,7 +35,7 @@ struct mllm_spec {
     double c_step, c_pass[MLLM_SPEC_MAX_DRAFT + 2];
     double c1_ms;          /* one-token pass of the model, moving average */
     int c1_n;
-    mllm_speculative_stats stats;
+    mllm_speculative_stats *stats; /* the session's (spec_stats) */
     /* the generation */
     bool active, greedy, have_dsmp;
     mllm_sampler dsmp;     /* the draft's sampler: the same settings as the model's */
@@ -79,7 +79,7 @@ static void free_draft_bufs(struct mllm_spec *sp) {
     sp->n_scratch = 0;
 }
 
-void mllm_spec_free(struct mllm_spec *sp) {
+static void spec_free(struct mllm_spec *sp) {
     if (!sp) return;
     mllm_session_free(sp->draft);
     if (sp->have_dsmp) mllm_sampler_free(&sp->dsmp);
@@ -87,12 +87,12 @@ void mllm_spec_free(struct mllm_spec *sp) {
     mllm_free(sp);
 }
 
-void mllm_spec_reset_stats(struct mllm_spec *sp) {
-    if (sp) memset(&sp->stats, 0, sizeof sp->stats);
-}
-
 static struct mllm_spec *spec_of(mllm_session *s) {
-    if (!s->spec && (s->spec = mllm_calloc(1, sizeof *s->spec))) mllm_speculative_default_params(&s->spec->p);
+    if (!s->spec && (s->spec = mllm_calloc(1, sizeof *s->spec))) {
+        mllm_speculative_default_params(&s->spec->p);
+        s->spec->stats = &s->spec_stats;
+        s->spec_free = spec_free;
+    }
     return s->spec;
 }
 
@@ -191,7 +191,7 @@ mllm_status mllm_spec_cut_draft(mllm_session *s, int n_out) {
 MLLM_API void mllm_session_speculative_stats(const mllm_session *s, mllm_speculative_stats *out) {
     if (!s || !out || out->struct_size < sizeof(uint32_t)) return;
     mllm_speculative_stats t = {0};
-    if (s->spec) t = s->spec->stats;
+    t = s->spec_stats;
     size_t n = out->struct_size < sizeof t ? out->struct_size : sizeof t;
     t.struct_size = out->struct_size;
     memcpy(out, &t, n);
@@ -316,7 +316,7 @@ static mllm_status draft_sync(struct mllm_spec *sp, const int32_t *ctx, int n) {
     int e = 0;
     const mllm_status st = mllm_spec_draft_sync(sp->draft, ctx, n, &e);
     sp->pass_draft_evals += e;
-    sp->stats.n_draft_evals += e;
+    sp->stats->n_draft_evals += e;
     return st;
 }
 
@@ -363,7 +363,7 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
         }
         if (i + 1 < cap) {
             sp->pass_draft_evals++;
-            sp->stats.n_draft_evals++;
+            sp->stats->n_draft_evals++;
             if ((*st = mllm_session_eval_internal(d, &tok, 1)) != MLLM_OK) return 0;
         }
     }
@@ -373,7 +373,7 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
 static void note_plain_ms(struct mllm_spec *sp, double ms) {
     sp->c1_ms = sp->c1_n ? 0.8 * sp->c1_ms + 0.2 * ms : ms;
     sp->c1_n++;
-    sp->stats.n_plain++;
+    sp->stats->n_plain++;
 }
 
 /* The controller: a window of passes of one proposer, judged every
@@ -383,7 +383,7 @@ static void judge(struct mllm_spec *sp, spec_src *r, int gain) {
     if (sp->p.mode != MLLM_SPEC_AUTO) return;
     const double cost = sp->greedy ? sp->pass_ms / sp->c1_ms
                                    : 1 + SPEC_VERIFY_COST * sp->qn + sp->pass_draft_evals * sp->draft_ratio;
-    if (mllm_spec_ctl_judge(r, gain, cost, sp->gen_i)) sp->stats.n_turned_off++;
+    if (mllm_spec_ctl_judge(r, gain, cost, sp->gen_i)) sp->stats->n_turned_off++;
 }
 
 /* A pass ended with `accepted` of its proposals kept: statistics, the
@@ -392,13 +392,13 @@ static void judge(struct mllm_spec *sp, spec_src *r, int gain) {
 static void finish_pass(struct mllm_spec *sp, int accepted) {
     spec_src *r = &sp->src[sp->q_src];
     if (sp->q_src == SRC_LOOKUP) {
-        sp->stats.n_lookup_passes++;
-        sp->stats.n_lookup_drafted += sp->qn;
-        sp->stats.n_lookup_accepted += accepted;
+        sp->stats->n_lookup_passes++;
+        sp->stats->n_lookup_drafted += sp->qn;
+        sp->stats->n_lookup_accepted += accepted;
     } else {
-        sp->stats.n_draft_passes++;
-        sp->stats.n_draft_drafted += sp->qn;
-        sp->stats.n_draft_accepted += accepted;
+        sp->stats->n_draft_passes++;
+        sp->stats->n_draft_drafted += sp->qn;
+        sp->stats->n_draft_accepted += accepted;
     }
     mllm_spec_ctl_adapt(r, sp->qn, accepted, sp->p.n_draft_max);
     mllm_spec_ctl_observe(r, sp->qn, accepted);

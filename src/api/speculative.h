@@ -11,8 +11,6 @@
 #include "api/internal.h"
 #include "runtime/sampler.h"
 
-void mllm_spec_free(struct mllm_spec *sp);
-void mllm_spec_reset_stats(struct mllm_spec *sp);
 /* Starts a generation with sampling p (the prompt is evaluated): decides
    whether it speculates and brings a draft model's session up to date. */
 mllm_status mllm_spec_begin(mllm_session *s, const mllm_sampling *p);

@@ -14,6 +14,7 @@
      logits. NMSE bound 1e-8. */
 #include "testutil.h"
 #include "api/internal.h"
+#include "api/vision.h"
 #include "core/alloc.h"
 #include "image/idefics3_pre.h"
 #include "image/image.h"

@@ -18,6 +18,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "server/tasks.h"
 
 typedef struct ereq {
     struct srv_esched *S;
@@ -52,6 +53,7 @@ struct srv_esched {
     srv_job **batch;      /* (cap_incoming) the loop's copy of incoming */
     ereq *active;         /* requests in the engine; the loop thread's only */
     mllm_engine_stats st; /* the last published, under mu */
+    srv_tasks *tasks;     /* embedding / audio tasks the loop runs between steps; NULL: none */
 };
 
 int srv_esched_n_ctx(const srv_esched *S) { return S->n_ctx; }
@@ -222,8 +224,10 @@ static void *loop_main(void *arg) {
     mllm_engine *e = S->me.e;
     pthread_mutex_lock(&S->mu);
     for (;;) {
-        while (!S->quit && S->n_incoming == 0 && mllm_engine_idle(e) && !S->drop_waiting)
+        while (!S->quit && S->n_incoming == 0 && mllm_engine_idle(e) && !S->drop_waiting &&
+               !(S->tasks && srv_tasks_pending(S->tasks)))
             pthread_cond_wait(&S->cv, &S->mu);
+        srv_tasks *tasks = S->tasks;
         if (S->quit) break;
         const int n = S->n_incoming;
         memcpy(S->batch, S->incoming, (size_t)n * sizeof *S->batch);
@@ -234,6 +238,7 @@ static void *loop_main(void *arg) {
         for (int i = 0; i < n; i++) start_request(S, S->batch[i]);
         if (drop) drop_unstarted(S);
         mllm_engine_step(e); /* an error has ended the sequences it concerns */
+        if (tasks) srv_tasks_run_one(tasks); /* a slice: the streams go on at the next step */
         mllm_engine_stats st;
         mllm_engine_get_stats(e, &st);
         if (st.store_failed && !S->store_fail_logged) { /* once: the store reads on, it no longer writes */
@@ -367,6 +372,20 @@ void srv_esched_close(srv_esched *S) {
     S->n_requests -= S->n_incoming;
     S->n_incoming = 0;
     pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+}
+
+static void wake_loop(void *user) {
+    srv_esched *S = user;
+    pthread_mutex_lock(&S->mu);
+    pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+}
+
+void srv_esched_own_tasks(srv_esched *S, srv_tasks *q) {
+    srv_tasks_set_owner(q, wake_loop, S);
+    pthread_mutex_lock(&S->mu);
+    S->tasks = q;
     pthread_mutex_unlock(&S->mu);
 }
 

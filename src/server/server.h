@@ -80,6 +80,11 @@ typedef struct {
        by prefix_store_size bytes (0: 1 GiB); docs/server.md. */
     const char *prefix_store;
     uint64_t prefix_store_size;
+    /* A test option (`mllm serve --test-task-hold-ms`; 0: off): the thread
+       that owns the compute (the engine loop, or the task worker) sleeps
+       this long before it starts each embedding or audio request, so a
+       test sees requests queue behind it (tests/e2e/serve_tasks.py). */
+    int test_task_hold_ms;
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

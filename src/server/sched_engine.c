@@ -3,10 +3,10 @@
    `incoming` and set cancel flags, under `mu`. The loop moves incoming
    jobs into the engine, steps it, and publishes its counters for /metrics.
 
-   A request with n > 1 choices: choice 0 runs first; once it has read the
-   prompt (its first token), the other choices are submitted together and
-   find the prompt's full blocks in the prefix cache. A grammar is one
-   match state, so with a grammar the choices run one after the other.
+   A request with n > 1 choices goes to the engine as one sequence and its
+   forks (mllm_engine_submit_forks): the prompt is read once, and each
+   other choice shares its K/V. A grammar is one match state, so with a
+   grammar the choices run one after the other.
 
    Lock order: mu, then a job's mu. Engine callbacks run on the loop thread
    without mu. */
@@ -24,7 +24,7 @@ typedef struct ereq {
     struct srv_esched *S;
     srv_job *head;        /* one reference, dropped when every choice is done */
     int outstanding;      /* choices submitted to the engine and not finished */
-    bool rest_submitted;  /* choices after the first are in the engine (or done) */
+    bool in_turn;         /* with a grammar: each choice is submitted when the one before ends */
     bool dropped;         /* closed before it started: it ends with a 503 */
     struct ereq *next, *prev; /* the loop's list of requests in the engine */
 } ereq;
@@ -58,7 +58,7 @@ struct srv_esched {
 
 int srv_esched_n_ctx(const srv_esched *S) { return S->n_ctx; }
 
-static void submit_choice(ereq *rq, srv_job *j);
+static void submit_choices(ereq *rq, srv_job *j, bool all);
 
 static void on_admit(void *user, int n_cached) {
     echoice *c = user;
@@ -70,16 +70,8 @@ static void on_admit(void *user, int n_cached) {
     pthread_mutex_unlock(&j->mu);
 }
 
-/* The choices after the first, once the first has its prompt's K/V. */
-static void submit_rest(ereq *rq) {
-    if (rq->rest_submitted) return;
-    rq->rest_submitted = true;
-    for (srv_job *j = rq->head->next; j; j = j->next) submit_choice(rq, j);
-}
-
 static int on_token(void *user, int32_t id, const char *piece, size_t len) {
     echoice *c = user;
-    if (id >= 0 && c->j == c->rq->head && !c->j->sampling.grammar) submit_rest(c->rq);
     return srv_job_on_token(c->j, id, piece, len);
 }
 
@@ -117,16 +109,13 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     pthread_mutex_unlock(&j->mu);
     mllm_engine_grammar_free(c->eg);
     mllm_free(c);
-    /* The next choice: in turn with a grammar, else with the others (if the first ended before its first token). */
-    if (!rq->rest_submitted) {
+    /* With a grammar, the next choice now (unless the request is cancelled). */
+    if (rq->in_turn && j->next) {
         if (atomic_load(&rq->head->cancel) || S->quit) {
-            rq->rest_submitted = true;
-            srv_job_finish_all(rq->head, SRV_FINISH_CANCELLED, 0, NULL);
-            for (srv_job *k = rq->head->next; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_CANCELLED);
-        } else if (rq->head->sampling.grammar && j->next) {
-            submit_choice(rq, j->next);
+            srv_job_finish_all(j->next, SRV_FINISH_CANCELLED, 0, NULL);
+            for (srv_job *k = j->next; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_CANCELLED);
         } else {
-            submit_rest(rq);
+            submit_choices(rq, j->next, false);
         }
     }
     if (--rq->outstanding == 0) {
@@ -141,44 +130,58 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     }
 }
 
-/* Hands one choice to the engine (loop thread); a refusal ends it. */
-static void submit_choice(ereq *rq, srv_job *j) {
+/* The engine's view of choice j: *out (its callbacks' user) and *r. */
+static mllm_status choice_new(ereq *rq, srv_job *j, echoice **out, mllm_engine_request *r) {
     srv_esched *S = rq->S;
-    echoice *c = mllm_calloc(1, sizeof *c);
-    mllm_status st = c ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    if (c) {
-        c->rq = rq;
-        c->j = j;
-        c->sp = j->sampling;
-        if (j->logprobs >= 0) {
-            c->sp.on_logprobs = srv_job_on_logprobs;
-            c->sp.logprobs_user = j;
-            c->sp.n_top_logprobs = j->logprobs;
-        }
-        if (j->sampling.grammar) {
-            mllm_grammar_reset(j->sampling.grammar); /* each choice follows the grammar from its start */
-            st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
-        }
+    echoice *c = *out = mllm_calloc(1, sizeof *c);
+    if (!c) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    c->rq = rq;
+    c->j = j;
+    c->sp = j->sampling;
+    if (j->logprobs >= 0) {
+        c->sp.on_logprobs = srv_job_on_logprobs;
+        c->sp.logprobs_user = j;
+        c->sp.n_top_logprobs = j->logprobs;
     }
+    if (j->sampling.grammar) {
+        mllm_grammar_reset(j->sampling.grammar); /* each choice follows the grammar from its start */
+        mllm_status st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
+        if (st != MLLM_OK) return st;
+    }
+    *r = (mllm_engine_request){.prompt = j->ids, .n_prompt = (int)j->n_ids, .sampling = &c->sp,
+                               .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
+                               .context_shift = S->context_shift, .n_keep = (int)j->n_keep, .cancel = &j->cancel,
+                               .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};
+    return MLLM_OK;
+}
+
+/* Hands choice j to the engine, with all: every later choice too, as forks
+   of it (loop thread); a refusal ends them. */
+static void submit_choices(ereq *rq, srv_job *j, bool all) {
+    srv_esched *S = rq->S;
+    int n = 0;
+    for (srv_job *k = j; k && (all || k == j); k = k->next) n++;
+    echoice **c = mllm_calloc((size_t)n, sizeof *c);
+    mllm_engine_request *r = mllm_calloc((size_t)n, sizeof *r);
+    mllm_status st = c && r ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    srv_job *k = j;
+    for (int i = 0; i < n && st == MLLM_OK; i++, k = k->next) st = choice_new(rq, k, &c[i], &r[i]);
+    if (st == MLLM_OK)
+        st = n > 1 ? mllm_engine_submit_forks(S->me.e, &r[0], r + 1, n - 1) : mllm_engine_submit(S->me.e, &r[0]);
     if (st == MLLM_OK) {
-        mllm_engine_request r = {.prompt = j->ids, .n_prompt = (int)j->n_ids, .sampling = &c->sp,
-                                 .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
-                                 .context_shift = S->context_shift, .n_keep = (int)j->n_keep, .cancel = &j->cancel,
-                                 .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};
-        st = mllm_engine_submit(S->me.e, &r);
+        rq->outstanding += n;
+    } else { /* none of them runs, nor any later choice */
+        char err[256];
+        snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
+        for (int i = 0; c && i < n; i++) {
+            if (c[i]) mllm_engine_grammar_free(c[i]->eg);
+            mllm_free(c[i]);
+        }
+        for (k = j; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_ERROR);
+        srv_job_finish_all(j, SRV_FINISH_ERROR, 500, err);
     }
-    if (st == MLLM_OK) {
-        rq->outstanding++;
-        return;
-    }
-    char err[256];
-    snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
-    if (c) mllm_engine_grammar_free(c->eg);
     mllm_free(c);
-    pthread_mutex_lock(&j->mu);
-    srv_job_finish_locked(j, SRV_FINISH_ERROR, 500, err);
-    pthread_mutex_unlock(&j->mu);
-    srv_metrics_count_finish(S->metrics, SRV_FINISH_ERROR);
+    mllm_free(r);
 }
 
 /* A new request's first choice (loop thread). */
@@ -187,8 +190,8 @@ static void start_request(srv_esched *S, srv_job *j) {
     if (rq) {
         rq->S = S;
         rq->head = j;
-        rq->rest_submitted = !j->next;
-        submit_choice(rq, j);
+        rq->in_turn = j->sampling.grammar != NULL;
+        submit_choices(rq, j, !rq->in_turn);
         if (rq->outstanding > 0) {
             rq->next = S->active;
             if (S->active) S->active->prev = rq;

@@ -5,8 +5,8 @@
 
    A request with n > 1 choices goes to the engine as one sequence and its
    forks (mllm_engine_submit_forks): the prompt is read once, and each
-   other choice shares its K/V. A grammar is one match state, so with a
-   grammar the choices run one after the other.
+   other choice shares its K/V. With a grammar each choice has a match
+   state of its own (mllm_engine_grammar_new).
 
    Lock order: mu, then a job's mu. Engine callbacks run on the loop thread
    without mu. */
@@ -24,7 +24,6 @@ typedef struct ereq {
     struct srv_esched *S;
     srv_job *head;        /* one reference, dropped when every choice is done */
     int outstanding;      /* choices submitted to the engine and not finished */
-    bool in_turn;         /* with a grammar: each choice is submitted when the one before ends */
     bool dropped;         /* closed before it started: it ends with a 503 */
     struct ereq *next, *prev; /* the loop's list of requests in the engine */
 } ereq;
@@ -58,7 +57,6 @@ struct srv_esched {
 
 int srv_esched_n_ctx(const srv_esched *S) { return S->n_ctx; }
 
-static void submit_choices(ereq *rq, srv_job *j, bool all);
 
 static void on_admit(void *user, int n_cached) {
     echoice *c = user;
@@ -109,15 +107,6 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     pthread_mutex_unlock(&j->mu);
     mllm_engine_grammar_free(c->eg);
     mllm_free(c);
-    /* With a grammar, the next choice now (unless the request is cancelled). */
-    if (rq->in_turn && j->next) {
-        if (atomic_load(&rq->head->cancel) || S->quit) {
-            srv_job_finish_all(j->next, SRV_FINISH_CANCELLED, 0, NULL);
-            for (srv_job *k = j->next; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_CANCELLED);
-        } else {
-            submit_choices(rq, j->next, false);
-        }
-    }
     if (--rq->outstanding == 0) {
         if (rq->prev) rq->prev->next = rq->next;
         else S->active = rq->next;
@@ -143,8 +132,7 @@ static mllm_status choice_new(ereq *rq, srv_job *j, echoice **out, mllm_engine_r
         c->sp.logprobs_user = j;
         c->sp.n_top_logprobs = j->logprobs;
     }
-    if (j->sampling.grammar) {
-        mllm_grammar_reset(j->sampling.grammar); /* each choice follows the grammar from its start */
+    if (j->sampling.grammar) { /* a match state of its own, from the grammar's start */
         mllm_status st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
         if (st != MLLM_OK) return st;
     }
@@ -155,12 +143,13 @@ static mllm_status choice_new(ereq *rq, srv_job *j, echoice **out, mllm_engine_r
     return MLLM_OK;
 }
 
-/* Hands choice j to the engine, with all: every later choice too, as forks
-   of it (loop thread); a refusal ends them. */
-static void submit_choices(ereq *rq, srv_job *j, bool all) {
+/* Hands a request's choices to the engine, the first with the others as its
+   forks (loop thread); a refusal ends them all. */
+static void submit_choices(ereq *rq) {
     srv_esched *S = rq->S;
+    srv_job *j = rq->head;
     int n = 0;
-    for (srv_job *k = j; k && (all || k == j); k = k->next) n++;
+    for (srv_job *k = j; k; k = k->next) n++;
     echoice **c = mllm_calloc((size_t)n, sizeof *c);
     mllm_engine_request *r = mllm_calloc((size_t)n, sizeof *r);
     mllm_status st = c && r ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
@@ -170,7 +159,7 @@ static void submit_choices(ereq *rq, srv_job *j, bool all) {
         st = n > 1 ? mllm_engine_submit_forks(S->me.e, &r[0], r + 1, n - 1) : mllm_engine_submit(S->me.e, &r[0]);
     if (st == MLLM_OK) {
         rq->outstanding += n;
-    } else { /* none of them runs, nor any later choice */
+    } else {
         char err[256];
         snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
         for (int i = 0; c && i < n; i++) {
@@ -190,8 +179,7 @@ static void start_request(srv_esched *S, srv_job *j) {
     if (rq) {
         rq->S = S;
         rq->head = j;
-        rq->in_turn = j->sampling.grammar != NULL;
-        submit_choices(rq, j, !rq->in_turn);
+        submit_choices(rq);
         if (rq->outstanding > 0) {
             rq->next = S->active;
             if (S->active) S->active->prev = rq;

@@ -218,7 +218,7 @@ def n_checks(openai, s, label, full=True):
     want = single_r[0].usage.completion_tokens + single_r[1].usage.completion_tokens
     check(chunks[-1].usage.completion_tokens == want and chunks[-1].usage.prompt_tokens == one.usage.prompt_tokens,
           "%s streamed n=2 usage %r, want %d completion tokens" % (label, chunks[-1].usage, want))
-    # with a grammar (one match state) the choices run in turn: each as n=1 with its seed
+    # with a grammar: each choice (a fork, its own match state) as n=1 with its seed
     rf = {"type": "json_object"}
     g1 = [client.chat.completions.create(model="m", messages=msgs, temperature=1, max_tokens=12, seed=3 + i,
                                          response_format=rf).choices[0].message.content for i in range(2)]

@@ -2,7 +2,6 @@
    slice at a time, cancel, close. Lock order: the queue's mu, then a
    task's mu. */
 #include "server/tasks.h"
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include "core/alloc.h"
@@ -15,7 +14,6 @@ struct srv_tasks {
     srv_task **q;           /* (max_queue) FIFO */
     int n, cap;
     srv_task *cur;          /* the task being run (between its slices too); the queue's reference */
-    bool in_step;           /* cur's step runs now, without mu */
     bool closed, quit, worker, joined;
     atomic_int pending;     /* n + (cur != NULL): read by the owner loop's wait */
     int hold_ms;
@@ -84,7 +82,6 @@ void srv_tasks_run_one(srv_tasks *q) {
     }
     srv_task *t = q->cur;
     if (!t) { pthread_mutex_unlock(&q->mu); return; }
-    q->in_step = true;
     pthread_mutex_unlock(&q->mu);
     if (first) {
         /* Proof of the layout for /metrics and its test: the HTTP thread that
@@ -98,7 +95,6 @@ void srv_tasks_run_one(srv_tasks *q) {
     const bool end = gone || t->step(t);
     if (end) finish(q, t, gone || atomic_load(&t->cancel), false);
     pthread_mutex_lock(&q->mu);
-    q->in_step = false;
     if (end) {
         q->cur = NULL;
         atomic_fetch_sub(&q->pending, 1);

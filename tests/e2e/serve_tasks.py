@@ -4,8 +4,8 @@ the task worker on Whisper), never by the HTTP thread that received them.
 `--test-task-hold-ms` makes that thread sleep before each task, so the
 requests queue behind it:
 
-- a decoder (a synth tiny Qwen3): embedding requests sent together with
-  chats are all answered (the vectors equal to one sent alone), /metrics
+- a decoder (a synth tiny Qwen3): 8 embedding requests sent together with
+  2 chats are all answered (the vectors equal to one sent alone), /metrics
   shows them waiting in the queue, run by the engine loop, none on an HTTP
   thread; with the queue full a request gets 503 with Retry-After; a client
   that hangs up while queued has its task cancelled;
@@ -30,7 +30,7 @@ import srvtest  # noqa: E402
 from srvtest import check  # noqa: E402
 
 HOLD_MS = 700
-QUEUE = 4
+QUEUE = 8
 
 
 def in_threads(fns):
@@ -176,7 +176,8 @@ def main(argv):
     mllm, shared, build_dir = argv[0], argv[1], argv[2]
     work = tempfile.mkdtemp(prefix="mllm-serve-tasks-")
     tiny = srvtest.synth_tiny(mllm, work)
-    texts = ["alpha beta", "gamma delta", "epsilon", "zeta eta theta"]
+    texts = ["alpha beta", "gamma delta", "epsilon", "zeta eta theta", "iota", "kappa lambda", "mu nu xi",
+             "omicron pi rho sigma"]
     whisper = os.environ.get("MLLM_WHISPER_TINY_DIR")
     wav = os.path.join(shared, "models", "audio", "jfk.wav")
     have_audio = bool(whisper) and os.path.isfile(os.path.join(whisper or "", "model.bin")) and os.path.isfile(wav)

@@ -57,7 +57,6 @@ struct srv_esched {
 
 int srv_esched_n_ctx(const srv_esched *S) { return S->n_ctx; }
 
-
 static void on_admit(void *user, int n_cached) {
     echoice *c = user;
     srv_job *j = c->j;
@@ -173,7 +172,7 @@ static void submit_choices(ereq *rq) {
     mllm_free(r);
 }
 
-/* A new request's first choice (loop thread). */
+/* A new request: its choices into the engine (loop thread). */
 static void start_request(srv_esched *S, srv_job *j) {
     ereq *rq = mllm_calloc(1, sizeof *rq);
     if (rq) {

@@ -6,7 +6,9 @@
  * batches every running sequence into one forward per step over one shared
  * KV pool (sched_engine.c); with a draft model, one session and worker per
  * slot (sched_slots.c). A bounded FIFO queue is in front. A job (job.h) is
- * the only thing both sides touch, under its own mutex.
+ * the only thing both sides touch, under its own mutex. Embedding and
+ * audio requests are tasks (tasks.h) in a bounded queue of their own, run
+ * by the engine loop between its steps, else by a task worker.
  *
  *     mllm_server_config c; mllm_server_default_config(&c);
  *     c.port = 8080;

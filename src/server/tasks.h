@@ -29,9 +29,9 @@ struct srv_task {
     /* One slice of the work, on the owner thread; returns true when the
        task is finished (its result filled). Called again until then. */
     bool (*step)(srv_task *t);
-    bool failed;                /* set by step: the result is an error (the embedding struct's) */
+    bool failed;                /* set by step: the result is an error (kept by the struct that embeds this one) */
     void (*free)(srv_task *t);  /* frees the struct that embeds this one */
-    pthread_t submitter;        /* the HTTP thread: never the one to run it */
+    pthread_t submitter;        /* the HTTP thread (set by submit); counted in /metrics if it ever runs it */
     atomic_bool cancel;         /* the client is gone: step stops early */
     atomic_int refs;
     pthread_mutex_t mu;

@@ -43,7 +43,8 @@ static void serve_usage(FILE *f) {
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF);\n"
             "                          chat messages then take image_url parts with base64 data URLs\n"
-            "      --queue N           requests waiting for a slot before 503 (default %d)\n"
+            "      --queue N           requests waiting for a slot before 503 (default %d); as many\n"
+            "                          embedding / audio requests may wait besides\n"
             "      --max-body BYTES    largest request body (default %u)\n"
             "      --max-upload BYTES  largest audio upload, the whole multipart body (default %u)\n"
             "      --max-messages N    chat messages per request (default %d)\n"
@@ -65,6 +66,8 @@ static void serve_usage(FILE *f) {
             "                          prompt and generated tokens, milliseconds (default on)\n"
             "      --shutdown-grace S  on SIGINT/SIGTERM, running requests may finish for\n"
             "                          S seconds (default 10; a second signal: at once)\n"
+            "      --test-task-hold-ms MS  a test option: the thread that computes embedding and\n"
+            "                          audio requests sleeps MS before each (they queue behind it)\n"
             "      --chat-template T   a built-in template name or a .jinja file\n"
             "      --tokenizer PATH    tokenizer for llama2.c checkpoints\n"
             "%s%s"
@@ -195,6 +198,7 @@ int cmd_serve(int argc, char **argv) {
             c.log_requests = !strcmp(s, "on");
         }
         else if (!strcmp(a, "--shutdown-grace")) INT(0, 3600, grace);
+        else if (!strcmp(a, "--test-task-hold-ms")) INT(0, 600000, c.test_task_hold_ms);
         else if (!strcmp(a, "--chat-template")) { VAL(); tmpl = s; }
         else if (!strcmp(a, "--tokenizer")) { VAL(); tok = s; }
         else { fprintf(stderr, "mllm serve: unknown option '%s' (try --help)\n", a); return 2; }

@@ -3,6 +3,7 @@
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "runtime/grammar_match.h"
 
 mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p0, int n_threads, mllm_model_engine *out) {
     out->e = NULL;
@@ -31,6 +32,9 @@ void mllm_model_engine_close(mllm_model_engine *me) {
 }
 
 struct mllm_engine_grammar {
+    /* g's compiled rules (not owned) with a match state of its own, from
+       the start: the choices of one request follow one grammar at once */
+    struct mllm_grammar own;
     mllm_constraint c;
     mllm_engine_constraint hooks;
 };
@@ -46,8 +50,14 @@ mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_
     *out = NULL;
     mllm_engine_grammar *eg = mllm_calloc(1, sizeof *eg);
     if (!eg) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    mllm_status st = mllm_model_constraint_init(&eg->c, m, g);
-    if (st != MLLM_OK) { mllm_free(eg); return st; }
+    eg->own.gram = g->gram;
+    mllm_status st = mllm_gmatch_new(g->gram, &eg->own.match);
+    if (st == MLLM_OK) st = mllm_model_constraint_init(&eg->c, m, &eg->own);
+    if (st != MLLM_OK) {
+        mllm_gmatch_free(eg->own.match);
+        mllm_free(eg);
+        return st;
+    }
     eg->hooks = (mllm_engine_constraint){&eg->c, h_done, h_allows, h_apply, h_accept};
     *out = eg;
     return MLLM_OK;
@@ -58,5 +68,6 @@ const mllm_engine_constraint *mllm_engine_grammar_hooks(const mllm_engine_gramma
 void mllm_engine_grammar_free(mllm_engine_grammar *eg) {
     if (!eg) return;
     mllm_constraint_free(&eg->c);
+    mllm_gmatch_free(eg->own.match);
     mllm_free(eg);
 }

@@ -21,8 +21,9 @@ int mllm_model_default_ctx(const mllm_model *m);
 mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p, int n_threads, mllm_model_engine *out);
 void mllm_model_engine_close(mllm_model_engine *me);
 
-/* One generation's grammar as engine hooks (the grammar's match state is
-   advanced: one generation at a time per grammar). */
+/* One generation's grammar as engine hooks, with a match state of its own
+   from the grammar's start: g's compiled rules are only read (g must
+   outlive it), so several generations may follow one grammar at once. */
 typedef struct mllm_engine_grammar mllm_engine_grammar;
 mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_grammar **out);
 const mllm_engine_constraint *mllm_engine_grammar_hooks(const mllm_engine_grammar *eg);

@@ -81,7 +81,7 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     return MLLM_OK;
 }
 
-static void seq_free(mllm_engine *e, mllm_eseq *s) {
+void mllm_engine_seq_free(mllm_engine *e, mllm_eseq *s) {
     mllm_kv_seq_release(&e->kp, &s->kv);
     mllm_sampler_free(&s->smp);
     mllm_free(s->tokens);
@@ -90,6 +90,7 @@ static void seq_free(mllm_engine *e, mllm_eseq *s) {
 
 /* Reports s's end (pending text first) and frees it; s is off every list. */
 static void seq_end(mllm_engine *e, mllm_eseq *s, const char *msg) {
+    if (s->forks) mllm_engine_forks_release(e, s);
     mllm_token_text_flush(&s->text, s->r.on_token, s->r.user);
     if (s->slot >= 0) e->slot_used[s->slot] = false;
     s->res.message = msg ? msg : "";
@@ -97,7 +98,7 @@ static void seq_end(mllm_engine *e, mllm_eseq *s, const char *msg) {
        the end (a client reading /metrics) finds them free. */
     mllm_kv_seq_release(&e->kp, &s->kv);
     if (s->r.on_finish) s->r.on_finish(s->r.user, &s->res);
-    seq_free(e, s);
+    mllm_engine_seq_free(e, s);
 }
 
 static void end_list(mllm_engine *e, mllm_eseq **list) {
@@ -532,6 +533,7 @@ mllm_status mllm_engine_step(mllm_engine *e) {
     const float *row = logits;
     for (int i = 0; i < n_out; i++) {
         mllm_eseq *s = e->b_out[i];
+        if (s->forks) mllm_engine_fork(e, s); /* its prompt is read: the other choices share its K/V */
         const int rows = 1 + s->n_prop;
         const bool done = s->n_prop ? verify(e, s, row, B > 0 ? B : 1) : mllm_engine_sample(e, s, row);
         row += (size_t)rows * V;

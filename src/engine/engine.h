@@ -192,6 +192,18 @@ void mllm_engine_free(mllm_engine *e);
    MLLM_ERR_INVALID_ARG (empty prompt, id out of range, prompt >= n_ctx),
    MLLM_ERR_NOMEM. */
 mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r);
+/* n > 1 choices of one prompt: r is queued as by mllm_engine_submit, and
+   each of forks[0, n_forks) (its own sampling, constraint, cancel and
+   callbacks; its prompt fields are ignored: r's is its prompt) waits on
+   it. Once r's prompt is read, each fork takes a share of its K/V blocks
+   (mllm_kv_seq_fork), evaluates only the prompt's last position again for
+   the logits of its own first draw, and runs as a sequence of its own: the
+   prompt is read once. A fork with no free running slot then, or whose r
+   ends before its prompt is read, waits at the front of the queue and takes
+   its prompt from the prefix cache. Each one's output is what it would be
+   alone. Errors as mllm_engine_submit (nothing is queued). */
+mllm_status mllm_engine_submit_forks(mllm_engine *e, const mllm_engine_request *r, const mllm_engine_request *forks,
+                                     int n_forks);
 /* One micro-batch. Finished sequences have had their on_finish. Returns
    MLLM_OK (also when idle); an error of the forward itself ends every
    sequence in the batch with MLLM_ENGINE_ERROR and is returned. */

@@ -36,6 +36,9 @@ typedef struct mllm_eseq {
     int st_saved;             /* leading prompt blocks known in the prefix store; -1: stop writing */
     uint64_t st_key, st_parent; /* the chain key and store serial of block st_saved - 1 */
     mllm_engine_result res;
+    /* n > 1 (engine_fork.c): the other choices, waiting for this one's
+       prompt K/V to share them; NULL: none (or forked already) */
+    struct mllm_eseq *forks;
 } mllm_eseq;
 
 /* One traced graph, kept for its batch shape (T tokens, n_out logits). */
@@ -98,6 +101,16 @@ int mllm_engine_blocks_needed(const mllm_engine *e, const mllm_eseq *s, int n);
    its callbacks; returns true when s has finished (s->res filled, not yet
    reported). */
 bool mllm_engine_sample(mllm_engine *e, mllm_eseq *s, const float *logits);
+
+/* engine.c: frees s without a callback (it was never reported). */
+void mllm_engine_seq_free(mllm_engine *e, mllm_eseq *s);
+
+/* engine_fork.c: s (in this step's output) has its prompt's K/V: its forks
+   share them and run (or wait at the front of the queue for a slot). */
+void mllm_engine_fork(mllm_engine *e, mllm_eseq *s);
+/* s ends before its prompt was read: its forks go to the front of the
+   queue as sequences of their own. */
+void mllm_engine_forks_release(mllm_engine *e, mllm_eseq *s);
 
 /* engine_store.c: opens e->p.store_dir's store (nothing without one). */
 mllm_status mllm_engine_store_open(mllm_engine *e);

@@ -5,7 +5,9 @@
    accepted and not used. Texts longer than the model's limit are truncated
    (as sentence-transformers does); token arrays that long are refused.
    The vectors come from mllm_embed (the model's pooling and
-   normalisation); one request computes at a time, with every thread. */
+   normalisation), computed by the thread that owns the model's compute
+   (tasks.h: the engine loop, or the task worker), one request at a time,
+   never by the HTTP thread. */
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"
@@ -128,32 +130,82 @@ static int check_options(const cJSON *root, int32_t E, bool *b64, srv_err *e) {
     return 0;
 }
 
-/* Embeds every input into data (n x E floats); *n_tokens the total. */
-static int compute(mllm_server *S, embed_input *in, int n, float *data, size_t *n_tokens, srv_err *e) {
-    const size_t E = (size_t)mllm_model_n_embd(S->model);
-    int rc = 0;
-    pthread_mutex_lock(&S->embed_mu);
-    for (int i = 0; i < n && !rc; i++) {
-        mllm_status st = MLLM_OK;
-        if (in[i].text) { /* the tokens mllm_embed would use: truncated, for usage */
-            size_t k = 0, len = strlen(in[i].text);
-            st = mllm_embed_tokenize(S->model, in[i].text, len, NULL, NULL, 0, &k);
-            if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
-                in[i].ids = mllm_malloc((k ? k : 1) * sizeof *in[i].ids);
-                st = in[i].ids ? mllm_embed_tokenize(S->model, in[i].text, len, NULL, in[i].ids, k, &k) : MLLM_ERR_NOMEM;
-                in[i].n_ids = k;
+/* A request as a task (tasks.h): it owns the parsed body (its texts point
+   into it) and the inputs, so a client that leaves does not pull them from
+   under the owner thread. */
+typedef struct {
+    srv_task t;          /* first: the task is the struct */
+    mllm_model *model;
+    cJSON *root;
+    embed_input *in;
+    int n, next;         /* inputs, and the next one to embed */
+    float *data;         /* (n x E) */
+    size_t E, n_tokens;  /* n_tokens: of the inputs embedded, for usage */
+    srv_err e;           /* with t.failed */
+} embed_task;
+
+static void embed_task_free(srv_task *t) {
+    embed_task *k = (embed_task *)t;
+    cJSON_Delete(k->root);
+    free_inputs(k->in, k->n);
+    mllm_free(k->data);
+    mllm_free(k);
+}
+
+/* One input per slice, so the engine's streams go on between them. */
+static bool embed_step(srv_task *t) {
+    embed_task *k = (embed_task *)t;
+    embed_input *in = &k->in[k->next];
+    mllm_status st = MLLM_OK;
+    if (in->text) { /* the tokens mllm_embed would use: truncated, for usage */
+        size_t n = 0, len = strlen(in->text);
+        st = mllm_embed_tokenize(k->model, in->text, len, NULL, NULL, 0, &n);
+        if (st == MLLM_OK || st == MLLM_ERR_BUFFER_TOO_SMALL) {
+            in->ids = mllm_malloc((n ? n : 1) * sizeof *in->ids);
+            st = in->ids ? mllm_embed_tokenize(k->model, in->text, len, NULL, in->ids, n, &n) : MLLM_ERR_NOMEM;
+            in->n_ids = n;
+        }
+    }
+    size_t n_out = 0;
+    if (st == MLLM_OK)
+        st = mllm_embed_ids(k->model, in->ids, in->n_ids, NULL, k->data + (size_t)k->next * k->E, k->E, &n_out);
+    if (st == MLLM_ERR_INVALID_ARG)
+        t->failed = srv_fail(&k->e, 400, NULL, "input", "input %d: %s", k->next, mllm_last_error());
+    else if (st != MLLM_OK)
+        t->failed = srv_fail(&k->e, 500, NULL, NULL, "embedding failed: %s", mllm_last_error());
+    k->n_tokens += in->n_ids;
+    return t->failed || ++k->next == k->n;
+}
+
+static cJSON *result(const embed_task *k, const char *model_id, bool b64) {
+    const int32_t E = (int32_t)k->E;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *arr = cJSON_AddArrayToObject(o, "data");
+    for (int i = 0; i < k->n && o; i++) {
+        const float *v = k->data + (size_t)i * k->E;
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddStringToObject(item, "object", "embedding");
+        cJSON_AddNumberToObject(item, "index", i);
+        if (b64) {
+            char *s = base64(v, k->E);
+            cJSON_AddItemToObject(item, "embedding", s ? cJSON_CreateString(s) : cJSON_CreateNull());
+            mllm_free(s);
+        } else {
+            cJSON *vec = cJSON_AddArrayToObject(item, "embedding");
+            char num[32];
+            for (int32_t j = 0; j < E; j++) { /* %.9g: each float exactly, shorter than cJSON's doubles */
+                snprintf(num, sizeof num, "%.9g", (double)v[j]);
+                cJSON_AddItemToArray(vec, cJSON_CreateRaw(num));
             }
         }
-        size_t n_out = 0;
-        if (st == MLLM_OK) st = mllm_embed_ids(S->model, in[i].ids, in[i].n_ids, NULL, data + (size_t)i * E, E, &n_out);
-        if (st == MLLM_ERR_INVALID_ARG)
-            rc = srv_fail(e, 400, NULL, "input", "input %d: %s", i, mllm_last_error());
-        else if (st != MLLM_OK)
-            rc = srv_fail(e, 500, NULL, NULL, "embedding failed: %s", mllm_last_error());
-        *n_tokens += in[i].n_ids;
+        cJSON_AddItemToArray(arr, item);
     }
-    pthread_mutex_unlock(&S->embed_mu);
-    return rc;
+    cJSON_AddStringToObject(o, "model", model_id);
+    cJSON *u = cJSON_AddObjectToObject(o, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", (double)k->n_tokens);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)k->n_tokens);
+    return o;
 }
 
 enum MHD_Result srv_ep_embeddings(mllm_server *S, srv_req *r) {
@@ -162,49 +214,24 @@ enum MHD_Result srv_ep_embeddings(mllm_server *S, srv_req *r) {
                                "the model '%s' is a speech-to-text model: it answers /v1/audio/transcriptions, not "
                                "/v1/embeddings", S->model_id);
     srv_err e = {0};
-    cJSON *root = srv_parse_body(r, &e);
-    if (!root) return srv_reply_err(S, r, &e);
-    const int32_t E = mllm_model_n_embd(S->model);
-    bool b64 = false;
-    embed_input *in = NULL;
-    int n = 0;
-    size_t n_tokens = 0;
-    float *data = NULL;
-    int rc = check_options(root, E, &b64, &e);
-    if (!rc) rc = parse_input(cJSON_GetObjectItemCaseSensitive(root, "input"), mllm_model_n_vocab(S->model), &in, &n, &e);
-    if (!rc && !(data = mllm_malloc((size_t)n * (size_t)E * sizeof *data))) rc = srv_fail(&e, 500, NULL, NULL, "out of memory");
-    if (!rc) rc = compute(S, in, n, data, &n_tokens, &e);
-    cJSON *o = NULL;
-    if (!rc) {
-        o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "object", "list");
-        cJSON *arr = cJSON_AddArrayToObject(o, "data");
-        for (int i = 0; i < n && o; i++) {
-            const float *v = data + (size_t)i * (size_t)E;
-            cJSON *item = cJSON_CreateObject();
-            cJSON_AddStringToObject(item, "object", "embedding");
-            cJSON_AddNumberToObject(item, "index", i);
-            if (b64) {
-                char *s = base64(v, (size_t)E);
-                cJSON_AddItemToObject(item, "embedding", s ? cJSON_CreateString(s) : cJSON_CreateNull());
-                mllm_free(s);
-            } else {
-                cJSON *vec = cJSON_AddArrayToObject(item, "embedding");
-                char num[32];
-                for (int32_t k = 0; k < E; k++) { /* %.9g: each float exactly, shorter than cJSON's doubles */
-                    snprintf(num, sizeof num, "%.9g", (double)v[k]);
-                    cJSON_AddItemToArray(vec, cJSON_CreateRaw(num));
-                }
-            }
-            cJSON_AddItemToArray(arr, item);
-        }
-        cJSON_AddStringToObject(o, "model", S->model_id);
-        cJSON *u = cJSON_AddObjectToObject(o, "usage");
-        cJSON_AddNumberToObject(u, "prompt_tokens", (double)n_tokens);
-        cJSON_AddNumberToObject(u, "total_tokens", (double)n_tokens);
+    embed_task *k = mllm_calloc(1, sizeof *k);
+    if (!k || !srv_task_init(&k->t, SRV_TASK_EMBED, embed_step, embed_task_free)) {
+        mllm_free(k);
+        return srv_reply_error(S, r, 500, NULL, "out of memory");
     }
-    cJSON_Delete(root);
-    free_inputs(in, n);
-    mllm_free(data);
-    return rc ? srv_reply_err(S, r, &e) : srv_reply_json(S, r, 200, o);
+    k->model = S->model;
+    k->E = (size_t)mllm_model_n_embd(S->model);
+    bool b64 = false, hung_up = false;
+    int rc = (k->root = srv_parse_body(r, &e)) ? 0 : -1;
+    if (!rc) rc = check_options(k->root, (int32_t)k->E, &b64, &e);
+    if (!rc)
+        rc = parse_input(cJSON_GetObjectItemCaseSensitive(k->root, "input"), mllm_model_n_vocab(S->model), &k->in,
+                         &k->n, &e);
+    if (!rc && !(k->data = mllm_malloc((size_t)k->n * k->E * sizeof *k->data)))
+        rc = srv_fail(&e, 500, NULL, NULL, "out of memory");
+    if (!rc) rc = srv_run_task(S, r, &k->t, &hung_up, &e);
+    if (!rc && k->t.failed) rc = -1, e = k->e;
+    enum MHD_Result ret = hung_up ? MHD_NO : rc ? srv_reply_err(S, r, &e) : srv_reply_json(S, r, 200, result(k, S->model_id, b64));
+    srv_task_unref(&k->t);
+    return ret;
 }

@@ -44,7 +44,7 @@ enum MHD_Result srv_ep_model(mllm_server *S, srv_req *r) {
 
 enum MHD_Result srv_ep_metrics(mllm_server *S, srv_req *r) {
     srv_metrics_gauges g;
-    srv_sched_gauges(S->sched, &g);
+    srv_server_gauges(S, &g);
     size_t len = 0;
     char *txt = srv_metrics_render(&S->metrics, &g, &len);
     if (!txt) return srv_reply_error(S, r, 500, NULL, "out of memory");

@@ -112,9 +112,7 @@ static enum MHD_Result generate(mllm_server *S, srv_req *r, bool chat) {
     q.prompt = NULL;
     if (rc == 0) {
         srv_submit sub = srv_sched_submit(S->sched, j);
-        if (sub == SRV_SUBMIT_FULL)
-            rc = srv_fail(&e, 503, "server_busy", NULL, "all %d slots are busy and %d requests are waiting; retry later",
-                          S->cfg.n_parallel, S->cfg.max_queue);
+        if (sub == SRV_SUBMIT_FULL) rc = srv_fail_busy(S, &e);
         else if (sub == SRV_SUBMIT_CLOSED) rc = srv_fail(&e, 503, "shutting_down", NULL, "the server is shutting down");
     }
     if (rc) {

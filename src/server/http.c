@@ -26,6 +26,13 @@ int srv_fail(srv_err *e, unsigned status, const char *code, const char *param, c
     return -1;
 }
 
+int srv_fail_busy(mllm_server *S, srv_err *e) {
+    srv_fail(e, 503, "server_busy", NULL, "all %d slots are busy and %d requests are waiting; retry later",
+             S->cfg.n_parallel, S->cfg.max_queue);
+    e->retry_after = SRV_RETRY_AFTER_S;
+    return -1;
+}
+
 /* ---- routing ------------------------------------------------------------ */
 
 typedef enum MHD_Result (*srv_handler)(mllm_server *S, srv_req *r);
@@ -94,6 +101,11 @@ enum MHD_Result srv_reply(mllm_server *S, srv_req *r, unsigned status, const cha
     if (!resp) return MHD_NO;
     if (content_type) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (status == MHD_HTTP_UNAUTHORIZED) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", r->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow_methods(r->url));
     if (status == MHD_HTTP_NO_CONTENT && r->origin.p) { /* an allowed CORS preflight */
@@ -133,6 +145,7 @@ enum MHD_Result srv_reply_err(mllm_server *S, srv_req *r, const srv_err *e) {
     }
     char *txt = err ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
+    r->retry_after = e->retry_after;
     /* Out of memory: a fixed body still tells the client what happened. */
     static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
     enum MHD_Result ret = txt ? srv_reply(S, r, e->status, "application/json", txt, strlen(txt))

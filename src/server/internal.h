@@ -13,6 +13,7 @@
 #include "server/metrics.h"
 #include "server/scheduler.h"
 #include "server/server.h"
+#include "server/tasks.h"
 
 struct mllm_server {
     mllm_model *model;
@@ -23,8 +24,7 @@ struct mllm_server {
     srv_guard *guard;        /* deadlines and connection caps (guard.h) */
     int quiesced_fd;         /* the listen socket after quiesce: closed after stop */
     srv_sched *sched;        /* NULL for an embedding-only model (no generation) */
-    pthread_mutex_t embed_mu;/* one embedding request computes at a time (each uses every thread) */
-    bool embed_mu_ok;
+    srv_tasks *tasks;        /* embedding and audio requests: queued, run by the compute's owner */
     srv_metrics metrics;
     atomic_bool draining;
     atomic_ulong next_id;
@@ -49,6 +49,7 @@ typedef struct {
     srv_job *job;            /* a reference to the generation it asked for, or NULL: its token counts */
     size_t limit;            /* of the body: cfg.max_body, or cfg.max_upload on a multipart route */
     srv_str content_type;    /* the request's (one, checked) Content-Type; p NULL: none */
+    int retry_after;         /* s: the reply carries Retry-After (a full queue's 503); 0: none */
 } srv_req;
 
 /* An error for the client, in OpenAI's shape:
@@ -58,7 +59,13 @@ typedef struct srv_err {
     const char *code;        /* NULL or "model_not_found", ... */
     char param[64];          /* "" or the offending field */
     char msg[320];
+    int retry_after;         /* s: a Retry-After header (SRV_RETRY_AFTER_S on a full queue); 0: none */
 } srv_err;
+
+/* What a 503 for a full queue tells the client to wait before it retries. */
+#define SRV_RETRY_AFTER_S 1
+/* Fills e with that 503 (server_busy, Retry-After); returns -1. */
+int srv_fail_busy(mllm_server *S, srv_err *e);
 
 /* Fills e; returns -1 so parsers can `return srv_fail(e, ...)`. */
 int srv_fail(srv_err *e, unsigned status, const char *code, const char *param, const char *fmt, ...)
@@ -93,6 +100,14 @@ enum MHD_Result srv_ep_embeddings(mllm_server *S, srv_req *r); /* embeddings.c *
 enum MHD_Result srv_ep_transcriptions(mllm_server *S, srv_req *r); /* transcribe.c */
 enum MHD_Result srv_ep_translations(mllm_server *S, srv_req *r);
 enum MHD_Result srv_ep_page(mllm_server *S, srv_req *r); /* web.c: the chat page and its files */
+
+/* The scheduler's gauges and the task queue's. */
+void srv_server_gauges(mllm_server *S, srv_metrics_gauges *g);
+/* Submits t and waits for its end; 0 (t ran: its result, or its own
+   error when t->failed), or -1 with e filled (503: the queue is full, with
+   Retry-After, or the server shuts down) or with *hung_up (the client
+   left: answer MHD_NO). */
+int srv_run_task(mllm_server *S, srv_req *r, srv_task *t, bool *hung_up, srv_err *e);
 
 /* Parses the request body as a JSON object; NULL with e filled. */
 cJSON *srv_parse_body(const srv_req *r, srv_err *e);

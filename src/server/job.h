@@ -46,10 +46,12 @@ typedef struct srv_job {
     int32_t *bias_ids; /* (n_bias) logit_bias, which sampling points to */
     float *bias;
     mllm_grammar *grammar; /* constrained decoding (grammar / response_format), which sampling points to */
-    /* n > 1: the next choice of the same request, run right after this one
-       on the same slot, so it reuses the prompt's KV cache (one prefill for
-       all); owned (one reference). Its sampling may point at the first
-       choice's bias and grammar, which outlive it. */
+    /* n > 1: the next choice of the same request; owned (one reference).
+       The engine runs the choices as forks of the first, sharing its
+       prompt's K/V (one prefill for all); the slots path runs each right
+       after the one before on the same slot, reusing its KV cache. Its
+       sampling may point at the first choice's bias and grammar, which
+       outlive it. */
     struct srv_job *next;
     int index;     /* choice index */
     /* Images (image_url parts, image_parts.h): the slot prefills conv (the

@@ -13,7 +13,16 @@ void srv_metrics_init(srv_metrics *m) {
                                &m->gen_us, &m->last_gen_tps_milli, &m->shed_full,
                                &m->shed_per_ip, &m->shed_deadline};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) atomic_init(scalars[i], 0);
+    for (int k = 0; k < 2; k++) {
+        atomic_init(&m->tasks_ok[k], 0);
+        atomic_init(&m->tasks_error[k], 0);
+        atomic_init(&m->tasks_cancelled[k], 0);
+        atomic_init(&m->tasks_started[k], 0);
+    }
+    atomic_init(&m->tasks_on_request_thread, 0);
 }
+
+static void render_tasks(srv_textbuf *o, const srv_metrics *m, const srv_metrics_gauges *g);
 
 void srv_metrics_response(srv_metrics *m, unsigned status) {
     if (status < SRV_METRICS_CODES) atomic_fetch_add_explicit(&m->http_responses[status], 1, memory_order_relaxed);
@@ -114,7 +123,29 @@ char *srv_metrics_render(const srv_metrics *m, const srv_metrics_gauges *g, size
         gauge(&o, "mllm_prefix_store_entries", "KV blocks in the prefix store file", (double)g->store_entries);
         gauge(&o, "mllm_prefix_store_bytes", "Bytes of the prefix store's entries", (double)g->store_bytes);
     }
+    render_tasks(&o, m, g);
     if (o.fail) { mllm_free(o.b); return NULL; }
     *len = o.len;
     return o.b;
+}
+
+static void render_tasks(srv_textbuf *o, const srv_metrics *m, const srv_metrics_gauges *g) {
+    static const char *const kind[2] = {"embeddings", "audio"};
+    srv_tb_printf(o, "# HELP mllm_tasks_total Embedding and audio requests finished, by kind and result\n"
+                  "# TYPE mllm_tasks_total counter\n");
+    for (int k = 0; k < 2; k++)
+        srv_tb_printf(o, "mllm_tasks_total{kind=\"%s\",result=\"ok\"} %lu\n"
+                      "mllm_tasks_total{kind=\"%s\",result=\"error\"} %lu\n"
+                      "mllm_tasks_total{kind=\"%s\",result=\"cancelled\"} %lu\n",
+                      kind[k], ld(&m->tasks_ok[k]), kind[k], ld(&m->tasks_error[k]), kind[k],
+                      ld(&m->tasks_cancelled[k]));
+    srv_tb_printf(o, "# HELP mllm_tasks_started_total Tasks started, by the thread that owns the compute\n"
+                  "# TYPE mllm_tasks_started_total counter\n"
+                  "mllm_tasks_started_total{owner=\"engine\"} %lu\n"
+                  "mllm_tasks_started_total{owner=\"worker\"} %lu\n",
+                  ld(&m->tasks_started[0]), ld(&m->tasks_started[1]));
+    counter(o, "mllm_tasks_on_request_thread_total", "Tasks run by the HTTP thread that received them (none should be)",
+            ld(&m->tasks_on_request_thread));
+    gauge(o, "mllm_tasks_queued", "Embedding and audio requests waiting for the compute's owner", g->tasks_queued);
+    gauge(o, "mllm_tasks_running", "Embedding and audio requests being computed", g->tasks_running);
 }

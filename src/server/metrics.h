@@ -18,6 +18,10 @@ typedef struct {
     atomic_ulong prompt_us, gen_us;  /* time spent in prefill / generation */
     atomic_ulong last_gen_tps_milli; /* tokens/s x 1000 of the last request */
     atomic_ulong shed_full, shed_per_ip, shed_deadline; /* connections closed by the guard (guard.c) */
+    /* tasks (tasks.h), by kind: [0] embeddings, [1] audio */
+    atomic_ulong tasks_ok[2], tasks_error[2], tasks_cancelled[2];
+    atomic_ulong tasks_started[2];         /* by owner: [0] the engine loop, [1] the task worker */
+    atomic_ulong tasks_on_request_thread;  /* run by the HTTP thread that submitted them: 0 by design */
 } srv_metrics;
 
 void srv_metrics_init(srv_metrics *m);
@@ -35,6 +39,7 @@ typedef struct {
     unsigned long long prefix_waits; /* steps a request waited for a running prompt's shared blocks */
     bool prefix_store; /* --prefix-store: its counters below */
     unsigned long long store_hit_blocks, store_writes, store_entries, store_bytes;
+    int tasks_queued, tasks_running; /* embedding and audio requests (tasks.h) */
 } srv_metrics_gauges;
 
 /* The Prometheus text into a new NUL-terminated buffer (mllm_free it), or

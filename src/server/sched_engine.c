@@ -3,10 +3,10 @@
    `incoming` and set cancel flags, under `mu`. The loop moves incoming
    jobs into the engine, steps it, and publishes its counters for /metrics.
 
-   A request with n > 1 choices: choice 0 runs first; once it has read the
-   prompt (its first token), the other choices are submitted together and
-   find the prompt's full blocks in the prefix cache. A grammar is one
-   match state, so with a grammar the choices run one after the other.
+   A request with n > 1 choices goes to the engine as one sequence and its
+   forks (mllm_engine_submit_forks): the prompt is read once, and each
+   other choice shares its K/V. With a grammar each choice has a match
+   state of its own (mllm_engine_grammar_new).
 
    Lock order: mu, then a job's mu. Engine callbacks run on the loop thread
    without mu. */
@@ -18,12 +18,12 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "server/tasks.h"
 
 typedef struct ereq {
     struct srv_esched *S;
     srv_job *head;        /* one reference, dropped when every choice is done */
     int outstanding;      /* choices submitted to the engine and not finished */
-    bool rest_submitted;  /* choices after the first are in the engine (or done) */
     bool dropped;         /* closed before it started: it ends with a 503 */
     struct ereq *next, *prev; /* the loop's list of requests in the engine */
 } ereq;
@@ -52,11 +52,10 @@ struct srv_esched {
     srv_job **batch;      /* (cap_incoming) the loop's copy of incoming */
     ereq *active;         /* requests in the engine; the loop thread's only */
     mllm_engine_stats st; /* the last published, under mu */
+    srv_tasks *tasks;     /* embedding / audio tasks the loop runs between steps; NULL: none */
 };
 
 int srv_esched_n_ctx(const srv_esched *S) { return S->n_ctx; }
-
-static void submit_choice(ereq *rq, srv_job *j);
 
 static void on_admit(void *user, int n_cached) {
     echoice *c = user;
@@ -68,16 +67,8 @@ static void on_admit(void *user, int n_cached) {
     pthread_mutex_unlock(&j->mu);
 }
 
-/* The choices after the first, once the first has its prompt's K/V. */
-static void submit_rest(ereq *rq) {
-    if (rq->rest_submitted) return;
-    rq->rest_submitted = true;
-    for (srv_job *j = rq->head->next; j; j = j->next) submit_choice(rq, j);
-}
-
 static int on_token(void *user, int32_t id, const char *piece, size_t len) {
     echoice *c = user;
-    if (id >= 0 && c->j == c->rq->head && !c->j->sampling.grammar) submit_rest(c->rq);
     return srv_job_on_token(c->j, id, piece, len);
 }
 
@@ -115,18 +106,6 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     pthread_mutex_unlock(&j->mu);
     mllm_engine_grammar_free(c->eg);
     mllm_free(c);
-    /* The next choice: in turn with a grammar, else with the others (if the first ended before its first token). */
-    if (!rq->rest_submitted) {
-        if (atomic_load(&rq->head->cancel) || S->quit) {
-            rq->rest_submitted = true;
-            srv_job_finish_all(rq->head, SRV_FINISH_CANCELLED, 0, NULL);
-            for (srv_job *k = rq->head->next; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_CANCELLED);
-        } else if (rq->head->sampling.grammar && j->next) {
-            submit_choice(rq, j->next);
-        } else {
-            submit_rest(rq);
-        }
-    }
     if (--rq->outstanding == 0) {
         if (rq->prev) rq->prev->next = rq->next;
         else S->active = rq->next;
@@ -139,54 +118,67 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     }
 }
 
-/* Hands one choice to the engine (loop thread); a refusal ends it. */
-static void submit_choice(ereq *rq, srv_job *j) {
+/* The engine's view of choice j: *out (its callbacks' user) and *r. */
+static mllm_status choice_new(ereq *rq, srv_job *j, echoice **out, mllm_engine_request *r) {
     srv_esched *S = rq->S;
-    echoice *c = mllm_calloc(1, sizeof *c);
-    mllm_status st = c ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    if (c) {
-        c->rq = rq;
-        c->j = j;
-        c->sp = j->sampling;
-        if (j->logprobs >= 0) {
-            c->sp.on_logprobs = srv_job_on_logprobs;
-            c->sp.logprobs_user = j;
-            c->sp.n_top_logprobs = j->logprobs;
-        }
-        if (j->sampling.grammar) {
-            mllm_grammar_reset(j->sampling.grammar); /* each choice follows the grammar from its start */
-            st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
-        }
+    echoice *c = *out = mllm_calloc(1, sizeof *c);
+    if (!c) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    c->rq = rq;
+    c->j = j;
+    c->sp = j->sampling;
+    if (j->logprobs >= 0) {
+        c->sp.on_logprobs = srv_job_on_logprobs;
+        c->sp.logprobs_user = j;
+        c->sp.n_top_logprobs = j->logprobs;
     }
-    if (st == MLLM_OK) {
-        mllm_engine_request r = {.prompt = j->ids, .n_prompt = (int)j->n_ids, .sampling = &c->sp,
-                                 .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
-                                 .context_shift = S->context_shift, .n_keep = (int)j->n_keep, .cancel = &j->cancel,
-                                 .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};
-        st = mllm_engine_submit(S->me.e, &r);
+    if (j->sampling.grammar) { /* a match state of its own, from the grammar's start */
+        mllm_status st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
+        if (st != MLLM_OK) return st;
     }
-    if (st == MLLM_OK) {
-        rq->outstanding++;
-        return;
-    }
-    char err[256];
-    snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
-    if (c) mllm_engine_grammar_free(c->eg);
-    mllm_free(c);
-    pthread_mutex_lock(&j->mu);
-    srv_job_finish_locked(j, SRV_FINISH_ERROR, 500, err);
-    pthread_mutex_unlock(&j->mu);
-    srv_metrics_count_finish(S->metrics, SRV_FINISH_ERROR);
+    *r = (mllm_engine_request){.prompt = j->ids, .n_prompt = (int)j->n_ids, .sampling = &c->sp,
+                               .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
+                               .context_shift = S->context_shift, .n_keep = (int)j->n_keep, .cancel = &j->cancel,
+                               .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};
+    return MLLM_OK;
 }
 
-/* A new request's first choice (loop thread). */
+/* Hands a request's choices to the engine, the first with the others as its
+   forks (loop thread); a refusal ends them all. */
+static void submit_choices(ereq *rq) {
+    srv_esched *S = rq->S;
+    srv_job *j = rq->head;
+    int n = 0;
+    for (srv_job *k = j; k; k = k->next) n++;
+    echoice **c = mllm_calloc((size_t)n, sizeof *c);
+    mllm_engine_request *r = mllm_calloc((size_t)n, sizeof *r);
+    mllm_status st = c && r ? MLLM_OK : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    srv_job *k = j;
+    for (int i = 0; i < n && st == MLLM_OK; i++, k = k->next) st = choice_new(rq, k, &c[i], &r[i]);
+    if (st == MLLM_OK)
+        st = n > 1 ? mllm_engine_submit_forks(S->me.e, &r[0], r + 1, n - 1) : mllm_engine_submit(S->me.e, &r[0]);
+    if (st == MLLM_OK) {
+        rq->outstanding += n;
+    } else {
+        char err[256];
+        snprintf(err, sizeof err, "generation failed: %s", mllm_last_error());
+        for (int i = 0; c && i < n; i++) {
+            if (c[i]) mllm_engine_grammar_free(c[i]->eg);
+            mllm_free(c[i]);
+        }
+        for (k = j; k; k = k->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_ERROR);
+        srv_job_finish_all(j, SRV_FINISH_ERROR, 500, err);
+    }
+    mllm_free(c);
+    mllm_free(r);
+}
+
+/* A new request: its choices into the engine (loop thread). */
 static void start_request(srv_esched *S, srv_job *j) {
     ereq *rq = mllm_calloc(1, sizeof *rq);
     if (rq) {
         rq->S = S;
         rq->head = j;
-        rq->rest_submitted = !j->next;
-        submit_choice(rq, j);
+        submit_choices(rq);
         if (rq->outstanding > 0) {
             rq->next = S->active;
             if (S->active) S->active->prev = rq;
@@ -222,8 +214,10 @@ static void *loop_main(void *arg) {
     mllm_engine *e = S->me.e;
     pthread_mutex_lock(&S->mu);
     for (;;) {
-        while (!S->quit && S->n_incoming == 0 && mllm_engine_idle(e) && !S->drop_waiting)
+        while (!S->quit && S->n_incoming == 0 && mllm_engine_idle(e) && !S->drop_waiting &&
+               !(S->tasks && srv_tasks_pending(S->tasks)))
             pthread_cond_wait(&S->cv, &S->mu);
+        srv_tasks *tasks = S->tasks;
         if (S->quit) break;
         const int n = S->n_incoming;
         memcpy(S->batch, S->incoming, (size_t)n * sizeof *S->batch);
@@ -234,6 +228,7 @@ static void *loop_main(void *arg) {
         for (int i = 0; i < n; i++) start_request(S, S->batch[i]);
         if (drop) drop_unstarted(S);
         mllm_engine_step(e); /* an error has ended the sequences it concerns */
+        if (tasks) srv_tasks_run_one(tasks); /* a slice: the streams go on at the next step */
         mllm_engine_stats st;
         mllm_engine_get_stats(e, &st);
         if (st.store_failed && !S->store_fail_logged) { /* once: the store reads on, it no longer writes */
@@ -367,6 +362,20 @@ void srv_esched_close(srv_esched *S) {
     S->n_requests -= S->n_incoming;
     S->n_incoming = 0;
     pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+}
+
+static void wake_loop(void *user) {
+    srv_esched *S = user;
+    pthread_mutex_lock(&S->mu);
+    pthread_cond_signal(&S->cv);
+    pthread_mutex_unlock(&S->mu);
+}
+
+void srv_esched_own_tasks(srv_esched *S, srv_tasks *q) {
+    srv_tasks_set_owner(q, wake_loop, S);
+    pthread_mutex_lock(&S->mu);
+    S->tasks = q;
     pthread_mutex_unlock(&S->mu);
 }
 

@@ -14,5 +14,7 @@ void srv_esched_close(srv_esched *s);
 void srv_esched_gauges(srv_esched *s, srv_metrics_gauges *g);
 void srv_esched_shutdown(srv_esched *s);
 void srv_esched_free(srv_esched *s);
+/* The loop runs q's tasks (tasks.h), a slice between two steps. */
+void srv_esched_own_tasks(srv_esched *s, srv_tasks *q);
 
 #endif

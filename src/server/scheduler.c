@@ -79,6 +79,12 @@ void srv_sched_free(srv_sched *s) {
     mllm_free(s);
 }
 
+bool srv_sched_own_tasks(srv_sched *s, srv_tasks *q) {
+    if (!s || !s->en) return false;
+    srv_esched_own_tasks(s->en, q);
+    return true;
+}
+
 void srv_metrics_count_finish(srv_metrics *m, srv_finish f) {
     atomic_ulong *c = f == SRV_FINISH_STOP     ? &m->completions_stop
                       : f == SRV_FINISH_LENGTH ? &m->completions_length

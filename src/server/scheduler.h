@@ -18,6 +18,7 @@
 #include "server/metrics.h"
 
 typedef struct srv_sched srv_sched;
+typedef struct srv_tasks srv_tasks; /* tasks.h */
 
 typedef enum { SRV_SUBMIT_OK = 0, SRV_SUBMIT_FULL = 1, SRV_SUBMIT_CLOSED = 2 } srv_submit;
 
@@ -51,6 +52,10 @@ void srv_sched_gauges(srv_sched *s, srv_metrics_gauges *g);
    submit/cancel calls (they are refused / no-ops) until srv_sched_free. */
 void srv_sched_shutdown(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* shuts down first if needed; NULL ok */
+/* Whether the scheduler's thread owns q's tasks (tasks.h): the engine loop
+   runs them between its steps. False (the per-slot path, or s NULL): q
+   needs a worker of its own. */
+bool srv_sched_own_tasks(srv_sched *s, srv_tasks *q);
 
 /* Shared by both paths: the finish counters, and a finished choice's
    token and time counters (prompt_ms: queue end to first token). */

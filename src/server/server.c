@@ -52,12 +52,15 @@ static mllm_status check_config(const mllm_server_config *c) {
                         "server: --allowed-origins '%s' is not '*' or a comma-separated list of scheme://host[:port]",
                         c->allowed_origins);
     if (c->api_key && !c->api_key[0]) return mllm_err(MLLM_ERR_INVALID_ARG, "server: the API key is empty");
+    if (c->test_task_hold_ms < 0 || c->test_task_hold_ms > 600000)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --test-task-hold-ms %d out of range [0, 600000]",
+                        c->test_task_hold_ms);
     return MLLM_OK;
 }
 
 static void server_free(mllm_server *S) {
     srv_sched_free(S->sched);
-    if (S->embed_mu_ok) pthread_mutex_destroy(&S->embed_mu);
+    srv_tasks_free(S->tasks);
     mllm_free(S->host);
     mllm_free(S->api_key);
     mllm_free(S->model_id);
@@ -113,14 +116,19 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
        generation: only /v1/embeddings or /v1/audio/transcriptions and
        the small endpoints answer. */
     if (mllm_model_can_generate(model)) st = srv_sched_new(model, &sp, &S->metrics, &S->sched);
-    if (st == MLLM_OK && pthread_mutex_init(&S->embed_mu, NULL) != 0)
-        st = mllm_err(MLLM_ERR_NOMEM, "server: cannot create a mutex");
-    else if (st == MLLM_OK)
-        S->embed_mu_ok = true;
+    /* Embedding and audio requests: run by the engine loop between its
+       steps, else by a worker of their own (tasks.h). */
+    if (st == MLLM_OK) st = srv_tasks_new(c->max_queue, c->test_task_hold_ms, &S->metrics, &S->tasks);
+    if (st == MLLM_OK && !srv_sched_own_tasks(S->sched, S->tasks)) st = srv_tasks_start_worker(S->tasks);
     if (st == MLLM_OK) st = srv_http_start(S);
     if (st != MLLM_OK) { server_free(S); return st; }
     *out = S;
     return MLLM_OK;
+}
+
+void srv_server_gauges(mllm_server *S, srv_metrics_gauges *g) {
+    srv_sched_gauges(S->sched, g);
+    if (S->tasks) srv_tasks_counts(S->tasks, &g->tasks_queued, &g->tasks_running);
 }
 
 int mllm_server_port(const mllm_server *S) { return S ? S->port : 0; }
@@ -130,13 +138,14 @@ void mllm_server_drain(mllm_server *S) {
     atomic_store(&S->draining, true);
     srv_http_quiesce(S);
     srv_sched_close(S->sched);
+    srv_tasks_close(S->tasks);
 }
 
 int mllm_server_busy(mllm_server *S) {
     if (!S) return 0;
     srv_metrics_gauges g;
-    srv_sched_gauges(S->sched, &g);
-    return g.queue_len + g.slots_busy;
+    srv_server_gauges(S, &g);
+    return g.queue_len + g.slots_busy + g.tasks_queued + g.tasks_running;
 }
 
 void mllm_server_stop(mllm_server *S) {
@@ -146,6 +155,7 @@ void mllm_server_stop(mllm_server *S) {
        its response (the end of a stream, an error); stopping the daemon
        would cut those off, so it waits for them, a bounded while. */
     srv_sched_shutdown(S->sched);
+    srv_tasks_shutdown(S->tasks); /* after the engine loop, which may own them */
     for (int i = 0; i < SRV_STOP_FLUSH_MS / 10 && atomic_load(&S->responding) > 0; i++) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);

@@ -6,7 +6,9 @@
  * batches every running sequence into one forward per step over one shared
  * KV pool (sched_engine.c); with a draft model, one session and worker per
  * slot (sched_slots.c). A bounded FIFO queue is in front. A job (job.h) is
- * the only thing both sides touch, under its own mutex.
+ * the only thing both sides touch, under its own mutex. Embedding and
+ * audio requests are tasks (tasks.h) in a bounded queue of their own, run
+ * by the engine loop between its steps, else by a task worker.
  *
  *     mllm_server_config c; mllm_server_default_config(&c);
  *     c.port = 8080;
@@ -80,6 +82,11 @@ typedef struct {
        by prefix_store_size bytes (0: 1 GiB); docs/server.md. */
     const char *prefix_store;
     uint64_t prefix_store_size;
+    /* A test option (`mllm serve --test-task-hold-ms`; 0: off): the thread
+       that owns the compute (the engine loop, or the task worker) sleeps
+       this long before it starts each embedding or audio request, so a
+       test sees requests queue behind it (tests/e2e/serve_tasks.py). */
+    int test_task_hold_ms;
 } mllm_server_config;
 
 typedef struct mllm_server mllm_server;

@@ -8,8 +8,8 @@
    unlikely text); `timestamp_granularities[]` only as "segment". Any other
    field, or one given twice, is a 400 naming it. The upload is decoded from
    memory by the audio reader (src/audio through mllm_transcribe); the
-   transcription runs on the HTTP thread that received it, one at a time
-   per model (mllm.h), with the model's threads. */
+   transcription is a task (tasks.h) that the task worker runs, one at a
+   time, never the HTTP thread that received it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,63 +178,110 @@ static cJSON *usage(const mllm_transcript *t) {
     return u;
 }
 
+/* A request as a task (tasks.h): it owns the request body, which the audio
+   points into, so a client that leaves does not pull it from under the
+   owner thread. */
+typedef struct {
+    srv_task t;          /* first: the task is the struct */
+    mllm_model *model;
+    char *body;          /* taken from the request */
+    const char *audio;   /* (len) the file's bytes, in body */
+    size_t len;
+    tr_req q;
+    mllm_transcribe_params p;
+    mllm_transcript *out;
+    srv_err e;           /* with t.failed */
+} audio_task;
+
+static void audio_task_free(srv_task *t) {
+    audio_task *a = (audio_task *)t;
+    mllm_transcript_free(a->out);
+    mllm_free(a->q.prompt);
+    mllm_free(a->body);
+    mllm_free(a);
+}
+
+/* The whole file in one slice (a transcription does not stop midway). */
+static bool audio_step(srv_task *t) {
+    audio_task *a = (audio_task *)t;
+    mllm_status st = mllm_transcribe(a->model, a->audio, a->len, "file", &a->p, &a->out);
+    if (st == MLLM_ERR_INVALID_ARG && a->q.language[0] && strstr(mllm_last_error(), "language"))
+        t->failed = srv_fail(&a->e, 400, NULL, "language", "%s", mllm_last_error());
+    else if (st == MLLM_ERR_INVALID_ARG || st == MLLM_ERR_FORMAT || st == MLLM_ERR_UNSUPPORTED)
+        t->failed = srv_fail(&a->e, 400, "invalid_audio", "file", "%s", mllm_last_error());
+    else if (st != MLLM_OK)
+        t->failed = srv_fail(&a->e, 500, NULL, NULL, "transcription failed: %s", mllm_last_error());
+    return true;
+}
+
+/* The form into a (its audio and options); 0 or -1 with e filled. */
+static int parse_request(srv_req *r, bool translate, audio_task *a, srv_err *e) {
+    srv_str boundary;
+    srv_mp_part *parts = mllm_calloc(SRV_MP_MAX_PARTS, sizeof *parts);
+    int n = 0, rc = 0;
+    if (!parts) rc = srv_fail(e, 500, NULL, NULL, "out of memory");
+    else if (!srv_mp_boundary(r->content_type, &boundary)) /* checked with the head; kept for safety */
+        rc = srv_fail(e, 415, "unsupported_media_type", NULL, "the body must be multipart/form-data");
+    else if (!(rc = srv_mp_parse(r->body, r->len, boundary, parts, SRV_MP_MAX_PARTS, &n, e)))
+        rc = parse_form(parts, n, &a->q, e);
+    if (!rc && translate && a->q.language[0]) /* OpenAI's translations take no language: it is detected */
+        rc = srv_fail(e, 400, "unsupported_parameter", "language", "'language' is not a field of /v1/audio/translations");
+    if (!rc) {
+        a->audio = a->q.file->data;
+        a->len = a->q.file->len;
+        a->q.file = NULL; /* in parts, freed below */
+        a->body = r->body; /* the audio points into it: the task keeps it */
+        r->body = NULL;
+    }
+    mllm_free(parts);
+    mllm_transcribe_default_params(&a->p);
+    a->p.language = a->q.language[0] ? a->q.language : NULL;
+    a->p.prompt = a->q.prompt;
+    a->p.temperature = a->q.temperature;
+    a->p.translate = translate;
+    a->p.timestamps = 1; /* the same text whatever the format; srt, vtt, verbose_json need the times */
+    return rc;
+}
+
+static enum MHD_Result reply(mllm_server *S, srv_req *r, const audio_task *a, bool translate) {
+    const mllm_transcript *t = a->out;
+    const resp_fmt fmt = a->q.fmt;
+    if (fmt == FMT_SRT || fmt == FMT_VTT) return reply_subtitles(S, r, t, fmt == FMT_VTT);
+    if (fmt == FMT_TEXT) {
+        char *clean = srv_utf8_sanitize(mllm_transcript_text(t), strlen(mllm_transcript_text(t)));
+        srv_textbuf b = {0};
+        if (clean) srv_tb_printf(&b, "%s\n", clean);
+        enum MHD_Result ret = !clean || b.fail ? srv_reply_error(S, r, 500, NULL, "out of memory")
+                                               : srv_reply(S, r, 200, "text/plain; charset=utf-8", b.b, b.len);
+        mllm_free(clean);
+        mllm_free(b.b);
+        return ret;
+    }
+    cJSON *o = fmt == FMT_VERBOSE ? verbose_json(t, translate) : cJSON_CreateObject();
+    if (o && fmt == FMT_JSON) add_text(o, "text", mllm_transcript_text(t));
+    if (o) cJSON_AddItemToObject(o, "usage", usage(t));
+    return srv_reply_json(S, r, 200, o);
+}
+
 static enum MHD_Result transcribe(mllm_server *S, srv_req *r, bool translate) {
     if (!mllm_model_can_transcribe(S->model))
         return srv_reply_error(S, r, 400, "model_not_supported",
                                "the model '%s' is not a speech-to-text model: it does not answer %s", S->model_id,
                                translate ? "/v1/audio/translations" : "/v1/audio/transcriptions");
     srv_err e = {0};
-    srv_str boundary;
-    srv_mp_part *parts = mllm_calloc(SRV_MP_MAX_PARTS, sizeof *parts);
-    tr_req q = {.fmt = FMT_JSON};
-    int n = 0, rc = 0;
-    if (!parts) rc = srv_fail(&e, 500, NULL, NULL, "out of memory");
-    else if (!srv_mp_boundary(r->content_type, &boundary)) /* checked with the head; kept for safety */
-        rc = srv_fail(&e, 415, "unsupported_media_type", NULL, "the body must be multipart/form-data");
-    else if (!(rc = srv_mp_parse(r->body, r->len, boundary, parts, SRV_MP_MAX_PARTS, &n, &e)))
-        rc = parse_form(parts, n, &q, &e);
-    if (!rc && translate && q.language[0]) /* OpenAI's translations take no language: it is detected */
-        rc = srv_fail(&e, 400, "unsupported_parameter", "language", "'language' is not a field of /v1/audio/translations");
-    mllm_transcript *t = NULL;
-    mllm_transcribe_params p;
-    mllm_transcribe_default_params(&p);
-    p.language = q.language[0] ? q.language : NULL;
-    p.prompt = q.prompt;
-    p.temperature = q.temperature;
-    p.translate = translate;
-    p.timestamps = 1; /* the same text whatever the format; srt, vtt, verbose_json need the times */
-    if (!rc) {
-        srv_conn_timeout(S, r->conn, false); /* a long file keeps the connection quiet */
-        mllm_status st = mllm_transcribe(S->model, q.file->data, q.file->len, "file", &p, &t);
-        srv_conn_timeout(S, r->conn, true);
-        if (st == MLLM_ERR_INVALID_ARG && q.language[0] && strstr(mllm_last_error(), "language"))
-            rc = srv_fail(&e, 400, NULL, "language", "%s", mllm_last_error());
-        else if (st == MLLM_ERR_INVALID_ARG || st == MLLM_ERR_FORMAT || st == MLLM_ERR_UNSUPPORTED)
-            rc = srv_fail(&e, 400, "invalid_audio", "file", "%s", mllm_last_error());
-        else if (st != MLLM_OK)
-            rc = srv_fail(&e, 500, NULL, NULL, "transcription failed: %s", mllm_last_error());
+    audio_task *a = mllm_calloc(1, sizeof *a);
+    if (!a || !srv_task_init(&a->t, SRV_TASK_AUDIO, audio_step, audio_task_free)) {
+        mllm_free(a);
+        return srv_reply_error(S, r, 500, NULL, "out of memory");
     }
-    mllm_free(parts);
-    mllm_free(q.prompt);
-    if (rc) return srv_reply_err(S, r, &e);
-    enum MHD_Result ret;
-    if (q.fmt == FMT_SRT || q.fmt == FMT_VTT) {
-        ret = reply_subtitles(S, r, t, q.fmt == FMT_VTT);
-    } else if (q.fmt == FMT_TEXT) {
-        char *clean = srv_utf8_sanitize(mllm_transcript_text(t), strlen(mllm_transcript_text(t)));
-        srv_textbuf b = {0};
-        if (clean) srv_tb_printf(&b, "%s\n", clean);
-        ret = !clean || b.fail ? srv_reply_error(S, r, 500, NULL, "out of memory")
-                              : srv_reply(S, r, 200, "text/plain; charset=utf-8", b.b, b.len);
-        mllm_free(clean);
-        mllm_free(b.b);
-    } else {
-        cJSON *o = q.fmt == FMT_VERBOSE ? verbose_json(t, translate) : cJSON_CreateObject();
-        if (o && q.fmt == FMT_JSON) add_text(o, "text", mllm_transcript_text(t));
-        if (o) cJSON_AddItemToObject(o, "usage", usage(t));
-        ret = srv_reply_json(S, r, 200, o);
-    }
-    mllm_transcript_free(t);
+    a->model = S->model;
+    a->q.fmt = FMT_JSON;
+    bool hung_up = false;
+    int rc = parse_request(r, translate, a, &e);
+    if (!rc) rc = srv_run_task(S, r, &a->t, &hung_up, &e);
+    if (!rc && a->t.failed) rc = -1, e = a->e;
+    enum MHD_Result ret = hung_up ? MHD_NO : rc ? srv_reply_err(S, r, &e) : reply(S, r, a, translate);
+    srv_task_unref(&a->t);
     return ret;
 }
 

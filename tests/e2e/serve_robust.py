@@ -76,9 +76,11 @@ def main(argv):
         wait_for("slot busy", lambda: gauges(s)["slots_idle"] == 0)
         b = open_request(s, long_body(False))
         wait_for("one queued", lambda: gauges(s)["queue_length"] == 1)
-        st, j = s.json("POST", "/v1/completions", long_body(False, 4))
+        st, hdrs, data = s.request("POST", "/v1/completions", long_body(False, 4))
+        j = json.loads(data)
         check(st == 503 and j["error"]["code"] == "server_busy", "full queue: %d %r" % (st, j))
-        print("ok   full queue answers 503 server_busy")
+        check(hdrs.get("retry-after") == "1", "full queue: Retry-After %r" % hdrs.get("retry-after"))
+        print("ok   full queue answers 503 server_busy, Retry-After: 1")
 
         m0 = s.metrics()
         b.close()  # hang up while queued

@@ -218,8 +218,15 @@ def n_checks(openai, s, label, full=True):
     want = single_r[0].usage.completion_tokens + single_r[1].usage.completion_tokens
     check(chunks[-1].usage.completion_tokens == want and chunks[-1].usage.prompt_tokens == one.usage.prompt_tokens,
           "%s streamed n=2 usage %r, want %d completion tokens" % (label, chunks[-1].usage, want))
-    print("ok   %s n=3: greedy = 3 x n=1 (prompt counted once), seeded = seeds 11..13, completions, streamed n=2"
-          % label)
+    # with a grammar: each choice (a fork, its own match state) as n=1 with its seed
+    rf = {"type": "json_object"}
+    g1 = [client.chat.completions.create(model="m", messages=msgs, temperature=1, max_tokens=12, seed=3 + i,
+                                         response_format=rf).choices[0].message.content for i in range(2)]
+    g2 = client.chat.completions.create(model="m", messages=msgs, temperature=1, max_tokens=12, n=2, seed=3,
+                                        response_format=rf)
+    check([c.message.content for c in g2.choices] == g1, "%s n=2 json_object: %r vs %r" % (label, g2.choices, g1))
+    print("ok   %s n=3: greedy = 3 x n=1 (prompt counted once), seeded = seeds 11..13, completions, streamed n=2, "
+          "n=2 with a grammar" % label)
 
 
 UNIT = {"type": "function", "function": {"name": "get_weather", "parameters": {

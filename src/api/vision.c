@@ -88,6 +88,8 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
                  ? mllm_err(MLLM_ERR_UNSUPPORTED, "%s: Idefics3 / SmolVLM vision is read from a Hugging Face folder "
                                                   "only (no mmproj GGUF of this family yet)", where)
                  : mllm_idefics3_vision_open(m->file->path, m->n_threads > 0 ? m->n_threads : 1, &v->i3);
+        /* the tower's graphs run on the text model's backends */
+        if (!st) st = mllm_idefics3_vision_use_backends(v->i3, m->dec.backends, m->dec.n_backends);
         if (st) return fail(v, st);
         const mllm_idefics3_vision_config *ic = mllm_idefics3_vision_config_of(v->i3);
         if (ic->out_hidden != m->dec.cfg.n_embd)

@@ -109,6 +109,7 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
         st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s holds no vision tower: give the mmproj GGUF (--mmproj, "
                                             "mllm_load_params.mmproj) or a Hugging Face folder", where);
     }
+    if (!st) st = mllm_qwen2vl_vision_use_backends(v->tower, m->dec.backends, m->dec.n_backends);
     if (st) return fail(v, st);
     const mllm_qwen2vl_vision_config *vc = mllm_qwen2vl_vision_config_of(v->tower);
     const mllm_hparams *c = &m->dec.cfg;

@@ -357,7 +357,7 @@ int main(void) {
         cmocka_unit_test(test_synth_qwen2_f32), cmocka_unit_test(test_synth_gemma3_f16),
         cmocka_unit_test(test_stories_partial), cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_kv_release),      cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_vision_idefics3),
+        cmocka_unit_test(test_vision_idefics3), cmocka_unit_test(test_vision_qwen2vl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

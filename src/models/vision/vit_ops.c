@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -89,22 +88,17 @@ mllm_status qv_graph_run(mllm_graph *g, mllm_tensor *out, void (*fill)(void *use
     return MLLM_OK;
 }
 
-float *qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows) {
-    float *f = mllm_malloc((size_t)(ne0 * rows) * sizeof(float));
+bool qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows, float *dst) {
     mllm_graph g;
     mllm_graph_init(&g, MLLM_MODE_EAGER, NULL, 4096);
     const int64_t ne[2] = {ne0, rows};
     mllm_tensor *tab = mllm_tensor_wrap(&g, dtype, 2, ne, src, "widen");
-    mllm_tensor *ids = f ? mllm_graph_input_i32(&g, rows, "rows") : NULL;
+    mllm_tensor *ids = mllm_graph_input_i32(&g, rows, "rows");
     for (int64_t r = 0; ids && r < rows; r++) mllm_tensor_i32(ids)[r] = (int32_t)r;
     mllm_tensor *out = tab && ids ? mllm_op_get_rows(&g, tab, ids) : NULL;
-    if (out) memcpy(f, out->data, (size_t)(ne0 * rows) * sizeof(float));
+    if (out) memcpy(dst, out->data, (size_t)(ne0 * rows) * sizeof(float));
     mllm_graph_free(&g);
-    if (!out) {
-        mllm_free(f);
-        return NULL;
-    }
-    return f;
+    return out != NULL;
 }
 
 mllm_status qv_check_dtype(int dtype, const char *path, const char *name) {
@@ -138,8 +132,12 @@ float *qv_bind_f32(qv_binder *b, const char *name, int64_t n) { return qv_bind_f
 float *qv_bind_f32_2d(qv_binder *b, const char *name, int64_t ne0, int64_t ne1) {
     const mllm_st_tensor *t = qv_bind_find(b, name, ne0, ne1);
     if (!t) return NULL;
-    float *f = qv_widen(t->dtype, t->data, ne0 * ne1, 1);
-    if (!f) b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
+    float *f = mllm_malloc((size_t)(ne0 * ne1) * sizeof(float));
+    if (!f || !qv_widen(t->dtype, t->data, ne0 * ne1, 1, f)) {
+        mllm_free(f);
+        b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
+        return NULL;
+    }
     return f;
 }
 
@@ -170,72 +168,3 @@ mllm_status qv_folder_weights(const char *dir, const qv_folder *f, mllm_safetens
     }
     return mllm_safetensors_open(f->weights, st);
 }
-
-typedef struct {
-    const qv_linear *L;
-    const float *X;
-    int64_t M;
-    float *Y;
-} lin_job;
-
-static void lin_fn(void *arg, int ith, int nth) {
-    lin_job *j = arg;
-    const qv_linear *L = j->L;
-    const int64_t N = L->n_out, per = (N + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < N ? r0 + per : N;
-    if (r0 >= r1) return;
-    mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, L->n_in, j->X, (size_t)L->n_in * sizeof(float), j->M,
-                  j->Y, (size_t)N, r0, r1);
-    if (L->b)
-        for (int64_t m = 0; m < j->M; m++)
-            for (int64_t r = r0; r < r1; r++) j->Y[m * N + r] += L->b[r];
-}
-
-static void run(mllm_pool *pool, mllm_job_fn fn, void *arg) {
-    if (pool) mllm_pool_run(pool, fn, arg);
-    else fn(arg, 0, 1);
-}
-
-void qv_linear_run(mllm_pool *pool, const qv_linear *L, const float *X, int64_t M, float *Y) {
-    lin_job j = {L, X, M, Y};
-    run(pool, lin_fn, &j);
-}
-
-size_t qv_attention_scratch(int max_len, int hd) { return (size_t)QV_QBLOCK * max_len + (size_t)hd * max_len; }
-
-static void att_fn(void *arg, int ith, int nth) {
-    qv_attention_job *a = arg;
-    float *S = a->scratch + a->scratch_per * (size_t)ith, *VT = S + (size_t)QV_QBLOCK * a->max_len;
-    const float scale = 1.0f / sqrtf((float)a->hd);
-    const size_t row = (size_t)3 * a->H;
-    int task = 0;
-    for (int s = 0; s < a->n_segs; s++)
-        for (int h = 0; h < a->heads; h++, task++) {
-            if (task % nth != ith) continue;
-            const int t0 = a->segs[s], n = a->segs[s + 1] - t0;
-            const float *q = a->qkv + (size_t)t0 * row + (size_t)h * a->hd;
-            const float *k = q + a->H, *vv = q + 2 * a->H;
-            for (int j = 0; j < n; j++)
-                for (int d = 0; d < a->hd; d++) VT[(size_t)d * n + j] = vv[(size_t)j * row + d];
-            for (int i0 = 0; i0 < n; i0 += QV_QBLOCK) {
-                const int nb = n - i0 < QV_QBLOCK ? n - i0 : QV_QBLOCK;
-                mllm_cpu_gemm(MLLM_DTYPE_F32, k, row * sizeof(float), a->hd, q + (size_t)i0 * row, row * sizeof(float),
-                              nb, S, (size_t)n, 0, n);
-                for (int i = 0; i < nb; i++) {
-                    float *p = S + (size_t)i * n, mx = -INFINITY;
-                    for (int j = 0; j < n; j++) {
-                        p[j] *= scale;
-                        if (p[j] > mx) mx = p[j];
-                    }
-                    float sum = 0;
-                    for (int j = 0; j < n; j++) sum += (p[j] = expf(p[j] - mx));
-                    const float inv = 1.0f / sum;
-                    for (int j = 0; j < n; j++) p[j] *= inv;
-                }
-                float *o = a->out + (size_t)(t0 + i0) * a->H + (size_t)h * a->hd;
-                mllm_cpu_gemm(MLLM_DTYPE_F32, VT, (size_t)n * sizeof(float), n, S, (size_t)n * sizeof(float), nb, o,
-                              (size_t)a->H, 0, a->hd);
-            }
-        }
-}
-
-void qv_attention(mllm_pool *pool, qv_attention_job *a) { run(pool, att_fn, a); }

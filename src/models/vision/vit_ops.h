@@ -65,27 +65,6 @@ static inline mllm_tensor *qv_matmul(mllm_graph *g, qv_lin L, mllm_tensor *x) { 
 mllm_status qv_graph_run(mllm_graph *g, mllm_tensor *out, void (*fill)(void *user), void *user, float **dst,
                          const char *what);
 
-/* Queries per attention block: the scores of one block are QV_QBLOCK x
-   segment floats of scratch per thread. */
-#define QV_QBLOCK 64
-
-/* Y (M x n_out) = X (M x n_in) W^T + b; pool may be NULL (one thread). */
-void qv_linear_run(mllm_pool *pool, const qv_linear *L, const float *X, int64_t M, float *Y);
-
-typedef struct {
-    const float *qkv;     /* tokens x 3 H (q, k, v; heads inside each), rows qkv_stride floats apart */
-    float *out;           /* tokens x H */
-    const int32_t *segs;  /* n_segs + 1 token offsets: each segment attends to itself only */
-    int n_segs, heads, hd, H, max_len;
-    float *scratch;       /* qv_attention_scratch(max_len, hd) floats per thread */
-    size_t scratch_per;
-} qv_attention_job;
-
-/* Floats of scratch one thread needs for segments of up to max_len tokens. */
-size_t qv_attention_scratch(int max_len, int hd);
-/* softmax(q k^T / sqrt(hd)) v per segment and head (no mask). */
-void qv_attention(mllm_pool *pool, qv_attention_job *a);
-
 /* Binding a safetensors file's tensors: the first error sticks in st, and
    every later call does nothing. */
 typedef struct {
@@ -98,8 +77,9 @@ mllm_status qv_check_dtype(int dtype, const char *path, const char *name);
 /* prefix + name with ne0 x ne1 values (ne0 the row length unless the tensor
    has more than 2 dimensions: a conv kernel is read as flat rows). */
 const mllm_st_tensor *qv_bind_find(qv_binder *b, const char *name, int64_t ne0, int64_t ne1);
-/* A copy widened to f32 (mllm_malloc'd), through a row lookup (the CPU's conversion). */
-float *qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows);
+/* rows of ne0 values of dtype (packed) widened into dst (f32), through the
+   graph's row lookup; false when out of memory. */
+bool qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows, float *dst);
 /* The same of a bound tensor. */
 float *qv_bind_f32(qv_binder *b, const char *name, int64_t n);
 /* The same for a matrix of ne1 rows of ne0. */

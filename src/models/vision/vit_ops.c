@@ -1,6 +1,5 @@
 /* The vision towers' shared pieces (vit_ops.h). */
 #include "models/vision/vit_ops.h"
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "core/alloc.h"

@@ -1,6 +1,7 @@
 /* The CPU backend (backends/backend.h): the per-op compute functions of
-   node_compute.c / node_compute_paged.c / node_compute_encoder.c over the thread pool, with the
-   kernel path chosen at build and run time (cpu_dispatch.c). */
+   node_compute.c / node_compute_paged.c / node_compute_encoder.c over the
+   thread pool, with the kernel path chosen at build and run time
+   (cpu_dispatch.c). */
 #ifndef MLLM_BACKENDS_CPU_CPU_BACKEND_H
 #define MLLM_BACKENDS_CPU_CPU_BACKEND_H
 #include "backends/backend.h"

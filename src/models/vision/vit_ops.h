@@ -42,9 +42,9 @@ typedef struct {
 
 void qv_weights_init(qv_weights *ws);
 void qv_weights_free(qv_weights *ws);
-/* rows of n_out x n_in values (rows row_bytes apart, one row after the other). */
+/* n_out rows of n_in values of dtype, packed one after the other (not copied). */
 mllm_tensor *qv_weight_matrix(qv_weights *ws, const void *w, int dtype, int64_t n_in, int64_t n_out, const char *name);
-/* n x rows f32 values (rows == 1: a vector). */
+/* rows of n f32 values (rows == 1: a vector; not copied). */
 mllm_tensor *qv_weight_f32(qv_weights *ws, const float *x, int64_t n, int64_t rows, const char *name);
 /* Rows [r0, r0 + n) of L as a linear layer (its bias's too). */
 qv_lin qv_weight_linear_rows(qv_weights *ws, const qv_linear *L, int64_t r0, int64_t n, const char *name);
@@ -80,7 +80,7 @@ const mllm_st_tensor *qv_bind_find(qv_binder *b, const char *name, int64_t ne0, 
 /* rows of ne0 values of dtype (packed) widened into dst (f32), through the
    graph's row lookup; false when out of memory. */
 bool qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows, float *dst);
-/* The same of a bound tensor. */
+/* A bound tensor's n values widened to f32 (mllm_malloc'd). */
 float *qv_bind_f32(qv_binder *b, const char *name, int64_t n);
 /* The same for a matrix of ne1 rows of ne0. */
 float *qv_bind_f32_2d(qv_binder *b, const char *name, int64_t ne0, int64_t ne1);

@@ -6,12 +6,23 @@
    internal.h). Prefill in chunks like mllm_session_eval. */
 #include <string.h>
 #include "api/internal.h"
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "models/decoder/mrope.h"
 
 #define IMAGE_CHUNK 512
+
+/* The token rows of ids[0..T) (scaled as the decoder scales its own
+   lookups), looked up by the graph at once (eager mode) on pool. */
+static const float *token_rows(mllm_graph *e, mllm_pool *pool, const mllm_decoder *d, const int32_t *ids, int T) {
+    mllm_graph_init(e, MLLM_MODE_EAGER, pool, 64 * 1024);
+    mllm_tensor *in = mllm_graph_input_i32(e, T, "ids");
+    if (!in) return NULL;
+    memcpy(mllm_tensor_i32(in), ids, (size_t)T * sizeof(int32_t));
+    mllm_tensor *rows = mllm_op_get_rows(e, d->tok_embd, in);
+    if (rows && d->cfg.embd_scale != 1.0f) rows = mllm_op_scale(e, rows, d->cfg.embd_scale);
+    return rows && !e->failed ? rows->data : NULL;
+}
 
 mllm_status mllm_session_eval_image(mllm_session *s, const int32_t *ids, size_t n, int32_t image_token,
                                     const float *img_emb, int64_t n_img_rows, const int *grids_thw, int n_grids,
@@ -75,20 +86,18 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
         in.rope_pos = mrope ? mllm_graph_input_i32(&g, 3 * (int64_t)T, "rope_pos") : NULL;
         in.embd = mllm_graph_input_f32(&g, E, T, "embd");
         mllm_tensor *logits = in.embd ? mllm_decoder_forward(&g, d, s->kv, &in, T - 1) : NULL;
-        if (!logits || !mllm_graph_plan(&g, &logits, 1)) st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
+        mllm_graph e;
+        const float *rows = token_rows(&e, s->pool, d, ids + done, T);
+        if (!logits || !rows || !mllm_graph_plan(&g, &logits, 1))
+            st = mllm_err(MLLM_ERR_NOMEM, "could not build the graph");
         for (int i = 0; !st && i < T; i++) {
             const size_t t = done + (size_t)i;
             mllm_tensor_i32(in.ids)[i] = ids[t];
             mllm_tensor_i32(in.pos)[i] = s->n_past + i;
             for (int r = 0; mrope && r < 3; r++) mllm_tensor_i32(in.rope_pos)[r * T + i] = base + pos3[(size_t)r * n + t];
             float *row = (float *)in.embd->data + (size_t)i * E;
-            if (ids[t] == image_token) {
-                memcpy(row, img_emb + (size_t)img_row++ * E, (size_t)E * sizeof(float));
-            } else {
-                const mllm_tensor *te = d->tok_embd;
-                mllm_cpu_get_row((mllm_dtype)te->dtype, te->data, te->nb[1], E, ids[t], row);
-                for (int64_t e = 0; c->embd_scale != 1.0f && e < E; e++) row[e] *= c->embd_scale;
-            }
+            const float *src = ids[t] == image_token ? img_emb + (size_t)img_row++ * E : rows + (size_t)i * E;
+            memcpy(row, src, (size_t)E * sizeof(float));
         }
         if (!st) {
             mllm_graph_execute(&g);
@@ -101,6 +110,7 @@ mllm_status mllm_session_eval_image_ids(mllm_session *s, const int32_t *ids, siz
             memcpy(s->logits, logits->data, (size_t)c->n_vocab * sizeof(float));
         }
         mllm_graph_free(&g);
+        mllm_graph_free(&e);
         done += (size_t)T;
     }
     if (!st) {

@@ -75,6 +75,8 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
                                m->n_threads > 0 ? m->n_threads : 1, &v->tower);
     if (st) return fail(v, st);
     v->fam = fam;
+    /* the tower's graphs run on the text model's backends */
+    if ((st = fam->use_backends(v->tower, m->dec.backends, m->dec.n_backends))) return fail(v, st);
     const mllm_hparams *c = &m->dec.cfg;
     if (fam->out_width(v->tower) != c->n_embd)
         return fail(v, mllm_err(MLLM_ERR_FORMAT, "%s: the vision tower's output width %d is not the text model's %d",

@@ -16,7 +16,8 @@ typedef enum {
     MLLM_OP_VIEW,      /* no compute: a reshaped/offset view of src[0] */
     MLLM_OP_GET_ROWS,  /* rows of src[0] (embedding table) picked by the ids in src[1] (I32) */
     MLLM_OP_RMSNORM,   /* per row of ne[0]: x / rms(x) * w */
-    MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias); ip[2]: exact (f32 activations) */
+    MLLM_OP_MATMUL,    /* src[0] weight (K x N) . src[1] (K x T) (+ src[2] bias); ip[2]: exact (f32 activations);
+                          ip[3]: the packed-panel GEMM allowed (float weights; sums depend on the batch: encoders) */
     MLLM_OP_ROPE,      /* rotates heads of src[0] (D x H x T) of token t at position src[1][t] (I32) */
     MLLM_OP_KV_STORE,  /* writes k = src[0], v = src[1] into a KV layer at the positions src[2] */
     MLLM_OP_ATTENTION, /* causal softmax(fp[0] q k^T) v over the KV layer; ip[1] > 0: a sliding window;
@@ -33,6 +34,12 @@ typedef enum {
     MLLM_OP_ATTENTION_PAGED, /* causal attention of q = src[0] over the paged layer pp, reading through the
                                 block table of each token's sequence (src[3], src[4]); ip, fp as ATTENTION */
     MLLM_OP_CUSTOM,          /* a plugin's op (backends/plugin.h): pp its table entry, src[0..n) f32 */
+    MLLM_OP_GELU_TANH,       /* gelu(src[0]), tanh form (SigLIP's MLP) */
+    MLLM_OP_ROPE_TABLE,      /* rotate_half RoPE of src[0] (D x H x T) by the angles of token t given as
+                                cos src[1] and sin src[2] (D/2 x T each): positions of any kind (2-D ViT) */
+    MLLM_OP_ATTENTION_SEGMENTS, /* softmax(fp[0] q k^T) v of q, k, v = src[0..2] (D*H x T) inside each
+                                   segment of tokens [src[3][s], src[3][s+1]) (I32), no mask, no cache;
+                                   ip[0]: heads H */
     MLLM_OP_COUNT
 } mllm_op;
 

@@ -12,7 +12,7 @@
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
     "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm", "gelu",
-    "kv_store_paged", "attention_paged", "custom",
+    "kv_store_paged", "attention_paged", "custom", "gelu_tanh", "rope_table", "attention_segments",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -80,7 +80,7 @@ mllm_tensor *mllm_graph_input_f32(mllm_graph *g, int64_t ne0, int64_t ne1, const
 static mllm_tensor *tensor_struct(mllm_graph *g, const char *name) {
     mllm_tensor *t = mllm_arena_calloc(&g->arena, sizeof *t);
     if (!t) { g->failed = true; return NULL; }
-    if (name) snprintf(t->name, sizeof t->name, "%s", name);
+    if (name) snprintf(t->name, sizeof t->name, "%.*s", (int)sizeof t->name - 1, name); /* cut to fit */
     return t;
 }
 
@@ -212,6 +212,8 @@ mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_
     t->src[2] = bias;
     const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
     t->ip[2] = g->exact && tr && tr->vec_dot_type != MLLM_DTYPE_F32;
+    t->ip[3] = g->batch_gemm && !t->ip[2] &&
+               (w->dtype == MLLM_DTYPE_F32 || w->dtype == MLLM_DTYPE_F16 || w->dtype == MLLM_DTYPE_BF16);
     return emit(g, t);
 }
 
@@ -360,6 +362,9 @@ mllm_tensor *mllm_op_attention_noncausal(mllm_tensor *a) {
 
 mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unary(g, MLLM_OP_SCALE, x, s, "scale"); }
 mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x) { return unary(g, MLLM_OP_GELU, x, 0.0f, "gelu"); }
+mllm_tensor *mllm_op_gelu_tanh(mllm_graph *g, mllm_tensor *x) {
+    return unary(g, MLLM_OP_GELU_TANH, x, 0.0f, "gelu_tanh");
+}
 mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
     return unary(g, MLLM_OP_SOFTCAP, x, cap, "softcap");
 }
@@ -367,6 +372,43 @@ mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
 static bool contiguous_f32(const mllm_tensor *t) {
     return t && t->dtype == MLLM_DTYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] == (size_t)t->ne[0] * sizeof(float) &&
            t->nb[2] == t->nb[1] * (size_t)t->ne[1] && t->nb[3] == t->nb[2] * (size_t)t->ne[2];
+}
+
+mllm_tensor *mllm_op_rope_table(mllm_graph *g, mllm_tensor *x, mllm_tensor *cs, mllm_tensor *sn) {
+    if (!x || !cs || !sn) return NULL;
+    const int64_t D = x->ne[0], T = x->ne[2];
+    if (!contiguous_f32(x) || D % 2 || x->ne[3] != 1 || !contiguous_f32(cs) || !contiguous_f32(sn) ||
+        cs->ne[0] != D / 2 || cs->ne[1] != T || mllm_tensor_nelements(cs) != D / 2 * T ||
+        mllm_tensor_nelements(sn) != D / 2 * T || sn->ne[0] != D / 2) {
+        g->failed = true;
+        return NULL;
+    }
+    mllm_tensor *t = node(g, MLLM_OP_ROPE_TABLE, 4, x->ne, "rope_table");
+    if (!t) return NULL;
+    t->src[0] = x;
+    t->src[1] = cs;
+    t->src[2] = sn;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_attention_segments(mllm_graph *g, mllm_tensor *q, mllm_tensor *k, mllm_tensor *v,
+                                        mllm_tensor *segs, int n_head, float scale) {
+    if (!q || !k || !v || !segs) return NULL;
+    const mllm_tensor *qkv[3] = {q, k, v};
+    bool ok = n_head > 0 && q->ne[0] % n_head == 0 && is_i32_vector(segs) && segs->ne[0] >= 2;
+    for (int i = 0; i < 3 && ok; i++)
+        ok = contiguous_f32(qkv[i]) && qkv[i]->ne[0] == q->ne[0] && qkv[i]->ne[1] == q->ne[1] &&
+             qkv[i]->ne[2] == 1 && qkv[i]->ne[3] == 1;
+    if (!ok) { g->failed = true; return NULL; }
+    mllm_tensor *t = node(g, MLLM_OP_ATTENTION_SEGMENTS, 2, q->ne, "attn_segments");
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = k;
+    t->src[2] = v;
+    t->src[3] = segs;
+    t->ip[0] = n_head;
+    t->fp[0] = scale;
+    return emit(g, t);
 }
 
 mllm_tensor *mllm_op_custom(mllm_graph *g, const char *name, mllm_tensor *const *in, int n_in) {
@@ -492,7 +534,8 @@ static void share_converted_inputs(mllm_graph *g) {
         mllm_tensor *t = g->nodes[i], *p = i > 0 ? g->nodes[i - 1] : NULL;
         if (t->op != MLLM_OP_MATMUL) continue;
         t->ip[1] = 0;
-        if (!p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1] || t->ip[2] || p->ip[2]) continue;
+        if (!p || p->op != MLLM_OP_MATMUL || p->src[1] != t->src[1] || t->ip[2] || p->ip[2] || t->ip[3] || p->ip[3])
+            continue;
         const mllm_dtype_traits *a = mllm_dtype_get(p->src[0]->dtype), *b = mllm_dtype_get(t->src[0]->dtype);
         if (a->vec_dot_type == b->vec_dot_type && a->vec_dot_type != MLLM_DTYPE_F32 &&
             p->src[0]->ne[0] == t->src[0]->ne[0])

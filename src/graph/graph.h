@@ -31,6 +31,9 @@ typedef struct {
     size_t work_size;
     bool failed;           /* an allocation failed while building */
     bool exact;            /* matmuls built from now on keep f32 activations (mllm_load_params.exact) */
+    bool batch_gemm;       /* matmuls built from now on may take the CPU's packed-panel GEMM for float
+                              weights, whose sums depend on the batch: encoders (vision towers), which
+                              need no batch invariance, not decoders */
     /* The backends to schedule over, in order of preference (the CPU last,
        as the fallback); none: the CPU alone. Set before mllm_graph_plan. */
     mllm_backend *backends[MLLM_MAX_BACKENDS];
@@ -101,6 +104,21 @@ mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap);
 mllm_tensor *mllm_op_layernorm(mllm_graph *g, mllm_tensor *x, mllm_tensor *w, mllm_tensor *b, float eps);
 /* 0.5 x (1 + erf(x / sqrt 2)) per element (not gated: BERT's FFN). */
 mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x);
+/* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) per element (SigLIP). */
+mllm_tensor *mllm_op_gelu_tanh(mllm_graph *g, mllm_tensor *x);
+/* RoPE with the angles given per token instead of positions: x (D, H, T),
+   cs and sn (D/2, T) f32 (graph inputs the model fills: cos and sin of
+   each rotated pair's angle); pair i is dims i and i + D/2 (rotate_half).
+   For position schemes the plain op has no rule for (a ViT's 2-D rows and
+   columns). */
+mllm_tensor *mllm_op_rope_table(mllm_graph *g, mllm_tensor *x, mllm_tensor *cs, mllm_tensor *sn);
+/* Attention of encoders over segments of tokens (a ViT's windows or
+   tiles): q, k, v (D * n_head, T) f32 contiguous, heads side by side in
+   each row; segs an I32 input of n_segs + 1 ascending token offsets from 0
+   to T, each segment's tokens seeing each other only (no mask, no KV
+   cache). scale multiplies q.k. Out: (D * n_head, T). */
+mllm_tensor *mllm_op_attention_segments(mllm_graph *g, mllm_tensor *q, mllm_tensor *k, mllm_tensor *v,
+                                        mllm_tensor *segs, int n_head, float scale);
 /* The attention node a (from mllm_op_attention) made non-causal: for
    encoders (BERT, ViT, Whisper's encoder), whose tokens all see each other.
    Trace mode (in eager mode the node has already run, causally). */

@@ -10,6 +10,7 @@
 #include <mllm/mllm.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "backends/backend.h"
 #include "image/image.h"
 #include "tokenizer/tokenizer.h"
 
@@ -42,6 +43,10 @@ typedef struct mllm_vision_family {
        to give instead when this family cannot be read from there. */
     mllm_status (*open)(const char *model_path, bool hf, const char *mmproj, int n_threads, void **out);
     void (*free)(void *tower);
+    /* The backends its graphs run on, in order of preference (the CPU,
+       last, takes what they cannot compute); the weights each can use are
+       placed there now. n == 0: the CPU alone (as opened). */
+    mllm_status (*use_backends)(void *tower, mllm_backend *const *be, int n);
     /* The width of its rows (the text model's n_embd, checked by the caller). */
     int (*out_width)(const void *tower);
     /* A hash of what the preprocessing depends on, for the cache key. */

@@ -48,11 +48,8 @@ done
 # integrator empties this list. Any other file, or a new include in these,
 # fails.
 cpu_private_left=(
-  api/session_image.c
   models/whisper/whisper_forward.c models/whisper/whisper_ops.c models/whisper/whisper_search.c
   models/whisper/whisper_load.c
-  models/vision/qwen2vl_vision.c models/vision/qwen2vl_vision_gguf.c models/vision/vit_ops.c
-  models/vision/qwen2vl_vision_load.c
 )
 root=$(cd "$src/.." && pwd)
 while IFS=: read -r file line _; do

@@ -13,7 +13,7 @@
    biases) and gemma3 (GeGLU, post norms, scaled embeddings, sliding
    windows); stories260K with -ngl 2 (two of five layers on the device,
    the rest on the CPU) and qwen3-tiny with -ngl 1, and two sessions
-   generating at once. Every NMSE
+   generating at once; the vision towers (device_vision_cases.h). Every NMSE
    is printed. Without the layer in the build, or without a device, every
    test prints SKIPPED with the reason. The including file names the
    backend:
@@ -345,6 +345,8 @@ static void test_errors(void **state) {
     free((void *)path);
 }
 
+#include "device_vision_cases.h"
+
 int main(void) {
     mllm_cpu_init();
     const struct CMUnitTest tests[] = {
@@ -355,6 +357,7 @@ int main(void) {
         cmocka_unit_test(test_synth_qwen2_f32), cmocka_unit_test(test_synth_gemma3_f16),
         cmocka_unit_test(test_stories_partial), cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_kv_release),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_vision_idefics3), cmocka_unit_test(test_vision_qwen2vl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* The CPU backend (backends/backend.h): the per-op compute functions of
-   node_compute.c / node_compute_paged.c over the thread pool, with the
-   kernel path chosen at build and run time (cpu_dispatch.c). */
+   node_compute.c / node_compute_paged.c / node_compute_encoder.c over the
+   thread pool, with the kernel path chosen at build and run time
+   (cpu_dispatch.c). */
 #ifndef MLLM_BACKENDS_CPU_CPU_BACKEND_H
 #define MLLM_BACKENDS_CPU_CPU_BACKEND_H
 #include "backends/backend.h"
@@ -30,5 +31,9 @@ void mllm_cpu_rope_table(const mllm_rope_params *rp, int pos, float *cs, float *
 void mllm_compute_kv_store_paged(mllm_tensor *t, int ith, int nth);
 void mllm_compute_attention_paged(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
 size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth);
+/* node_compute_encoder.c */
+void mllm_compute_rope_table(mllm_tensor *t, int ith, int nth);
+void mllm_compute_attention_segments(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
+size_t mllm_attention_segments_work_size(const mllm_tensor *t, int nth);
 
 #endif

@@ -53,7 +53,7 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     float *row_buf = NULL;
     if (t->ip[2]) {
         row_buf = (float *)g->work + (size_t)ith * (size_t)K; /* exact: this thread's dequantized row */
-    } else if (tr->vec_dot_type != MLLM_DTYPE_F32) {
+    } else if (!t->ip[3] && tr->vec_dot_type != MLLM_DTYPE_F32) {
         /* Activations are converted to the weight's vec_dot_type once, as
            llama.cpp does, so quantized dots round the same way. ip[1] set:
            the previous node (q before k and v, gate before up) already
@@ -80,7 +80,9 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
         int64_t r0 = c * chunk;
         if (r0 >= N) break;
         int64_t r1 = r0 + chunk < N ? r0 + chunk : N;
-        if (row_buf)
+        if (t->ip[3])
+            mllm_cpu_gemm((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
+        else if (row_buf)
             mllm_cpu_mul_mat_exact((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1,
                                    row_buf);
         else
@@ -260,6 +262,9 @@ static void compute_unary(mllm_tensor *t, int ith, int nth) {
     const float p = t->fp[0];
     if (t->op == MLLM_OP_GELU)
         mllm_cpu_ops_generic()->gelu_erf(y + i0, x + i0, (int)(i1 - i0));
+    else if (t->op == MLLM_OP_GELU_TANH)
+        for (int64_t i = i0; i < i1; i++)
+            y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
     else if (t->op == MLLM_OP_SCALE)
         for (int64_t i = i0; i < i1; i++) y[i] = x[i] * p;
     else
@@ -285,7 +290,7 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
     case MLLM_OP_MATMUL: {
         const mllm_dtype_traits *tr = mllm_dtype_get(t->src[0]->dtype);
         if (t->ip[2]) return (size_t)nth * (size_t)t->src[0]->ne[0] * sizeof(float);
-        if (tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
+        if (t->ip[3] || tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
         return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
     }
     case MLLM_OP_ROPE: return (size_t)nth * 3 * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
@@ -293,6 +298,7 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
         return (size_t)nth * ATTN_TB *
                ((size_t)MLLM_KV_CAP(((const mllm_kv_layer *)t->pp)->n_ctx) + (size_t)t->src[0]->ne[0]) * sizeof(float);
     case MLLM_OP_ATTENTION_PAGED: return mllm_attention_paged_work_size(t, nth);
+    case MLLM_OP_ATTENTION_SEGMENTS: return mllm_attention_segments_work_size(t, nth);
     default: return 0;
     }
 }
@@ -310,11 +316,14 @@ void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     case MLLM_OP_ADD: compute_elementwise(t, ith, nth); break;
     case MLLM_OP_SCALE:
     case MLLM_OP_SOFTCAP:
-    case MLLM_OP_GELU: compute_unary(t, ith, nth); break;
+    case MLLM_OP_GELU:
+    case MLLM_OP_GELU_TANH: compute_unary(t, ith, nth); break;
     case MLLM_OP_LAYERNORM: compute_layernorm(t, ith, nth); break;
     case MLLM_OP_KV_STORE_PAGED: mllm_compute_kv_store_paged(t, ith, nth); break;
     case MLLM_OP_ATTENTION_PAGED: mllm_compute_attention_paged(g, t, ith, nth); break;
     case MLLM_OP_CUSTOM: compute_custom(t, ith, nth); break;
+    case MLLM_OP_ROPE_TABLE: mllm_compute_rope_table(t, ith, nth); break;
+    case MLLM_OP_ATTENTION_SEGMENTS: mllm_compute_attention_segments(g, t, ith, nth); break;
     default: break;
     }
 }

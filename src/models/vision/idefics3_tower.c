@@ -42,6 +42,10 @@ static void tower_free(void *p) {
     mllm_free(t);
 }
 
+static mllm_status tower_use_backends(void *p, mllm_backend *const *be, int n) {
+    return mllm_idefics3_vision_use_backends(((tower *)p)->v, be, n);
+}
+
 static int tower_out_width(const void *p) { return mllm_idefics3_vision_config_of(((const tower *)p)->v)->out_hidden; }
 
 static uint64_t tower_params_hash(const void *p) {
@@ -142,6 +146,7 @@ const mllm_vision_family mllm_vision_idefics3 = {
     .mrope = false,
     .open = tower_open,
     .free = tower_free,
+    .use_backends = tower_use_backends,
     .out_width = tower_out_width,
     .params_hash = tower_params_hash,
     .embed = tower_embed,

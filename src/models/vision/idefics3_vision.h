@@ -16,6 +16,7 @@
 #define MLLM_MODELS_IDEFICS3_VISION_H
 #include <mllm/mllm.h>
 #include <stdint.h>
+#include "backends/backend.h"
 #include "image/idefics3_pre.h"
 
 #define MLLM_IDEFICS3_MAX_DEPTH 256
@@ -34,6 +35,10 @@ void mllm_idefics3_vision_free(mllm_idefics3_vision *v);
 const mllm_idefics3_vision_config *mllm_idefics3_vision_config_of(const mllm_idefics3_vision *v);
 /* preprocessor_config.json's sizes and normalisation (defaults otherwise). */
 void mllm_idefics3_vision_pre_params(const mllm_idefics3_vision *v, mllm_idefics3_pre_params *p);
+/* The backends its graphs run on, in order of preference (the CPU, last,
+   takes the ops they cannot compute); the weights each can use are copied
+   there now. n == 0: the CPU alone (as opened). Not while encoding. */
+mllm_status mllm_idefics3_vision_use_backends(mllm_idefics3_vision *v, mllm_backend *const *be, int n);
 /* *emb gets n_tiles * image_seq_len rows of out_hidden floats
    (mllm_malloc'd): tile by tile in the order of px, each tile's rows in
    row-major order of its shuffled blocks, the order the prompt's <image>

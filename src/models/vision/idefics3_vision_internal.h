@@ -12,6 +12,12 @@ typedef struct {
     qv_linear q, k, v, o, fc1, fc2;
 } i3_block;
 
+/* The same weights as graph tensors (in mllm_idefics3_vision.w). */
+typedef struct {
+    mllm_tensor *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+    qv_lin q, k, v, o, fc1, fc2;
+} i3_block_t;
+
 struct mllm_idefics3_vision {
     mllm_idefics3_vision_config c;
     mllm_safetensors *st;
@@ -22,6 +28,13 @@ struct mllm_idefics3_vision {
     qv_linear proj;   /* hidden * scale^2 -> out_hidden, no bias */
     mllm_pool *pool;
     mllm_idefics3_pre_params pre;
+    qv_weights w;
+    i3_block_t *tb;       /* depth */
+    qv_lin tpatch, tproj;
+    mllm_tensor *tpos, *tpost_w, *tpost_b;
 };
+
+/* The graph tensors of v's weights (idefics3_vision_load.c). */
+mllm_status i3_make_tensors(mllm_idefics3_vision *v);
 
 #endif

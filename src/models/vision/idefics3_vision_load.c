@@ -113,6 +113,8 @@ void mllm_idefics3_vision_free(mllm_idefics3_vision *v) {
         mllm_free(b->fc1.b), mllm_free(b->fc2.b);
     }
     mllm_free(v->blocks);
+    mllm_free(v->tb);
+    qv_weights_free(&v->w);
     mllm_free(v->patch.b);
     mllm_free(v->pos);
     mllm_free(v->post_w);
@@ -180,6 +182,7 @@ mllm_status mllm_idefics3_vision_open(const char *dir, int n_threads, mllm_idefi
     if (!st && v->pre.tile != v->c.image_size)
         st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s: max_image_size %d differs from the tower's image_size %d (partial "
                                             "tiles are not supported)", dir, v->pre.tile, v->c.image_size);
+    if (!st) st = i3_make_tensors(v);
     if (!st && n_threads > 1 && !(v->pool = mllm_pool_new(n_threads)))
         st = mllm_err(MLLM_ERR_NOMEM, "cannot start %d threads", n_threads);
     if (st) {
@@ -188,6 +191,39 @@ mllm_status mllm_idefics3_vision_open(const char *dir, int n_threads, mllm_idefi
     }
     *out = v;
     return MLLM_OK;
+}
+
+mllm_status i3_make_tensors(mllm_idefics3_vision *v) {
+    const mllm_idefics3_vision_config *c = &v->c;
+    const int64_t H = c->hidden, side = c->image_size / c->patch;
+    qv_weights *ws = &v->w;
+    qv_weights_init(ws);
+    if (!(v->tb = mllm_calloc((size_t)c->depth, sizeof *v->tb))) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    v->tpatch = qv_weight_linear(ws, &v->patch, "patch_embd");
+    v->tpos = qv_weight_f32(ws, v->pos, H, side * side, "pos_embd");
+    for (int i = 0; i < c->depth; i++) {
+        const i3_block *b = &v->blocks[i];
+        i3_block_t *t = &v->tb[i];
+        t->ln1_w = qv_weight_f32(ws, b->ln1_w, H, 1, "ln1");
+        t->ln1_b = qv_weight_f32(ws, b->ln1_b, H, 1, "ln1_b");
+        t->ln2_w = qv_weight_f32(ws, b->ln2_w, H, 1, "ln2");
+        t->ln2_b = qv_weight_f32(ws, b->ln2_b, H, 1, "ln2_b");
+        t->q = qv_weight_linear(ws, &b->q, "attn_q");
+        t->k = qv_weight_linear(ws, &b->k, "attn_k");
+        t->v = qv_weight_linear(ws, &b->v, "attn_v");
+        t->o = qv_weight_linear(ws, &b->o, "attn_out");
+        t->fc1 = qv_weight_linear(ws, &b->fc1, "ffn_up");
+        t->fc2 = qv_weight_linear(ws, &b->fc2, "ffn_down");
+    }
+    v->tpost_w = qv_weight_f32(ws, v->post_w, H, 1, "post_ln");
+    v->tpost_b = qv_weight_f32(ws, v->post_b, H, 1, "post_ln_b");
+    v->tproj = qv_weight_linear(ws, &v->proj, "mm_proj");
+    return ws->failed ? mllm_err(MLLM_ERR_NOMEM, "out of memory") : MLLM_OK;
+}
+
+mllm_status mllm_idefics3_vision_use_backends(mllm_idefics3_vision *v, mllm_backend *const *be, int n) {
+    if (!v) return mllm_err(MLLM_ERR_INVALID_ARG, "idefics3 vision: NULL tower");
+    return qv_weights_use_backends(&v->w, be, n, "idefics3 vision");
 }
 
 const mllm_idefics3_vision_config *mllm_idefics3_vision_config_of(const mllm_idefics3_vision *v) { return &v->c; }

@@ -1,41 +1,107 @@
-/* The Qwen2.5-VL vision tower's forward pass (qwen2vl_vision.h), on f32
-   activations: every linear layer through the CPU GEMM (weights f32 / f16
-   / bf16 as stored), attention per window and head as two GEMMs per block
-   of queries, all split over the thread pool. Token order inside: the
+/* The Qwen2.5-VL vision tower's forward pass (qwen2vl_vision.h) as a graph
+   (graph/graph.h) on f32 activations: linear layers as matmuls (weights
+   f32 / f16 / bf16 as stored), the 2-D rotary angles as graph inputs,
+   attention per window (or over the whole image) as attention over
+   segments, the merger's 2 x 2 units as a reshape. Token order inside: the
    window order of transformers (get_vision_window_index), so each window
    is a contiguous run of rows; the merger's output is put back in image
-   order at the end. */
+   order at the end (a row lookup). */
 #include <math.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "models/vision/qwen2vl_vision_internal.h"
 
-static void linear(mllm_qwen2vl_vision *v, const qv_linear *L, const float *X, int64_t M, float *Y) {
-    qv_linear_run(v->pool, L, X, M, Y);
+/* The graph's inputs and what fills them. */
+typedef struct {
+    const mllm_qwen2vl_vision *v;
+    const mllm_qwen2vl_pixels *px;
+    const int32_t *order; /* nu merged units in window order */
+    const int32_t *wsegs; /* n_win + 1 token offsets of the windows */
+    int n_win;
+    mllm_tensor *patches; /* (patch_dim, n) in window order: unit u's rows are patches 4u .. 4u+3 */
+    mllm_tensor *cs, *sn; /* (hd / 2, n): each token's rotation angles */
+    mllm_tensor *wseg_in, *fseg_in; /* the windows; the whole image */
+    mllm_tensor *unorder; /* nu: the merger's rows back in image order */
+} qv_inputs;
+
+static void fill(void *user) {
+    const qv_inputs *in = user;
+    const mllm_qwen2vl_vision_config *c = &in->v->c;
+    const int ms = c->merge, unit = ms * ms, lw = in->px->grid_w / ms;
+    const int64_t n = in->px->n_patches, pd = in->px->patch_dim, hd = c->hidden / c->heads, nu = n / unit;
+    /* 2-D rotary angles: the patch's row for the first half of the pairs, its column for the second */
+    const int q4 = (int)hd / 4;
+    float inv[256]; /* head size <= 1024 (qwen2vl_vision_load.c) */
+    for (int j = 0; j < q4; j++) inv[j] = 1.0f / powf(c->rope_theta, (float)(2 * j) / (float)(hd / 2));
+    float *P = in->patches->data, *cs = in->cs->data, *sn = in->sn->data;
+    for (int64_t i = 0; i < nu; i++) {
+        const int u = in->order[i], by = u / lw, bx = u % lw;
+        mllm_tensor_i32(in->unorder)[u] = (int32_t)i;
+        for (int r = 0; r < unit; r++) {
+            const int64_t src = (int64_t)u * unit + r, dst = i * unit + r;
+            memcpy(P + dst * pd, in->px->patches + src * pd, (size_t)pd * sizeof(float));
+            const int hp = by * ms + r / ms, wp = bx * ms + r % ms;
+            for (int j = 0; j < q4; j++) {
+                float ah = (float)hp * inv[j], aw = (float)wp * inv[j];
+                cs[dst * (hd / 2) + j] = cosf(ah), sn[dst * (hd / 2) + j] = sinf(ah);
+                cs[dst * (hd / 2) + q4 + j] = cosf(aw), sn[dst * (hd / 2) + q4 + j] = sinf(aw);
+            }
+        }
+    }
+    memcpy(mllm_tensor_i32(in->wseg_in), in->wsegs, (size_t)(in->n_win + 1) * sizeof(int32_t));
+    mllm_tensor_i32(in->fseg_in)[0] = 0;
+    mllm_tensor_i32(in->fseg_in)[1] = (int32_t)n;
 }
 
-/* As transformers' RMSNorm: x / sqrt(mean(x^2) + 1e-6) * w, in float32. */
-static void rmsnorm(const float *x, const float *w, int64_t M, int64_t D, float *y) {
-    for (int64_t m = 0; m < M; m++) {
-        const float *a = x + m * D;
-        float *o = y + m * D;
-        double s = 0;
-        for (int64_t i = 0; i < D; i++) s += (double)a[i] * a[i];
-        float r = 1.0f / sqrtf((float)(s / (double)D) + 1e-6f);
-        for (int64_t i = 0; i < D; i++) o[i] = w[i] * (a[i] * r);
-    }
+/* RoPE of a (hidden, n) projection by the token angles. */
+static mllm_tensor *rotate(mllm_graph *g, const qv_inputs *in, mllm_tensor *x, int64_t hd, int64_t n) {
+    const int64_t ne3[3] = {hd, in->v->c.heads, n}, ne2[2] = {hd * in->v->c.heads, n};
+    return mllm_op_reshape(g, mllm_op_rope_table(g, mllm_op_reshape(g, x, 3, ne3), in->cs, in->sn), 2, ne2);
 }
 
-/* rotate_half rotary: dims i and i + hd/2 turn by ang[i] */
-static void rope(float *x, const float *cs, const float *sn, int hd) {
-    const int half = hd / 2;
-    for (int i = 0; i < half; i++) {
-        float a = x[i], b = x[i + half];
-        x[i] = a * cs[i] - b * sn[i];
-        x[i + half] = b * cs[i] + a * sn[i];
+/* The tower and the merger on n patches: (out_hidden, n / merge^2) in image order. */
+static mllm_tensor *forward(mllm_graph *g, const mllm_qwen2vl_vision *v, const qv_inputs *in, int64_t n) {
+    const mllm_qwen2vl_vision_config *c = &v->c;
+    const int64_t H = c->hidden, hd = H / c->heads, unit = (int64_t)c->merge * c->merge;
+    const float eps = 1e-6f; /* transformers' Qwen2RMSNorm in the tower */
+    mllm_tensor *x = qv_matmul(g, v->tpatch, in->patches);
+    for (int l = 0; l < c->depth && x; l++) {
+        const qv_block_t *b = &v->tb[l];
+        mllm_tensor *h = mllm_op_rmsnorm(g, x, b->norm1, eps);
+        mllm_tensor *q = rotate(g, in, qv_matmul(g, b->q, h), hd, n), *k = rotate(g, in, qv_matmul(g, b->k, h), hd, n);
+        mllm_tensor *a = mllm_op_attention_segments(g, q, k, qv_matmul(g, b->v, h), b->full ? in->fseg_in : in->wseg_in,
+                                                    c->heads, 1.0f / sqrtf((float)hd));
+        x = mllm_op_add(g, x, qv_matmul(g, b->proj, a));
+        h = mllm_op_rmsnorm(g, x, b->norm2, eps);
+        x = mllm_op_add(g, x, qv_matmul(g, b->down, mllm_op_silu_mul(g, qv_matmul(g, b->gate, h), qv_matmul(g, b->up, h))));
     }
+    /* merger: RMSNorm per token, each unit's 4 consecutive tokens as one row, MLP with exact GELU */
+    const int64_t ne[2] = {H * unit, n / unit};
+    x = mllm_op_reshape(g, mllm_op_rmsnorm(g, x, v->tmerge_norm, eps), 2, ne);
+    x = qv_matmul(g, v->tmlp2, mllm_op_gelu(g, qv_matmul(g, v->tmlp0, x)));
+    return mllm_op_get_rows(g, x, in->unorder);
+}
+
+/* The merged units in window order (transformers' get_vision_window_index)
+   and the windows' token offsets; returns the number of windows. */
+static int window_order(const mllm_qwen2vl_vision_config *c, int gh, int gw, int32_t *order, int32_t *wsegs) {
+    const int ms = c->merge, unit = ms * ms, lh = gh / ms, lw = gw / ms;
+    const int wu = c->window / ms / c->patch; /* window side in merged units */
+    const int nwh = (lh + wu - (lh % wu)) / wu, nww = (lw + wu - (lw % wu)) / wu; /* as transformers pads */
+    int k = 0, nseg = 0;
+    wsegs[0] = 0;
+    for (int wy = 0; wy < nwh; wy++)
+        for (int wx = 0; wx < nww; wx++) {
+            int cnt = 0;
+            for (int iy = 0; iy < wu; iy++)
+                for (int ix = 0; ix < wu; ix++) {
+                    int y = wy * wu + iy, x = wx * wu + ix;
+                    if (y < lh && x < lw) order[k++] = y * lw + x, cnt++;
+                }
+            if (cnt) wsegs[nseg + 1] = wsegs[nseg] + cnt * unit, nseg++; /* empty windows dropped (unique_consecutive) */
+        }
+    return nseg;
 }
 
 mllm_status mllm_qwen2vl_vision_encode(mllm_qwen2vl_vision *v, const mllm_qwen2vl_pixels *px, float **emb,
@@ -53,98 +119,28 @@ mllm_status mllm_qwen2vl_vision_encode(mllm_qwen2vl_vision *v, const mllm_qwen2v
         return mllm_err(MLLM_ERR_INVALID_ARG,
                         "qwen2vl vision: %lld patches of %lld values for a %d x %d grid (the tower takes %lld)",
                         (long long)px->n_patches, (long long)px->patch_dim, gh, gw, (long long)v->patch.n_in);
-    const int64_t n = px->n_patches, H = c->hidden, F = c->intermediate, hd = H / c->heads;
-    const int unit = ms * ms, lh = gh / ms, lw = gw / ms, nu = lh * lw;
-    const int wu = c->window / ms / c->patch; /* window side in merged units */
-    /* window order of the merged units, and the windows' token offsets */
-    const int nwh = (lh + wu - (lh % wu)) / wu, nww = (lw + wu - (lw % wu)) / wu; /* as transformers pads */
-    int32_t *order = mllm_malloc((size_t)nu * sizeof(int32_t));
-    int32_t *wsegs = mllm_malloc(((size_t)nwh * nww + 2) * sizeof(int32_t));
-    int32_t fsegs[2] = {0, (int32_t)n};
-    float *Hs = mllm_malloc_aligned((size_t)n * H * sizeof(float));
-    float *Xn = mllm_malloc_aligned((size_t)n * H * sizeof(float));
-    float *big = mllm_malloc_aligned((size_t)n * (size_t)(3 * H > 2 * F ? 3 * H : 2 * F) * sizeof(float));
-    float *cs = mllm_malloc((size_t)n * (hd / 2) * sizeof(float)), *sn = mllm_malloc((size_t)n * (hd / 2) * sizeof(float));
-    const int nth = v->pool ? mllm_pool_size(v->pool) : 1;
-    const int max_len = (int)n;
-    const size_t per = qv_attention_scratch(max_len, (int)hd);
-    float *scratch = mllm_malloc_aligned(per * (size_t)nth * sizeof(float));
-    float *out = mllm_malloc((size_t)nu * c->out_hidden * sizeof(float));
-    float *m1 = mllm_malloc_aligned((size_t)nu * v->mlp0.n_out * sizeof(float));
-    float *m2 = mllm_malloc_aligned((size_t)nu * c->out_hidden * sizeof(float));
-    if (!order || !wsegs || !Hs || !Xn || !big || !cs || !sn || !scratch || !out || !m1 || !m2) {
-        mllm_free(order), mllm_free(wsegs), mllm_free_aligned(Hs), mllm_free_aligned(Xn), mllm_free_aligned(big);
-        mllm_free(cs), mllm_free(sn), mllm_free_aligned(scratch), mllm_free(out), mllm_free_aligned(m1);
-        mllm_free_aligned(m2);
+    const int64_t n = px->n_patches, hd = c->hidden / c->heads, nu = n / ((int64_t)ms * ms);
+    const int wu = c->window / ms / c->patch, lh = gh / ms, lw = gw / ms;
+    const size_t max_win = (size_t)((lh + wu - (lh % wu)) / wu) * (size_t)((lw + wu - (lw % wu)) / wu);
+    int32_t *order = mllm_malloc((size_t)nu * sizeof(int32_t)), *wsegs = mllm_malloc((max_win + 2) * sizeof(int32_t));
+    if (!order || !wsegs) {
+        mllm_free(order), mllm_free(wsegs);
         return mllm_err(MLLM_ERR_NOMEM, "qwen2vl vision: out of memory for %lld patches", (long long)n);
     }
-    int k = 0, nseg = 0;
-    wsegs[0] = 0;
-    for (int wy = 0; wy < nwh; wy++)
-        for (int wx = 0; wx < nww; wx++) {
-            int cnt = 0;
-            for (int iy = 0; iy < wu; iy++)
-                for (int ix = 0; ix < wu; ix++) {
-                    int y = wy * wu + iy, x = wx * wu + ix;
-                    if (y < lh && x < lw) order[k++] = y * lw + x, cnt++;
-                }
-            if (cnt) wsegs[nseg + 1] = wsegs[nseg] + cnt * unit, nseg++; /* empty windows dropped (unique_consecutive) */
-        }
-    /* patch embedding, in window order: unit u's rows are patches 4u .. 4u+3 */
-    float *X0 = big; /* n x H, before the permutation */
-    linear(v, &v->patch, px->patches, n, X0);
-    /* 2-D rotary angles of each token: h for the first half of the pairs, w for the second */
-    const int q4 = (int)hd / 4;
-    float inv[256]; /* head size <= 1024 (qwen2vl_vision_load.c) */
-    for (int j = 0; j < q4; j++) inv[j] = 1.0f / powf(c->rope_theta, (float)(2 * j) / (float)(hd / 2));
-    for (int i = 0; i < nu; i++) {
-        const int u = order[i], by = u / lw, bx = u % lw;
-        for (int r = 0; r < unit; r++) {
-            const int64_t src = (int64_t)u * unit + r, dst = (int64_t)i * unit + r;
-            memcpy(Hs + dst * H, X0 + src * H, (size_t)H * sizeof(float));
-            const int hp = by * ms + r / ms, wp = bx * ms + r % ms;
-            for (int j = 0; j < q4; j++) {
-                float ah = (float)hp * inv[j], aw = (float)wp * inv[j];
-                cs[dst * (hd / 2) + j] = cosf(ah), sn[dst * (hd / 2) + j] = sinf(ah);
-                cs[dst * (hd / 2) + q4 + j] = cosf(aw), sn[dst * (hd / 2) + q4 + j] = sinf(aw);
-            }
-        }
-    }
-    for (int l = 0; l < c->depth; l++) {
-        const qv_block *b = &v->blocks[l];
-        bool full = false;
-        for (int i = 0; i < c->n_fullatt; i++) full |= c->fullatt[i] == l;
-        rmsnorm(Hs, b->norm1, n, H, Xn);
-        float *qkv = big;
-        linear(v, &b->qkv, Xn, n, qkv);
-        for (int64_t t = 0; t < n; t++)
-            for (int h = 0; h < c->heads; h++) {
-                rope(qkv + t * 3 * H + h * hd, cs + t * (hd / 2), sn + t * (hd / 2), (int)hd);
-                rope(qkv + t * 3 * H + H + h * hd, cs + t * (hd / 2), sn + t * (hd / 2), (int)hd);
-            }
-        qv_attention_job aj = {qkv, Xn, full ? fsegs : wsegs, full ? 1 : nseg, c->heads, (int)hd, (int)H, max_len, scratch, per};
-        qv_attention(v->pool, &aj);
-        float *po = big; /* qkv is consumed: reuse for the projection */
-        linear(v, &b->proj, Xn, n, po);
-        for (int64_t i = 0; i < n * H; i++) Hs[i] += po[i];
-        rmsnorm(Hs, b->norm2, n, H, Xn);
-        float *g = big, *u = big + n * F;
-        linear(v, &b->gate, Xn, n, g);
-        linear(v, &b->up, Xn, n, u);
-        for (int64_t i = 0; i < n * F; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
-        linear(v, &b->down, g, n, Xn);
-        for (int64_t i = 0; i < n * H; i++) Hs[i] += Xn[i];
-    }
-    /* merger: RMSNorm per token, 4 consecutive tokens as one row, MLP with exact GELU */
-    rmsnorm(Hs, v->merge_norm, n, H, Xn);
-    linear(v, &v->mlp0, Xn, nu, m1);
-    for (int64_t i = 0; i < (int64_t)nu * v->mlp0.n_out; i++) m1[i] = 0.5f * m1[i] * (1.0f + erff(m1[i] * (float)M_SQRT1_2));
-    linear(v, &v->mlp2, m1, nu, m2);
-    for (int i = 0; i < nu; i++) memcpy(out + (size_t)order[i] * c->out_hidden, m2 + (size_t)i * c->out_hidden,
-                                        (size_t)c->out_hidden * sizeof(float));
-    mllm_free(order), mllm_free(wsegs), mllm_free_aligned(Hs), mllm_free_aligned(Xn), mllm_free_aligned(big);
-    mllm_free(cs), mllm_free(sn), mllm_free_aligned(scratch), mllm_free_aligned(m1), mllm_free_aligned(m2);
-    *emb = out;
-    *n_tokens = nu;
-    return MLLM_OK;
+    qv_inputs in = {.v = v, .px = px, .order = order, .wsegs = wsegs};
+    in.n_win = window_order(c, gh, gw, order, wsegs);
+    mllm_graph g;
+    qv_graph_init(&v->w, &g, v->pool);
+    in.patches = mllm_graph_input_f32(&g, px->patch_dim, n, "patches");
+    in.cs = mllm_graph_input_f32(&g, hd / 2, n, "rope_cos");
+    in.sn = mllm_graph_input_f32(&g, hd / 2, n, "rope_sin");
+    in.wseg_in = mllm_graph_input_i32(&g, in.n_win + 1, "windows");
+    in.fseg_in = mllm_graph_input_i32(&g, 2, "whole");
+    in.unorder = mllm_graph_input_i32(&g, nu, "unorder");
+    mllm_tensor *out = g.failed ? NULL : forward(&g, v, &in, n);
+    mllm_status st = qv_graph_run(&g, out, fill, &in, emb, "qwen2vl vision");
+    mllm_graph_free(&g);
+    mllm_free(order), mllm_free(wsegs);
+    if (!st) *n_tokens = nu;
+    return st;
 }

@@ -17,6 +17,7 @@
 #define MLLM_MODELS_QWEN2VL_VISION_H
 #include <mllm/mllm.h>
 #include <stdint.h>
+#include "backends/backend.h"
 #include "image/qwen2vl_pre.h"
 
 #define MLLM_QWEN2VL_MAX_DEPTH 256
@@ -46,6 +47,10 @@ const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2
    sizes from its config, pixel limits and normalisation from the folder's
    preprocessor_config.json, the defaults of qwen2vl_pre.h otherwise. */
 void mllm_qwen2vl_vision_pre_params(const mllm_qwen2vl_vision *v, mllm_qwen2vl_pre_params *p);
+/* The backends its graphs run on, in order of preference (the CPU, last,
+   takes the ops they cannot compute); the weights each can use are copied
+   there now. n == 0: the CPU alone (as opened). Not while encoding. */
+mllm_status mllm_qwen2vl_vision_use_backends(mllm_qwen2vl_vision *v, mllm_backend *const *be, int n);
 /* Embeds one image: *emb gets grid_h * grid_w / merge^2 rows of out_hidden
    floats (mllm_malloc'd), in the order of the image's merged 2 x 2 blocks,
    row-major, the order the LLM reads its <|image_pad|> tokens in. */

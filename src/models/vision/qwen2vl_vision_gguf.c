@@ -13,7 +13,6 @@
    clip.vision.image_min_pixels / image_max_pixels when present. */
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -52,7 +51,11 @@ static void *galloc(gbinder *b, size_t n) {
 static float *gvec(gbinder *b, const char *name, int64_t n) {
     const mllm_gguf_tensor *t = gfind(b, name, n, 1, 1, 1);
     float *f = t ? galloc(b, (size_t)n * sizeof(float)) : NULL;
-    if (f) mllm_cpu_to_float((mllm_dtype)t->dtype, t->data, f, n);
+    if (f && !qv_widen(t->dtype, t->data, n, 1, f)) {
+        mllm_free(f);
+        f = NULL;
+        b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
+    }
     return f;
 }
 
@@ -91,9 +94,16 @@ static void gqkv(gbinder *b, qv_linear *L, int i, int64_t H) {
         mllm_free(bj);
         return;
     }
+    bool ok = true;
     for (int j = 0; j < 3; j++) {
         memcpy(joined + (size_t)j * one, w[j]->data, one);
-        mllm_cpu_to_float((mllm_dtype)bias[j]->dtype, bias[j]->data, bj + (size_t)j * H, H);
+        ok = ok && qv_widen(bias[j]->dtype, bias[j]->data, H, 1, bj + (size_t)j * H);
+    }
+    if (!ok) {
+        mllm_free(joined);
+        mllm_free(bj);
+        b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
+        return;
     }
     *L = (qv_linear){.w = joined, .own = joined, .dtype = w[0]->dtype, .row_bytes = one / (size_t)H, .n_in = H,
                      .n_out = 3 * H, .b = bj};
@@ -110,15 +120,17 @@ static void gpatch(gbinder *b, qv_linear *L, const mllm_qwen2vl_vision_config *c
         k[t] = gfind(b, n, P, P, 3, H);
     }
     float *w = galloc(b, (size_t)(H * pd) * sizeof(float));
-    float *row = galloc(b, (size_t)(3 * P * P) * sizeof(float));
-    for (int64_t o = 0; !b->st && o < H; o++)
-        for (int t = 0; t < T; t++) {
-            const size_t rb = k[t]->size / (size_t)H; /* one output channel: 3 x P x P values */
-            mllm_cpu_to_float((mllm_dtype)k[t]->dtype, (const uint8_t *)k[t]->data + (size_t)o * rb, row, 3 * P * P);
-            for (int ch = 0; ch < 3; ch++)
-                memcpy(w + o * pd + (ch * T + t) * P * P, row + ch * P * P, (size_t)(P * P) * sizeof(float));
+    float *kt = galloc(b, (size_t)(H * 3 * P * P) * sizeof(float)); /* one frame's kernel: H rows of 3 x P x P */
+    for (int t = 0; !b->st && t < T; t++) {
+        if (!qv_widen(k[t]->dtype, k[t]->data, 3 * P * P, H, kt)) {
+            b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
+            break;
         }
-    mllm_free(row);
+        for (int64_t o = 0; o < H; o++)
+            for (int ch = 0; ch < 3; ch++)
+                memcpy(w + o * pd + (ch * T + t) * P * P, kt + (o * 3 + ch) * P * P, (size_t)(P * P) * sizeof(float));
+    }
+    mllm_free(kt);
     if (b->st) {
         mllm_free(w);
         return;
@@ -247,6 +259,7 @@ static mllm_status open_from(mllm_gguf *g, int n_threads, mllm_qwen2vl_vision **
     v->merge_norm = gvec(&b, "v.post_ln.weight", H);
     glinear(&b, &v->mlp0, "mm.0", M, M);
     glinear(&b, &v->mlp2, "mm.2", M, c->out_hidden);
+    if (!b.st) b.st = qv_make_tensors(v);
     if (!b.st && n_threads > 1 && !(v->pool = mllm_pool_new(n_threads)))
         b.st = mllm_err(MLLM_ERR_NOMEM, "cannot start %d threads", n_threads);
     if (b.st) {

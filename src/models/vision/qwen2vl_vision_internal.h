@@ -13,6 +13,13 @@ typedef struct {
     qv_linear qkv, proj, gate, up, down;
 } qv_block;
 
+/* The same weights as graph tensors (in mllm_qwen2vl_vision.w). */
+typedef struct {
+    mllm_tensor *norm1, *norm2;
+    qv_lin q, k, v, proj, gate, up, down;
+    bool full; /* full attention (fullatt_block_indexes), else per window */
+} qv_block_t;
+
 struct mllm_qwen2vl_vision {
     mllm_qwen2vl_vision_config c;
     mllm_safetensors *st;     /* a Hugging Face folder's weights, or */
@@ -23,7 +30,15 @@ struct mllm_qwen2vl_vision {
     qv_linear mlp0, mlp2; /* 4 hidden -> 4 hidden -> out_hidden */
     mllm_pool *pool;
     mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
+    qv_weights w;
+    qv_block_t *tb;       /* depth */
+    qv_lin tpatch, tmlp0, tmlp2;
+    mllm_tensor *tmerge_norm;
 };
+
+/* The graph tensors of v's weights, once both loaders have bound them
+   (qwen2vl_vision_load.c). */
+mllm_status qv_make_tensors(mllm_qwen2vl_vision *v);
 
 /* The check both loaders share: the sizes. */
 mllm_status qv_check_config(const mllm_qwen2vl_vision_config *c, const char *path);

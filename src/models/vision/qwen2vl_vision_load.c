@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -127,6 +126,8 @@ void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
         mllm_free(b->down.b);
     }
     mllm_free(v->blocks);
+    mllm_free(v->tb);
+    qv_weights_free(&v->w);
     mllm_free(v->merge_norm);
     mllm_free(v->mlp0.b);
     mllm_free(v->mlp2.b);
@@ -186,6 +187,7 @@ mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2v
         v->pre.temporal_patch_size = v->c.temporal;
         st = read_preprocessor(dir, &v->pre);
     }
+    if (!st) st = qv_make_tensors(v);
     if (!st && n_threads > 1 && !(v->pool = mllm_pool_new(n_threads)))
         st = mllm_err(MLLM_ERR_NOMEM, "cannot start %d threads", n_threads);
     if (st) {
@@ -194,6 +196,40 @@ mllm_status mllm_qwen2vl_vision_open(const char *dir, int n_threads, mllm_qwen2v
     }
     *out = v;
     return MLLM_OK;
+}
+
+mllm_status qv_make_tensors(mllm_qwen2vl_vision *v) {
+    const mllm_qwen2vl_vision_config *c = &v->c;
+    const int64_t H = c->hidden;
+    qv_weights *ws = &v->w;
+    qv_weights_init(ws);
+    if (!(v->tb = mllm_calloc((size_t)c->depth, sizeof *v->tb))) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    v->tpatch = qv_weight_linear(ws, &v->patch, "patch_embd");
+    for (int i = 0; i < c->depth; i++) {
+        const qv_block *b = &v->blocks[i];
+        qv_block_t *t = &v->tb[i];
+        t->norm1 = qv_weight_f32(ws, b->norm1, H, 1, "ln1");
+        t->norm2 = qv_weight_f32(ws, b->norm2, H, 1, "ln2");
+        /* the joined q, k, v rows as three matmuls: each feeds its own rotation or the attention */
+        t->q = qv_weight_linear_rows(ws, &b->qkv, 0, H, "attn_q");
+        t->k = qv_weight_linear_rows(ws, &b->qkv, H, H, "attn_k");
+        t->v = qv_weight_linear_rows(ws, &b->qkv, 2 * H, H, "attn_v");
+        t->proj = qv_weight_linear(ws, &b->proj, "attn_out");
+        t->gate = qv_weight_linear(ws, &b->gate, "ffn_gate");
+        t->up = qv_weight_linear(ws, &b->up, "ffn_up");
+        t->down = qv_weight_linear(ws, &b->down, "ffn_down");
+        t->full = false;
+        for (int j = 0; j < c->n_fullatt; j++) t->full |= c->fullatt[j] == i;
+    }
+    v->tmerge_norm = qv_weight_f32(ws, v->merge_norm, H, 1, "merge_ln");
+    v->tmlp0 = qv_weight_linear(ws, &v->mlp0, "mm_0");
+    v->tmlp2 = qv_weight_linear(ws, &v->mlp2, "mm_2");
+    return ws->failed ? mllm_err(MLLM_ERR_NOMEM, "out of memory") : MLLM_OK;
+}
+
+mllm_status mllm_qwen2vl_vision_use_backends(mllm_qwen2vl_vision *v, mllm_backend *const *be, int n) {
+    if (!v) return mllm_err(MLLM_ERR_INVALID_ARG, "qwen2vl vision: NULL tower");
+    return qv_weights_use_backends(&v->w, be, n, "qwen2vl vision");
 }
 
 const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2vl_vision *v) { return &v->c; }

@@ -1,82 +1,104 @@
 /* The vision towers' shared pieces (vit_ops.h). */
 #include "models/vision/vit_ops.h"
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "formats/hf_config.h"
 
-typedef struct {
-    const qv_linear *L;
-    const float *X;
-    int64_t M;
-    float *Y;
-} lin_job;
-
-static void lin_fn(void *arg, int ith, int nth) {
-    lin_job *j = arg;
-    const qv_linear *L = j->L;
-    const int64_t N = L->n_out, per = (N + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < N ? r0 + per : N;
-    if (r0 >= r1) return;
-    mllm_cpu_gemm((mllm_dtype)L->dtype, L->w, L->row_bytes, L->n_in, j->X, (size_t)L->n_in * sizeof(float), j->M,
-                  j->Y, (size_t)N, r0, r1);
-    if (L->b)
-        for (int64_t m = 0; m < j->M; m++)
-            for (int64_t r = r0; r < r1; r++) j->Y[m * N + r] += L->b[r];
+void qv_weights_init(qv_weights *ws) {
+    memset(ws, 0, sizeof *ws);
+    mllm_graph_init(&ws->g, MLLM_MODE_TRACE, NULL, 16 * 1024);
 }
 
-static void run(mllm_pool *pool, mllm_job_fn fn, void *arg) {
-    if (pool) mllm_pool_run(pool, fn, arg);
-    else fn(arg, 0, 1);
+static void drop_backends(qv_weights *ws) {
+    for (int b = 0; b < ws->n_be; b++) mllm_placement_free(ws->placed[b]);
+    memset(ws->placed, 0, sizeof ws->placed);
+    ws->n_be = 0;
 }
 
-void qv_linear_run(mllm_pool *pool, const qv_linear *L, const float *X, int64_t M, float *Y) {
-    lin_job j = {L, X, M, Y};
-    run(pool, lin_fn, &j);
+void qv_weights_free(qv_weights *ws) {
+    drop_backends(ws);
+    mllm_graph_free(&ws->g);
+    mllm_free(ws->all);
+    memset(ws, 0, sizeof *ws);
 }
 
-size_t qv_attention_scratch(int max_len, int hd) { return (size_t)QV_QBLOCK * max_len + (size_t)hd * max_len; }
+static mllm_tensor *keep(qv_weights *ws, mllm_tensor *t) {
+    if (t && ws->n == ws->cap) {
+        const int nc = ws->cap ? 2 * ws->cap : 64;
+        mllm_tensor **na = mllm_realloc(ws->all, (size_t)nc * sizeof *na);
+        if (!na) t = NULL;
+        else ws->all = na, ws->cap = nc;
+    }
+    if (!t) {
+        ws->failed = true;
+        return NULL;
+    }
+    return ws->all[ws->n++] = t;
+}
 
-static void att_fn(void *arg, int ith, int nth) {
-    qv_attention_job *a = arg;
-    float *S = a->scratch + a->scratch_per * (size_t)ith, *VT = S + (size_t)QV_QBLOCK * a->max_len;
-    const float scale = 1.0f / sqrtf((float)a->hd);
-    const size_t row = (size_t)3 * a->H;
-    int task = 0;
-    for (int s = 0; s < a->n_segs; s++)
-        for (int h = 0; h < a->heads; h++, task++) {
-            if (task % nth != ith) continue;
-            const int t0 = a->segs[s], n = a->segs[s + 1] - t0;
-            const float *q = a->qkv + (size_t)t0 * row + (size_t)h * a->hd;
-            const float *k = q + a->H, *vv = q + 2 * a->H;
-            for (int j = 0; j < n; j++)
-                for (int d = 0; d < a->hd; d++) VT[(size_t)d * n + j] = vv[(size_t)j * row + d];
-            for (int i0 = 0; i0 < n; i0 += QV_QBLOCK) {
-                const int nb = n - i0 < QV_QBLOCK ? n - i0 : QV_QBLOCK;
-                mllm_cpu_gemm(MLLM_DTYPE_F32, k, row * sizeof(float), a->hd, q + (size_t)i0 * row, row * sizeof(float),
-                              nb, S, (size_t)n, 0, n);
-                for (int i = 0; i < nb; i++) {
-                    float *p = S + (size_t)i * n, mx = -INFINITY;
-                    for (int j = 0; j < n; j++) {
-                        p[j] *= scale;
-                        if (p[j] > mx) mx = p[j];
-                    }
-                    float sum = 0;
-                    for (int j = 0; j < n; j++) sum += (p[j] = expf(p[j] - mx));
-                    const float inv = 1.0f / sum;
-                    for (int j = 0; j < n; j++) p[j] *= inv;
-                }
-                float *o = a->out + (size_t)(t0 + i0) * a->H + (size_t)h * a->hd;
-                mllm_cpu_gemm(MLLM_DTYPE_F32, VT, (size_t)n * sizeof(float), n, S, (size_t)n * sizeof(float), nb, o,
-                              (size_t)a->H, 0, a->hd);
-            }
+mllm_tensor *qv_weight_matrix(qv_weights *ws, const void *w, int dtype, int64_t n_in, int64_t n_out, const char *name) {
+    const int64_t ne[2] = {n_in, n_out};
+    return keep(ws, mllm_tensor_wrap(&ws->g, dtype, 2, ne, w, name));
+}
+
+mllm_tensor *qv_weight_f32(qv_weights *ws, const float *x, int64_t n, int64_t rows, const char *name) {
+    const int64_t ne[2] = {n, rows};
+    return x ? keep(ws, mllm_tensor_wrap(&ws->g, MLLM_DTYPE_F32, rows > 1 ? 2 : 1, ne, x, name)) : NULL;
+}
+
+qv_lin qv_weight_linear_rows(qv_weights *ws, const qv_linear *L, int64_t r0, int64_t n, const char *name) {
+    qv_lin o = {qv_weight_matrix(ws, (const char *)L->w + (size_t)r0 * L->row_bytes, L->dtype, L->n_in, n, name),
+                L->b ? qv_weight_f32(ws, L->b + r0, n, 1, name) : NULL};
+    return o;
+}
+
+mllm_status qv_weights_use_backends(qv_weights *ws, mllm_backend *const *be, int n, const char *what) {
+    drop_backends(ws);
+    if (n < 1 || (n == 1 && be[0] == mllm_backend_cpu())) return MLLM_OK; /* the fast path: no schedule */
+    if (n > MLLM_MAX_BACKENDS) return mllm_err(MLLM_ERR_INVALID_ARG, "%s: more than %d backends", what, MLLM_MAX_BACKENDS);
+    for (int b = 0; b < n; b++) {
+        ws->be[ws->n_be++] = be[b];
+        if (!(ws->placed[b] = mllm_sched_place_weights(be[b], ws->all, ws->n))) {
+            drop_backends(ws);
+            return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory placing the weights on backend %s", what, be[b]->name);
         }
+    }
+    return MLLM_OK;
 }
 
-void qv_attention(mllm_pool *pool, qv_attention_job *a) { run(pool, att_fn, a); }
+void qv_graph_init(const qv_weights *ws, mllm_graph *g, mllm_pool *pool) {
+    mllm_graph_init(g, MLLM_MODE_TRACE, pool, 64 * 1024);
+    g->batch_gemm = true;
+    mllm_graph_set_backends(g, ws->be, ws->n_be);
+}
+
+mllm_status qv_graph_run(mllm_graph *g, mllm_tensor *out, void (*fill)(void *user), void *user, float **dst,
+                         const char *what) {
+    if (!out || !mllm_graph_plan(g, &out, 1)) return mllm_err(MLLM_ERR_NOMEM, "%s: could not build the graph", what);
+    fill(user);
+    mllm_graph_execute(g);
+    if (g->failed) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory while computing", what);
+    const size_t n = mllm_tensor_nbytes(out);
+    if (!(*dst = mllm_malloc(n))) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", what);
+    memcpy(*dst, out->data, n);
+    return MLLM_OK;
+}
+
+bool qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows, float *dst) {
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_EAGER, NULL, 4096);
+    const int64_t ne[2] = {ne0, rows};
+    mllm_tensor *tab = mllm_tensor_wrap(&g, dtype, 2, ne, src, "widen");
+    mllm_tensor *ids = mllm_graph_input_i32(&g, rows, "rows");
+    for (int64_t r = 0; ids && r < rows; r++) mllm_tensor_i32(ids)[r] = (int32_t)r;
+    mllm_tensor *out = tab && ids ? mllm_op_get_rows(&g, tab, ids) : NULL;
+    if (out) memcpy(dst, out->data, (size_t)(ne0 * rows) * sizeof(float));
+    mllm_graph_free(&g);
+    return out != NULL;
+}
 
 mllm_status qv_check_dtype(int dtype, const char *path, const char *name) {
     if (dtype == MLLM_DTYPE_F32 || dtype == MLLM_DTYPE_F16 || dtype == MLLM_DTYPE_BF16) return MLLM_OK;
@@ -109,13 +131,12 @@ float *qv_bind_f32(qv_binder *b, const char *name, int64_t n) { return qv_bind_f
 float *qv_bind_f32_2d(qv_binder *b, const char *name, int64_t ne0, int64_t ne1) {
     const mllm_st_tensor *t = qv_bind_find(b, name, ne0, ne1);
     if (!t) return NULL;
-    const int64_t n = ne0 * ne1;
-    float *f = mllm_malloc((size_t)n * sizeof(float));
-    if (!f) {
+    float *f = mllm_malloc((size_t)(ne0 * ne1) * sizeof(float));
+    if (!f || !qv_widen(t->dtype, t->data, ne0 * ne1, 1, f)) {
+        mllm_free(f);
         b->st = mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", b->path);
         return NULL;
     }
-    mllm_cpu_to_float((mllm_dtype)t->dtype, t->data, f, n);
     return f;
 }
 

@@ -1,8 +1,8 @@
-/* What the vision towers (qwen2vl_vision*.c, idefics3_vision*.c) share: a
-   linear layer whose weights stay in the file's mapping (f32 / f16 / bf16)
-   run through the CPU GEMM over the thread pool, multi-head attention over
-   segments of tokens (windows, tiles or the whole image), and binding those
-   weights from a safetensors file by name and shape. */
+/* What the vision towers (qwen2vl_vision*.c, idefics3_vision*.c) share:
+   their weights as graph tensors (linear layers stay in the file's mapping,
+   f32 / f16 / bf16; vectors widened to f32), placed on the backends the
+   towers run on, each encode's trace graph over them (graph/graph.h), and
+   binding those weights from a safetensors file by name and shape. */
 #ifndef MLLM_MODELS_VIT_OPS_H
 #define MLLM_MODELS_VIT_OPS_H
 #include <mllm/mllm.h>
@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/threadpool.h"
+#include "graph/graph.h"
+#include "graph/sched.h"
 #include "core/meta.h"
 #include "formats/safetensors.h"
 
@@ -22,26 +24,46 @@ typedef struct {
     void *own;          /* w when the loader built it (GGUF: q, k, v joined; the patch kernel), else NULL */
 } qv_linear;
 
-/* Queries per attention block: the scores of one block are QV_QBLOCK x
-   segment floats of scratch per thread. */
-#define QV_QBLOCK 64
-
-/* Y (M x n_out) = X (M x n_in) W^T + b; pool may be NULL (one thread). */
-void qv_linear_run(mllm_pool *pool, const qv_linear *L, const float *X, int64_t M, float *Y);
+/* A tower's weights as graph tensors: every one made here is listed, so
+   that they can be placed on the backends (mllm_sched_place_weights). */
+typedef struct {
+    mllm_graph g;             /* holds the tensor structs; never executed */
+    mllm_tensor **all;        /* n of them */
+    int n, cap;
+    mllm_backend *be[MLLM_MAX_BACKENDS]; /* in order of preference; none: the CPU alone */
+    int n_be;
+    mllm_placement *placed[MLLM_MAX_BACKENDS];
+    bool failed;              /* out of memory while making them */
+} qv_weights;
 
 typedef struct {
-    const float *qkv;     /* tokens x 3 H (q, k, v; heads inside each), rows qkv_stride floats apart */
-    float *out;           /* tokens x H */
-    const int32_t *segs;  /* n_segs + 1 token offsets: each segment attends to itself only */
-    int n_segs, heads, hd, H, max_len;
-    float *scratch;       /* qv_attention_scratch(max_len, hd) floats per thread */
-    size_t scratch_per;
-} qv_attention_job;
+    mllm_tensor *w, *b; /* b NULL: no bias */
+} qv_lin;
 
-/* Floats of scratch one thread needs for segments of up to max_len tokens. */
-size_t qv_attention_scratch(int max_len, int hd);
-/* softmax(q k^T / sqrt(hd)) v per segment and head (no mask). */
-void qv_attention(mllm_pool *pool, qv_attention_job *a);
+void qv_weights_init(qv_weights *ws);
+void qv_weights_free(qv_weights *ws);
+/* n_out rows of n_in values of dtype, packed one after the other (not copied). */
+mllm_tensor *qv_weight_matrix(qv_weights *ws, const void *w, int dtype, int64_t n_in, int64_t n_out, const char *name);
+/* rows of n f32 values (rows == 1: a vector; not copied). */
+mllm_tensor *qv_weight_f32(qv_weights *ws, const float *x, int64_t n, int64_t rows, const char *name);
+/* Rows [r0, r0 + n) of L as a linear layer (its bias's too). */
+qv_lin qv_weight_linear_rows(qv_weights *ws, const qv_linear *L, int64_t r0, int64_t n, const char *name);
+static inline qv_lin qv_weight_linear(qv_weights *ws, const qv_linear *L, const char *name) {
+    return qv_weight_linear_rows(ws, L, 0, L->n_out, name);
+}
+/* The backends the tower's graphs run on (the CPU, last, takes what they
+   cannot): the weights each can use are copied into its buffers now.
+   n == 0, or the CPU alone: the CPU. */
+mllm_status qv_weights_use_backends(qv_weights *ws, mllm_backend *const *be, int n, const char *what);
+/* A trace graph for one encode on pool: encoders' matmuls (the packed GEMM
+   on the CPU), the backends of ws. */
+void qv_graph_init(const qv_weights *ws, mllm_graph *g, mllm_pool *pool);
+/* y = x W^T + b. */
+static inline mllm_tensor *qv_matmul(mllm_graph *g, qv_lin L, mllm_tensor *x) { return mllm_op_matmul(g, L.w, x, L.b); }
+/* Plans g for out, runs it and copies out's values to a new buffer (dst,
+   mllm_malloc'd); fill(user) writes the graph's inputs in between. */
+mllm_status qv_graph_run(mllm_graph *g, mllm_tensor *out, void (*fill)(void *user), void *user, float **dst,
+                         const char *what);
 
 /* Binding a safetensors file's tensors: the first error sticks in st, and
    every later call does nothing. */
@@ -55,7 +77,10 @@ mllm_status qv_check_dtype(int dtype, const char *path, const char *name);
 /* prefix + name with ne0 x ne1 values (ne0 the row length unless the tensor
    has more than 2 dimensions: a conv kernel is read as flat rows). */
 const mllm_st_tensor *qv_bind_find(qv_binder *b, const char *name, int64_t ne0, int64_t ne1);
-/* A copy widened to f32 (mllm_malloc'd). */
+/* rows of ne0 values of dtype (packed) widened into dst (f32), through the
+   graph's row lookup; false when out of memory. */
+bool qv_widen(int dtype, const void *src, int64_t ne0, int64_t rows, float *dst);
+/* A bound tensor's n values widened to f32 (mllm_malloc'd). */
 float *qv_bind_f32(qv_binder *b, const char *name, int64_t n);
 /* The same for a matrix of ne1 rows of ne0. */
 float *qv_bind_f32_2d(qv_binder *b, const char *name, int64_t ne0, int64_t ne1);

@@ -1,0 +1,223 @@
+/* The engine serves images (engine.h), on the tiny random Qwen2.5-VL
+   (M-RoPE: the prompt's 3-row positions, the text after it moved on) and
+   the tiny SmolVLM (a tiled tower, plain RoPE): a sequence with an image
+   gives the greedy tokens and the log-probabilities of a session's
+   mllm_chat_prefill + mllm_generate_ids (contiguous KV, f32, exact: the
+   same bits), alone and stepped beside others: the same image again (the
+   prefix cache shares its blocks, image included), the same picture as a
+   JPEG (same size, so the same tokens but other rows: no block from its
+   image on is shared, and it answers as it does alone), and a text
+   prompt. A prompt chunk smaller than the prompt puts image rows in
+   steps beside decodes. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/engine_api.h"
+#include "api/internal.h"
+#include "testutil.h"
+
+#define NGEN 12
+#define IMG_CONV "[{\"role\":\"user\",\"content\":[{\"type\":\"image\"},{\"type\":\"text\",\"text\":\"What is this?\"}]}]"
+#define TEXT_CONV "[{\"role\":\"user\",\"content\":\"What is a photo?\"}]"
+
+typedef struct {
+    int32_t toks[NGEN];
+    float lp[NGEN];
+    int n, n_lp;
+    bool finished;
+    mllm_engine_result res;
+} out_t;
+
+static int on_token(void *user, int32_t id, const char *piece, size_t len) {
+    (void)piece, (void)len;
+    out_t *o = user;
+    if (id >= 0 && o->n < NGEN) o->toks[o->n++] = id;
+    return 0;
+}
+
+static void on_logprobs(void *user, int32_t id, float lp, const int32_t *top_ids, const float *top_lp, int n_top) {
+    (void)id, (void)top_ids, (void)top_lp, (void)n_top;
+    out_t *o = user;
+    if (o->n_lp < NGEN) o->lp[o->n_lp++] = lp;
+}
+
+static void on_finish(void *user, const mllm_engine_result *r) {
+    out_t *o = user;
+    assert_false(o->finished);
+    o->finished = true;
+    o->res = *r;
+}
+
+static mllm_sampling greedy(out_t *o) {
+    mllm_sampling sp;
+    mllm_sampling_default(&sp);
+    sp.max_tokens = NGEN;
+    sp.temperature = 0;
+    sp.ignore_eos = 1;
+    sp.on_logprobs = on_logprobs;
+    sp.logprobs_user = o;
+    sp.n_top_logprobs = 1;
+    return sp;
+}
+
+static mllm_model *open_model(const char *rel) {
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.n_threads = 1;
+    lp.exact = 1;
+    mllm_model *m = NULL;
+    if (mllm_model_load(tu_datap(rel), &lp, &m) != MLLM_OK) fail_msg("%s", mllm_last_error());
+    return m;
+}
+
+/* The session's answer: the conversation prefilled (with img, or none),
+   then NGEN greedy tokens. */
+static void session_answer(mllm_model *m, const char *conv, const void *img, size_t len, out_t *o) {
+    mllm_session_params p;
+    mllm_session_default_params(&p);
+    p.n_ctx = 512;
+    mllm_session *s = NULL;
+    assert_int_equal(mllm_session_new(m, &p, &s), MLLM_OK);
+    const void *im[1] = {img};
+    const size_t lens[1] = {len};
+    mllm_status st = mllm_chat_prefill(s, conv, im, lens, img ? 1 : 0, NULL);
+    if (st) fail_msg("prefill: %s", mllm_last_error());
+    memset(o, 0, sizeof *o);
+    mllm_sampling sp = greedy(o);
+    assert_int_equal(mllm_generate_ids(s, NULL, 0, &sp, on_token, o), MLLM_OK);
+    assert_int_equal(o->n, NGEN);
+    mllm_session_free(s);
+}
+
+typedef struct {
+    mllm_engine_image_prompt *ip; /* NULL: text */
+    int32_t ids[512];
+    int n;
+    mllm_sampling sp;
+    out_t out;
+} req_t;
+
+static void make_req(mllm_model *m, req_t *r, const void *img, size_t len) {
+    memset(r, 0, sizeof *r);
+    if (img) {
+        const void *im[1] = {img};
+        const size_t lens[1] = {len};
+        if (mllm_engine_image_prompt_new(m, IMG_CONV, im, lens, 1, 511, &r->ip)) fail_msg("%s", mllm_last_error());
+    } else {
+        size_t n = 0;
+        assert_int_equal(mllm_chat_tokenize(m, TEXT_CONV, r->ids, 512, &n), MLLM_OK);
+        r->n = (int)n;
+    }
+    r->sp = greedy(&r->out);
+}
+
+static void submit(mllm_engine *e, req_t *r) {
+    mllm_engine_request q = {.prompt = r->ip ? r->ip->ids : r->ids, .n_prompt = r->ip ? r->ip->n : r->n,
+                             .sampling = &r->sp, .image = r->ip ? &r->ip->image : NULL, .on_token = on_token,
+                             .on_finish = on_finish, .user = &r->out};
+    assert_int_equal(mllm_engine_submit(e, &q), MLLM_OK);
+}
+
+static mllm_model_engine open_engine(mllm_model *m, int max_running, int chunk) {
+    mllm_engine_params p = {.max_running = max_running, .n_ctx = 512, .n_blocks = max_running * 32 + 1,
+                            .block_size = 16, .kv_dtype = MLLM_KV_DTYPE_F32, .prefill_chunk = chunk};
+    mllm_model_engine me;
+    if (mllm_model_engine_open(m, &p, 1, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
+    return me;
+}
+
+static void run_to_end(mllm_engine *e) {
+    for (int i = 0; i < 10000 && !mllm_engine_idle(e); i++) assert_int_equal(mllm_engine_step(e), MLLM_OK);
+    assert_true(mllm_engine_idle(e));
+    mllm_engine_stats st;
+    mllm_engine_get_stats(e, &st);
+    assert_int_equal(st.blocks_used, 0);
+}
+
+static void same_answer(const out_t *got, const out_t *want, const char *what) {
+    assert_true(got->finished);
+    assert_int_equal(got->res.finish, MLLM_ENGINE_LENGTH);
+    assert_int_equal(got->n, NGEN);
+    assert_int_equal(got->n_lp, NGEN);
+    for (int i = 0; i < NGEN; i++)
+        if (got->toks[i] != want->toks[i] || got->lp[i] != want->lp[i])
+            fail_msg("%s: token %d is %d (logprob %.9g), the session's %d (%.9g)", what, i, got->toks[i],
+                     (double)got->lp[i], want->toks[i], (double)want->lp[i]);
+}
+
+/* The first and one past the last image token of r's prompt. */
+static void image_span(const req_t *r, int *first, int *end) {
+    *first = -1;
+    for (int i = 0; i < r->ip->n; i++)
+        if (r->ip->ids[i] == r->ip->image.image_token) {
+            if (*first < 0) *first = i;
+            *end = i + 1;
+        }
+    assert_true(*first >= 0);
+}
+
+static void check_model(const char *rel) {
+    size_t png_len = 0, jpg_len = 0;
+    void *png = tu_read_file(tu_datap("images/photo.png"), &png_len);
+    void *jpg = tu_read_file(tu_datap("images/photo.jpg"), &jpg_len);
+    mllm_model *m = open_model(rel);
+    out_t want_png, want_jpg, want_text;
+    session_answer(m, IMG_CONV, png, png_len, &want_png);
+    session_answer(m, IMG_CONV, jpg, jpg_len, &want_jpg);
+    session_answer(m, TEXT_CONV, NULL, 0, &want_text);
+    /* not vacuous: the two images answer differently */
+    assert_true(memcmp(want_png.toks, want_jpg.toks, sizeof want_png.toks) != 0 ||
+                memcmp(want_png.lp, want_jpg.lp, sizeof want_png.lp) != 0);
+
+    req_t alone;
+    make_req(m, &alone, png, png_len);
+    mllm_model_engine me = open_engine(m, 1, 512);
+    submit(me.e, &alone);
+    run_to_end(me.e);
+    mllm_model_engine_close(&me);
+    same_answer(&alone.out, &want_png, "alone");
+    assert_int_equal(alone.out.res.n_cached, 0);
+
+    /* Together, in 48-token prompt chunks beside the decodes. */
+    req_t r[4];
+    make_req(m, &r[0], png, png_len);
+    make_req(m, &r[1], jpg, jpg_len);
+    make_req(m, &r[2], png, png_len);
+    make_req(m, &r[3], NULL, 0);
+    assert_int_equal(r[0].ip->n, r[1].ip->n); /* the same tokens: only the rows tell the images apart */
+    me = open_engine(m, 4, 48);
+    for (int i = 0; i < 4; i++) submit(me.e, &r[i]);
+    run_to_end(me.e);
+    mllm_model_engine_close(&me);
+    same_answer(&r[0].out, &want_png, "png");
+    same_answer(&r[1].out, &want_jpg, "jpg beside png");
+    same_answer(&r[2].out, &want_png, "png again");
+    same_answer(&r[3].out, &want_text, "text beside images");
+    int first, end;
+    image_span(&r[0], &first, &end);
+    /* the same image shares the blocks past it; the other image none from its own on */
+    assert_true(r[2].out.res.n_cached >= end);
+    assert_true(r[1].out.res.n_cached <= first);
+    for (int i = 0; i < 3; i++) mllm_engine_image_prompt_free(r[i].ip);
+    mllm_engine_image_prompt_free(alone.ip);
+    mllm_model_free(m);
+    free(png);
+    free(jpg);
+}
+
+static void test_qwen2vl(void **state) {
+    (void)state;
+    check_model("qwen2vl/tiny");
+}
+
+static void test_smolvlm(void **state) {
+    (void)state;
+    check_model("smolvlm/tiny");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen2vl),
+        cmocka_unit_test(test_smolvlm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -8,14 +8,15 @@
    JPEG (same size, so the same tokens but other rows: no block from its
    image on is shared, and it answers as it does alone), and a text
    prompt. A prompt chunk smaller than the prompt puts image rows in
-   steps beside decodes. */
+   steps beside decodes; a pool too small for all of them preempts
+   sequences, which are recomputed from their tokens and image rows. */
 #include <stdlib.h>
 #include <string.h>
 #include "api/engine_api.h"
 #include "api/internal.h"
 #include "testutil.h"
 
-#define NGEN 12
+#define NGEN 40
 #define IMG_CONV "[{\"role\":\"user\",\"content\":[{\"type\":\"image\"},{\"type\":\"text\",\"text\":\"What is this?\"}]}]"
 #define TEXT_CONV "[{\"role\":\"user\",\"content\":\"What is a photo?\"}]"
 
@@ -117,20 +118,24 @@ static void submit(mllm_engine *e, req_t *r) {
     assert_int_equal(mllm_engine_submit(e, &q), MLLM_OK);
 }
 
-static mllm_model_engine open_engine(mllm_model *m, int max_running, int chunk) {
-    mllm_engine_params p = {.max_running = max_running, .n_ctx = 512, .n_blocks = max_running * 32 + 1,
-                            .block_size = 16, .kv_dtype = MLLM_KV_DTYPE_F32, .prefill_chunk = chunk};
+/* n_blocks 0: room for every sequence's whole context. */
+static mllm_model_engine open_engine(mllm_model *m, int max_running, int chunk, int n_ctx, int n_blocks) {
+    mllm_engine_params p = {.max_running = max_running, .n_ctx = n_ctx,
+                            .n_blocks = n_blocks ? n_blocks : max_running * (n_ctx / 16) + 1, .block_size = 16,
+                            .kv_dtype = MLLM_KV_DTYPE_F32, .prefill_chunk = chunk};
     mllm_model_engine me;
     if (mllm_model_engine_open(m, &p, 1, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
     return me;
 }
 
-static void run_to_end(mllm_engine *e) {
+/* Returns the preemptions. */
+static uint64_t run_to_end(mllm_engine *e) {
     for (int i = 0; i < 10000 && !mllm_engine_idle(e); i++) assert_int_equal(mllm_engine_step(e), MLLM_OK);
     assert_true(mllm_engine_idle(e));
     mllm_engine_stats st;
     mllm_engine_get_stats(e, &st);
     assert_int_equal(st.blocks_used, 0);
+    return st.preemptions;
 }
 
 static void same_answer(const out_t *got, const out_t *want, const char *what) {
@@ -147,6 +152,7 @@ static void same_answer(const out_t *got, const out_t *want, const char *what) {
 /* The first and one past the last image token of r's prompt. */
 static void image_span(const req_t *r, int *first, int *end) {
     *first = -1;
+    *end = 0;
     for (int i = 0; i < r->ip->n; i++)
         if (r->ip->ids[i] == r->ip->image.image_token) {
             if (*first < 0) *first = i;
@@ -170,34 +176,42 @@ static void check_model(const char *rel) {
 
     req_t alone;
     make_req(m, &alone, png, png_len);
-    mllm_model_engine me = open_engine(m, 1, 512);
+    mllm_model_engine me = open_engine(m, 1, 512, 512, 0);
     submit(me.e, &alone);
     run_to_end(me.e);
     mllm_model_engine_close(&me);
     same_answer(&alone.out, &want_png, "alone");
     assert_int_equal(alone.out.res.n_cached, 0);
 
-    /* Together, in 48-token prompt chunks beside the decodes. */
-    req_t r[4];
-    make_req(m, &r[0], png, png_len);
-    make_req(m, &r[1], jpg, jpg_len);
-    make_req(m, &r[2], png, png_len);
-    make_req(m, &r[3], NULL, 0);
-    assert_int_equal(r[0].ip->n, r[1].ip->n); /* the same tokens: only the rows tell the images apart */
-    me = open_engine(m, 4, 48);
-    for (int i = 0; i < 4; i++) submit(me.e, &r[i]);
-    run_to_end(me.e);
-    mllm_model_engine_close(&me);
-    same_answer(&r[0].out, &want_png, "png");
-    same_answer(&r[1].out, &want_jpg, "jpg beside png");
-    same_answer(&r[2].out, &want_png, "png again");
-    same_answer(&r[3].out, &want_text, "text beside images");
-    int first, end;
-    image_span(&r[0], &first, &end);
-    /* the same image shares the blocks past it; the other image none from its own on */
-    assert_true(r[2].out.res.n_cached >= end);
-    assert_true(r[1].out.res.n_cached <= first);
-    for (int i = 0; i < 3; i++) mllm_engine_image_prompt_free(r[i].ip);
+    /* Together, in 48-token prompt chunks beside the decodes; then in a
+       pool of 12 blocks (a context of 176 takes 11): the repeated image
+       shares the first's prompt blocks, so both run, and their answers
+       take more blocks than are left. */
+    for (int round = 0; round < 2; round++) {
+        req_t r[4];
+        make_req(m, &r[0], png, png_len);
+        make_req(m, &r[1], jpg, jpg_len);
+        make_req(m, &r[2], png, png_len);
+        make_req(m, &r[3], NULL, 0);
+        assert_int_equal(r[0].ip->n, r[1].ip->n); /* the same tokens: only the rows tell the images apart */
+        me = round == 0 ? open_engine(m, 4, 48, 512, 0) : open_engine(m, 4, 48, 176, 12);
+        for (int i = 0; i < 4; i++) submit(me.e, &r[i]);
+        const uint64_t preempted = run_to_end(me.e);
+        mllm_model_engine_close(&me);
+        if (round == 1) assert_true(preempted > 0);
+        same_answer(&r[0].out, &want_png, "png");
+        same_answer(&r[1].out, &want_jpg, "jpg beside png");
+        same_answer(&r[2].out, &want_png, "png again");
+        same_answer(&r[3].out, &want_text, "text beside images");
+        if (round == 0) {
+            int first, end;
+            image_span(&r[0], &first, &end);
+            /* the same image shares the blocks past it; the other image none from its own on */
+            assert_true(r[2].out.res.n_cached >= end - end % 16 && r[2].out.res.n_cached > first);
+            assert_true(r[1].out.res.n_cached <= first);
+        }
+        for (int i = 0; i < 3; i++) mllm_engine_image_prompt_free(r[i].ip);
+    }
     mllm_engine_image_prompt_free(alone.ip);
     mllm_model_free(m);
     free(png);

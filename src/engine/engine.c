@@ -68,9 +68,10 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     e->b_seq = mllm_malloc(cap * sizeof(int32_t));
     e->b_rpos = mllm_malloc(3 * cap * sizeof(int32_t));
     e->b_emb = mllm_calloc(cap, sizeof *e->b_emb);
+    e->recent = mllm_malloc(((size_t)e->p.n_ctx + 1) * sizeof(int32_t));
     e->b_out = mllm_calloc((size_t)e->p.max_running, sizeof *e->b_out);
     e->slot_used = mllm_calloc((size_t)e->p.max_running, sizeof *e->slot_used);
-    if (!e->b_ids || !e->b_pos || !e->b_seq || !e->b_rpos || !e->b_emb || !e->b_out || !e->slot_used) {
+    if (!e->b_ids || !e->b_pos || !e->b_seq || !e->b_rpos || !e->b_emb || !e->recent || !e->b_out || !e->slot_used) {
         mllm_engine_free(e);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
@@ -134,6 +135,7 @@ void mllm_engine_free(mllm_engine *e) {
     mllm_free(e->b_seq);
     mllm_free(e->b_rpos);
     mllm_free(e->b_emb);
+    mllm_free(e->recent);
     mllm_free(e->b_out);
     mllm_free(e->slot_used);
     mllm_free(e);

@@ -76,6 +76,7 @@ struct mllm_engine {
     int32_t *b_ids, *b_pos, *b_seq;
     int32_t *b_rpos;          /* 3 rows of the batch's capacity: the rotation positions */
     const float **b_emb;      /* an image token's row, else NULL */
+    int32_t *recent;          /* (n_ctx + 1) the penalty window of a sequence with images (engine_sample.c) */
     mllm_eseq **b_out;        /* (max_running) the sequences whose logits the batch returns, in row order
                                  (1 + n_prop rows each) */
     mllm_engine_stats st;

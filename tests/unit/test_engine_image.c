@@ -9,7 +9,8 @@
    image on is shared, and it answers as it does alone), and a text
    prompt. A prompt chunk smaller than the prompt puts image rows in
    steps beside decodes; a pool too small for all of them preempts
-   sequences, which are recomputed from their tokens and image rows. */
+   sequences, which are recomputed from their tokens and image rows.
+   Penalties count an image's tokens as the session does. */
 #include <stdlib.h>
 #include <string.h>
 #include "api/engine_api.h"
@@ -48,12 +49,17 @@ static void on_finish(void *user, const mllm_engine_result *r) {
     o->res = *r;
 }
 
-static mllm_sampling greedy(out_t *o) {
+/* freq: the frequency penalty (negative: a bonus), over a window that
+   holds the image's tokens. */
+static mllm_sampling greedy(out_t *o, float freq) {
     mllm_sampling sp;
     mllm_sampling_default(&sp);
     sp.max_tokens = NGEN;
     sp.temperature = 0;
     sp.ignore_eos = 1;
+    sp.repeat_penalty = 1.3f;
+    sp.frequency_penalty = freq;
+    sp.repeat_last_n = 256;
     sp.on_logprobs = on_logprobs;
     sp.logprobs_user = o;
     sp.n_top_logprobs = 1;
@@ -72,7 +78,7 @@ static mllm_model *open_model(const char *rel) {
 
 /* The session's answer: the conversation prefilled (with img, or none),
    then NGEN greedy tokens. */
-static void session_answer(mllm_model *m, const char *conv, const void *img, size_t len, out_t *o) {
+static void session_answer(mllm_model *m, const char *conv, const void *img, size_t len, float freq, out_t *o) {
     mllm_session_params p;
     mllm_session_default_params(&p);
     p.n_ctx = 512;
@@ -83,7 +89,7 @@ static void session_answer(mllm_model *m, const char *conv, const void *img, siz
     mllm_status st = mllm_chat_prefill(s, conv, im, lens, img ? 1 : 0, NULL);
     if (st) fail_msg("prefill: %s", mllm_last_error());
     memset(o, 0, sizeof *o);
-    mllm_sampling sp = greedy(o);
+    mllm_sampling sp = greedy(o, freq);
     assert_int_equal(mllm_generate_ids(s, NULL, 0, &sp, on_token, o), MLLM_OK);
     assert_int_equal(o->n, NGEN);
     mllm_session_free(s);
@@ -97,7 +103,7 @@ typedef struct {
     out_t out;
 } req_t;
 
-static void make_req(mllm_model *m, req_t *r, const void *img, size_t len) {
+static void make_req(mllm_model *m, req_t *r, const void *img, size_t len, float freq) {
     memset(r, 0, sizeof *r);
     if (img) {
         const void *im[1] = {img};
@@ -108,7 +114,7 @@ static void make_req(mllm_model *m, req_t *r, const void *img, size_t len) {
         assert_int_equal(mllm_chat_tokenize(m, TEXT_CONV, r->ids, 512, &n), MLLM_OK);
         r->n = (int)n;
     }
-    r->sp = greedy(&r->out);
+    r->sp = greedy(&r->out, freq);
 }
 
 static void submit(mllm_engine *e, req_t *r) {
@@ -166,22 +172,34 @@ static void check_model(const char *rel) {
     void *png = tu_read_file(tu_datap("images/photo.png"), &png_len);
     void *jpg = tu_read_file(tu_datap("images/photo.jpg"), &jpg_len);
     mllm_model *m = open_model(rel);
-    out_t want_png, want_jpg, want_text;
-    session_answer(m, IMG_CONV, png, png_len, &want_png);
-    session_answer(m, IMG_CONV, jpg, jpg_len, &want_jpg);
-    session_answer(m, TEXT_CONV, NULL, 0, &want_text);
+    out_t want_png, want_jpg, want_text, want_bonus;
+    session_answer(m, IMG_CONV, png, png_len, 0.5f, &want_png);
+    session_answer(m, IMG_CONV, jpg, jpg_len, 0.5f, &want_jpg);
+    session_answer(m, TEXT_CONV, NULL, 0, 0.5f, &want_text);
+    /* a bonus for the tokens in the window, the image's among them: the
+       image token wins, as the session counts it */
+    session_answer(m, IMG_CONV, png, png_len, -2.0f, &want_bonus);
     /* not vacuous: the two images answer differently */
     assert_true(memcmp(want_png.toks, want_jpg.toks, sizeof want_png.toks) != 0 ||
                 memcmp(want_png.lp, want_jpg.lp, sizeof want_png.lp) != 0);
 
     req_t alone;
-    make_req(m, &alone, png, png_len);
+    make_req(m, &alone, png, png_len, 0.5f);
     mllm_model_engine me = open_engine(m, 1, 512, 512, 0);
     submit(me.e, &alone);
     run_to_end(me.e);
     mllm_model_engine_close(&me);
     same_answer(&alone.out, &want_png, "alone");
     assert_int_equal(alone.out.res.n_cached, 0);
+    req_t bonus;
+    make_req(m, &bonus, png, png_len, -2.0f);
+    me = open_engine(m, 1, 512, 512, 0);
+    submit(me.e, &bonus);
+    run_to_end(me.e);
+    mllm_model_engine_close(&me);
+    same_answer(&bonus.out, &want_bonus, "a bonus for the window's tokens");
+    assert_int_equal(bonus.out.toks[0], bonus.ip->image.image_token);
+    mllm_engine_image_prompt_free(bonus.ip);
 
     /* Together, in 48-token prompt chunks beside the decodes; then in a
        pool of 12 blocks (a context of 176 takes 11): the repeated image
@@ -189,10 +207,10 @@ static void check_model(const char *rel) {
        take more blocks than are left. */
     for (int round = 0; round < 2; round++) {
         req_t r[4];
-        make_req(m, &r[0], png, png_len);
-        make_req(m, &r[1], jpg, jpg_len);
-        make_req(m, &r[2], png, png_len);
-        make_req(m, &r[3], NULL, 0);
+        make_req(m, &r[0], png, png_len, 0.5f);
+        make_req(m, &r[1], jpg, jpg_len, 0.5f);
+        make_req(m, &r[2], png, png_len, 0.5f);
+        make_req(m, &r[3], NULL, 0, 0.5f);
         assert_int_equal(r[0].ip->n, r[1].ip->n); /* the same tokens: only the rows tell the images apart */
         me = round == 0 ? open_engine(m, 4, 48, 512, 0) : open_engine(m, 4, 48, 176, 12);
         for (int i = 0; i < 4; i++) submit(me.e, &r[i]);

@@ -10,7 +10,8 @@
    prompt. A prompt chunk smaller than the prompt puts image rows in
    steps beside decodes; a pool too small for all of them preempts
    sequences, which are recomputed from their tokens and image rows.
-   Penalties count an image's tokens as the session does. */
+   Penalties count an image's tokens as the session does; images that do
+   not match the prompt's image tokens are refused. */
 #include <stdlib.h>
 #include <string.h>
 #include "api/engine_api.h"
@@ -167,6 +168,33 @@ static void image_span(const req_t *r, int *first, int *end) {
     assert_true(*first >= 0);
 }
 
+/* Images that do not match the prompt are refused at submit, nothing queued. */
+static void check_refusals(mllm_model *m, const req_t *r) {
+    mllm_model_engine me = open_engine(m, 1, 512, 512, 0);
+    int64_t rows = r->ip->n_rows[0] - 1;
+    mllm_engine_image im = r->ip->image;
+    im.n_rows = &rows;
+    out_t o = {0};
+    mllm_sampling sp = greedy(&o, 0);
+    mllm_engine_request q = {.prompt = r->ip->ids, .n_prompt = r->ip->n, .sampling = &sp, .image = &im,
+                             .on_token = on_token, .on_finish = on_finish, .user = &o};
+    assert_int_equal(mllm_engine_submit(me.e, &q), MLLM_ERR_INVALID_ARG); /* one token too many */
+    rows += 2;
+    assert_int_equal(mllm_engine_submit(me.e, &q), MLLM_ERR_INVALID_ARG); /* one row too many */
+    im = r->ip->image;
+    const uint64_t zero = 0;
+    im.id = &zero;
+    assert_int_equal(mllm_engine_submit(me.e, &q), MLLM_ERR_INVALID_ARG); /* no identity */
+    if (!im.rope_pos) { /* plain RoPE: no M-RoPE positions */
+        im = r->ip->image;
+        im.rope_pos = r->ip->ids;
+        assert_int_equal(mllm_engine_submit(me.e, &q), MLLM_ERR_INVALID_ARG);
+    }
+    assert_true(mllm_engine_idle(me.e));
+    assert_false(o.finished);
+    mllm_model_engine_close(&me);
+}
+
 static void check_model(const char *rel) {
     size_t png_len = 0, jpg_len = 0;
     void *png = tu_read_file(tu_datap("images/photo.png"), &png_len);
@@ -191,6 +219,7 @@ static void check_model(const char *rel) {
     mllm_model_engine_close(&me);
     same_answer(&alone.out, &want_png, "alone");
     assert_int_equal(alone.out.res.n_cached, 0);
+    check_refusals(m, &alone);
     req_t bonus;
     make_req(m, &bonus, png, png_len, -2.0f);
     me = open_engine(m, 1, 512, 512, 0);

@@ -162,9 +162,13 @@ static mllm_status take_image(const mllm_engine *e, mllm_eseq *s, const mllm_eng
             return mllm_err(MLLM_ERR_INVALID_ARG, "engine: image %d has no rows or no identity", k);
         rows += im->n_rows[k];
     }
-    if (im->n_images < 1 || !im->emb || rows > n)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: %d images of %lld rows for a %d-token prompt", im->n_images,
-                        (long long)rows, n);
+    int64_t n_tok = 0;
+    int first = -1;
+    for (int i = 0; i < n; i++)
+        if (s->tokens[i] == im->image_token) n_tok++, first = first < 0 ? i : first;
+    if (im->n_images < 1 || !im->emb || rows != n_tok) /* checked before a row is read */
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: %d images of %lld rows for %lld image tokens", im->n_images,
+                        (long long)rows, (long long)n_tok);
     s->emb = mllm_malloc((size_t)rows * (size_t)E * sizeof(float));
     s->emb_at = mllm_malloc((size_t)n * sizeof(int32_t));
     s->rpos = im->rope_pos ? mllm_malloc(3 * (size_t)n * sizeof(int32_t)) : NULL;
@@ -172,20 +176,13 @@ static mllm_status take_image(const mllm_engine *e, mllm_eseq *s, const mllm_eng
     memcpy(s->emb, im->emb, (size_t)rows * (size_t)E * sizeof(float));
     if (s->rpos) memcpy(s->rpos, im->rope_pos, 3 * (size_t)n * sizeof(int32_t));
     int64_t r = 0, in_img = 0;
-    int k = 0, first = -1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0, k = 0; i < n; i++) {
         s->emb_at[i] = -1;
         if (s->tokens[i] != im->image_token) continue;
-        if (r == rows) return mllm_err(MLLM_ERR_INVALID_ARG, "engine: more image tokens than the %lld rows given",
-                                       (long long)rows);
-        if (first < 0) first = i;
-        s->emb_at[i] = (int32_t)r;
+        s->emb_at[i] = (int32_t)r++;
         s->tokens[i] = image_key(im->id[k], in_img);
-        r++;
         if (++in_img == im->n_rows[k]) k++, in_img = 0;
     }
-    if (r != rows)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: %lld image tokens for %lld rows", (long long)r, (long long)rows);
     s->rope_delta = im->rope_delta;
     s->image_token = im->image_token;
     s->store_blocks = first / e->p.block_size;

@@ -35,11 +35,12 @@ static void serve_usage(FILE *f) {
             "      --kv-type T         K/V in the pool as f32 (default), f16 or q8\n"
             "      --prefix-store DIR  keep the K/V blocks of prompts in a file in DIR, so a\n"
             "                          restarted server skips their prefill (one file per model\n"
-            "                          and KV geometry; survives a crash; docs/server.md)\n"
+            "                          and KV geometry; survives a crash; an image and what\n"
+            "                          follows it are not kept; docs/server.md)\n"
             "      --prefix-store-size BYTES  the store's file size, suffix K, M or G allowed\n"
             "                          (default 1G); least recently used blocks go first\n"
             "  -t, --threads N         compute threads (default: every core; per-slot sessions\n"
-            "                          (--draft with --parallel 1, a vision model): cores / slots)\n"
+            "                          (--draft with --parallel 1): cores / slots)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF);\n"
             "                          chat messages then take image_url parts with base64 data URLs\n"
@@ -241,8 +242,7 @@ int cmd_serve(int argc, char **argv) {
     if (mllm_model_can_generate(m))
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d %s)\n", c.host,
                 mllm_server_port(srv), c.model_id, c.n_parallel,
-                mllm_model_takes_images(m)                              ? "slots (a vision model: no batching engine yet)"
-                : spp.draft && spp.mode != MLLM_SPEC_OFF && c.n_parallel == 1 ? "slot with a draft model"
+                spp.draft && spp.mode != MLLM_SPEC_OFF && c.n_parallel == 1 ? "slot with a draft model"
                 : spp.draft && spp.mode != MLLM_SPEC_OFF                      ? "parallel sequences, one engine, a draft model"
                                                                               : "parallel sequences, one engine");
     else

@@ -3,12 +3,16 @@
 greedy chat requests of 64 tokens each (ignore_eos, so every answer is 64
 tokens), over plain HTTP (no client library needed).
 
-    bench/serve_concurrency.py MLLM_BINARY MODEL.gguf [--parallel 8] [--streams 1,8] [--rounds 3]
+    bench/serve_concurrency.py MLLM_BINARY MODEL.gguf [--parallel 8] [--streams 1,8] [--rounds 3] [--image FILE]
         [--extra "--kv-type q8"]
     bench/serve_concurrency.py --llama-server LLAMA_SERVER_BINARY MODEL.gguf [same options]
 
 --prompt-file F sends F's text as every request's user message (an "edit
-this code" task, say) instead of the built-in questions.
+this code" task, say) instead of the built-in questions. --image FILE
+attaches FILE (an image, as a base64 data URL image_url part) to every
+request's message, for a vision model (the same image each time: after the
+first request its embeddings come from the model's cache, and the prompt up
+to the question from the prefix cache).
 
 With --llama-server the first argument is llama.cpp's llama-server, started
 with -np PARALLEL -c PARALLEL*2048 on a free port (a benchmark, not a test).
@@ -21,6 +25,7 @@ request), the best of --rounds. The machine's load average is printed
 too: give ratios when it is shared. For mllm, the prompt-lookup counters of
 its /metrics at the end (every request of every round, the warm-up too)."""
 import argparse
+import base64
 import json
 import os
 import re
@@ -70,9 +75,13 @@ def start(mllm, model, parallel, extra, llama):
         raise SystemExit("server did not start: " + f.read()[-2000:])
 
 
+IMAGE_URL = None  # --image: a data URL attached to every message
+
+
 def chat(port, q, n_tokens):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    body = {"model": "m", "messages": [{"role": "user", "content": q}], "max_tokens": n_tokens, "temperature": 0,
+    content = q if not IMAGE_URL else [{"type": "image_url", "image_url": {"url": IMAGE_URL}}, {"type": "text", "text": q}]
+    body = {"model": "m", "messages": [{"role": "user", "content": content}], "max_tokens": n_tokens, "temperature": 0,
             "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True}}
     t0 = time.monotonic()
@@ -120,9 +129,19 @@ def main():
     ap.add_argument("--extra", default="")
     ap.add_argument("--llama-server", action="store_true", help="the binary is llama.cpp's llama-server")
     ap.add_argument("--prompt-file", help="every request's user message")
+    ap.add_argument("--image", help="an image attached to every request (a vision model)")
     a = ap.parse_args()
+    extra = a.extra.split()
+    if a.image:
+        global IMAGE_URL
+        ext = os.path.splitext(a.image)[1].lower().lstrip(".")
+        mime = {"jpg": "jpeg", "jpeg": "jpeg", "png": "png", "webp": "webp", "bmp": "bmp"}.get(ext, ext)
+        with open(a.image, "rb") as f:
+            IMAGE_URL = "data:image/%s;base64,%s" % (mime, base64.b64encode(f.read()).decode())
+        if not a.llama_server and "--max-body" not in extra:
+            extra += ["--max-body", str(len(IMAGE_URL) + (1 << 20))]
     questions = [open(a.prompt_file).read()] if a.prompt_file else QUESTIONS
-    p, port = start(a.mllm, a.model, a.parallel, a.extra.split(), a.llama_server)
+    p, port = start(a.mllm, a.model, a.parallel, extra, a.llama_server)
     try:
         chat(port, "Hello", 8)  # warm up
         print("load average before: %.2f %.2f %.2f" % os.getloadavg())

@@ -21,6 +21,31 @@ int mllm_model_default_ctx(const mllm_model *m);
 mllm_status mllm_model_engine_open(mllm_model *m, const mllm_engine_params *p, int n_threads, mllm_model_engine *out);
 void mllm_model_engine_close(mllm_model_engine *me);
 
+/* A conversation with images as an engine request's prompt and images
+   (chat_image.c), as mllm_chat_prefill reads it: the template's ids with
+   each image token expanded by the model's vision tower, the images' rows
+   through the model's embedding cache, and, for an M-RoPE decoder, the
+   prompt's rotation positions and the offset of the text after it. */
+typedef struct {
+    int32_t *ids;            /* (n) */
+    int n;
+    mllm_engine_image image; /* its arrays point at the fields below */
+    uint64_t *id;
+    int64_t *n_rows;
+    float *emb;
+    int32_t *rope_pos;
+    int n_cached;            /* images that came from the embedding cache */
+} mllm_engine_image_prompt;
+
+/* Errors: those of mllm_chat_prefill's images (MLLM_ERR_FORMAT: not
+   decodable; MLLM_ERR_INVALID_ARG: images and the template's image tokens
+   differ; MLLM_ERR_CONTEXT_FULL: more than max_tokens; MLLM_ERR_UNSUPPORTED:
+   the model takes no images). */
+mllm_status mllm_engine_image_prompt_new(mllm_model *m, const char *conversation, const void *const *images,
+                                         const size_t *image_lens, int n_images, int max_tokens,
+                                         mllm_engine_image_prompt **out);
+void mllm_engine_image_prompt_free(mllm_engine_image_prompt *p); /* NULL ok */
+
 /* One generation's grammar as engine hooks, with a match state of its own
    from the grammar's start: g's compiled rules are only read (g must
    outlive it), so several generations may follow one grammar at once. */

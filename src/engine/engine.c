@@ -63,12 +63,16 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     mllm_status st = mllm_kv_pool_init(&e->kp, &pp);
     if (st != MLLM_OK) { mllm_free(e); return st; }
     const size_t cap = (size_t)e->p.max_running * (1 + MLLM_SPEC_MAX_DRAFT) + (size_t)e->p.prefill_chunk;
+    e->b_cap = cap;
     e->b_ids = mllm_malloc(cap * sizeof(int32_t));
     e->b_pos = mllm_malloc(cap * sizeof(int32_t));
     e->b_seq = mllm_malloc(cap * sizeof(int32_t));
+    e->b_rpos = mllm_malloc(3 * cap * sizeof(int32_t));
+    e->b_emb = mllm_calloc(cap, sizeof *e->b_emb);
+    e->recent = mllm_malloc(((size_t)e->p.n_ctx + 1) * sizeof(int32_t));
     e->b_out = mllm_calloc((size_t)e->p.max_running, sizeof *e->b_out);
     e->slot_used = mllm_calloc((size_t)e->p.max_running, sizeof *e->slot_used);
-    if (!e->b_ids || !e->b_pos || !e->b_seq || !e->b_out || !e->slot_used) {
+    if (!e->b_ids || !e->b_pos || !e->b_seq || !e->b_rpos || !e->b_emb || !e->recent || !e->b_out || !e->slot_used) {
         mllm_engine_free(e);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
@@ -81,11 +85,19 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     return MLLM_OK;
 }
 
+/* A sequence's own memory (its K/V and sampler are another matter). */
+static void seq_discard(mllm_eseq *s) {
+    mllm_free(s->tokens);
+    mllm_free(s->emb);
+    mllm_free(s->emb_at);
+    mllm_free(s->rpos);
+    mllm_free(s);
+}
+
 void mllm_engine_seq_free(mllm_engine *e, mllm_eseq *s) {
     mllm_kv_seq_release(&e->kp, &s->kv);
     mllm_sampler_free(&s->smp);
-    mllm_free(s->tokens);
-    mllm_free(s);
+    seq_discard(s);
 }
 
 /* Reports s's end (pending text first) and frees it; s is off every list. */
@@ -123,9 +135,61 @@ void mllm_engine_free(mllm_engine *e) {
     mllm_free(e->b_ids);
     mllm_free(e->b_pos);
     mllm_free(e->b_seq);
+    mllm_free(e->b_rpos);
+    mllm_free(e->b_emb);
+    mllm_free(e->recent);
     mllm_free(e->b_out);
     mllm_free(e->slot_used);
     mllm_free(e);
+}
+
+/* The prefix-cache id of row r of the image whose identity is id: a
+   negative number (no vocabulary id), so the pool's hash chain tells
+   images apart (engine.h). */
+static int32_t image_key(uint64_t id, int64_t r) {
+    uint64_t h = id * 0x9e3779b97f4a7c15ull ^ (uint64_t)r * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    return -1 - (int32_t)(h & 0x7ffffffeu);
+}
+
+/* s's copy of r's images: its rows, the row of each prompt position (whose
+   token becomes the row's key), its rotation positions. */
+static mllm_status take_image(const mllm_engine *e, mllm_eseq *s, const mllm_engine_image *im, int n) {
+    const int64_t E = e->dec->cfg.n_embd;
+    int64_t rows = 0;
+    for (int k = 0; k < im->n_images; k++) {
+        if (!im->id || !im->n_rows || im->n_rows[k] < 1 || im->id[k] == 0)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "engine: image %d has no rows or no identity", k);
+        rows += im->n_rows[k];
+    }
+    int64_t n_tok = 0;
+    int first = -1;
+    for (int i = 0; i < n; i++)
+        if (s->tokens[i] == im->image_token) n_tok++, first = first < 0 ? i : first;
+    if (im->n_images < 1 || !im->emb || rows != n_tok) /* checked before a row is read */
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: %d images of %lld rows for %lld image tokens", im->n_images,
+                        (long long)rows, (long long)n_tok);
+    s->emb = mllm_malloc((size_t)rows * (size_t)E * sizeof(float));
+    s->emb_at = mllm_malloc((size_t)n * sizeof(int32_t));
+    s->rpos = im->rope_pos ? mllm_malloc(3 * (size_t)n * sizeof(int32_t)) : NULL;
+    if (!s->emb || !s->emb_at || (im->rope_pos && !s->rpos)) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    memcpy(s->emb, im->emb, (size_t)rows * (size_t)E * sizeof(float));
+    if (s->rpos) memcpy(s->rpos, im->rope_pos, 3 * (size_t)n * sizeof(int32_t));
+    int64_t r = 0, in_img = 0;
+    for (int i = 0, k = 0; i < n; i++) {
+        s->emb_at[i] = -1;
+        if (s->tokens[i] != im->image_token) continue;
+        s->emb_at[i] = (int32_t)r++;
+        s->tokens[i] = image_key(im->id[k], in_img);
+        if (++in_img == im->n_rows[k]) k++, in_img = 0;
+    }
+    s->rope_delta = im->rope_delta;
+    s->image_token = im->image_token;
+    s->store_blocks = first / e->p.block_size;
+    s->r.context_shift = false; /* the rows and rotations are the prompt's: not shifted */
+    return MLLM_OK;
 }
 
 mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
@@ -141,22 +205,31 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     const mllm_engine_constraint *c = r->constraint;
     if (c && (!c->done || !c->allows || !c->apply || !c->accept))
         return mllm_err(MLLM_ERR_INVALID_ARG, "engine: incomplete constraint hooks");
+    const int32_t *mr = e->dec->cfg.mrope;
+    if (r->image && r->image->rope_pos && !(mr[0] || mr[1] || mr[2]))
+        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: M-RoPE positions for a model without M-RoPE");
     mllm_eseq *s = mllm_calloc(1, sizeof *s);
     if (!s) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     s->tokens = mllm_malloc(((size_t)e->p.n_ctx + 1) * sizeof(int32_t));
-    mllm_status st = mllm_sampling_upgrade(r->sampling, &s->sp);
-    if (st == MLLM_OK) st = mllm_sampler_init(&s->smp, &s->sp, V);
-    if (st != MLLM_OK || !s->tokens) {
-        mllm_free(s->tokens);
-        mllm_free(s);
-        return st != MLLM_OK ? st : mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (!s->tokens) {
+        seq_discard(s);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     }
     s->r = *r;
+    memcpy(s->tokens, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
+    s->store_blocks = INT32_MAX;
+    mllm_status st = r->image ? take_image(e, s, r->image, r->n_prompt) : MLLM_OK;
+    if (st == MLLM_OK) st = mllm_sampling_upgrade(r->sampling, &s->sp);
+    if (st == MLLM_OK) st = mllm_sampler_init(&s->smp, &s->sp, V);
+    if (st != MLLM_OK) {
+        seq_discard(s);
+        return st;
+    }
+    s->r.image = NULL; /* copied */
     s->sp.grammar = NULL; /* the hooks are the constraint */
     if (c) s->con = *c;
     s->r.sampling = &s->sp;
     s->r.constraint = c ? &s->con : NULL;
-    memcpy(s->tokens, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
     s->r.prompt = s->tokens;
     s->n_tokens = r->n_prompt;
     s->res.n_prompt = r->n_prompt;
@@ -424,14 +497,17 @@ static void plan_lookup(mllm_engine *e, int spare) {
         if (cap > e->p.n_ctx - s->n_tokens - 1) cap = e->p.n_ctx - s->n_tokens - 1;
         if (cap > s->sp.max_tokens - s->res.n_gen - 1) cap = s->sp.max_tokens - s->res.n_gen - 1;
         if (cap <= 0) continue;
-        const bool costly = e->p.propose && e->p.propose_costly;
-        int k = !e->p.propose || (costly && e->p.lookup_first)
+        /* A proposer reads the context's ids: not an image's keys (engine.h), so
+           a sequence with images has prompt lookup only. */
+        const bool propose = e->p.propose && !s->emb;
+        const bool costly = propose && e->p.propose_costly;
+        int k = !propose || (costly && e->p.lookup_first)
                     ? mllm_ngram_lookup(s->tokens, s->n_tokens, e->p.ngram_min, e->p.ngram_max, cap,
                                         s->tokens + s->n_tokens)
                     : 0;
         s->prop_costly = k == 0 && costly;
         if (s->prop_costly) k = propose_costly(e, s, aut, cost, B, cap);
-        else if (k == 0 && e->p.propose)
+        else if (k == 0 && propose)
             k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens);
         if (k <= 0) continue;
         if (k > cap) k = cap;

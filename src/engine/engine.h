@@ -63,9 +63,23 @@
    Grammar-constrained sequences do not speculate.
 
    One thread drives an engine (submit, cancel, step, stats, free); a
-   request's `cancel` flag may be set from any thread. Not supported here
-   (the per-session path keeps them): images. A draft model proposes
-   through the `propose` hook (api/engine_draft.c), one sequence at a time. */
+   request's `cancel` flag may be set from any thread. A draft model
+   proposes through the `propose` hook (api/engine_draft.c), one sequence
+   at a time.
+
+   Images (mllm_engine_image): a prompt's image tokens take the vision
+   tower's rows instead of their token's (a step that holds any feeds the
+   graph input embeddings: the text rows looked up as the graph would),
+   and, with M-RoPE, the prompt's own 3-row rotation positions; the text
+   after the prompt turns at its position plus the image's offset, as a
+   session does (api/session_image.c). For the prefix cache an image
+   token is keyed by its image's identity and its row (a negative id in
+   the sequence's tokens, never a vocabulary id), so two different images
+   never share a block and the same image at the same place does. Blocks
+   from the first image token on are not written to (or read from) the
+   prefix store: the identity is the process's embedding cache id, which
+   another process gives another image. Such a sequence does not shift
+   its context (a full context ends it, MLLM_ENGINE_LENGTH). */
 #ifndef MLLM_ENGINE_ENGINE_H
 #define MLLM_ENGINE_ENGINE_H
 #include <stdatomic.h>
@@ -152,6 +166,22 @@ typedef struct {
     int n_preempted;       /* times the sequence was preempted and recomputed */
 } mllm_engine_result;
 
+/* A request's images (mllm_engine_request.image), copied at submit: the
+   prompt's image_token ids take, in prompt order, the rows of emb
+   (n_embd floats each): image k's n_rows[k] rows, whose identity is id[k]
+   (equal ids, equal rows: api/vision.c's cache id; never 0). rope_pos
+   (M-RoPE models: 3 rows of n_prompt; NULL: consecutive positions) rotates
+   the prompt; a later position p turns at p + rope_delta. */
+typedef struct {
+    int n_images;
+    const uint64_t *id;
+    const int64_t *n_rows;
+    const float *emb;
+    int32_t image_token;
+    const int32_t *rope_pos;
+    int rope_delta;
+} mllm_engine_image;
+
 typedef struct {
     const int32_t *prompt; /* (n_prompt) copied at submit */
     int n_prompt;
@@ -159,6 +189,7 @@ typedef struct {
     const mllm_engine_constraint *constraint; /* copied; NULL: unconstrained */
     bool context_shift;    /* a full context keeps n_keep tokens, drops half of the rest, goes on */
     int n_keep;
+    const mllm_engine_image *image; /* NULL: a text prompt */
     const atomic_bool *cancel; /* NULL: none; read at every step */
     /* Called on the stepping thread. on_token as mllm_generate's (nonzero:
        stop); on_admit when the sequence first starts (n_cached known);
@@ -189,8 +220,8 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
 /* Ends every sequence (on_finish CANCELLED) and frees. NULL ok. */
 void mllm_engine_free(mllm_engine *e);
 /* Queues a request. Errors (nothing is queued, no callback is called):
-   MLLM_ERR_INVALID_ARG (empty prompt, id out of range, prompt >= n_ctx),
-   MLLM_ERR_NOMEM. */
+   MLLM_ERR_INVALID_ARG (empty prompt, id out of range, prompt >= n_ctx,
+   image rows that do not match the image tokens), MLLM_ERR_NOMEM. */
 mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r);
 /* n > 1 choices of one prompt: r is queued as by mllm_engine_submit, and
    each of forks[0, n_forks) (its own sampling, constraint, cancel and

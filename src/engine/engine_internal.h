@@ -33,6 +33,14 @@ typedef struct mllm_eseq {
     int slot;                 /* its row of the block table while running, else -1 */
     uint64_t admit_order;     /* later admissions are preempted first */
     bool admitted_once;
+    /* Images (engine.h): the rows of the prompt's image tokens, the row of
+       each prompt position (-1: a token's own), its rotation positions */
+    float *emb;               /* (rows x n_embd) NULL: a text prompt */
+    int32_t *emb_at;          /* (n_prompt) */
+    int32_t *rpos;            /* (3 x n_prompt) M-RoPE; NULL: consecutive */
+    int rope_delta;           /* positions from n_prompt on turn at position + rope_delta */
+    int32_t image_token;      /* what the graph gets as an image token's id */
+    int store_blocks;         /* leading blocks the prefix store may hold: those before the first image */
     int st_saved;             /* leading prompt blocks known in the prefix store; -1: stop writing */
     uint64_t st_key, st_parent; /* the chain key and store serial of block st_saved - 1 */
     mllm_engine_result res;
@@ -47,6 +55,7 @@ typedef struct {
     mllm_decoder_inputs in;
     mllm_tensor *logits;
     int T, n_out;
+    bool embd;                /* takes input embeddings (a step with image tokens) */
     uint64_t used;            /* step of last use: the least recent is retraced */
     bool traced;
 } mllm_egraph;
@@ -66,7 +75,11 @@ struct mllm_engine {
     uint64_t n_admits;
     mllm_egraph graphs[MLLM_ENGINE_GRAPH_CACHE];
     /* the batch being built (engine_batch.c), sized for max_running + prefill_chunk tokens */
+    size_t b_cap;             /* tokens a batch holds */
     int32_t *b_ids, *b_pos, *b_seq;
+    int32_t *b_rpos;          /* 3 rows of the batch's capacity: the rotation positions */
+    const float **b_emb;      /* an image token's row, else NULL */
+    int32_t *recent;          /* (n_ctx + 1) the penalty window of a sequence with images (engine_sample.c) */
     mllm_eseq **b_out;        /* (max_running) the sequences whose logits the batch returns, in row order
                                  (1 + n_prop rows each) */
     mllm_engine_stats st;

@@ -13,15 +13,29 @@ static bool finish(mllm_eseq *s, mllm_engine_finish f, mllm_status st) {
     return true;
 }
 
+/* The tokens the sampler's penalties look back over (*n of them): an image
+   token's prefix-cache key (engine.h) is the image token there, as a
+   session holds it. */
+static const int32_t *recent(mllm_engine *e, const mllm_eseq *s, int *n) {
+    const int w = s->sp.repeat_last_n, from = s->n_tokens > w ? s->n_tokens - w : 0;
+    *n = s->n_tokens;
+    if (!s->emb || w <= 0 || from >= s->res.n_prompt) return s->tokens; /* no image in the window */
+    for (int i = from; i < s->n_tokens; i++) e->recent[i - from] = s->tokens[i] < 0 ? s->image_token : s->tokens[i];
+    *n = s->n_tokens - from;
+    return e->recent;
+}
+
 /* llama.cpp's order: sample as usual, and only when the grammar rejects
    that token compute the full mask and sample again from the allowed
    tokens. *tok = -1 when the grammar is complete and nothing may follow. */
-static mllm_status sample_constrained(mllm_eseq *s, const float *logits, int32_t *tok) {
+static mllm_status sample_constrained(mllm_engine *e, mllm_eseq *s, const float *logits, int32_t *tok) {
     const mllm_engine_constraint *c = &s->con;
+    int n;
+    const int32_t *ctx = recent(e, s, &n);
     *tok = -1;
     if (c->done(c->user)) return MLLM_OK;
     mllm_rng saved = s->smp.rng; /* a rejected draw is replayed on the allowed tokens */
-    *tok = mllm_sampler_sample(&s->smp, logits, s->tokens, s->n_tokens);
+    *tok = mllm_sampler_sample(&s->smp, logits, ctx, n);
     if (c->allows(c->user, *tok)) return MLLM_OK;
     const float *masked;
     bool done;
@@ -29,7 +43,7 @@ static mllm_status sample_constrained(mllm_eseq *s, const float *logits, int32_t
     *tok = -1;
     if (st != MLLM_OK || done) return st;
     s->smp.rng = saved;
-    *tok = mllm_sampler_sample(&s->smp, masked, s->tokens, s->n_tokens);
+    *tok = mllm_sampler_sample(&s->smp, masked, ctx, n);
     return MLLM_OK;
 }
 
@@ -59,11 +73,13 @@ bool mllm_engine_sample(mllm_engine *e, mllm_eseq *s, const float *logits) {
     if (s->res.n_gen >= sp->max_tokens) return finish(s, MLLM_ENGINE_LENGTH, MLLM_OK);
     int32_t tok;
     if (s->r.constraint) {
-        mllm_status st = sample_constrained(s, logits, &tok);
+        mllm_status st = sample_constrained(e, s, logits, &tok);
         if (st != MLLM_OK) return finish(s, MLLM_ENGINE_ERROR, st);
         if (tok < 0) return finish(s, MLLM_ENGINE_STOP, MLLM_OK); /* the text is complete, nothing may follow */
     } else {
-        tok = mllm_sampler_sample(&s->smp, logits, s->tokens, s->n_tokens);
+        int n;
+        const int32_t *ctx = recent(e, s, &n);
+        tok = mllm_sampler_sample(&s->smp, logits, ctx, n);
     }
     /* With a grammar an end token is allowed only where the text is complete: it always ends it. */
     if ((!sp->ignore_eos || s->r.constraint) && mllm_tokenizer_is_eog(e->tok, tok))

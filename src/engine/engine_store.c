@@ -103,7 +103,7 @@ static void block_bufs(mllm_engine *e, int32_t id) {
 
 int mllm_engine_store_load(mllm_engine *e, mllm_eseq *s) {
     mllm_kv_seq *kv = &s->kv;
-    const int bs = e->p.block_size, full = s->n_tokens / bs;
+    const int bs = e->p.block_size, full = s->n_tokens / bs < s->store_blocks ? s->n_tokens / bs : s->store_blocks;
     if (!e->store || kv->n_tokens != kv->n_blocks * bs) return 0;
     uint64_t key = 0, parent = 0;
     int j = 0, loaded = 0;
@@ -139,7 +139,8 @@ void mllm_engine_store_save(mllm_engine *e) {
     const int bs = e->p.block_size;
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->st_saved < 0 || s->res.n_shifts > 0) continue;
-        const int upto = (s->n_done < s->res.n_prompt ? s->n_done : s->res.n_prompt) / bs;
+        int upto = (s->n_done < s->res.n_prompt ? s->n_done : s->res.n_prompt) / bs;
+        if (upto > s->store_blocks) upto = s->store_blocks; /* not an image's blocks (engine.h) */
         while (s->st_saved < upto && s->st_saved < s->kv.n_blocks) {
             const int j = s->st_saved;
             const int32_t *tok = s->tokens + (size_t)j * (size_t)bs;

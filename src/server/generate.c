@@ -7,7 +7,7 @@
 
 /* The job's prompt ids, and max_tokens fitted to the context. */
 static int prompt_ids(mllm_server *S, srv_oai_req *q, srv_job *j, srv_err *e) {
-    j->images = q->images; /* image_url parts: the slot prefills q->conv with them */
+    j->images = q->images; /* image_url parts: the scheduler reads q->conv with them */
     j->conv = q->conv;
     j->own_images = q->images != NULL;
     q->images = NULL;

@@ -54,9 +54,9 @@ typedef struct srv_job {
        outlive it. */
     struct srv_job *next;
     int index;     /* choice index */
-    /* Images (image_url parts, image_parts.h): the slot prefills conv (the
-       template context JSON) with them through mllm_chat_prefill instead
-       of syncing to ids. A chained choice points at the first's (own_images
+    /* Images (image_url parts, image_parts.h): the scheduler reads conv
+       (the template context JSON) with them instead of ids (the engine:
+       mllm_engine_image_prompt_new; a slot: mllm_chat_prefill). A chained choice points at the first's (own_images
        false: the first outlives it). NULL: a text prompt. */
     struct srv_images_s *images;
     char *conv;

@@ -376,8 +376,8 @@ static int render_chat(mllm_server *S, const cJSON *root, srv_oai_req *q, srv_jo
         cJSON_Delete(conv);
         return -1;
     }
-    /* With images the slot prefills the conversation itself (mllm_chat_prefill);
-       the ids below (one <|image_pad|> an image) choose the slot and size the prompt. */
+    /* With images the scheduler reads the conversation itself (image_parts.h);
+       the ids below (one <|image_pad|> an image) size the prompt. */
     if (q->images && !(q->conv = mllm_strndup(json, strlen(json)))) {
         cJSON_free(json);
         cJSON_Delete(conv);

@@ -8,6 +8,12 @@
    other choice shares its K/V. With a grammar each choice has a match
    state of its own (mllm_engine_grammar_new).
 
+   A request with images (image_url parts) is read on the loop thread when
+   it starts: the model's vision tower (through its embedding cache) and
+   the tower's prompt expansion give its prompt and image rows
+   (mllm_engine_image_prompt_new), which every choice submits; an image
+   that cannot be read ends the request with a 400.
+
    Lock order: mu, then a job's mu. Engine callbacks run on the loop thread
    without mu. */
 #include "server/sched_engine.h"
@@ -18,6 +24,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "server/image_parts.h"
 #include "server/tasks.h"
 
 typedef struct ereq {
@@ -25,6 +32,7 @@ typedef struct ereq {
     srv_job *head;        /* one reference, dropped when every choice is done */
     int outstanding;      /* choices submitted to the engine and not finished */
     bool dropped;         /* closed before it started: it ends with a 503 */
+    mllm_engine_image_prompt *img; /* the request's images and expanded prompt; NULL: text */
     struct ereq *next, *prev; /* the loop's list of requests in the engine */
 } ereq;
 
@@ -114,6 +122,7 @@ static void on_finish(void *user, const mllm_engine_result *r) {
         S->n_requests--;
         pthread_mutex_unlock(&S->mu);
         srv_job_unref(rq->head);
+        mllm_engine_image_prompt_free(rq->img);
         mllm_free(rq);
     }
 }
@@ -135,12 +144,40 @@ static mllm_status choice_new(ereq *rq, srv_job *j, echoice **out, mllm_engine_r
         mllm_status st = mllm_engine_grammar_new(S->model, j->sampling.grammar, &c->eg);
         if (st != MLLM_OK) return st;
     }
-    *r = (mllm_engine_request){.prompt = j->ids, .n_prompt = (int)j->n_ids, .sampling = &c->sp,
-                               .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
-                               .context_shift = S->context_shift, .n_keep = (int)j->n_keep, .cancel = &j->cancel,
+    const mllm_engine_image_prompt *ip = rq->img; /* the request's images: every choice reads them */
+    *r = (mllm_engine_request){.prompt = ip ? ip->ids : j->ids, .n_prompt = ip ? ip->n : (int)j->n_ids,
+                               .sampling = &c->sp, .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
+                               .context_shift = S->context_shift, .n_keep = (int)j->n_keep,
+                               .image = ip ? &ip->image : NULL, .cancel = &j->cancel,
                                .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};
     return MLLM_OK;
 }
+
+/* j's images read (rq->img) and the prompt they expand to counted in
+   each choice's usage; false when j has ended (a 400: the images cannot be
+   read, or do not fit). */
+static bool read_images(srv_esched *S, ereq *rq, srv_job *j) {
+    const void *img[SRV_MAX_IMAGES];
+    for (int i = 0; i < j->images->n; i++) img[i] = j->images->data[i];
+    mllm_status st = mllm_engine_image_prompt_new(S->model, j->conv, img, j->images->len, j->images->n, S->n_ctx - 1,
+                                                  &rq->img);
+    if (st == MLLM_OK) {
+        for (srv_job *c = j; c; c = c->next) {
+            pthread_mutex_lock(&c->mu);
+            c->n_prompt = (size_t)rq->img->n; /* usage counts an image's expanded tokens, as OpenAI's does */
+            pthread_mutex_unlock(&c->mu);
+        }
+        return true;
+    }
+    const bool bad = st == MLLM_ERR_FORMAT || st == MLLM_ERR_UNSUPPORTED || st == MLLM_ERR_INVALID_ARG ||
+                     st == MLLM_ERR_CONTEXT_FULL;
+    char err[256];
+    snprintf(err, sizeof err, "%s: %s", bad ? "image" : "generation failed", mllm_last_error());
+    srv_job_finish_all(j, SRV_FINISH_ERROR, bad ? 400 : 500, err);
+    for (srv_job *c = j; c; c = c->next) srv_metrics_count_finish(S->metrics, SRV_FINISH_ERROR);
+    return false;
+}
+
 
 /* Hands a request's choices to the engine, the first with the others as its
    forks (loop thread); a refusal ends them all. */
@@ -178,6 +215,15 @@ static void start_request(srv_esched *S, srv_job *j) {
     if (rq) {
         rq->S = S;
         rq->head = j;
+        /* (cancelled already: the engine ends it at its next step, unread) */
+        if (j->images && !atomic_load(&j->cancel) && !read_images(S, rq, j)) {
+            mllm_free(rq);
+            pthread_mutex_lock(&S->mu);
+            S->n_requests--;
+            pthread_mutex_unlock(&S->mu);
+            srv_job_unref(j);
+            return;
+        }
         submit_choices(rq);
         if (rq->outstanding > 0) {
             rq->next = S->active;
@@ -185,6 +231,7 @@ static void start_request(srv_esched *S, srv_job *j) {
             S->active = rq;
             return;
         }
+        mllm_engine_image_prompt_free(rq->img);
         mllm_free(rq);
     } else {
         srv_job_finish_all(j, SRV_FINISH_ERROR, 500, "out of memory");

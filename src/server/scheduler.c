@@ -11,17 +11,17 @@ struct srv_sched {
     srv_slots *sl;
 };
 
-/* The per-slot path serves what the engine cannot yet: images (a vision
-   model's prompts need a session with a contiguous KV cache:
-   mllm_chat_prefill; the engine's pool is paged), and a draft model with
-   one slot: a session's speculation prices each proposal from the draft's
-   own confidence and the measured cost of each pass length, which pays
-   more for one stream than the engine's per-sequence estimate. With more
-   slots the draft proposes inside the engine (api/engine_draft.c), whose
-   batching is worth more. */
+/* The per-slot path serves what the engine does not do as well yet: a
+   draft model with one slot (a session's speculation prices each proposal
+   from the draft's own confidence and the measured cost of each pass
+   length, which pays more for one stream than the engine's per-sequence
+   estimate). With more slots the draft proposes inside the engine
+   (api/engine_draft.c), whose batching is worth more. Images go to the
+   engine (sched_engine.c) like any prompt. */
 bool srv_sched_uses_slots(mllm_model *m, const srv_sched_params *p) {
+    (void)m;
     const bool draft = p->spec && p->spec->draft && p->spec->mode != MLLM_SPEC_OFF;
-    return (draft && p->n_parallel == 1) || (m && mllm_model_takes_images(m));
+    return draft && p->n_parallel == 1;
 }
 
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out) {
@@ -31,7 +31,7 @@ mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics 
     if (p->prefix_store && srv_sched_uses_slots(m, p)) {
         mllm_free(S);
         return mllm_err(MLLM_ERR_UNSUPPORTED, "server: --prefix-store needs the engine path (not with --draft "
-                        "and --parallel 1, or a model that takes images)");
+                        "and --parallel 1)");
     }
     mllm_status st = srv_sched_uses_slots(m, p)
                          ? srv_slots_new(m, p->n_parallel, p->n_ctx, p->n_threads, p->max_queue, p->context_shift,

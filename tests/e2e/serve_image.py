@@ -12,6 +12,13 @@ tests/data/qwen2vl/tiny:
   equal `mllm run --image`'s (whose tokens and logits equal transformers':
   run_image_smolvlm.sh, test_smolvlm), usage counts the tile markers and 80
   image tokens (125), and a WebP data URL is answered;
+- 8 concurrent image+text requests (--parallel 8: the engine, continuous
+  batching) with three different images, the same image more than once,
+  and a text prompt, give the same text and log-probabilities as each
+  sent alone; the repeated image's blocks come from the prefix cache;
+  with --prefix-store, a restarted server answers the same (the store
+  holds the text before the images, never an image's blocks: another
+  process numbers its images otherwise);
 - refused with a 400 and a clear message: an https URL (no network), a
   non-image data URL, bad base64, a corrupt PNG, an unknown part type, too
   many images, images for a text-only model (a body over --max-body is a
@@ -24,6 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -67,6 +75,72 @@ def first_top(r):
 def ask(client, messages, n=6):
     return client.chat.completions.create(model="tiny", messages=messages, max_tokens=n, temperature=0,
                                           logprobs=True, top_logprobs=20)
+
+
+CONCURRENT = [("photo.png", QUESTION), ("photo.jpg", QUESTION), ("photo.png", "Describe the colors."),
+              ("photo.bmp", QUESTION), ("photo.png", QUESTION), ("photo.jpg", "Describe the colors."),
+              (None, "What is a photo?"), ("photo.bmp", "Describe the colors.")]
+
+
+# (a system turn long enough that the images start after a few blocks of text)
+SYSTEM = "You are a careful assistant. You look at each picture closely and say what it shows, in plain words."
+
+
+def answer(client, img, text):
+    """(text, logprobs) of 8 greedy tokens for one image (or none) and a question."""
+    m = msg(data_url(os.path.join(DATA, "images", img)), text) if img else [{"role": "user", "content": text}]
+    r = ask(client, [{"role": "system", "content": SYSTEM}] + m, 8)
+    return r.choices[0].message.content, [c.logprob for c in r.choices[0].logprobs.content]
+
+
+def concurrent(mllm, openai, tmp):
+    """8 image+text requests together through the engine, each as alone."""
+    store = os.path.join(tmp, "store")
+    # (no prompt lookup: one token a sequence a step, so the steps count the batching)
+    args = ("--exact", "-t", "1", "-np", "8", "--no-lookup", "--prefix-store", store, "--max-body", str(4 << 20))
+    s = srvtest.Server(mllm, TINY, *args)
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
+        alone = [answer(client, img, text) for img, text in CONCURRENT]
+        check(len(set(a[0] for a in alone)) > 2, "not vacuous: the requests answer differently: %r" % alone)
+        got = [None] * len(CONCURRENT)
+        go = threading.Barrier(len(CONCURRENT))
+
+        def one(i):
+            go.wait()
+            got[i] = answer(client, *CONCURRENT[i])
+
+        before = s.metrics()
+        th = [threading.Thread(target=one, args=(i,)) for i in range(len(CONCURRENT))]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        for i, (a, g) in enumerate(zip(alone, got)):
+            check(a == g, "request %d %r together: %r, alone: %r" % (i, CONCURRENT[i], g, a))
+        m = s.metrics()
+        check("mllm_sequences_running" in m, "a vision model is served by the engine")
+        steps = m["mllm_engine_steps_total"] - before["mllm_engine_steps_total"]
+        check(steps < 8 * 8, "batched: %d steps for 8 x 8 tokens" % steps)
+        hits = m["mllm_prefix_cache_hit_tokens_total"] - before["mllm_prefix_cache_hit_tokens_total"]
+        check(hits >= 77, "the repeated images' blocks come from the prefix cache: %g tokens" % hits)
+        check(m["mllm_prefix_store_writes_total"] > 0, "the text before the images is in the store")
+        print("ok   8 concurrent image+text requests (3 images, repeated, and text) answer as each alone "
+              "(%d engine steps, %d prompt tokens from the prefix cache)" % (steps, hits))
+    finally:
+        s.close()
+    # A new process numbers its images otherwise: jpg first now (png was the first before)
+    s = srvtest.Server(mllm, TINY, *args)
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
+        for i in (1, 0):
+            check(answer(client, *CONCURRENT[i]) == alone[i], "restarted with the store: request %d" % i)
+        m = s.metrics()
+        check(m["mllm_prefix_store_hit_blocks_total"] > 0, "the store's text blocks are read")
+        print("ok   --prefix-store with a vision model: a restarted server answers the same (%d blocks from the store)"
+              % m["mllm_prefix_store_hit_blocks_total"])
+    finally:
+        s.close()
 
 
 def main():
@@ -126,6 +200,8 @@ def main():
         print("ok   %d bad image requests -> 400 with the reason" % len(cases))
     finally:
         s.close()
+
+    concurrent(mllm, openai, tmp)
 
     # the GGUF pair, as llama.cpp's converter wrote it
     pair = os.path.join(tmp, "gguf")

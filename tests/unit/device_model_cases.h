@@ -36,7 +36,10 @@
 #include "api/internal.h"
 #include "backends/cpu/type_kernels.h"
 #include "backends/dev_internal.h"
+#include "audio/audio.h"
+#include "core/alloc.h"
 #include "graph/sched.h"
+#include "models/whisper/whisper_internal.h"
 #include "quantize/quantize.h"
 #include "synth/synth.h"
 #include "testutil.h"
@@ -241,6 +244,54 @@ static void synth_case(const char *arch, const char *dtype, double bound) {
 }
 
 /* Bounds: about 1000x the NMSE measured on PoCL (docs/opencl.md). */
+/* Whisper tiny.en's encoder ($MLLM_WHISPER_TINY_DIR) on the device
+   against the CPU on jfk.wav's window: its matmuls, norms and activations
+   there, its convolution columns and attention on the CPU (ops the device
+   lacks). The CPU rounds an f16 matmul's activations to f16, the device
+   keeps them f32: f32 weights compare the arithmetic, f16 weights that
+   rounding as well. */
+static void whisper_case(int wtype, double bound) {
+    if (no_device()) return;
+    const char *dir = getenv("MLLM_WHISPER_TINY_DIR");
+    if (!dir || !*dir) {
+        printf("SKIPPED: MLLM_WHISPER_TINY_DIR unset (scripts/fetch-whisper.sh whisper-tiny.en)\n");
+        return;
+    }
+    mllm_whisper_params p = {.n_threads = 2, .weight_type = wtype};
+    mllm_whisper *cpu = NULL, *dv = NULL;
+    assert_int_equal(mllm_whisper_load(dir, &p, &cpu), MLLM_OK);
+    p.backends = DEV_NAME;
+    assert_int_equal(mllm_whisper_load(dir, &p, &dv), MLLM_OK);
+    float *pcm = NULL;
+    size_t n = 0;
+    mllm_audio_info info;
+    const char *wav = tu_shared("models/audio/jfk.wav");
+    assert_int_equal(mllm_audio_load(wav, 16000, &pcm, &n, &info), MLLM_OK);
+    free((void *)wav);
+    const mllm_whisper_hparams *hp = mllm_whisper_hp(cpu);
+    float *mel = malloc((size_t)hp->n_mels * MLLM_WHISPER_N_FRAMES * sizeof(float));
+    assert_int_equal(mllm_whisper_mel(cpu, pcm, n, mel), MLLM_OK);
+    assert_int_equal(mllm_whisper_encode(cpu, mel), MLLM_OK);
+    assert_int_equal(mllm_whisper_encode(dv, mel), MLLM_OK);
+    const size_t ne = (size_t)hp->n_audio_ctx * (size_t)hp->d_model;
+    const double e = nmse(mllm_whisper_encoder_states(dv), mllm_whisper_encoder_states(cpu), ne);
+    mllm_sched_stats st;
+    mllm_sched_get_stats(dv->enc_g.sched, &st);
+    printf("whisper tiny.en %s encoder: %d weights on %s; %d nodes there, %d on the CPU, %d runs; states NMSE vs "
+           "the CPU %.3g (bound %.0e)\n",
+           mllm_dtype_name((mllm_dtype)wtype), mllm_placement_count(dv->placed[0]), DEV_LABEL, st.n_nodes[0],
+           st.n_nodes[1], st.n_runs, e, bound);
+    assert_true(st.n_nodes[0] > 4 * hp->n_enc_layers); /* at least the matmuls */
+    assert_true(e < bound);
+    free(mel);
+    mllm_free(pcm);
+    mllm_whisper_free(cpu);
+    mllm_whisper_free(dv);
+}
+
+static void test_whisper_encoder_f32(void **state) { (void)state; whisper_case(MLLM_DTYPE_F32, 1e-10); }
+static void test_whisper_encoder_f16(void **state) { (void)state; whisper_case(MLLM_DTYPE_F16, 1e-5); }
+
 static void test_stories_f32(void **state) { (void)state; shared_case("stories260K.gguf", 99, 1e-10, true); }
 static void test_stories_f16(void **state) { (void)state; shared_case("stories260K-F16.gguf", 99, 1e-10, true); }
 static void test_stories_q8_0(void **state) { (void)state; shared_case("stories260K-Q8_0-ffn_down-F16.gguf", 99, 1e-10, true); }
@@ -355,6 +406,7 @@ int main(void) {
         cmocka_unit_test(test_synth_qwen2_f32), cmocka_unit_test(test_synth_gemma3_f16),
         cmocka_unit_test(test_stories_partial), cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_kv_release),      cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_whisper_encoder_f32), cmocka_unit_test(test_whisper_encoder_f16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,12 @@ typedef struct {
                              int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p);
 } mllm_cpu_ops;
 
+/* The generic LayerNorm (mllm_cpu_ops_generic()->layernorm) on M
+   contiguous rows of dim values, the same values, several rows side by
+   side (layernorm_rows.c): what the graph's LAYERNORM runs. */
+void mllm_cpu_layernorm_rows(float *Y, const float *X, const float *gamma, const float *beta, int64_t M, int dim,
+                             float eps);
+
 /* The generic transpose8 (the NEON table uses it too). */
 void mllm_transpose8_generic(float *dst, size_t stride, const float *const *rows, int n);
 

@@ -35,13 +35,13 @@ static void compute_rmsnorm(mllm_tensor *t, int ith, int nth) {
 }
 
 static void compute_layernorm(mllm_tensor *t, int ith, int nth) {
-    const mllm_cpu_ops *k = mllm_cpu_ops_generic();
     const mllm_tensor *x = t->src[0], *w = t->src[1], *b = t->src[2];
     int64_t r0, r1, n = t->ne[0];
     split(n_rows(t), ith, nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++)
-        k->layernorm((float *)t->data + r * n, (const float *)x->data + r * n, w ? (const float *)w->data : NULL,
-                     b ? (const float *)b->data : NULL, (int)n, t->fp[0]);
+    if (r0 < r1)
+        mllm_cpu_layernorm_rows((float *)t->data + r0 * n, (const float *)x->data + r0 * n,
+                                w ? (const float *)w->data : NULL, b ? (const float *)b->data : NULL, r1 - r0, (int)n,
+                                t->fp[0]);
 }
 
 static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
@@ -51,7 +51,20 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     const void *X = x->data;
     size_t xs = x->nb[1];
     float *row_buf = NULL;
-    if (t->ip[2]) {
+    if (t->ip[3]) {
+        /* The packed GEMM (graph.h: mllm_graph.gemm) reads f32 rows: each
+           activation row rounded through the weight's vec_dot type, as the
+           dots would see it, then widened, once for all threads. */
+        const mllm_dtype vt = (mllm_dtype)tr->vec_dot_type;
+        xs = (size_t)K * sizeof(float);
+        void *half = (char *)g->work + xs * (size_t)M + (size_t)ith * (size_t)K * sizeof(mllm_f16);
+        for (int64_t m = ith; m < M; m += nth) {
+            mllm_cpu_quantize_row(vt, (const float *)((const char *)x->data + (size_t)m * x->nb[1]), half, K);
+            mllm_cpu_to_float(vt, half, (float *)((char *)g->work + (size_t)m * xs), K);
+        }
+        mllm_pool_barrier(g->pool);
+        X = g->work;
+    } else if (t->ip[2]) {
         row_buf = (float *)g->work + (size_t)ith * (size_t)K; /* exact: this thread's dequantized row */
     } else if (tr->vec_dot_type != MLLM_DTYPE_F32) {
         /* Activations are converted to the weight's vec_dot_type once, as
@@ -80,7 +93,9 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
         int64_t r0 = c * chunk;
         if (r0 >= N) break;
         int64_t r1 = r0 + chunk < N ? r0 + chunk : N;
-        if (row_buf)
+        if (t->ip[3])
+            mllm_cpu_gemm((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
+        else if (row_buf)
             mllm_cpu_mul_mat_exact((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1,
                                    row_buf);
         else
@@ -258,7 +273,14 @@ static void compute_unary(mllm_tensor *t, int ith, int nth) {
     const float *x = t->src[0]->data;
     float *y = t->data;
     const float p = t->fp[0];
-    if (t->op == MLLM_OP_GELU)
+    if (t->op == MLLM_OP_GELU && t->ip[0]) {
+        /* the vector erf: parts start at multiples of 16 values, so a value
+           meets the vector loop or the scalar tail whatever the threads */
+        const int64_t per = ((n + nth - 1) / nth + 15) & ~(int64_t)15;
+        i0 = per * ith < n ? per * ith : n;
+        i1 = i0 + per < n ? i0 + per : n;
+        if (i0 < i1) mllm_cpu_ops_get()->gelu_erf(y + i0, x + i0, (int)(i1 - i0));
+    } else if (t->op == MLLM_OP_GELU)
         mllm_cpu_ops_generic()->gelu_erf(y + i0, x + i0, (int)(i1 - i0));
     else if (t->op == MLLM_OP_SCALE)
         for (int64_t i = i0; i < i1; i++) y[i] = x[i] * p;
@@ -284,6 +306,8 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
     switch (t->op) {
     case MLLM_OP_MATMUL: {
         const mllm_dtype_traits *tr = mllm_dtype_get(t->src[0]->dtype);
+        if (t->ip[3]) /* rounded rows, f32, then a row of the vec_dot type per thread */
+            return (size_t)t->src[0]->ne[0] * ((size_t)t->src[1]->ne[1] * sizeof(float) + (size_t)nth * sizeof(mllm_f16));
         if (t->ip[2]) return (size_t)nth * (size_t)t->src[0]->ne[0] * sizeof(float);
         if (tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
         return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
@@ -293,6 +317,8 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
         return (size_t)nth * ATTN_TB *
                ((size_t)MLLM_KV_CAP(((const mllm_kv_layer *)t->pp)->n_ctx) + (size_t)t->src[0]->ne[0]) * sizeof(float);
     case MLLM_OP_ATTENTION_PAGED: return mllm_attention_paged_work_size(t, nth);
+    case MLLM_OP_ATTENTION_FULL:
+    case MLLM_OP_ATTENTION_SLOTS: return mllm_attention_kv_work_size(t, nth);
     default: return 0;
     }
 }
@@ -315,6 +341,10 @@ void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     case MLLM_OP_KV_STORE_PAGED: mllm_compute_kv_store_paged(t, ith, nth); break;
     case MLLM_OP_ATTENTION_PAGED: mllm_compute_attention_paged(g, t, ith, nth); break;
     case MLLM_OP_CUSTOM: compute_custom(t, ith, nth); break;
+    case MLLM_OP_IM2COL: mllm_compute_im2col(t, ith, nth); break;
+    case MLLM_OP_ATTENTION_FULL: mllm_compute_attention_full(g, t, ith, nth); break;
+    case MLLM_OP_KV_SLOTS_STORE: mllm_compute_kv_slots_store(t, ith, nth); break;
+    case MLLM_OP_ATTENTION_SLOTS: mllm_compute_attention_slots(g, t, ith, nth); break;
     default: break;
     }
 }

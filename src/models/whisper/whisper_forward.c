@@ -1,7 +1,6 @@
-/* Whisper's forward: the encoder over one 30-s window (conv stem as im2col
-   + matmul, pre-LN blocks), the cross-attention K/V of every decoder layer
-   computed once from its output, and decoder steps over a self-attention
-   KV cache per sequence (several sequences: beam search). */
+/* Whisper's decoder steps over a self-attention KV cache per sequence
+   (several sequences: beam search) and the cross-attention K/V the
+   encoder graph (whisper_graph.c) stored. */
 #include <math.h>
 #include <string.h>
 #include "audio/mel.h"
@@ -12,102 +11,8 @@
 #include "formats/ctranslate2.h"
 #include "models/whisper/whisper_internal.h"
 
-/* cols[t][c * 3 + k] = src[c][(t * stride + k - 1)] (zero outside), src
-   being n_in channels of t_in frames given with channel stride cs and frame
-   stride fs: the kernel-3, pad-1 convolution as one matmul. */
-static void im2col(const float *src, size_t cs, size_t fs, int n_in, int t_in, int stride, int t_out, float *cols) {
-    for (int t = 0; t < t_out; t++) {
-        float *row = cols + (size_t)t * (size_t)n_in * 3;
-        for (int k = 0; k < 3; k++) {
-            const int ti = t * stride + k - 1;
-            if (ti < 0 || ti >= t_in) {
-                for (int c = 0; c < n_in; c++) row[c * 3 + k] = 0.0f;
-                continue;
-            }
-            for (int c = 0; c < n_in; c++) row[c * 3 + k] = src[(size_t)c * cs + (size_t)ti * fs];
-        }
-    }
-}
-
-/* dst[c][j] = src[j * stride + c] for c < d, j < n: V transposed. */
-static void transpose(const float *src, size_t stride, int n, int d, float *dst, size_t dst_stride) {
-    for (int j0 = 0; j0 < n; j0 += 32) {
-        const int j1 = j0 + 32 < n ? j0 + 32 : n;
-        for (int c = 0; c < d; c++)
-            for (int j = j0; j < j1; j++) dst[(size_t)c * dst_stride + (size_t)j] = src[(size_t)j * stride + (size_t)c];
-    }
-}
-
 mllm_status mllm_whisper_mel(mllm_whisper *w, const float *samples, size_t n, float *mel) {
     return mllm_mel_compute_pool(samples, n, w->hp.n_mels, mel, w->pool);
-}
-
-mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
-    const mllm_whisper_hparams *hp = &w->hp;
-    const int d = hp->d_model, T1 = MLLM_WHISPER_N_FRAMES, T2 = hp->n_audio_ctx, nm = hp->n_mels;
-    const size_t col1 = (size_t)T1 * (size_t)nm * 3, col2 = (size_t)T2 * (size_t)d * 3;
-    const size_t xd = (size_t)T2 * (size_t)d, big = col1 > col2 + xd ? col1 : col2 + xd;
-    /* scratch: cols (or qkv | ffn) | h1 (T1 x d) | x | h | att | tmp */
-    const size_t work = (size_t)T2 * (size_t)(hp->d_ff > 3 * d ? hp->d_ff : 3 * d);
-    const size_t n_a = big > work ? big : work;
-    float *s = wh_scratch(w, n_a + (size_t)T1 * (size_t)d + 4 * xd);
-    if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the encoder");
-    float *a = s, *h1 = a + n_a, *x = h1 + (size_t)T1 * (size_t)d, *h = x + xd, *att = h + xd, *tmp = att + xd;
-    mllm_status st;
-    w->encoded = false;
-
-    im2col(mel, MLLM_WHISPER_N_FRAMES, 1, nm, T1, 1, T1, a);
-    if ((st = wh_linear_run(w, &w->conv1, a, T1, h1, true, NULL)) != MLLM_OK) return st;
-    im2col(h1, 1, (size_t)d, d, T1, 2, T2, a);
-    if ((st = wh_linear_run(w, &w->conv2, a, T2, x, true, NULL)) != MLLM_OK) return st;
-    for (size_t i = 0; i < xd; i++) x[i] += w->enc_pos[i];
-
-    for (int l = 0; l < hp->n_enc_layers; l++) {
-        const wh_enc_layer *L = &w->enc[l];
-        float *qkv = a, *vt = a + (size_t)T2 * (size_t)d * 3;
-        wh_layernorm(w, &L->attn_ln, x, T2, d, h);
-        if ((st = wh_linear_run(w, &L->qkv, h, T2, qkv, false, NULL)) != MLLM_OK) return st;
-        wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = T2, .n_k = T2, .q = qkv, .k = qkv + d,
-                      .v = qkv + 2 * d, .v_stride = (size_t)d * 3, .q_stride = (size_t)d * 3,
-                      .k_stride = (size_t)d * 3, .vt_stride = (size_t)T2, .out = att, .out_stride = (size_t)d,
-                      .causal = -1};
-        if (!wh_attention_packs(&at)) { /* V^T for the tiles (a short n_audio_ctx) */
-            transpose(qkv + 2 * d, (size_t)d * 3, T2, d, vt, (size_t)T2);
-            at.vt = vt;
-        }
-        if ((st = wh_attention(w, &at)) != MLLM_OK) return st;
-        if ((st = wh_linear_run(w, &L->out, att, T2, tmp, false, x)) != MLLM_OK) return st;
-        wh_layernorm(w, &L->ffn_ln, x, T2, d, h);
-        if ((st = wh_linear_run(w, &L->fc1, h, T2, a, true, NULL)) != MLLM_OK) return st;
-        if ((st = wh_linear_run(w, &L->fc2, a, T2, tmp, false, x)) != MLLM_OK) return st;
-    }
-    wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
-    if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
-
-    const size_t hd = (size_t)hp->head_dim;
-    for (int l = 0; l < hp->n_dec_layers; l++) {
-        float *kv = a;
-        if ((st = wh_linear_run(w, &w->dec[l].cross_kv, w->enc_out, T2, kv, false, NULL)) != MLLM_OK) return st;
-        float *vt = kv + 2 * xd; /* V^T in f32 first */
-        transpose(kv + d, (size_t)d * 2, T2, d, vt, (size_t)T2);
-        if (w->cross_f16) {
-            mllm_f16 *K = (mllm_f16 *)w->cross_k + (size_t)l * xd, *Vt = (mllm_f16 *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++)
-                for (int hh = 0; hh < hp->n_head; hh++) /* head-major: wh_attn.k_head */
-                    mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
-                                          K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, (int64_t)hd);
-            mllm_cpu_quantize_row(MLLM_DTYPE_F16, vt, Vt, (int64_t)xd);
-        } else {
-            float *K = (float *)w->cross_k + (size_t)l * xd, *Vt = (float *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++)
-                for (int hh = 0; hh < hp->n_head; hh++)
-                    memcpy(K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
-                           hd * sizeof(float));
-            memcpy(Vt, vt, xd * sizeof(float));
-        }
-    }
-    w->encoded = true;
-    return MLLM_OK;
 }
 
 static mllm_status ensure_cache(mllm_whisper *w, int n_seq) {

@@ -156,71 +156,6 @@ typedef struct {
 } ln_job;
 
 #define LN_ROWS 64
-#define LN_GROUP 4 /* rows normalised side by side */
-
-/* LayerNorm of rows x[0..nr) (nr <= LN_GROUP) of dim values each: for
-   every row exactly mllm_layernorm_generic's operations in its order (the
-   sums in double, one value after another), the rows interleaved so their
-   dependency chains overlap (one row at a time waits on each double add:
-   1.2-1.6 ms a call for 1500 x 384, the encoder's nine of them serial). */
-static void layernorm_rows(float *Y, const float *X, const float *g, const float *b, int nr, int dim, float eps) {
-    float mean[LN_GROUP], scale[LN_GROUP];
-    if (nr == LN_GROUP) { /* four named accumulators: kept in registers */
-        const float *x0 = X, *x1 = X + dim, *x2 = X + 2 * (size_t)dim, *x3 = X + 3 * (size_t)dim;
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int i = 0; i < dim; i++) {
-            s0 += x0[i];
-            s1 += x1[i];
-            s2 += x2[i];
-            s3 += x3[i];
-        }
-        mean[0] = (float)(s0 / dim), mean[1] = (float)(s1 / dim), mean[2] = (float)(s2 / dim), mean[3] = (float)(s3 / dim);
-        double v0 = 0, v1 = 0, v2 = 0, v3 = 0;
-        for (int i = 0; i < dim; i++) {
-            const float d0 = x0[i] - mean[0], d1 = x1[i] - mean[1], d2 = x2[i] - mean[2], d3 = x3[i] - mean[3];
-            v0 += (double)d0 * d0;
-            v1 += (double)d1 * d1;
-            v2 += (double)d2 * d2;
-            v3 += (double)d3 * d3;
-        }
-        scale[0] = 1.0f / sqrtf((float)(v0 / dim) + eps), scale[1] = 1.0f / sqrtf((float)(v1 / dim) + eps);
-        scale[2] = 1.0f / sqrtf((float)(v2 / dim) + eps), scale[3] = 1.0f / sqrtf((float)(v3 / dim) + eps);
-    } else {
-        for (int r = 0; r < nr; r++) {
-            const float *x = X + (size_t)r * dim;
-            double sum = 0, var = 0;
-            for (int i = 0; i < dim; i++) sum += x[i];
-            mean[r] = (float)(sum / dim);
-            for (int i = 0; i < dim; i++) {
-                const float d = x[i] - mean[r];
-                var += (double)d * d;
-            }
-            scale[r] = 1.0f / sqrtf((float)(var / dim) + eps);
-        }
-    }
-    for (int r = 0; r < nr; r++) {
-        const float *x = X + (size_t)r * dim, m = mean[r], sc = scale[r];
-        float *y = Y + (size_t)r * dim;
-        /* the generic's (g ? v * g : v) + (b ? b : 0), the tests hoisted so
-           the loops vectorise (the same operations per value) */
-        if (g && b)
-            for (int i = 0; i < dim; i++) y[i] = (x[i] - m) * sc * g[i] + b[i];
-        else if (g)
-            for (int i = 0; i < dim; i++) y[i] = (x[i] - m) * sc * g[i] + 0.0f;
-        else if (b)
-            for (int i = 0; i < dim; i++) y[i] = (x[i] - m) * sc + b[i];
-        else
-            for (int i = 0; i < dim; i++) y[i] = (x[i] - m) * sc + 0.0f;
-    }
-}
-
-void wh_layernorm_rows(float *Y, const float *X, const float *gamma, const float *beta, int64_t M, int dim, float eps) {
-    for (int64_t m = 0; m < M; m += LN_GROUP) {
-        const int nr = (int)(M - m < LN_GROUP ? M - m : LN_GROUP);
-        layernorm_rows(Y + (size_t)m * dim, X + (size_t)m * dim, gamma, beta, nr, dim, eps);
-    }
-}
-
 static void ln_fn(void *arg, int ith, int nth) {
     (void)ith;
     (void)nth;
@@ -229,7 +164,7 @@ static void ln_fn(void *arg, int ith, int nth) {
         const int64_t m0 = take(&j->next) * LN_ROWS;
         if (m0 >= j->M) break;
         const int64_t nr = j->M - m0 < LN_ROWS ? j->M - m0 : LN_ROWS;
-        wh_layernorm_rows(j->Y + m0 * j->dim, j->X + m0 * j->dim, j->n->gamma, j->n->beta, nr, (int)j->dim, 1e-5f);
+        mllm_cpu_layernorm_rows(j->Y + m0 * j->dim, j->X + m0 * j->dim, j->n->gamma, j->n->beta, nr, (int)j->dim, 1e-5f);
     }
 }
 
@@ -251,29 +186,7 @@ typedef struct {
     float *buf;
     size_t per_thread;
     int64_t n_jobs, next;
-    /* encoder: every head's K (n_k x hd) and V^T (hd x n_k) packed once
-       into the GEMM's panels (else NULL) */
-    float *kp, *vp;
-    size_t kp_head, vp_head;
-    int64_t next_pack;
 } att_job;
-
-static void pack_fn(void *arg, int ith, int nth) {
-    (void)ith;
-    (void)nth;
-    att_job *j = arg;
-    const wh_attn *a = j->a;
-    for (int64_t h; (h = take(&j->next_pack)) < a->n_head;) {
-        const float *K = a->k, *Vt = a->vt;
-        mllm_cpu_gemm_f32_pack(K + h * a->hd, a->k_stride * sizeof(float), a->hd, a->n_k, j->kp + (size_t)h * j->kp_head);
-        if (a->v)
-            mllm_cpu_gemm_f32_pack_t(a->v + h * a->hd, a->v_stride * sizeof(float), a->n_k, a->hd,
-                                     j->vp + (size_t)h * j->vp_head);
-        else
-            mllm_cpu_gemm_f32_pack(Vt + (size_t)h * (size_t)a->hd * a->vt_stride, a->vt_stride * sizeof(float),
-                                   a->n_k, a->hd, j->vp + (size_t)h * j->vp_head);
-    }
-}
 
 static void att_fn(void *arg, int ith, int nth) {
     (void)nth;
@@ -292,14 +205,6 @@ static void att_fn(void *arg, int ith, int nth) {
         const bool gemm = nb >= ATT_GEMM_MIN_Q && !a->kv_f16;
         const float *qh = a->q + (size_t)i0 * a->q_stride + (size_t)(h * a->hd);
         float *oh = a->out + (size_t)i0 * a->out_stride + (size_t)(h * a->hd);
-        if (j->kp) {
-            mllm_cpu_gemm_f32_packed(j->kp + (size_t)h * j->kp_head, a->hd, n_k, qh, a->q_stride * sizeof(float), nb, P,
-                                     (size_t)n_k);
-            for (int r = 0; r < nb; r++) k->softmax(P + (size_t)r * (size_t)n_k, (int)n_k, scale);
-            mllm_cpu_gemm_f32_packed(j->vp + (size_t)h * j->vp_head, n_k, a->hd, P, (size_t)n_k * sizeof(float), nb, oh,
-                                     a->out_stride);
-            continue;
-        }
         const size_t es = a->kv_f16 ? 2 : 4; /* bytes per K / V value */
         const mllm_dtype kt = a->kv_f16 ? MLLM_DTYPE_F16 : MLLM_DTYPE_F32;
         const char *kh = (const char *)a->k + (size_t)h * (a->k_head ? a->k_head : (size_t)a->hd) * es;
@@ -333,10 +238,7 @@ static void att_fn(void *arg, int ith, int nth) {
     }
 }
 
-bool wh_attention_packs(const wh_attn *a) { return a->causal < 0 && a->n_q >= 4 * ATT_QB && !a->kv_f16; }
-
 mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
-    if (!a->vt && !wh_attention_packs(a)) return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: attention without V^T");
     const int nth = mllm_pool_size(w->pool);
     /* P (ATT_QB x n_k floats), then room for its f16 copy (or the queries') */
     att_job j = {.a = a, .per_thread = (size_t)ATT_QB * (size_t)a->n_k * (a->kv_f16 ? 2 : 1) + (size_t)ATT_QB * (size_t)a->hd};
@@ -349,19 +251,6 @@ mllm_status wh_attention(mllm_whisper *w, const wh_attn *a) {
     w->att_floats = bytes / sizeof(float);
     j.buf = w->att;
     j.n_jobs = (int64_t)a->n_head * ((a->n_q + ATT_QB - 1) / ATT_QB);
-    if (wh_attention_packs(a)) {
-        j.kp_head = mllm_cpu_gemm_f32_packed_size(a->hd, a->n_k);
-        j.vp_head = mllm_cpu_gemm_f32_packed_size(a->n_k, a->hd);
-        bytes = w->att_pack_floats * sizeof(float);
-        p = w->att_pack;
-        if (!grow(&p, &bytes, (j.kp_head + j.vp_head) * (size_t)a->n_head * sizeof(float)))
-            return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for attention");
-        w->att_pack = p;
-        w->att_pack_floats = bytes / sizeof(float);
-        j.kp = w->att_pack;
-        j.vp = j.kp + j.kp_head * (size_t)a->n_head;
-        run(w, true, pack_fn, &j);
-    }
     run(w, j.n_jobs > 1 && (double)a->n_q * (double)a->n_k * a->hd * a->n_head * 2 >= WH_PARALLEL_MIN_MACS, att_fn, &j);
     return MLLM_OK;
 }

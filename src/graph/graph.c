@@ -119,7 +119,7 @@ mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, c
    run of all nodes, straight to the CPU backend, no schedule in between. */
 static void run_nodes(mllm_graph *g, mllm_tensor **nodes, int n) {
     mllm_backend *cpu = mllm_backend_cpu();
-    mllm_exec_ctx x = {g->pool, g->work, g->work_size};
+    mllm_exec_ctx x = {g->pool, g->work, g->work_size, g->serial_below};
     if (!cpu->graph_compute(cpu, &x, nodes, n)) g->failed = true;
     g->work = x.work;
     g->work_size = x.work_size;
@@ -130,7 +130,7 @@ void mllm_graph_execute(mllm_graph *g) {
         run_nodes(g, g->nodes, g->n_nodes);
         return;
     }
-    mllm_exec_ctx x = {g->pool, g->work, g->work_size};
+    mllm_exec_ctx x = {g->pool, g->work, g->work_size, g->serial_below};
     if (!mllm_sched_execute(g->sched, &x)) g->failed = true;
     g->work = x.work;
     g->work_size = x.work_size;

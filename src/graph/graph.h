@@ -37,6 +37,11 @@ typedef struct {
        on the batch, so only for callers that need no batch invariance
        (Whisper's encoder and prompts). */
     bool gemm;
+    /* Nodes of fewer multiply-adds than this run on the calling thread
+       alone (mllm_exec_ctx.serial_below): for graphs of many small nodes
+       (Whisper's decoder steps), where waking a worker and meeting it at
+       every node's barrier costs more than it saves on a busy machine. */
+    int64_t serial_below;
     /* The backends to schedule over, in order of preference (the CPU last,
        as the fallback); none: the CPU alone. Set before mllm_graph_plan. */
     mllm_backend *backends[MLLM_MAX_BACKENDS];

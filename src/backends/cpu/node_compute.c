@@ -34,14 +34,21 @@ static void compute_rmsnorm(mllm_tensor *t, int ith, int nth) {
                    w ? (const float *)w->data : NULL, (int)n, t->fp[0]);
 }
 
+/* Rows per LayerNorm chunk, handed out from a shared counter (a thread
+   slowed down by another process takes fewer). */
+#define LN_ROWS 64
+
 static void compute_layernorm(mllm_tensor *t, int ith, int nth) {
+    (void)ith;
+    (void)nth;
     const mllm_tensor *x = t->src[0], *w = t->src[1], *b = t->src[2];
-    int64_t r0, r1, n = t->ne[0];
-    split(n_rows(t), ith, nth, &r0, &r1);
-    if (r0 < r1)
+    const int64_t n = t->ne[0], rows = n_rows(t);
+    for (int64_t r0; (r0 = __atomic_fetch_add(&t->next_chunk, 1, __ATOMIC_RELAXED) * LN_ROWS) < rows;) {
+        const int64_t nr = rows - r0 < LN_ROWS ? rows - r0 : LN_ROWS;
         mllm_cpu_layernorm_rows((float *)t->data + r0 * n, (const float *)x->data + r0 * n,
-                                w ? (const float *)w->data : NULL, b ? (const float *)b->data : NULL, r1 - r0, (int)n,
+                                w ? (const float *)w->data : NULL, b ? (const float *)b->data : NULL, nr, (int)n,
                                 t->fp[0]);
+    }
 }
 
 static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
@@ -84,8 +91,9 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
        process on its core) takes fewer chunks instead of making the others
        wait at the barrier. Each row's result does not depend on the split. */
     /* Prefill takes fewer, larger chunks: each call widens or converts its
-       activation rows again (the float GEMM), which pays off over more rows. */
-    int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
+       activation rows again (the float GEMM), which pays off over more rows;
+       not the packed GEMM's (ip[3]), whose rows were widened once above. */
+    int64_t target = (int64_t)nth * (M >= 16 && !t->ip[3] ? 3 : 8);
     int64_t chunk = ((N + target - 1) / target + 15) & ~(int64_t)15;
     if (nth == 1) chunk = N;
     for (;;) {

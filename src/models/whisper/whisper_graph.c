@@ -147,6 +147,8 @@ mllm_status wh_graph_init(mllm_whisper *w, const mllm_whisper_params *p) {
 
 void wh_graph_free(mllm_whisper *w) {
     mllm_graph_free(&w->enc_g);
+    mllm_graph_free(&w->dec_g);
+    mllm_free(w->self);
     for (int b = 0; b < MLLM_MAX_BACKENDS; b++) mllm_placement_free(w->placed[b]);
     mllm_graph_free(&w->wg);
     mllm_free(w->cross);

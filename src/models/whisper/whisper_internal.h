@@ -1,5 +1,5 @@
-/* Private to src/models/whisper_*.c: the weights, the state of one
-   transcription, and the threaded building blocks of the forward. */
+/* Private to the files of src/models/whisper: the weights, their graph leaves and
+   the state of one transcription. */
 #ifndef MLLM_MODELS_WHISPER_INTERNAL_H
 #define MLLM_MODELS_WHISPER_INTERNAL_H
 #include "core/threadpool.h"
@@ -64,8 +64,13 @@ struct mllm_whisper {
     bool enc_built;
     mllm_tensor *enc_mel, *enc_res;
     mllm_kv_slots *cross;        /* per decoder layer: K and V^T of the cross-attention */
+    mllm_kv_slots *self;         /* per decoder layer: the self-attention's slots (self_k, self_vt) */
+    mllm_graph dec_g;            /* the decoder, for the shape dec_key (n_seq, n_tok, all logits) */
+    bool dec_built;
+    int dec_key[3];
+    mllm_tensor *d_tok, *d_pos, *d_slot, *d_last, *d_logits;
 
-    /* state: encoder output, cross K (n_head, n_audio_ctx, head_dim) and V transposed
+    /* state: cross K (n_head, n_audio_ctx, head_dim) and V transposed
        (d, n_audio_ctx) per decoder layer; self K (per seq, n_text_ctx, d)
        and V^T (per seq, d, n_text_ctx) per layer */
     bool encoded;
@@ -74,13 +79,6 @@ struct mllm_whisper {
     float *self_k, *self_vt;
     int n_seq_alloc;
     int slot[MLLM_WHISPER_MAX_SEQ]; /* sequence -> its cache slot (a permutation; beam reorders rename) */
-    /* scratch, grown as needed */
-    float *scratch;
-    size_t scratch_floats;
-    void *xq;                    /* activations converted for the matmul */
-    size_t xq_bytes;
-    float *att;                  /* attention probabilities, per thread */
-    size_t att_floats;
 };
 
 /* Where a load's tokenizer and weights come from besides the WhisperSpec
@@ -103,38 +101,5 @@ mllm_status wh_load(struct mllm_ct2 *c, const char *path, const char *config, si
 /* The weights as graph leaves and the backends of p (whisper_graph.c). */
 mllm_status wh_graph_init(mllm_whisper *w, const mllm_whisper_params *p);
 void wh_graph_free(mllm_whisper *w);
-
-/* Threaded helpers (whisper_ops.c). Y is (M, n_out) row-major. act: apply
-   GELU (erf form) after the bias. acc: if not NULL, acc += result instead of
-   writing Y (Y is then scratch of the same size). */
-mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, int64_t M, float *Y, bool gelu,
-                          float *acc);
-/* Y = LayerNorm(X) per row of n (eps 1e-5). */
-void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y);
-
-/* Multi-head attention: query row i, head h at q[i * q_stride + h * hd];
-   key j at k[j * k_stride + h * hd]; value dim d of key j at
-   vt[h * hd * vt_stride + d * vt_stride + j] (transposed); out row i, head h
-   at out[i * out_stride + h * hd]. causal >= 0: query i sees keys
-   j <= causal + i; -1: all n_k keys. kv_f16: k and vt hold f16 (strides
-   in values), and q and the probabilities are rounded to f16 for the f16
-   kernels, as CTranslate2's float16 does; else all f32. k_head: values
-   from one head's keys to the next (0: hd, the heads side by side in a row;
-   the decoder's cross K is stored head-major, n_k x hd per head, so a head
-   streams one contiguous block instead of 128 bytes out of every row). */
-typedef struct {
-    int n_head, hd;
-    int64_t n_q, n_k;
-    const float *q;
-    const void *k, *vt;
-    size_t q_stride, k_stride, vt_stride, out_stride, k_head;
-    float *out;
-    int causal;
-    bool kv_f16;
-} wh_attn;
-mllm_status wh_attention(mllm_whisper *w, const wh_attn *a);
-
-/* The scratch buffer grown to at least n floats (aligned), or NULL. */
-float *wh_scratch(mllm_whisper *w, size_t n);
 
 #endif

@@ -491,9 +491,6 @@ void mllm_whisper_free(mllm_whisper *w) {
     mllm_free_aligned(w->cross_vt);
     mllm_free_aligned(w->self_k);
     mllm_free_aligned(w->self_vt);
-    mllm_free_aligned(w->scratch);
-    mllm_free_aligned(w->xq);
-    mllm_free_aligned(w->att);
     mllm_free(w);
 }
 

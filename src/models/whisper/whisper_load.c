@@ -8,9 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/repack.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/host.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -65,7 +63,7 @@ static void *take(loader *l, size_t bytes) {
 static const float *widen(loader *l, const mllm_ct2_tensor *t, uint64_t r, int64_t n) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
     memcpy(l->raw, (const char *)t->data + r * (uint64_t)n * isz, (size_t)n * isz);
-    mllm_cpu_to_float(t->dtype, l->raw, l->row, n);
+    mllm_host_to_float(t->dtype, l->raw, l->row, n);
     return l->row;
 }
 
@@ -109,7 +107,7 @@ static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
 static bool in_place(const mllm_ct2_tensor *t, int n_in) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
     if ((uintptr_t)t->data % isz == 0 || (uintptr_t)t->data % 64 == 0) return true;
-    return n_in % 8 == 0 && mllm_cpu_isa_is_x86(mllm_cpu_isa_get());
+    return n_in % 8 == 0 && mllm_host_reads_unaligned_rows();
 }
 
 /* A matrix of n_out rows of n_in values (conv weights: n_in = channels x
@@ -123,7 +121,7 @@ static void matrix(loader *l, const mllm_ct2_tensor *t, int n_out, int n_in, boo
     const bool quant = dt == MLLM_DTYPE_Q8_0 || dt == MLLM_DTYPE_Q4_0;
     if (quant && n_in % MLLM_QK8_0 != 0) dt = MLLM_DTYPE_F16; /* conv1 (240 inputs) */
     if (dt == MLLM_DTYPE_F16 && t->dtype == MLLM_DTYPE_BF16) dt = MLLM_DTYPE_BF16;
-    const int packed = quant ? mllm_repack_type_for((mllm_dtype)dt, n_in, n_out) : -1;
+    const int packed = quant ? mllm_host_packed_type((mllm_dtype)dt, n_in, n_out) : -1;
     L->dtype = packed >= 0 ? packed : dt;
     L->n_out = n_out;
     L->n_in = n_in;
@@ -152,8 +150,8 @@ static void matrix(loader *l, const mllm_ct2_tensor *t, int n_out, int n_in, boo
         /* q8_0 through the activation quantizer (AVX2; ties to even, see
            kernels.h), the others through their from_float */
         for (int r = 0; r < nr; r++)
-            mllm_cpu_quantize_row((mllm_dtype)dt, widen(l, t, (uint64_t)(r0 + r), n_in), out + (size_t)r * L->row_bytes, n_in);
-        if (packed >= 0) mllm_repack_groups((mllm_dtype)packed, l->group, dst + (size_t)r0 * L->row_bytes, n_in, 0, 1);
+            mllm_host_quantize_row((mllm_dtype)dt, widen(l, t, (uint64_t)(r0 + r), n_in), out + (size_t)r * L->row_bytes, n_in);
+        if (packed >= 0) mllm_host_pack_group((mllm_dtype)packed, l->group, dst + (size_t)r0 * L->row_bytes, n_in);
     }
     mllm_file_map_drop(t->data, t->size);
 }

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
+#include "backends/host.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "models/whisper/whisper_transcribe.h"
@@ -32,7 +32,7 @@ typedef struct {
 static double lse_range(const float *lg, int i0, int i1, int ts_from, double *ts_sum, float *mx_out) {
     float mx = -INFINITY;
     for (int i = i0; i < i1; i++) mx = lg[i] > mx ? lg[i] : mx;
-    const double sum = mllm_cpu_sum_exp(lg + i0, i1 - i0, mx, ts_from - i0, ts_sum);
+    const double sum = mllm_host_sum_exp(lg + i0, i1 - i0, mx, ts_from - i0, ts_sum);
     if (mx_out) *mx_out = mx;
     return log(sum) + mx;
 }

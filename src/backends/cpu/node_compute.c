@@ -108,11 +108,11 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
                                    row_buf);
         else
             mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
-        if (b) {
-            const float *bias = b->data;
+        if (b) { /* one add per value: the plain loop's bits, vectorised (gcc left it scalar) */
+            const float *bias = (const float *)b->data + r0;
             for (int64_t m = 0; m < M; m++) {
-                float *y = (float *)t->data + m * N;
-                for (int64_t r = r0; r < r1; r++) y[r] += bias[r];
+                float *y = (float *)t->data + m * N + r0;
+                mllm_cpu_ops_get()->add_f32(y, y, bias, (int)(r1 - r0));
             }
         }
     }

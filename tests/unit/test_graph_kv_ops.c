@@ -1,7 +1,9 @@
 /* The graph's encoder-decoder ops (graph.h: im2col, attention_full, the
    slot cache's store and attention, gelu_fast, the GEMM matmul) against
-   plain double references, on odd sizes and a pool of three threads. */
+   plain double references, on odd sizes and a pool of three threads; and
+   serial_below giving the same values as the whole pool. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/dtype.h"
@@ -222,6 +224,37 @@ static void test_gelu_fast_and_gemm(void **state) {
     mllm_graph_free(&g);
 }
 
+/* mllm_graph.serial_below: the same values whether a node runs on the
+   pool or on the calling thread alone, with runs of both in one graph
+   (the matmuls above the bound, the elementwise ops under it). */
+static void test_serial_below(void **state) {
+    (void)state;
+    enum { KK = 45, N = 61, M = 19 };
+    float *w1 = rnd(KK * N, 60), *w2 = rnd(N * KK, 61), *out[3];
+    const int64_t bounds[3] = {0, 2000, INT64_MAX};
+    for (int b = 0; b < 3; b++) {
+        mllm_graph g;
+        graph_new(&g);
+        g.gemm = true;
+        g.serial_below = bounds[b];
+        const int64_t s1[2] = {KK, N}, s2[2] = {N, KK};
+        mllm_tensor *W1 = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, s1, w1, "w1");
+        mllm_tensor *W2 = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, s2, w2, "w2");
+        mllm_tensor *x = mllm_graph_input_f32(&g, KK, M, "x");
+        tu_fill_random(x->data, KK * M, 62);
+        mllm_tensor *h = mllm_op_gelu_fast(&g, mllm_op_matmul(&g, W1, mllm_op_layernorm(&g, x, NULL, NULL, 1e-5f), NULL));
+        mllm_tensor *y = mllm_op_add(&g, x, mllm_op_matmul(&g, W2, h, NULL));
+        run(&g, y);
+        out[b] = malloc(KK * M * sizeof(float));
+        memcpy(out[b], y->data, KK * M * sizeof(float));
+        mllm_graph_free(&g);
+    }
+    assert_memory_equal(out[0], out[1], KK * M * sizeof(float));
+    assert_memory_equal(out[0], out[2], KK * M * sizeof(float));
+    for (int b = 0; b < 3; b++) free(out[b]);
+    free(w1), free(w2);
+}
+
 int main(void) {
     g_pool = mllm_pool_new(3);
     const struct CMUnitTest tests[] = {
@@ -229,6 +262,7 @@ int main(void) {
         cmocka_unit_test(test_attention_full),
         cmocka_unit_test(test_slots),
         cmocka_unit_test(test_gelu_fast_and_gemm),
+        cmocka_unit_test(test_serial_below),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     mllm_pool_free(g_pool);

@@ -44,6 +44,11 @@ typedef struct {
     mllm_pool *pool;
     void *work;
     size_t work_size;
+    /* The CPU computes nodes of fewer multiply-adds (values, for the
+       elementwise ops) than this on the calling thread alone, waking the
+       pool only for the others; 0: every node on the whole pool
+       (mllm_graph.serial_below). */
+    int64_t serial_below;
 } mllm_exec_ctx;
 
 typedef struct mllm_backend mllm_backend;

@@ -45,6 +45,24 @@ void mllm_cpu_quantize_weight_row(mllm_dtype t, const float *x, void *y, int64_t
 /* n values of a plain row of dtype t as floats: F16C for f16 / bf16 on
    AVX2 (the same values as the dtype's to_float, faster), to_float else. */
 void mllm_cpu_to_float(mllm_dtype t, const void *src, float *dst, int64_t n);
+/* Converts one activation row of n floats to dtype t (a vec_dot_type) the
+   way llama.cpp's CPU backend does at run time, so our logits track its own:
+   q8_0/q8_1 use id = 127/amax and round half to even (ggml's SIMD
+   quantize_row_q8_*), which differs from the dtype table's reference
+   from_float (= GGUF's quantize_row_*_ref, for weights) in rare ties; f16
+   and the others are the same as from_float. */
+void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n);
+/* sum over i < n of exp((double)(x[i] - mx)) (x[i] = -inf adds 0; mx is
+   meant to be the max, so every term is at most 1), and *ts_sum (if not
+   NULL) the same over [ts_from, n): the log-softmax normaliser. The
+   generic path is libm's exp in index order; x86 a 4-lane double exp
+   within about 1 ulp of it, summed in another order (terms under 1e-307
+   count as 0). */
+double mllm_cpu_sum_exp(const float *x, int n, float mx, int ts_from, double *ts_sum);
+/* Whether the float kernels (f32, f16, bf16) read rows of a multiple of 8
+   values at any address (the x86 paths: unaligned vector loads, no scalar
+   tail), so unaligned file data can be used in place. */
+bool mllm_cpu_reads_unaligned_rows(void);
 
 /* The kernel layouts ("x8", backends/cpu/repack.h: the rows of each group
    of 8 interleaved for the SIMD matmuls; same bytes per row as the plain

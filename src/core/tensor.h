@@ -40,6 +40,12 @@ typedef enum {
     MLLM_OP_ATTENTION_SEGMENTS, /* softmax(fp[0] q k^T) v of q, k, v = src[0..2] (D*H x T) inside each
                                    segment of tokens [src[3][s], src[3][s+1]) (I32), no mask, no cache;
                                    ip[0]: heads H */
+    MLLM_OP_IM2COL,          /* the columns of a 1-D convolution of src[0]: ip[0] kernel, ip[1] stride, ip[2] pad */
+    MLLM_OP_ATTENTION_FULL,  /* q = src[0] over k = src[1], v = src[2] (no cache, not causal); ip[0] heads */
+    MLLM_OP_KV_SLOTS_STORE,  /* k = src[0], v = src[1] of token t at position src[2][t] of slot src[3][t]
+                                of the slot cache pp (mllm_kv_slots) */
+    MLLM_OP_ATTENTION_SLOTS, /* q = src[0] over the slot cache pp, ip[0] runs of tokens (src[2] positions,
+                                src[3] slots); ip[1]: causal */
     MLLM_OP_COUNT
 } mllm_op;
 
@@ -106,6 +112,22 @@ typedef struct {
        All 0: plain RoPE. */
     int32_t mrope[3];
 } mllm_rope_params;
+
+/* The attention cache of an encoder-decoder model (Whisper's decoder),
+   filled by KV_SLOTS_STORE and read by ATTENTION_SLOTS: n_slots slots of
+   n_ctx positions, one per sequence (beams rename slots instead of
+   copying them) or one for the cross-attention over the encoder's states.
+   Per slot: keys as n_ctx rows of dim = n_head * head_dim values, or with
+   head_major per head n_ctx rows of head_dim (a head's keys in one block:
+   the cross-attention streams 1500 of them per step), and values
+   transposed, dim rows of n_ctx. f16: both halves in f16, and the
+   attention rounds its queries and probabilities to f16 for the f16 dots
+   (what CTranslate2's float16 does). */
+typedef struct {
+    int n_head, head_dim, n_ctx, n_slots;
+    bool f16, head_major;
+    void *k, *vt;
+} mllm_kv_slots;
 
 int64_t mllm_tensor_nelements(const mllm_tensor *t);
 /* Bytes of its data (nb[3] * ne[3]: contiguous tensors and views). */

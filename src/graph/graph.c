@@ -12,7 +12,8 @@
 static const char *const k_op_names[MLLM_OP_COUNT] = {
     "leaf", "view", "get_rows", "rmsnorm", "matmul", "rope",
     "kv_store", "attention", "silu_mul", "add", "scale", "gelu_mul", "softcap", "layernorm", "gelu",
-    "kv_store_paged", "attention_paged", "custom", "gelu_tanh", "rope_table", "attention_segments",
+    "kv_store_paged", "attention_paged", "custom", "gelu_tanh", "rope_table", "attention_segments", "im2col",
+    "attention_full", "kv_slots_store", "attention_slots",
 };
 
 const char *mllm_op_name(mllm_op op) {
@@ -111,7 +112,7 @@ mllm_tensor *mllm_tensor_new_f32(mllm_graph *g, int n_dims, const int64_t *ne, c
    run of all nodes, straight to the CPU backend, no schedule in between. */
 static void run_nodes(mllm_graph *g, mllm_tensor **nodes, int n) {
     mllm_backend *cpu = mllm_backend_cpu();
-    mllm_exec_ctx x = {g->pool, g->work, g->work_size};
+    mllm_exec_ctx x = {g->pool, g->work, g->work_size, g->serial_below};
     if (!cpu->graph_compute(cpu, &x, nodes, n)) g->failed = true;
     g->work = x.work;
     g->work_size = x.work_size;
@@ -122,7 +123,7 @@ void mllm_graph_execute(mllm_graph *g) {
         run_nodes(g, g->nodes, g->n_nodes);
         return;
     }
-    mllm_exec_ctx x = {g->pool, g->work, g->work_size};
+    mllm_exec_ctx x = {g->pool, g->work, g->work_size, g->serial_below};
     if (!mllm_sched_execute(g->sched, &x)) g->failed = true;
     g->work = x.work;
     g->work_size = x.work_size;
@@ -212,8 +213,16 @@ mllm_tensor *mllm_op_matmul(mllm_graph *g, mllm_tensor *w, mllm_tensor *x, mllm_
     t->src[2] = bias;
     const mllm_dtype_traits *tr = mllm_dtype_get(w->dtype);
     t->ip[2] = g->exact && tr && tr->vec_dot_type != MLLM_DTYPE_F32;
-    t->ip[3] = g->batch_gemm && !t->ip[2] &&
-               (w->dtype == MLLM_DTYPE_F32 || w->dtype == MLLM_DTYPE_F16 || w->dtype == MLLM_DTYPE_BF16);
+    /* The packed GEMM (node_compute.c), whose sums depend on the batch: 1 on
+       the f32 activations as they are (batch_gemm: the vision towers); 2 on
+       activations rounded through the weight's vec_dot type first, as the
+       dots would see them, from 16 rows (gemm: Whisper, whose outputs stay
+       those of its earlier code). */
+    const bool fw = w->dtype == MLLM_DTYPE_F16 || w->dtype == MLLM_DTYPE_BF16;
+    t->ip[3] = t->ip[2]                                                   ? 0
+               : g->gemm && fw && x->ne[1] >= 16 && w->ne[0] <= 16384     ? 2
+               : g->batch_gemm && (fw || w->dtype == MLLM_DTYPE_F32)      ? 1
+                                                                          : 0;
     return emit(g, t);
 }
 
@@ -332,12 +341,13 @@ mllm_tensor *mllm_op_gelu_mul(mllm_graph *g, mllm_tensor *a, mllm_tensor *b) {
     return binary(g, MLLM_OP_GELU_MUL, a, b, "gelu_mul");
 }
 
-static mllm_tensor *unary(mllm_graph *g, mllm_op op, mllm_tensor *x, float p, const char *name) {
+static mllm_tensor *unary(mllm_graph *g, mllm_op op, mllm_tensor *x, float p, int ip0, const char *name) {
     if (!x || x->dtype != MLLM_DTYPE_F32) { g->failed = true; return NULL; }
     mllm_tensor *t = node(g, op, 4, x->ne, name);
     if (!t) return NULL;
     t->src[0] = x;
     t->fp[0] = p;
+    t->ip[0] = ip0;
     return emit(g, t);
 }
 
@@ -360,13 +370,15 @@ mllm_tensor *mllm_op_attention_noncausal(mllm_tensor *a) {
     return a;
 }
 
-mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unary(g, MLLM_OP_SCALE, x, s, "scale"); }
-mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x) { return unary(g, MLLM_OP_GELU, x, 0.0f, "gelu"); }
+mllm_tensor *mllm_op_scale(mllm_graph *g, mllm_tensor *x, float s) { return unary(g, MLLM_OP_SCALE, x, s, 0, "scale"); }
+/* ip[0]: the CPU path's vector erf */
+mllm_tensor *mllm_op_gelu(mllm_graph *g, mllm_tensor *x) { return unary(g, MLLM_OP_GELU, x, 0.0f, 0, "gelu"); }
+mllm_tensor *mllm_op_gelu_fast(mllm_graph *g, mllm_tensor *x) { return unary(g, MLLM_OP_GELU, x, 0.0f, 1, "gelu"); }
 mllm_tensor *mllm_op_gelu_tanh(mllm_graph *g, mllm_tensor *x) {
-    return unary(g, MLLM_OP_GELU_TANH, x, 0.0f, "gelu_tanh");
+    return unary(g, MLLM_OP_GELU_TANH, x, 0.0f, 0, "gelu_tanh");
 }
 mllm_tensor *mllm_op_softcap(mllm_graph *g, mllm_tensor *x, float cap) {
-    return unary(g, MLLM_OP_SOFTCAP, x, cap, "softcap");
+    return unary(g, MLLM_OP_SOFTCAP, x, cap, 0, "softcap");
 }
 
 static bool contiguous_f32(const mllm_tensor *t) {
@@ -468,6 +480,112 @@ mllm_tensor *mllm_op_view_cols(mllm_graph *g, mllm_tensor *x, int64_t c0, int64_
     t->view_src = x->view_src ? x->view_src : x;
     t->view_offs = x->view_offs + (size_t)c0 * x->nb[1];
     t->data = x->data ? (char *)x->data + (size_t)c0 * x->nb[1] : NULL;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_view_elems(mllm_graph *g, mllm_tensor *x, int64_t e0, int64_t n) {
+    if (!x || x->dtype != MLLM_DTYPE_F32 || e0 < 0 || n < 1 || e0 + n > x->ne[0] || x->ne[2] != 1 || x->ne[3] != 1) {
+        g->failed = true;
+        return NULL;
+    }
+    mllm_tensor *t = tensor_struct(g, x->name);
+    if (!t) return NULL;
+    int64_t ne[2] = {n, x->ne[1]};
+    mllm_tensor_set_shape(t, x->dtype, 2, ne);
+    t->nb[1] = x->nb[1];
+    t->nb[2] = t->nb[3] = x->nb[1] * (size_t)x->ne[1];
+    t->op = MLLM_OP_VIEW;
+    t->src[0] = x;
+    t->view_src = x->view_src ? x->view_src : x;
+    t->view_offs = x->view_offs + (size_t)e0 * sizeof(float);
+    t->data = x->data ? (char *)x->data + (size_t)e0 * sizeof(float) : NULL;
+    return emit(g, t);
+}
+
+/* ---- encoder-decoder ops --------------------------------------------- */
+
+/* f32 rows of ne0 values, contiguous within a row (any row stride). */
+static bool f32_rows(const mllm_tensor *t, int64_t ne0) {
+    return t && t->dtype == MLLM_DTYPE_F32 && t->ne[0] == ne0 && t->nb[0] == sizeof(float) && t->ne[2] == 1 &&
+           t->ne[3] == 1;
+}
+
+mllm_tensor *mllm_op_im2col(mllm_graph *g, mllm_tensor *x, int k, int stride, int pad) {
+    if (!x) return NULL;
+    const int64_t t_out = k > 0 && stride > 0 && pad >= 0 ? (x->ne[1] + 2 * pad - k) / stride + 1 : 0;
+    if (!contiguous_f32(x) || x->ne[2] != 1 || x->ne[3] != 1 || t_out < 1) { g->failed = true; return NULL; }
+    int64_t ne[2] = {x->ne[0] * k, t_out};
+    mllm_tensor *t = node(g, MLLM_OP_IM2COL, 2, ne, "im2col");
+    if (!t) return NULL;
+    t->src[0] = x;
+    t->ip[0] = k;
+    t->ip[1] = stride;
+    t->ip[2] = pad;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_attention_full(mllm_graph *g, mllm_tensor *q, mllm_tensor *k, mllm_tensor *v, int n_head) {
+    if (!q || !k || !v) return NULL;
+    const int64_t dim = q->ne[0];
+    if (n_head < 1 || dim % n_head != 0 || !f32_rows(q, dim) || !f32_rows(k, dim) || !f32_rows(v, dim) ||
+        k->ne[1] != v->ne[1]) {
+        g->failed = true;
+        return NULL;
+    }
+    int64_t ne[2] = {dim, q->ne[1]};
+    mllm_tensor *t = node(g, MLLM_OP_ATTENTION_FULL, 2, ne, "attn_full");
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = k;
+    t->src[2] = v;
+    t->ip[0] = n_head;
+    return emit(g, t);
+}
+
+/* An optional I32 vector of n values. */
+static bool opt_i32(const mllm_tensor *t, int64_t n) { return !t || (is_i32_vector(t) && t->ne[0] == n); }
+
+mllm_tensor *mllm_op_kv_slots_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                                    mllm_tensor *slot, const mllm_kv_slots *kv) {
+    if (!k || !v) return NULL;
+    const int64_t dim = kv ? (int64_t)kv->n_head * kv->head_dim : 0, T = k->ne[1];
+    if (!kv || !f32_rows(k, dim) || !f32_rows(v, dim) || v->ne[1] != T || !opt_i32(pos, T) || !opt_i32(slot, T) ||
+        (!pos && T > kv->n_ctx)) {
+        g->failed = true;
+        return NULL;
+    }
+    int64_t ne[1] = {1};
+    mllm_tensor *t = node(g, MLLM_OP_KV_SLOTS_STORE, 1, ne, "kv_slots_store");
+    if (!t) return NULL;
+    t->src[0] = k;
+    t->src[1] = v;
+    t->src[2] = pos;
+    t->src[3] = slot;
+    t->pp = kv;
+    return emit(g, t);
+}
+
+mllm_tensor *mllm_op_attention_slots(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
+                                     mllm_tensor *slot, const mllm_kv_slots *kv, int n_runs, bool causal,
+                                     int n_keys) {
+    if (!q) return NULL;
+    const int64_t dim = kv ? (int64_t)kv->n_head * kv->head_dim : 0, T = q->ne[1];
+    if (!kv || !f32_rows(q, dim) || n_runs < 1 || T % n_runs != 0 || !opt_i32(pos, T) || !opt_i32(slot, T) ||
+        (causal && !pos) || (!causal && (n_keys < 1 || n_keys > kv->n_ctx))) {
+        g->failed = true;
+        return NULL;
+    }
+    int64_t ne[2] = {dim, T};
+    mllm_tensor *t = node(g, MLLM_OP_ATTENTION_SLOTS, 2, ne, "attn_slots");
+    if (!t) return NULL;
+    t->src[0] = q;
+    t->src[1] = dep;
+    t->src[2] = pos;
+    t->src[3] = slot;
+    t->pp = kv;
+    t->ip[0] = n_runs;
+    t->ip[1] = causal;
+    t->ip[2] = causal ? 0 : n_keys;
     return emit(g, t);
 }
 

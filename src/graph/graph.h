@@ -34,6 +34,17 @@ typedef struct {
     bool batch_gemm;       /* matmuls built from now on may take the CPU's packed-panel GEMM for float
                               weights, whose sums depend on the batch: encoders (vision towers), which
                               need no batch invariance, not decoders */
+    /* Matmuls built from now on by f16 / bf16 weights with many activation
+       rows run on the CPU's packed GEMM (activations rounded to the
+       weight's type once, then widened): faster, but a row's sums depend
+       on the batch, so only for callers that need no batch invariance
+       (Whisper's encoder and prompts). */
+    bool gemm;
+    /* Nodes of fewer multiply-adds than this run on the calling thread
+       alone (mllm_exec_ctx.serial_below): for graphs of many small nodes
+       (Whisper's decoder steps), where waking a worker and meeting it at
+       every node's barrier costs more than it saves on a busy machine. */
+    int64_t serial_below;
     /* The backends to schedule over, in order of preference (the CPU last,
        as the fallback); none: the CPU alone. Set before mllm_graph_plan. */
     mllm_backend *backends[MLLM_MAX_BACKENDS];
@@ -119,6 +130,9 @@ mllm_tensor *mllm_op_rope_table(mllm_graph *g, mllm_tensor *x, mllm_tensor *cs, 
    cache). scale multiplies q.k. Out: (D * n_head, T). */
 mllm_tensor *mllm_op_attention_segments(mllm_graph *g, mllm_tensor *q, mllm_tensor *k, mllm_tensor *v,
                                         mllm_tensor *segs, int n_head, float scale);
+/* The same with the CPU path's vector erf (AVX2: NMSE ~1e-14 against
+   libm's, which mllm_op_gelu keeps for BERT's reference bits): Whisper's. */
+mllm_tensor *mllm_op_gelu_fast(mllm_graph *g, mllm_tensor *x);
 /* The attention node a (from mllm_op_attention) made non-causal: for
    encoders (BERT, ViT, Whisper's encoder), whose tokens all see each other.
    Trace mode (in eager mode the node has already run, causally). */
@@ -128,9 +142,39 @@ mllm_tensor *mllm_op_add(mllm_graph *g, mllm_tensor *a, mllm_tensor *b);
    contiguous f32 inputs; NULL (and g->failed, the error message set) for
    an unknown name, a wrong input count or shapes its rule rejects. */
 mllm_tensor *mllm_op_custom(mllm_graph *g, const char *name, mllm_tensor *const *in, int n_in);
+/* ---- encoder-decoder ops (Whisper) ---------------------------------- */
+/* The columns of a 1-D convolution: x (C, T_in), a row of C channels per
+   frame -> (C * k, T_out), row t holding x[t * stride + j - pad][c] at
+   c * k + j (zero outside), T_out = (T_in + 2 pad - k) / stride + 1. A
+   matmul by the weights stored [out][in][k] is then the convolution
+   (ggml's im2col + mul_mat), so the heavy part runs where matmuls do. */
+mllm_tensor *mllm_op_im2col(mllm_graph *g, mllm_tensor *x, int k, int stride, int pad);
+/* Attention of every query over every key, K and V given as tensors (no
+   cache: an encoder's self-attention): q (n_head * hd, n_q), k and v
+   (n_head * hd, n_k), rows of any stride (mllm_op_view_elems of one fused
+   QKV output). Scale 1 / sqrt(hd). Out (n_head * hd, n_q). */
+mllm_tensor *mllm_op_attention_full(mllm_graph *g, mllm_tensor *q, mllm_tensor *k, mllm_tensor *v, int n_head);
+/* Writes k and v (dim, T; rows of any stride) of token t at position
+   pos[t] of slot slot[t] of the slot cache (core/tensor.h); pos NULL:
+   position t; slot NULL: slot 0. */
+mllm_tensor *mllm_op_kv_slots_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mllm_tensor *pos,
+                                    mllm_tensor *slot, const mllm_kv_slots *kv);
+/* Attention of q (dim, T) over a slot cache; dep: the store that must run
+   first (or NULL). The T tokens are n_runs runs of T / n_runs tokens, each
+   of one sequence at consecutive positions, run r in slot slot[r * T /
+   n_runs] (slot NULL: 0). causal: a token at position p sees positions
+   [0, p] (pos given); else every token sees [0, n_keys). Out (dim, T). */
+mllm_tensor *mllm_op_attention_slots(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
+                                     mllm_tensor *slot, const mllm_kv_slots *kv, int n_runs, bool causal,
+                                     int n_keys);
+
 /* Views (no copy, no compute). */
 mllm_tensor *mllm_op_reshape(mllm_graph *g, mllm_tensor *x, int n_dims, const int64_t *ne);
 /* Columns [c0, c0+n) of a 2-D tensor (tokens [c0, c0+n)). */
 mllm_tensor *mllm_op_view_cols(mllm_graph *g, mllm_tensor *x, int64_t c0, int64_t n);
+/* Values [e0, e0 + n) of every row of a 2-D tensor, rows keeping x's
+   stride (q, k and v of a fused QKV output). Read only by the ops that say
+   so (attention_full, kv_slots_store). */
+mllm_tensor *mllm_op_view_elems(mllm_graph *g, mllm_tensor *x, int64_t e0, int64_t n);
 
 #endif

@@ -1,5 +1,5 @@
 /* Whisper's threaded helpers against the plain code they replace, bit for
-   bit: the four-rows-at-a-time LayerNorm (wh_layernorm_rows) against
+   bit: the four-rows-at-a-time LayerNorm (mllm_cpu_layernorm_rows, the graph's) against
    mllm_layernorm_generic row by row, on odd widths and row counts; the
    log-mel on a thread pool against the same call on one thread; and the
    frame pairs that skip their FFT (all-zero samples) against the value an
@@ -33,7 +33,7 @@ static void test_layernorm_rows(void **state) {
                 const float *gm = affine ? gamma : NULL, *bt = affine ? beta : NULL;
                 for (int64_t m = 0; m < M; m++)
                     g->layernorm(r + (size_t)m * dim, x + (size_t)m * dim, gm, bt, dim, 1e-5f);
-                wh_layernorm_rows(y, x, gm, bt, M, dim, 1e-5f);
+                mllm_cpu_layernorm_rows(y, x, gm, bt, M, dim, 1e-5f);
                 assert_memory_equal(y, r, n * sizeof(float));
                 free(x), free(y), free(r), free(gamma), free(beta);
             }

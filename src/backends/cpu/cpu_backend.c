@@ -4,6 +4,8 @@
    execution path of a CPU-only model: nothing per node beyond the call. */
 #include "backends/cpu/cpu_backend.h"
 
+#include <stdint.h>
+
 #include "core/alloc.h"
 
 /* Both are host memory; they differ in who can read them (the repacked
@@ -20,6 +22,23 @@ const mllm_buffer_type *mllm_cpu_repack_buffer_type(void) { return &g_repack_buf
 bool mllm_cpu_supports_op(const mllm_tensor *t) { return t->op > MLLM_OP_VIEW && t->op < MLLM_OP_COUNT; }
 
 typedef struct { const mllm_exec_ctx *x; mllm_tensor **nodes; int n; } exec_job;
+
+/* A node's work for mllm_exec_ctx.serial_below: multiply-adds of the
+   matmuls and attentions (a causal slot attention counted over its whole
+   context), values written for the rest. */
+static int64_t node_cost(const mllm_tensor *t) {
+    switch (t->op) {
+    case MLLM_OP_MATMUL: return t->src[0]->ne[0] * t->src[0]->ne[1] * t->src[1]->ne[1];
+    case MLLM_OP_ATTENTION_SLOTS: {
+        const mllm_kv_slots *kv = t->pp;
+        return t->ne[0] * t->ne[1] * (t->ip[1] ? kv->n_ctx : t->ip[2]) * 2;
+    }
+    case MLLM_OP_ATTENTION:
+    case MLLM_OP_ATTENTION_PAGED:
+    case MLLM_OP_ATTENTION_FULL: return INT64_MAX;
+    default: return mllm_tensor_nelements(t);
+    }
+}
 
 static void exec_fn(void *arg, int ith, int nth) {
     exec_job *j = arg;
@@ -44,9 +63,22 @@ bool mllm_cpu_compute_nodes(mllm_exec_ctx *x, mllm_tensor **nodes, int n) {
         x->work_size = need;
     }
     for (int i = 0; i < n; i++) nodes[i]->next_chunk = 0;
-    exec_job j = {x, nodes, n};
-    if (x->pool) mllm_pool_run(x->pool, exec_fn, &j);
-    else exec_fn(&j, 0, 1);
+    if (x->serial_below <= 0 || nth == 1) {
+        exec_job j = {x, nodes, n};
+        if (x->pool) mllm_pool_run(x->pool, exec_fn, &j);
+        else exec_fn(&j, 0, 1);
+        return true;
+    }
+    /* Runs of small nodes on this thread (no pool: their barriers are
+       no-ops), runs of large ones on the pool. */
+    const mllm_exec_ctx solo = {NULL, x->work, x->work_size, 0};
+    for (int i = 0, j; i < n; i = j) {
+        const bool small = node_cost(nodes[i]) < x->serial_below;
+        for (j = i + 1; j < n && (node_cost(nodes[j]) < x->serial_below) == small;) j++;
+        exec_job job = {small ? &solo : x, nodes + i, j - i};
+        if (small) exec_fn(&job, 0, 1);
+        else mllm_pool_run(x->pool, exec_fn, &job);
+    }
     return true;
 }
 

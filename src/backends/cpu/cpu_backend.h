@@ -35,5 +35,11 @@ size_t mllm_attention_paged_work_size(const mllm_tensor *t, int nth);
 void mllm_compute_rope_table(mllm_tensor *t, int ith, int nth);
 void mllm_compute_attention_segments(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
 size_t mllm_attention_segments_work_size(const mllm_tensor *t, int nth);
+/* node_compute_kv.c: the encoder-decoder ops (graph.h) */
+void mllm_compute_im2col(mllm_tensor *t, int ith, int nth);
+void mllm_compute_attention_full(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
+void mllm_compute_kv_slots_store(mllm_tensor *t, int ith, int nth);
+void mllm_compute_attention_slots(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth);
+size_t mllm_attention_kv_work_size(const mllm_tensor *t, int nth);
 
 #endif

@@ -90,6 +90,8 @@ const char *mllm_cpu_path(void) { return g_isa_names[mllm_cpu_isa_get()]; }
 
 bool mllm_cpu_isa_is_x86(mllm_cpu_isa isa) { return isa == MLLM_CPU_ISA_AVX2 || isa == MLLM_CPU_ISA_AVX512; }
 
+bool mllm_cpu_reads_unaligned_rows(void) { return mllm_cpu_isa_is_x86(mllm_cpu_isa_get()); }
+
 bool mllm_cpu_isa_is_arm(mllm_cpu_isa isa) {
     return isa == MLLM_CPU_ISA_NEON || isa == MLLM_CPU_ISA_NEON_DOTPROD || isa == MLLM_CPU_ISA_NEON_I8MM;
 }

@@ -65,6 +65,12 @@ typedef struct {
                              int seg, int n, int n_valid, const float *p, size_t p_stride, int n_p);
 } mllm_cpu_ops;
 
+/* The generic LayerNorm (mllm_cpu_ops_generic()->layernorm) on M
+   contiguous rows of dim values, the same values, several rows side by
+   side (layernorm_rows.c): what the graph's LAYERNORM runs. */
+void mllm_cpu_layernorm_rows(float *Y, const float *X, const float *gamma, const float *beta, int64_t M, int dim,
+                             float eps);
+
 /* The generic transpose8 (the NEON table uses it too). */
 void mllm_transpose8_generic(float *dst, size_t stride, const float *const *rows, int n);
 
@@ -93,13 +99,6 @@ bool mllm_cpu_has_packed_kernel(mllm_dtype packed);
 bool mllm_cpu_has_avx2(void);
 bool mllm_cpu_has_avx512(void);
 
-/* Converts one activation row of n floats to dtype t (a vec_dot_type) the
-   way llama.cpp's CPU backend does at run time, so our logits track its own:
-   q8_0/q8_1 use id = 127/amax and round half to even (ggml's SIMD
-   quantize_row_q8_*), which differs from the dtype table's reference
-   from_float (= GGUF's quantize_row_*_ref, for weights) in rare ties; f16
-   and the others are the same as from_float. */
-void mllm_cpu_quantize_row(mllm_dtype t, const float *x, void *y, int64_t n);
 
 /* The matmul hot spot: Y[m][r] = dot(W row r, X row m) for r in [r0, r1),
    m in [0, M). W: n_rows rows of K values of dtype wt, row stride w_stride
@@ -141,13 +140,6 @@ void mllm_cpu_gemm_f32_pack_t(const float *Wt, size_t wt_stride, int64_t K, int6
 void mllm_cpu_gemm_f32_packed(const float *P, int64_t K, int64_t N, const float *X, size_t x_stride, int64_t M,
                               float *Y, size_t y_stride);
 
-/* sum over i < n of exp((double)(x[i] - mx)) (x[i] = -inf adds 0; mx is
-   meant to be the max, so every term is at most 1), and *ts_sum (if not
-   NULL) the same over [ts_from, n): the log-softmax normaliser. The
-   generic path is libm's exp in index order; x86 a 4-lane double exp
-   within about 1 ulp of it, summed in another order (terms under 1e-307
-   count as 0). */
-double mllm_cpu_sum_exp(const float *x, int n, float mx, int ts_from, double *ts_sum);
 
 
 /* Row `row` of a (K x n) matrix of dtype t with the given row stride, as K

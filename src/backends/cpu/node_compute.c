@@ -34,14 +34,21 @@ static void compute_rmsnorm(mllm_tensor *t, int ith, int nth) {
                    w ? (const float *)w->data : NULL, (int)n, t->fp[0]);
 }
 
+/* Rows per LayerNorm chunk, handed out from a shared counter (a thread
+   slowed down by another process takes fewer). */
+#define LN_ROWS 64
+
 static void compute_layernorm(mllm_tensor *t, int ith, int nth) {
-    const mllm_cpu_ops *k = mllm_cpu_ops_generic();
+    (void)ith;
+    (void)nth;
     const mllm_tensor *x = t->src[0], *w = t->src[1], *b = t->src[2];
-    int64_t r0, r1, n = t->ne[0];
-    split(n_rows(t), ith, nth, &r0, &r1);
-    for (int64_t r = r0; r < r1; r++)
-        k->layernorm((float *)t->data + r * n, (const float *)x->data + r * n, w ? (const float *)w->data : NULL,
-                     b ? (const float *)b->data : NULL, (int)n, t->fp[0]);
+    const int64_t n = t->ne[0], rows = n_rows(t);
+    for (int64_t r0; (r0 = __atomic_fetch_add(&t->next_chunk, 1, __ATOMIC_RELAXED) * LN_ROWS) < rows;) {
+        const int64_t nr = rows - r0 < LN_ROWS ? rows - r0 : LN_ROWS;
+        mllm_cpu_layernorm_rows((float *)t->data + r0 * n, (const float *)x->data + r0 * n,
+                                w ? (const float *)w->data : NULL, b ? (const float *)b->data : NULL, nr, (int)n,
+                                t->fp[0]);
+    }
 }
 
 static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int nth) {
@@ -51,7 +58,20 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     const void *X = x->data;
     size_t xs = x->nb[1];
     float *row_buf = NULL;
-    if (t->ip[2]) {
+    if (t->ip[3] == 2) {
+        /* The packed GEMM (graph.h: mllm_graph.gemm) reads f32 rows: each
+           activation row rounded through the weight's vec_dot type, as the
+           dots would see it, then widened, once for all threads. */
+        const mllm_dtype vt = (mllm_dtype)tr->vec_dot_type;
+        xs = (size_t)K * sizeof(float);
+        void *half = (char *)g->work + xs * (size_t)M + (size_t)ith * (size_t)K * sizeof(mllm_f16);
+        for (int64_t m = ith; m < M; m += nth) {
+            mllm_cpu_quantize_row(vt, (const float *)((const char *)x->data + (size_t)m * x->nb[1]), half, K);
+            mllm_cpu_to_float(vt, half, (float *)((char *)g->work + (size_t)m * xs), K);
+        }
+        mllm_pool_barrier(g->pool);
+        X = g->work;
+    } else if (t->ip[2]) {
         row_buf = (float *)g->work + (size_t)ith * (size_t)K; /* exact: this thread's dequantized row */
     } else if (!t->ip[3] && tr->vec_dot_type != MLLM_DTYPE_F32) {
         /* Activations are converted to the weight's vec_dot_type once, as
@@ -71,8 +91,9 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
        process on its core) takes fewer chunks instead of making the others
        wait at the barrier. Each row's result does not depend on the split. */
     /* Prefill takes fewer, larger chunks: each call widens or converts its
-       activation rows again (the float GEMM), which pays off over more rows. */
-    int64_t target = (int64_t)nth * (M >= 16 ? 3 : 8);
+       activation rows again (the float GEMM), which pays off over more rows;
+       not the packed GEMM's (ip[3]), whose rows were widened once above. */
+    int64_t target = (int64_t)nth * (M >= 16 && t->ip[3] != 2 ? 3 : 8);
     int64_t chunk = ((N + target - 1) / target + 15) & ~(int64_t)15;
     if (nth == 1) chunk = N;
     for (;;) {
@@ -87,11 +108,11 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
                                    row_buf);
         else
             mllm_cpu_mul_mat((mllm_dtype)w->dtype, w->data, w->nb[1], K, X, xs, M, t->data, (size_t)N, r0, r1);
-        if (b) {
-            const float *bias = b->data;
+        if (b) { /* one add per value: the plain loop's bits, vectorised (gcc left it scalar) */
+            const float *bias = (const float *)b->data + r0;
             for (int64_t m = 0; m < M; m++) {
-                float *y = (float *)t->data + m * N;
-                for (int64_t r = r0; r < r1; r++) y[r] += bias[r];
+                float *y = (float *)t->data + m * N + r0;
+                mllm_cpu_ops_get()->add_f32(y, y, bias, (int)(r1 - r0));
             }
         }
     }
@@ -260,7 +281,14 @@ static void compute_unary(mllm_tensor *t, int ith, int nth) {
     const float *x = t->src[0]->data;
     float *y = t->data;
     const float p = t->fp[0];
-    if (t->op == MLLM_OP_GELU)
+    if (t->op == MLLM_OP_GELU && t->ip[0]) {
+        /* the vector erf: parts start at multiples of 16 values, so a value
+           meets the vector loop or the scalar tail whatever the threads */
+        const int64_t per = ((n + nth - 1) / nth + 15) & ~(int64_t)15;
+        i0 = per * ith < n ? per * ith : n;
+        i1 = i0 + per < n ? i0 + per : n;
+        if (i0 < i1) mllm_cpu_ops_get()->gelu_erf(y + i0, x + i0, (int)(i1 - i0));
+    } else if (t->op == MLLM_OP_GELU)
         mllm_cpu_ops_generic()->gelu_erf(y + i0, x + i0, (int)(i1 - i0));
     else if (t->op == MLLM_OP_GELU_TANH)
         for (int64_t i = i0; i < i1; i++)
@@ -289,6 +317,8 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
     switch (t->op) {
     case MLLM_OP_MATMUL: {
         const mllm_dtype_traits *tr = mllm_dtype_get(t->src[0]->dtype);
+        if (t->ip[3] == 2) /* rounded rows, f32, then a row of the vec_dot type per thread */
+            return (size_t)t->src[0]->ne[0] * ((size_t)t->src[1]->ne[1] * sizeof(float) + (size_t)nth * sizeof(mllm_f16));
         if (t->ip[2]) return (size_t)nth * (size_t)t->src[0]->ne[0] * sizeof(float);
         if (t->ip[3] || tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
         return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
@@ -299,6 +329,8 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
                ((size_t)MLLM_KV_CAP(((const mllm_kv_layer *)t->pp)->n_ctx) + (size_t)t->src[0]->ne[0]) * sizeof(float);
     case MLLM_OP_ATTENTION_PAGED: return mllm_attention_paged_work_size(t, nth);
     case MLLM_OP_ATTENTION_SEGMENTS: return mllm_attention_segments_work_size(t, nth);
+    case MLLM_OP_ATTENTION_FULL:
+    case MLLM_OP_ATTENTION_SLOTS: return mllm_attention_kv_work_size(t, nth);
     default: return 0;
     }
 }
@@ -324,6 +356,10 @@ void mllm_cpu_compute_node(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
     case MLLM_OP_CUSTOM: compute_custom(t, ith, nth); break;
     case MLLM_OP_ROPE_TABLE: mllm_compute_rope_table(t, ith, nth); break;
     case MLLM_OP_ATTENTION_SEGMENTS: mllm_compute_attention_segments(g, t, ith, nth); break;
+    case MLLM_OP_IM2COL: mllm_compute_im2col(t, ith, nth); break;
+    case MLLM_OP_ATTENTION_FULL: mllm_compute_attention_full(g, t, ith, nth); break;
+    case MLLM_OP_KV_SLOTS_STORE: mllm_compute_kv_slots_store(t, ith, nth); break;
+    case MLLM_OP_ATTENTION_SLOTS: mllm_compute_attention_slots(g, t, ith, nth); break;
     default: break;
     }
 }

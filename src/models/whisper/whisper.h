@@ -1,9 +1,9 @@
 /* Whisper (OpenAI's encoder-decoder speech model) over a CTranslate2
    folder (model.bin, config.json, tokenizer.json: what faster-whisper
-   reads). The forward is written directly against the CPU kernels rather
-   than the graph: it needs a conv stem, erf GELU, LayerNorm with f16 weights
-   and cross-attention over encoder states computed once per window, none of
-   which the decoder-only graph has.
+   reads). The encoder is a graph (whisper_graph.c: im2col + matmul for
+   the conv stem, attention_full, the cross-attention K/V stored in slot
+   caches once per window), run by the scheduler over the backends of
+   mllm_whisper_params.backends.
 
    Shapes (tiny.en: d 384, 6 heads, 4 + 4 layers, 51864 tokens):
      mel (n_mels, 3000) -> conv1 (k 3, pad 1) + GELU -> conv2 (k 3, stride 2,
@@ -59,6 +59,10 @@ typedef struct {
     void (*on_weight)(void *user, const char *name, int dtype, int rank, const uint32_t *dims, const void *data,
                       size_t bytes);
     void *user;
+    /* The backends the encoder runs on, in order of preference ("opencl",
+       "cuda,cpu"; mllm_load_params.backend's names); what one lacks runs
+       on the CPU. NULL or "": the CPU alone. */
+    const char *backends;
 } mllm_whisper_params;
 
 /* Loads dir/model.bin (a CTranslate2 WhisperSpec), dir/config.json

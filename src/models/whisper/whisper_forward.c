@@ -1,113 +1,15 @@
-/* Whisper's forward: the encoder over one 30-s window (conv stem as im2col
-   + matmul, pre-LN blocks), the cross-attention K/V of every decoder layer
-   computed once from its output, and decoder steps over a self-attention
-   KV cache per sequence (several sequences: beam search). */
-#include <math.h>
+/* Whisper's decoder steps as a graph over a self-attention cache slot per
+   sequence (several sequences: beam search, which renames slots) and the
+   cross-attention K/V the encoder graph (whisper_graph.c) stored. */
 #include <string.h>
 #include "audio/mel.h"
-#include "backends/cpu/kernels.h"
 #include "core/alloc.h"
-#include "core/dtype.h"
 #include "core/error.h"
 #include "formats/ctranslate2.h"
 #include "models/whisper/whisper_internal.h"
 
-/* cols[t][c * 3 + k] = src[c][(t * stride + k - 1)] (zero outside), src
-   being n_in channels of t_in frames given with channel stride cs and frame
-   stride fs: the kernel-3, pad-1 convolution as one matmul. */
-static void im2col(const float *src, size_t cs, size_t fs, int n_in, int t_in, int stride, int t_out, float *cols) {
-    for (int t = 0; t < t_out; t++) {
-        float *row = cols + (size_t)t * (size_t)n_in * 3;
-        for (int k = 0; k < 3; k++) {
-            const int ti = t * stride + k - 1;
-            if (ti < 0 || ti >= t_in) {
-                for (int c = 0; c < n_in; c++) row[c * 3 + k] = 0.0f;
-                continue;
-            }
-            for (int c = 0; c < n_in; c++) row[c * 3 + k] = src[(size_t)c * cs + (size_t)ti * fs];
-        }
-    }
-}
-
-/* dst[c][j] = src[j * stride + c] for c < d, j < n: V transposed. */
-static void transpose(const float *src, size_t stride, int n, int d, float *dst, size_t dst_stride) {
-    for (int j0 = 0; j0 < n; j0 += 32) {
-        const int j1 = j0 + 32 < n ? j0 + 32 : n;
-        for (int c = 0; c < d; c++)
-            for (int j = j0; j < j1; j++) dst[(size_t)c * dst_stride + (size_t)j] = src[(size_t)j * stride + (size_t)c];
-    }
-}
-
 mllm_status mllm_whisper_mel(mllm_whisper *w, const float *samples, size_t n, float *mel) {
     return mllm_mel_compute_pool(samples, n, w->hp.n_mels, mel, w->pool);
-}
-
-mllm_status mllm_whisper_encode(mllm_whisper *w, const float *mel) {
-    const mllm_whisper_hparams *hp = &w->hp;
-    const int d = hp->d_model, T1 = MLLM_WHISPER_N_FRAMES, T2 = hp->n_audio_ctx, nm = hp->n_mels;
-    const size_t col1 = (size_t)T1 * (size_t)nm * 3, col2 = (size_t)T2 * (size_t)d * 3;
-    const size_t xd = (size_t)T2 * (size_t)d, big = col1 > col2 + xd ? col1 : col2 + xd;
-    /* scratch: cols (or qkv | ffn) | h1 (T1 x d) | x | h | att | tmp */
-    const size_t work = (size_t)T2 * (size_t)(hp->d_ff > 3 * d ? hp->d_ff : 3 * d);
-    const size_t n_a = big > work ? big : work;
-    float *s = wh_scratch(w, n_a + (size_t)T1 * (size_t)d + 4 * xd);
-    if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the encoder");
-    float *a = s, *h1 = a + n_a, *x = h1 + (size_t)T1 * (size_t)d, *h = x + xd, *att = h + xd, *tmp = att + xd;
-    mllm_status st;
-    w->encoded = false;
-
-    im2col(mel, MLLM_WHISPER_N_FRAMES, 1, nm, T1, 1, T1, a);
-    if ((st = wh_linear_run(w, &w->conv1, a, T1, h1, true, NULL)) != MLLM_OK) return st;
-    im2col(h1, 1, (size_t)d, d, T1, 2, T2, a);
-    if ((st = wh_linear_run(w, &w->conv2, a, T2, x, true, NULL)) != MLLM_OK) return st;
-    for (size_t i = 0; i < xd; i++) x[i] += w->enc_pos[i];
-
-    for (int l = 0; l < hp->n_enc_layers; l++) {
-        const wh_enc_layer *L = &w->enc[l];
-        float *qkv = a, *vt = a + (size_t)T2 * (size_t)d * 3;
-        wh_layernorm(w, &L->attn_ln, x, T2, d, h);
-        if ((st = wh_linear_run(w, &L->qkv, h, T2, qkv, false, NULL)) != MLLM_OK) return st;
-        wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = T2, .n_k = T2, .q = qkv, .k = qkv + d,
-                      .v = qkv + 2 * d, .v_stride = (size_t)d * 3, .q_stride = (size_t)d * 3,
-                      .k_stride = (size_t)d * 3, .vt_stride = (size_t)T2, .out = att, .out_stride = (size_t)d,
-                      .causal = -1};
-        if (!wh_attention_packs(&at)) { /* V^T for the tiles (a short n_audio_ctx) */
-            transpose(qkv + 2 * d, (size_t)d * 3, T2, d, vt, (size_t)T2);
-            at.vt = vt;
-        }
-        if ((st = wh_attention(w, &at)) != MLLM_OK) return st;
-        if ((st = wh_linear_run(w, &L->out, att, T2, tmp, false, x)) != MLLM_OK) return st;
-        wh_layernorm(w, &L->ffn_ln, x, T2, d, h);
-        if ((st = wh_linear_run(w, &L->fc1, h, T2, a, true, NULL)) != MLLM_OK) return st;
-        if ((st = wh_linear_run(w, &L->fc2, a, T2, tmp, false, x)) != MLLM_OK) return st;
-    }
-    wh_layernorm(w, &w->enc_ln, x, T2, d, w->enc_out);
-    if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
-
-    const size_t hd = (size_t)hp->head_dim;
-    for (int l = 0; l < hp->n_dec_layers; l++) {
-        float *kv = a;
-        if ((st = wh_linear_run(w, &w->dec[l].cross_kv, w->enc_out, T2, kv, false, NULL)) != MLLM_OK) return st;
-        float *vt = kv + 2 * xd; /* V^T in f32 first */
-        transpose(kv + d, (size_t)d * 2, T2, d, vt, (size_t)T2);
-        if (w->cross_f16) {
-            mllm_f16 *K = (mllm_f16 *)w->cross_k + (size_t)l * xd, *Vt = (mllm_f16 *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++)
-                for (int hh = 0; hh < hp->n_head; hh++) /* head-major: wh_attn.k_head */
-                    mllm_cpu_quantize_row(MLLM_DTYPE_F16, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
-                                          K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, (int64_t)hd);
-            mllm_cpu_quantize_row(MLLM_DTYPE_F16, vt, Vt, (int64_t)xd);
-        } else {
-            float *K = (float *)w->cross_k + (size_t)l * xd, *Vt = (float *)w->cross_vt + (size_t)l * xd;
-            for (int j = 0; j < T2; j++)
-                for (int hh = 0; hh < hp->n_head; hh++)
-                    memcpy(K + ((size_t)hh * (size_t)T2 + (size_t)j) * hd, kv + (size_t)j * (size_t)d * 2 + (size_t)hh * hd,
-                           hd * sizeof(float));
-            memcpy(Vt, vt, xd * sizeof(float));
-        }
-    }
-    w->encoded = true;
-    return MLLM_OK;
 }
 
 static mllm_status ensure_cache(mllm_whisper *w, int n_seq) {
@@ -117,12 +19,20 @@ static mllm_status ensure_cache(mllm_whisper *w, int n_seq) {
     /* Allocated once for the most sequences: a reorder copies between slots. */
     w->self_k = mllm_malloc_aligned(per * sizeof(float));
     w->self_vt = mllm_malloc_aligned(per * sizeof(float));
-    if (!w->self_k || !w->self_vt) {
+    w->self = mllm_calloc((size_t)hp->n_dec_layers, sizeof *w->self);
+    if (!w->self_k || !w->self_vt || !w->self) {
+        mllm_free(w->self);
+        w->self = NULL;
         mllm_free_aligned(w->self_k);
         mllm_free_aligned(w->self_vt);
         w->self_k = w->self_vt = NULL;
         return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder cache");
     }
+    const size_t layer = (size_t)MLLM_WHISPER_MAX_SEQ * (size_t)hp->n_text_ctx * (size_t)hp->d_model;
+    for (int l = 0; l < hp->n_dec_layers; l++)
+        w->self[l] = (mllm_kv_slots){.n_head = hp->n_head, .head_dim = hp->head_dim, .n_ctx = hp->n_text_ctx,
+                                     .n_slots = MLLM_WHISPER_MAX_SEQ, .k = w->self_k + (size_t)l * layer,
+                                     .vt = w->self_vt + (size_t)l * layer};
     w->n_seq_alloc = MLLM_WHISPER_MAX_SEQ;
     for (int i = 0; i < MLLM_WHISPER_MAX_SEQ; i++) w->slot[i] = i;
     return MLLM_OK;
@@ -137,9 +47,6 @@ static float *slot_vt(mllm_whisper *w, int l, int p) {
     const size_t one = (size_t)w->hp.n_text_ctx * (size_t)w->hp.d_model;
     return w->self_vt + ((size_t)l * MLLM_WHISPER_MAX_SEQ + (size_t)p) * one;
 }
-/* The same for sequence s, wherever its slot is. */
-static float *cache_k(mllm_whisper *w, int l, int s) { return slot_k(w, l, w->slot[s]); }
-static float *cache_vt(mllm_whisper *w, int l, int s) { return slot_vt(w, l, w->slot[s]); }
 
 static void slot_copy(mllm_whisper *w, int dst, int src, int n_pos) {
     const int d = w->hp.d_model, ctx = w->hp.n_text_ctx;
@@ -193,10 +100,66 @@ mllm_status mllm_whisper_kv_reorder(mllm_whisper *w, const int *parent, int n_se
     return MLLM_OK;
 }
 
+/* The decoder for n_seq sequences of n_tok tokens each: embedding +
+   positions -> pre-LN blocks (self-attention over the slots, cross-
+   attention over the encoder's K/V, FFN) -> LayerNorm -> logits by the
+   tied embedding, of every token (all) or each sequence's last. Token ids,
+   positions, slots and the last rows are inputs, so the graph serves every
+   step of the same shape. */
+static mllm_status build_decoder(mllm_whisper *w, int n_seq, int n_tok, bool all) {
+    const mllm_whisper_hparams *hp = &w->hp;
+    const int64_t d = hp->d_model, R = (int64_t)n_seq * n_tok;
+    const float eps = 1e-5f;
+    mllm_graph *g = &w->dec_g;
+    if (w->dec_built) mllm_graph_reset(g);
+    else mllm_graph_init(g, MLLM_MODE_TRACE, w->pool, 64 * 1024);
+    w->dec_built = true;
+    w->dec_key[0] = -1; /* valid once planned */
+    g->gemm = true;     /* prompts of 16 tokens and more: as the encoder */
+    /* A step's linears are 0.15-0.6 M multiply-adds each, its logits 20 M
+       per sequence, its cross-attention 1.2 M per sequence and layer. With
+       every node on the pool, `mllm transcribe --beam 5 -t 2` on jfk.wav
+       took 1.18x the wall time of the hand-written forward this replaced
+       (the loaded 2-core machine: a barrier per node waits for a worker
+       that is not scheduled); with runs of nodes under 4 M on this thread
+       alone, 0.98x. */
+    g->serial_below = 4 * 1024 * 1024;
+    w->d_tok = mllm_graph_input_i32(g, R, "tokens");
+    w->d_pos = mllm_graph_input_i32(g, R, "pos");
+    w->d_slot = mllm_graph_input_i32(g, R, "slot");
+    w->d_last = all || n_tok == 1 ? NULL : mllm_graph_input_i32(g, n_seq, "last");
+    mllm_tensor *x = mllm_op_add(g, mllm_op_get_rows(g, w->t_tok_emb, w->d_tok), mllm_op_get_rows(g, w->t_dec_pos, w->d_pos));
+    for (int l = 0; l < hp->n_dec_layers && x; l++) {
+        const wh_dec_layer *L = &w->dec[l];
+        mllm_tensor *h = mllm_op_layernorm(g, x, L->self_ln.tg, L->self_ln.tb, eps);
+        mllm_tensor *qkv = mllm_op_matmul(g, L->self_qkv.tw, h, L->self_qkv.tb);
+        mllm_tensor *st = mllm_op_kv_slots_store(g, mllm_op_view_elems(g, qkv, d, d), mllm_op_view_elems(g, qkv, 2 * d, d),
+                                                 w->d_pos, w->d_slot, &w->self[l]);
+        mllm_tensor *a = mllm_op_attention_slots(g, mllm_op_view_elems(g, qkv, 0, d), st, w->d_pos, w->d_slot, &w->self[l],
+                                                 n_seq, true, 0);
+        x = mllm_op_add(g, x, mllm_op_matmul(g, L->self_out.tw, a, L->self_out.tb));
+        h = mllm_op_layernorm(g, x, L->cross_ln.tg, L->cross_ln.tb, eps);
+        a = mllm_op_attention_slots(g, mllm_op_matmul(g, L->cross_q.tw, h, L->cross_q.tb), NULL, NULL, NULL,
+                                    &w->cross[l], 1, false, hp->n_audio_ctx);
+        x = mllm_op_add(g, x, mllm_op_matmul(g, L->cross_out.tw, a, L->cross_out.tb));
+        h = mllm_op_layernorm(g, x, L->ffn_ln.tg, L->ffn_ln.tb, eps);
+        h = mllm_op_gelu_fast(g, mllm_op_matmul(g, L->fc1.tw, h, L->fc1.tb));
+        x = mllm_op_add(g, x, mllm_op_matmul(g, L->fc2.tw, h, L->fc2.tb));
+    }
+    if (w->d_last) x = mllm_op_get_rows(g, x, w->d_last);
+    x = mllm_op_layernorm(g, x, w->dec_ln.tg, w->dec_ln.tb, eps);
+    w->d_logits = mllm_op_matmul(g, w->logits.tw, x, w->logits.tb);
+    mllm_graph_set_backends(g, w->backends, w->n_backends);
+    if (g->failed || !mllm_graph_plan(g, &w->d_logits, 1))
+        return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder");
+    w->dec_key[0] = n_seq, w->dec_key[1] = n_tok, w->dec_key[2] = all;
+    return MLLM_OK;
+}
+
 mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *tokens, int n_tok, int pos0,
                                 float *logits, bool all_logits) {
     const mllm_whisper_hparams *hp = &w->hp;
-    const int d = hp->d_model, ctx = hp->n_text_ctx;
+    const int ctx = hp->n_text_ctx;
     if (!w->encoded) return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: decode before encode");
     if (n_seq < 1 || n_seq > MLLM_WHISPER_MAX_SEQ || n_tok < 1 || pos0 < 0 || pos0 + n_tok > ctx)
         return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: %d sequences of %d tokens at %d (at most %d sequences, %d positions)",
@@ -207,66 +170,18 @@ mllm_status mllm_whisper_decode(mllm_whisper *w, int n_seq, const int32_t *token
             return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: token %d out of range", tokens[i]);
     mllm_status st = ensure_cache(w, n_seq);
     if (st != MLLM_OK) return st;
-    const size_t rd = (size_t)R * (size_t)d;
-    const size_t wide = (size_t)R * (size_t)(hp->d_ff > 3 * d ? hp->d_ff : 3 * d);
-    float *s = wh_scratch(w, 4 * rd + wide);
-    if (!s) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the decoder");
-    float *x = s, *h = x + rd, *att = h + rd, *tmp = att + rd, *a = tmp + rd;
-
-    const bool packed = mllm_dtype_get(w->logits.dtype)->packed_rows;
+    const bool all = all_logits && n_tok > 1;
+    if (w->dec_key[0] != n_seq || w->dec_key[1] != n_tok || w->dec_key[2] != all)
+        if ((st = build_decoder(w, n_seq, n_tok, all)) != MLLM_OK) return st;
     for (int i = 0; i < R; i++) {
-        /* plain rows may be unaligned in the file's mapping: copied first */
-        const char *row = (const char *)w->tok_emb + (size_t)tokens[i] * w->logits.row_bytes;
-        if (packed) mllm_cpu_get_row((mllm_dtype)w->logits.dtype, w->tok_emb, w->logits.row_bytes, d, tokens[i], x + (size_t)i * d);
-        else {
-            memcpy(a, row, w->logits.row_bytes);
-            mllm_cpu_get_row((mllm_dtype)w->logits.dtype, a, w->logits.row_bytes, d, 0, x + (size_t)i * d);
-        }
-        const float *pe = w->dec_pos + (size_t)(pos0 + i % n_tok) * (size_t)d;
-        for (int c = 0; c < d; c++) x[(size_t)i * d + c] += pe[c];
+        mllm_tensor_i32(w->d_tok)[i] = tokens[i];
+        mllm_tensor_i32(w->d_pos)[i] = pos0 + i % n_tok;
+        mllm_tensor_i32(w->d_slot)[i] = w->slot[i / n_tok];
     }
-    for (int l = 0; l < hp->n_dec_layers; l++) {
-        const wh_dec_layer *L = &w->dec[l];
-        wh_layernorm(w, &L->self_ln, x, R, d, h);
-        if ((st = wh_linear_run(w, &L->self_qkv, h, R, a, false, NULL)) != MLLM_OK) return st;
-        for (int sq = 0; sq < n_seq; sq++) {
-            float *K = cache_k(w, l, sq), *Vt = cache_vt(w, l, sq);
-            for (int t = 0; t < n_tok; t++) {
-                const float *row = a + (size_t)(sq * n_tok + t) * (size_t)d * 3;
-                memcpy(K + (size_t)(pos0 + t) * (size_t)d, row + d, (size_t)d * sizeof(float));
-                for (int c = 0; c < d; c++) Vt[(size_t)c * ctx + (size_t)(pos0 + t)] = row[2 * d + c];
-            }
-            const wh_attn at = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = n_tok, .n_k = pos0 + n_tok,
-                                .q = a + (size_t)sq * n_tok * (size_t)d * 3, .k = K, .vt = Vt,
-                                .q_stride = (size_t)d * 3, .k_stride = (size_t)d, .vt_stride = (size_t)ctx,
-                                .out = att + (size_t)sq * n_tok * (size_t)d, .out_stride = (size_t)d, .causal = pos0};
-            if ((st = wh_attention(w, &at)) != MLLM_OK) return st;
-        }
-        if ((st = wh_linear_run(w, &L->self_out, att, R, tmp, false, x)) != MLLM_OK) return st;
-
-        wh_layernorm(w, &L->cross_ln, x, R, d, h);
-        if ((st = wh_linear_run(w, &L->cross_q, h, R, a, false, NULL)) != MLLM_OK) return st;
-        const size_t xd = (size_t)hp->n_audio_ctx * (size_t)d;
-        const wh_attn ca = {.n_head = hp->n_head, .hd = hp->head_dim, .n_q = R, .n_k = hp->n_audio_ctx, .q = a,
-                            .k = (const char *)w->cross_k + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
-                            .vt = (const char *)w->cross_vt + (size_t)l * xd * (w->cross_f16 ? 2 : 4),
-                            .q_stride = (size_t)d, .k_stride = (size_t)hp->head_dim,
-                            .k_head = (size_t)hp->n_audio_ctx * (size_t)hp->head_dim, .vt_stride = (size_t)hp->n_audio_ctx,
-                            .out = att, .out_stride = (size_t)d, .causal = -1, .kv_f16 = w->cross_f16};
-        if ((st = wh_attention(w, &ca)) != MLLM_OK) return st;
-        if ((st = wh_linear_run(w, &L->cross_out, att, R, tmp, false, x)) != MLLM_OK) return st;
-
-        wh_layernorm(w, &L->ffn_ln, x, R, d, h);
-        if ((st = wh_linear_run(w, &L->fc1, h, R, a, true, NULL)) != MLLM_OK) return st;
-        if ((st = wh_linear_run(w, &L->fc2, a, R, tmp, false, x)) != MLLM_OK) return st;
-    }
+    for (int s = 0; w->d_last && s < n_seq; s++) mllm_tensor_i32(w->d_last)[s] = s * n_tok + n_tok - 1;
+    mllm_graph_execute(&w->dec_g);
+    if (w->dec_g.failed) return mllm_err(MLLM_ERR_NOMEM, "whisper: the decoder failed (out of memory on a backend)");
     if (mllm_ct2_damaged(w->ct2)) return mllm_err(MLLM_ERR_IO, "whisper: model.bin shrank while in use");
-    if (all_logits) {
-        wh_layernorm(w, &w->dec_ln, x, R, d, h);
-        return wh_linear_run(w, &w->logits, h, R, logits, false, NULL);
-    }
-    for (int sq = 0; sq < n_seq; sq++)
-        memcpy(tmp + (size_t)sq * d, x + (size_t)(sq * n_tok + n_tok - 1) * (size_t)d, (size_t)d * sizeof(float));
-    wh_layernorm(w, &w->dec_ln, tmp, n_seq, d, h);
-    return wh_linear_run(w, &w->logits, h, n_seq, logits, false, NULL);
+    memcpy(logits, w->d_logits->data, (size_t)mllm_tensor_nelements(w->d_logits) * sizeof(float));
+    return MLLM_OK;
 }

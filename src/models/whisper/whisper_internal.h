@@ -1,8 +1,9 @@
-/* Private to src/models/whisper_*.c: the weights, the state of one
-   transcription, and the threaded building blocks of the forward. */
+/* Private to the files of src/models/whisper: the weights, their graph leaves and
+   the state of one transcription. */
 #ifndef MLLM_MODELS_WHISPER_INTERNAL_H
 #define MLLM_MODELS_WHISPER_INTERNAL_H
 #include "core/threadpool.h"
+#include "graph/graph.h"
 #include "models/whisper/whisper.h"
 #include "tokenizer/tokenizer.h"
 
@@ -14,10 +15,12 @@ typedef struct {
     size_t row_bytes;
     int n_out, n_in;
     const float *b;
+    mllm_tensor *tw, *tb; /* the same as graph leaves (tb NULL without a bias) */
 } wh_linear;
 
 typedef struct {
     const float *gamma, *beta;
+    mllm_tensor *tg, *tb;
 } wh_norm;
 
 typedef struct {
@@ -50,25 +53,32 @@ struct mllm_whisper {
     char (*lang_codes)[8];       /* sp.n_lang codes, for --language */
     mllm_pool *pool;
 
-    /* state: encoder output, cross K (n_head, n_audio_ctx, head_dim) and V transposed
+    /* the graphs (whisper_graph.c): the weights as leaves, the backends
+       they run on and the weights placed there */
+    mllm_graph wg;
+    mllm_tensor *t_enc_pos, *t_dec_pos, *t_tok_emb;
+    mllm_backend *backends[MLLM_MAX_BACKENDS];
+    int n_backends;
+    struct mllm_placement *placed[MLLM_MAX_BACKENDS];
+    mllm_graph enc_g;            /* the encoder, built at the first window */
+    bool enc_built;
+    mllm_tensor *enc_mel, *enc_res;
+    mllm_kv_slots *cross;        /* per decoder layer: K and V^T of the cross-attention */
+    mllm_kv_slots *self;         /* per decoder layer: the self-attention's slots (self_k, self_vt) */
+    mllm_graph dec_g;            /* the decoder, for the shape dec_key (n_seq, n_tok, all logits) */
+    bool dec_built;
+    int dec_key[3];
+    mllm_tensor *d_tok, *d_pos, *d_slot, *d_last, *d_logits;
+
+    /* state: cross K (n_head, n_audio_ctx, head_dim) and V transposed
        (d, n_audio_ctx) per decoder layer; self K (per seq, n_text_ctx, d)
        and V^T (per seq, d, n_text_ctx) per layer */
     bool encoded;
-    float *enc_out;
     void *cross_k, *cross_vt;    /* f16 (cross_f16) or f32 */
     bool cross_f16;              /* all but f32 weights: half the bytes each decoder step reads */
     float *self_k, *self_vt;
     int n_seq_alloc;
     int slot[MLLM_WHISPER_MAX_SEQ]; /* sequence -> its cache slot (a permutation; beam reorders rename) */
-    /* scratch, grown as needed */
-    float *scratch;
-    size_t scratch_floats;
-    void *xq;                    /* activations converted for the matmul */
-    size_t xq_bytes;
-    float *att;                  /* attention probabilities, per thread */
-    size_t att_floats;
-    float *att_pack;             /* the encoder's K and V^T in GEMM panels */
-    size_t att_pack_floats;
 };
 
 /* Where a load's tokenizer and weights come from besides the WhisperSpec
@@ -88,46 +98,8 @@ typedef struct {
 mllm_status wh_load(struct mllm_ct2 *c, const char *path, const char *config, size_t config_len, const wh_source *src,
                     const mllm_whisper_params *p, mllm_whisper **out);
 
-/* Threaded helpers (whisper_ops.c). Y is (M, n_out) row-major. act: apply
-   GELU (erf form) after the bias. acc: if not NULL, acc += result instead of
-   writing Y (Y is then scratch of the same size). */
-mllm_status wh_linear_run(mllm_whisper *w, const wh_linear *L, const float *X, int64_t M, float *Y, bool gelu,
-                          float *acc);
-/* Y = LayerNorm(X) per row of n (eps 1e-5). */
-void wh_layernorm(mllm_whisper *w, const wh_norm *n, const float *X, int64_t M, int64_t dim, float *Y);
-/* mllm_layernorm_generic on M rows (the same values), LN_GROUP rows side by side. */
-void wh_layernorm_rows(float *Y, const float *X, const float *gamma, const float *beta, int64_t M, int dim, float eps);
-
-/* Multi-head attention: query row i, head h at q[i * q_stride + h * hd];
-   key j at k[j * k_stride + h * hd]; value dim d of key j at
-   vt[h * hd * vt_stride + d * vt_stride + j] (transposed); out row i, head h
-   at out[i * out_stride + h * hd]. causal >= 0: query i sees keys
-   j <= causal + i; -1: all n_k keys. kv_f16: k and vt hold f16 (strides
-   in values), and q and the probabilities are rounded to f16 for the f16
-   kernels, as CTranslate2's float16 does; else all f32. k_head: values
-   from one head's keys to the next (0: hd, the heads side by side in a row;
-   the decoder's cross K is stored head-major, n_k x hd per head, so a head
-   streams one contiguous block instead of 128 bytes out of every row).
-   v: the values untransposed (f32; value dim d of key j at
-   v[j * v_stride + h * hd + d]), packed straight from there where
-   wh_attention_packs (vt may then be NULL); NULL: from vt. */
-typedef struct {
-    int n_head, hd;
-    int64_t n_q, n_k;
-    const float *q, *v;
-    size_t v_stride;
-    const void *k, *vt;
-    size_t q_stride, k_stride, vt_stride, out_stride, k_head;
-    float *out;
-    int causal;
-    bool kv_f16;
-} wh_attn;
-mllm_status wh_attention(mllm_whisper *w, const wh_attn *a);
-/* Whether wh_attention packs every head's K and V once for the GEMM (the
-   encoder's self-attention), reading V from a->v when given. */
-bool wh_attention_packs(const wh_attn *a);
-
-/* The scratch buffer grown to at least n floats (aligned), or NULL. */
-float *wh_scratch(mllm_whisper *w, size_t n);
+/* The weights as graph leaves and the backends of p (whisper_graph.c). */
+mllm_status wh_graph_init(mllm_whisper *w, const mllm_whisper_params *p);
+void wh_graph_free(mllm_whisper *w);
 
 #endif

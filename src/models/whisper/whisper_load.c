@@ -8,9 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/repack.h"
-#include "backends/cpu/type_kernels.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -98,7 +96,7 @@ static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
     char g[256], b[256];
     snprintf(g, sizeof g, "%s/gamma", prefix);
     snprintf(b, sizeof b, "%s/beta", prefix);
-    return (wh_norm){vec(l, g, d), vec(l, b, d)};
+    return (wh_norm){.gamma = vec(l, g, d), .beta = vec(l, b, d)};
 }
 
 /* Whether the kernels can read t's rows where the file has them. The file's
@@ -109,7 +107,7 @@ static wh_norm norm(loader *l, const char *prefix, uint32_t d) {
 static bool in_place(const mllm_ct2_tensor *t, int n_in) {
     const size_t isz = mllm_dtype_get(t->dtype)->type_size;
     if ((uintptr_t)t->data % isz == 0 || (uintptr_t)t->data % 64 == 0) return true;
-    return n_in % 8 == 0 && mllm_cpu_isa_is_x86(mllm_cpu_isa_get());
+    return n_in % 8 == 0 && mllm_cpu_reads_unaligned_rows();
 }
 
 /* A matrix of n_out rows of n_in values (conv weights: n_in = channels x
@@ -369,12 +367,11 @@ static mllm_status read_tokens(mllm_whisper *w, const char *path, const char *js
 static mllm_status alloc_state(mllm_whisper *w) {
     const mllm_whisper_hparams *hp = &w->hp;
     const size_t per = (size_t)hp->n_audio_ctx * (size_t)hp->d_model;
-    w->enc_out = mllm_malloc_aligned(per * sizeof(float));
     w->cross_k = mllm_malloc_aligned(per * (size_t)hp->n_dec_layers * sizeof(float));
     w->cross_vt = mllm_malloc_aligned(per * (size_t)hp->n_dec_layers * sizeof(float));
     w->enc = mllm_calloc((size_t)hp->n_enc_layers, sizeof *w->enc);
     w->dec = mllm_calloc((size_t)hp->n_dec_layers, sizeof *w->dec);
-    if (!w->enc_out || !w->cross_k || !w->cross_vt || !w->enc || !w->dec)
+    if (!w->cross_k || !w->cross_vt || !w->enc || !w->dec)
         return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for the encoder state");
     return MLLM_OK;
 }
@@ -436,6 +433,7 @@ mllm_status wh_load(mllm_ct2 *c, const char *path, const char *config, size_t co
            on a busy machine took the core from the thread doing the work */
         else mllm_pool_set_spin(w->pool, 4000);
     }
+    if (st == MLLM_OK) st = wh_graph_init(w, p);
     if (st != MLLM_OK) {
         mllm_whisper_free(w);
         return st;
@@ -475,6 +473,7 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
 
 void mllm_whisper_free(mllm_whisper *w) {
     if (!w) return;
+    wh_graph_free(w);
     mllm_pool_free(w->pool);
     mllm_ct2_close(w->ct2);
     mllm_free(w->image); /* after the ct2 view of it */
@@ -486,22 +485,16 @@ void mllm_whisper_free(mllm_whisper *w) {
     mllm_free(w->enc);
     mllm_free(w->dec);
     mllm_free_aligned(w->weights);
-    mllm_free_aligned(w->enc_out);
     mllm_free_aligned(w->cross_k);
     mllm_free_aligned(w->cross_vt);
     mllm_free_aligned(w->self_k);
     mllm_free_aligned(w->self_vt);
-    mllm_free_aligned(w->scratch);
-    mllm_free_aligned(w->xq);
-    mllm_free_aligned(w->att);
-    mllm_free_aligned(w->att_pack);
     mllm_free(w);
 }
 
 const mllm_whisper_hparams *mllm_whisper_hp(const mllm_whisper *w) { return &w->hp; }
 const mllm_whisper_special *mllm_whisper_tokens(const mllm_whisper *w) { return &w->sp; }
 struct mllm_tokenizer *mllm_whisper_tokenizer(const mllm_whisper *w) { return w->tok; }
-const float *mllm_whisper_encoder_states(const mllm_whisper *w) { return w->encoded ? w->enc_out : NULL; }
 
 const int32_t *mllm_whisper_suppress(const mllm_whisper *w, bool begin, int *n) {
     *n = begin ? w->n_suppress_begin : w->n_suppress;

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backends/cpu/kernels.h"
+#include "backends/cpu.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "models/whisper/whisper_transcribe.h"

@@ -140,3 +140,29 @@ void mllm_host_buffer_get(const mllm_buffer *b, size_t offs, void *dst, size_t n
 }
 
 bool mllm_host_buffer_is_host(const mllm_buffer_type *bt) { return true; }
+
+mllm_status mllm_backends_parse(const char *list, const char *what, mllm_backend **out, int *n) {
+    *n = 0;
+    char name[64];
+    for (const char *p = list; p && *p;) {
+        const size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof name)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "%s: bad list '%s' (names separated by commas)", what, list);
+        memcpy(name, p, len);
+        name[len] = 0;
+        mllm_backend *be = mllm_backend_by_name(name);
+        if (!be) {
+            char why[320]; /* mllm_err writes the buffer mllm_last_error reads */
+            snprintf(why, sizeof why, "%s", mllm_last_error());
+            /* a device backend this build lacks or cannot open (no device) is unsupported here */
+            return mllm_err(mllm_backend_is_device(name) ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG, "%s: %s",
+                            what, why);
+        }
+        if (*n == MLLM_MAX_BACKENDS)
+            return mllm_err(MLLM_ERR_INVALID_ARG, "%s: more than %d backends", what, MLLM_MAX_BACKENDS);
+        out[(*n)++] = be;
+        p += len + (p[len] == ',');
+    }
+    if (*n == 1 && out[0] == mllm_backend_cpu()) *n = 0; /* the CPU alone needs no schedule */
+    return MLLM_OK;
+}

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <mllm/mllm.h>
 #include "core/tensor.h"
 #include "core/threadpool.h"
 
@@ -84,6 +85,12 @@ bool mllm_backend_register(mllm_backend *be);
    (opencl/ocl_backend.h, cuda/cu_backend.h); without a device, or in a
    build without that layer, the message says so (MLLM_ERR_UNSUPPORTED). */
 mllm_backend *mllm_backend_by_name(const char *name);
+/* The backends of a comma-separated list of names ("opencl,cpu") into
+   out[0..*n) (MLLM_MAX_BACKENDS at most), in order; the CPU alone gives
+   *n = 0 (no schedule needed); NULL or "" gives 0. what names the list
+   in errors: MLLM_ERR_INVALID_ARG (a bad list, an unknown name, too many),
+   MLLM_ERR_UNSUPPORTED (a device backend this build or machine lacks). */
+mllm_status mllm_backends_parse(const char *list, const char *what, mllm_backend **out, int *n);
 /* Writes the registered names, comma separated, into out (with the device
    backends this build has, registered or not yet). */
 void mllm_backend_names(char *out, size_t n);

@@ -18,26 +18,7 @@
 #define MAXGEN 48
 #define NSEQ 4
 
-typedef struct {
-    int32_t toks[MAXGEN];
-    int n;
-    bool finished;
-    mllm_engine_result res;
-} out_t;
-
-static int on_token(void *user, int32_t id, const char *piece, size_t len) {
-    (void)piece, (void)len;
-    out_t *o = user;
-    if (id >= 0 && o->n < MAXGEN) o->toks[o->n++] = id;
-    return 0;
-}
-
-static void on_finish(void *user, const mllm_engine_result *r) {
-    out_t *o = user;
-    assert_false(o->finished); /* exactly once */
-    o->finished = true;
-    o->res = *r;
-}
+#include "engine_out.h"
 
 static mllm_model *synth(const char *arch, const char *dtype) { return tu_synth_load("eng", arch, dtype); }
 

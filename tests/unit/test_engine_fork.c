@@ -15,26 +15,7 @@
 #define PLEN 37 /* two full blocks of 16 and a partial one */
 #define NGEN 12
 
-typedef struct {
-    int32_t toks[MAXGEN];
-    int n;
-    bool finished;
-    mllm_engine_result res;
-} out_t;
-
-static int on_token(void *user, int32_t id, const char *piece, size_t len) {
-    (void)piece, (void)len;
-    out_t *o = user;
-    if (id >= 0 && o->n < MAXGEN) o->toks[o->n++] = id;
-    return 0;
-}
-
-static void on_finish(void *user, const mllm_engine_result *r) {
-    out_t *o = user;
-    assert_false(o->finished); /* exactly once */
-    o->finished = true;
-    o->res = *r;
-}
+#include "engine_out.h"
 
 /* Choice c: greedy for 0 and 1 (identical), seeded sampling for the rest. */
 static mllm_sampling sampling_of(int c) {

@@ -15,37 +15,12 @@
 mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list, int n_offload, const char *what) {
     mllm_decoder_drop_backends(m);
     if (!list || !*list) return MLLM_OK;
-    char name[64];
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof name) {
-            mllm_decoder_drop_backends(m);
-            return mllm_err(MLLM_ERR_INVALID_ARG, "%s: bad list '%s' (names separated by commas)", what, list);
-        }
-        memcpy(name, p, n);
-        name[n] = 0;
-        mllm_backend *be = mllm_backend_by_name(name);
-        if (!be) {
-            char why[320]; /* mllm_err writes the buffer mllm_last_error reads */
-            snprintf(why, sizeof why, "%s", mllm_last_error());
-            /* a device backend this build lacks or cannot open (no device) is unsupported here */
-            const bool known = mllm_backend_is_device(name);
-            mllm_status st = mllm_err(known ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG, "%s: %s", what, why);
-            mllm_decoder_drop_backends(m);
-            return st;
-        }
-        if (m->n_backends == MLLM_MAX_BACKENDS) {
-            mllm_decoder_drop_backends(m);
-            return mllm_err(MLLM_ERR_INVALID_ARG, "%s: more than %d backends", what, MLLM_MAX_BACKENDS);
-        }
-        m->backends[m->n_backends++] = be;
-        p += n + (p[n] == ',');
+    mllm_status st = mllm_backends_parse(list, what, m->backends, &m->n_backends);
+    if (st != MLLM_OK) {
+        mllm_decoder_drop_backends(m);
+        return st;
     }
-    /* The CPU alone needs no schedule at all. */
-    if (m->n_backends == 1 && m->backends[0] == mllm_backend_cpu()) {
-        m->n_backends = 0;
-        return MLLM_OK;
-    }
+    if (m->n_backends == 0) return MLLM_OK; /* the CPU alone */
     /* -ngl: the last n_offload layers, and with more than n_layer also the
        embeddings and the output (llama.cpp's rule: -ngl 99 is everything). */
     const int n_layer = m->cfg.n_layer;
@@ -69,7 +44,7 @@ mllm_status mllm_decoder_use_backends(mllm_decoder *m, const char *list, int n_o
         for (int j = 0; j < PER_LAYER; j++)
             if (lw[j]) w[k++] = lw[j];
     }
-    mllm_status st = MLLM_OK;
+    st = MLLM_OK;
     for (int b = 0; b < m->n_backends && st == MLLM_OK; b++)
         if (!(m->placed[b] = mllm_sched_place_weights(m->backends[b], w, k)))
             st = mllm_err(MLLM_ERR_NOMEM, "out of memory placing the weights on backend %s", m->backends[b]->name);

@@ -95,25 +95,8 @@ static int weight_list(const mllm_whisper *w, mllm_tensor **list) {
 /* The backends of a list ("opencl", "cuda,cpu"), each given a copy of the
    weights it can use, once. */
 static mllm_status use_backends(mllm_whisper *w, const char *list, mllm_tensor **weights, int n_w) {
-    char name[64];
-    for (const char *p = list; p && *p;) {
-        const size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof name)
-            return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: bad backend list '%s' (names separated by commas)", list);
-        memcpy(name, p, n);
-        name[n] = 0;
-        mllm_backend *be = mllm_backend_by_name(name);
-        if (!be) {
-            char why[320]; /* mllm_err writes the buffer mllm_last_error reads */
-            snprintf(why, sizeof why, "%s", mllm_last_error());
-            return mllm_err(mllm_backend_is_device(name) ? MLLM_ERR_UNSUPPORTED : MLLM_ERR_INVALID_ARG, "whisper: %s", why);
-        }
-        if (w->n_backends == MLLM_MAX_BACKENDS)
-            return mllm_err(MLLM_ERR_INVALID_ARG, "whisper: more than %d backends", MLLM_MAX_BACKENDS);
-        w->backends[w->n_backends++] = be;
-        p += n + (p[n] == ',');
-    }
-    if (w->n_backends == 1 && w->backends[0] == mllm_backend_cpu()) w->n_backends = 0; /* no schedule needed */
+    mllm_status st = mllm_backends_parse(list, "whisper: backends", w->backends, &w->n_backends);
+    if (st != MLLM_OK) return st;
     for (int b = 0; b < w->n_backends; b++)
         if (!(w->placed[b] = mllm_sched_place_weights(w->backends[b], weights, n_w)))
             return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory placing the weights on %s", w->backends[b]->name);

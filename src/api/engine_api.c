@@ -36,15 +36,7 @@ struct mllm_engine_grammar {
        the start: the choices of one request follow one grammar at once */
     struct mllm_grammar own;
     mllm_constraint c;
-    mllm_engine_constraint hooks;
 };
-
-static bool h_done(void *u) { return mllm_constraint_done(u); }
-static bool h_allows(void *u, int32_t tok) { return mllm_constraint_allows(u, tok); }
-static mllm_status h_apply(void *u, const float *logits, const float **masked, bool *done) {
-    return mllm_constraint_apply(u, logits, masked, done);
-}
-static mllm_status h_accept(void *u, int32_t tok) { return mllm_constraint_accept(u, tok); }
 
 mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_grammar **out) {
     *out = NULL;
@@ -58,12 +50,11 @@ mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_
         mllm_free(eg);
         return st;
     }
-    eg->hooks = (mllm_engine_constraint){&eg->c, h_done, h_allows, h_apply, h_accept};
     *out = eg;
     return MLLM_OK;
 }
 
-const mllm_engine_constraint *mllm_engine_grammar_hooks(const mllm_engine_grammar *eg) { return &eg->hooks; }
+mllm_constraint *mllm_engine_grammar_constraint(mllm_engine_grammar *eg) { return &eg->c; }
 
 void mllm_engine_grammar_free(mllm_engine_grammar *eg) {
     if (!eg) return;

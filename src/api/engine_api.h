@@ -1,6 +1,6 @@
 /* The engine (src/engine) on a loaded mllm_model, for the server: an
    engine on the model's thread pool over the model's decoder, and a
-   request's grammar as the engine's constraint hooks. Not part of the
+   request's grammar as the engine's constraint (runtime/constraint.h). Not part of the
    public API (yet): the server is its one user. */
 #ifndef MLLM_API_ENGINE_API_H
 #define MLLM_API_ENGINE_API_H
@@ -46,12 +46,13 @@ mllm_status mllm_engine_image_prompt_new(mllm_model *m, const char *conversation
                                          mllm_engine_image_prompt **out);
 void mllm_engine_image_prompt_free(mllm_engine_image_prompt *p); /* NULL ok */
 
-/* One generation's grammar as engine hooks, with a match state of its own
+/* One generation's grammar as the engine's constraint, with a match state of its own
    from the grammar's start: g's compiled rules are only read (g must
    outlive it), so several generations may follow one grammar at once. */
 typedef struct mllm_engine_grammar mllm_engine_grammar;
 mllm_status mllm_engine_grammar_new(mllm_model *m, mllm_grammar *g, mllm_engine_grammar **out);
-const mllm_engine_constraint *mllm_engine_grammar_hooks(const mllm_engine_grammar *eg);
+/* The request's constraint (mllm_engine_request.constraint). */
+mllm_constraint *mllm_engine_grammar_constraint(mllm_engine_grammar *eg);
 void mllm_engine_grammar_free(mllm_engine_grammar *eg); /* NULL ok */
 
 #endif

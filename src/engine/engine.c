@@ -202,9 +202,6 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     for (int i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= V)
             return mllm_err(MLLM_ERR_INVALID_ARG, "token id %d out of range [0, %d)", r->prompt[i], V);
-    const mllm_engine_constraint *c = r->constraint;
-    if (c && (!c->done || !c->allows || !c->apply || !c->accept))
-        return mllm_err(MLLM_ERR_INVALID_ARG, "engine: incomplete constraint hooks");
     const int32_t *mr = e->dec->cfg.mrope;
     if (r->image && r->image->rope_pos && !(mr[0] || mr[1] || mr[2]))
         return mllm_err(MLLM_ERR_INVALID_ARG, "engine: M-RoPE positions for a model without M-RoPE");
@@ -226,10 +223,8 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
         return st;
     }
     s->r.image = NULL; /* copied */
-    s->sp.grammar = NULL; /* the hooks are the constraint */
-    if (c) s->con = *c;
+    s->sp.grammar = NULL; /* the constraint is the request's */
     s->r.sampling = &s->sp;
-    s->r.constraint = c ? &s->con : NULL;
     s->r.prompt = s->tokens;
     s->n_tokens = r->n_prompt;
     s->res.n_prompt = r->n_prompt;

@@ -8,7 +8,7 @@
    keep flowing while a long prompt is read), runs ONE multi-sequence
    forward (mllm_decoder_forward with ids, positions, sequence ids and
    block tables as graph inputs), samples each sequence that produced
-   logits with its own sampler (and grammar, through the constraint hooks),
+   logits with its own sampler (and grammar: runtime/constraint.h),
    and reports its tokens through the request's callbacks.
 
    Prefix cache: an admitted sequence first takes, from the pool's prefix
@@ -90,6 +90,7 @@
 #include "core/threadpool.h"
 #include "formats/model_file.h"
 #include "models/decoder/decoder.h"
+#include "runtime/constraint.h"
 #include "tokenizer/tokenizer.h"
 
 #define MLLM_ENGINE_DEFAULT_CHUNK 256  /* prompt tokens per step, all prefills together */
@@ -136,18 +137,6 @@ typedef struct {
 
 #define MLLM_ENGINE_DEFAULT_STORE_BYTES ((uint64_t)1 << 30)
 
-/* Grammar-constrained sampling, implemented above (api/grammar.c) and used
-   through these hooks; NULL members are not allowed when the struct is
-   given. */
-typedef struct {
-    void *user;
-    bool (*done)(void *user);                 /* complete, nothing may follow */
-    bool (*allows)(void *user, int32_t tok);
-    /* masked logits, or *done; a status for "no token continues" */
-    mllm_status (*apply)(void *user, const float *logits, const float **masked, bool *done);
-    mllm_status (*accept)(void *user, int32_t tok);
-} mllm_engine_constraint;
-
 typedef enum {
     MLLM_ENGINE_STOP,      /* end of generation, grammar complete, or on_token asked to stop */
     MLLM_ENGINE_LENGTH,    /* max_tokens, or the context is full (no context shift) */
@@ -186,7 +175,10 @@ typedef struct {
     const int32_t *prompt; /* (n_prompt) copied at submit */
     int n_prompt;
     const mllm_sampling *sampling; /* copied; its grammar is ignored (see constraint) */
-    const mllm_engine_constraint *constraint; /* copied; NULL: unconstrained */
+    /* Grammar-constrained sampling (runtime/constraint.h): advanced by this
+       sequence's tokens, so one a sequence; the caller's until on_finish.
+       NULL: unconstrained. */
+    mllm_constraint *constraint;
     bool context_shift;    /* a full context keeps n_keep tokens, drops half of the rest, goes on */
     int n_keep;
     const mllm_engine_image *image; /* NULL: a text prompt */

@@ -15,7 +15,6 @@ typedef struct mllm_eseq {
     struct mllm_eseq *next;   /* in the waiting list or the running list */
     mllm_engine_request r;    /* prompt / sampling / constraint point at the copies below */
     mllm_sampling sp;
-    mllm_engine_constraint con;
     int32_t *tokens;          /* (n_ctx + 1) the context: prompt, generated, and a sampled token not yet evaluated */
     int n_tokens;             /* tokens[0, n_tokens) */
     int n_done;               /* of which have K/V in kv (kv.n_tokens after a step) */

@@ -29,17 +29,17 @@ static const int32_t *recent(mllm_engine *e, const mllm_eseq *s, int *n) {
    that token compute the full mask and sample again from the allowed
    tokens. *tok = -1 when the grammar is complete and nothing may follow. */
 static mllm_status sample_constrained(mllm_engine *e, mllm_eseq *s, const float *logits, int32_t *tok) {
-    const mllm_engine_constraint *c = &s->con;
+    mllm_constraint *c = s->r.constraint;
     int n;
     const int32_t *ctx = recent(e, s, &n);
     *tok = -1;
-    if (c->done(c->user)) return MLLM_OK;
+    if (mllm_constraint_done(c)) return MLLM_OK;
     mllm_rng saved = s->smp.rng; /* a rejected draw is replayed on the allowed tokens */
     *tok = mllm_sampler_sample(&s->smp, logits, ctx, n);
-    if (c->allows(c->user, *tok)) return MLLM_OK;
+    if (mllm_constraint_allows(c, *tok)) return MLLM_OK;
     const float *masked;
     bool done;
-    mllm_status st = c->apply(c->user, logits, &masked, &done);
+    mllm_status st = mllm_constraint_apply(c, logits, &masked, &done);
     *tok = -1;
     if (st != MLLM_OK || done) return st;
     s->smp.rng = saved;
@@ -85,7 +85,7 @@ bool mllm_engine_sample(mllm_engine *e, mllm_eseq *s, const float *logits) {
     if ((!sp->ignore_eos || s->r.constraint) && mllm_tokenizer_is_eog(e->tok, tok))
         return finish(s, MLLM_ENGINE_STOP, MLLM_OK);
     if (s->r.constraint) {
-        mllm_status st = s->con.accept(s->con.user, tok);
+        mllm_status st = mllm_constraint_accept(s->r.constraint, tok);
         if (st != MLLM_OK) return finish(s, MLLM_ENGINE_ERROR, st);
     }
     if (sp->on_logprobs) mllm_sampler_report_logprobs(&s->smp, sp, logits, tok);

@@ -146,7 +146,7 @@ static mllm_status choice_new(ereq *rq, srv_job *j, echoice **out, mllm_engine_r
     }
     const mllm_engine_image_prompt *ip = rq->img; /* the request's images: every choice reads them */
     *r = (mllm_engine_request){.prompt = ip ? ip->ids : j->ids, .n_prompt = ip ? ip->n : (int)j->n_ids,
-                               .sampling = &c->sp, .constraint = c->eg ? mllm_engine_grammar_hooks(c->eg) : NULL,
+                               .sampling = &c->sp, .constraint = c->eg ? mllm_engine_grammar_constraint(c->eg) : NULL,
                                .context_shift = S->context_shift, .n_keep = (int)j->n_keep,
                                .image = ip ? &ip->image : NULL, .cancel = &j->cancel,
                                .on_token = on_token, .on_admit = on_admit, .on_finish = on_finish, .user = c};

@@ -128,12 +128,11 @@ static void test_forks_refused(void **state) {
     mllm_model *m = tu_synth_load("fork", "qwen3", "q8_0");
     int32_t prompt[PLEN] = {0};
     mllm_sampling sp = sampling_of(0);
-    const mllm_engine_constraint incomplete = {0}; /* refused: its hooks are missing */
     out_t o[2] = {0};
     mllm_engine_request r = {.prompt = prompt, .n_prompt = PLEN, .sampling = &sp, .on_token = on_token,
                              .on_finish = on_finish, .user = &o[0]};
     mllm_engine_request f = r;
-    f.constraint = &incomplete;
+    f.sampling = NULL; /* refused: a request needs its sampling settings */
     f.user = &o[1];
     mllm_model_engine me = open_engine(m, 2);
     assert_int_not_equal(mllm_engine_submit_forks(me.e, &r, &f, 1), MLLM_OK);

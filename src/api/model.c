@@ -102,6 +102,11 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     double t0 = mllm_clock_mono_ms();
     mllm_model *m = mllm_calloc(1, sizeof *m);
     if (!m) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
+    if (!(m->pool = mllm_pool_new(m->n_threads))) { /* first: every part of the model runs on it */
+        mllm_free(m);
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
+    }
     const mllm_arch *speech = mllm_arch_probe_speech(path);
     if (speech) { /* speech to text: api/transcribe.c */
         mllm_status st = mllm_model_load_speech(m, speech, path, p);
@@ -109,18 +114,13 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
             mllm_model_free(m);
             return st;
         }
-        m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
-        if (!(m->pool = mllm_pool_new(m->n_threads))) {
-            mllm_model_free(m);
-            return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
-        }
         m->load_ms = mllm_clock_mono_ms() - t0;
         *out = m;
         return MLLM_OK;
     }
     const int requant = p && p->requant ? requant_type(p->requant) : -1;
     if (p && p->requant && requant < 0) {
-        mllm_free(m);
+        mllm_model_free(m);
         return mllm_err(MLLM_ERR_INVALID_ARG,
                         "requant '%s': expected q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k or q6_k", p->requant);
     }
@@ -154,12 +154,7 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     } else {
         mllm_model_init_template(m, NULL);
     }
-    m->n_threads = p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count();
     m->exact = p && p->exact;
-    if (!(m->pool = mllm_pool_new(m->n_threads))) {
-        mllm_model_free(m);
-        return mllm_err(MLLM_ERR_NOMEM, "out of memory for a thread pool");
-    }
     if (p && p->mmproj && !(m->mmproj = mllm_strndup(p->mmproj, strlen(p->mmproj)))) {
         mllm_model_free(m);
         return mllm_err(MLLM_ERR_NOMEM, "out of memory");

@@ -27,8 +27,7 @@ MLLM_API void mllm_transcribe_default_params(mllm_transcribe_params *p) {
 MLLM_API int mllm_model_can_transcribe(const mllm_model *m) { return m && m->asr; }
 
 mllm_status mllm_model_load_speech(mllm_model *m, const mllm_arch *row, const char *path, const mllm_load_params *p) {
-    mllm_status st = row->speech->open(path, p && p->n_threads > 0 ? p->n_threads : mllm_cpu_count(),
-                                       p ? p->backend : NULL, &m->asr);
+    mllm_status st = row->speech->open(path, m->pool, p ? p->backend : NULL, &m->asr);
     if (st != MLLM_OK) return st;
     m->row = row;
     if (pthread_mutex_init(&m->asr_mu, NULL) != 0) return mllm_err(MLLM_ERR_NOMEM, "cannot create a mutex");

@@ -71,8 +71,7 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
     if (!m->file || !fam)
         return fail(v, mllm_err(MLLM_ERR_UNSUPPORTED, "this model takes no images (%s is not a vision-language "
                                                       "decoder)", m->row ? m->row->name : "it"));
-    mllm_status st = fam->open(m->file->path, m->file->kind == MLLM_FILE_HF, m->mmproj,
-                               m->n_threads > 0 ? m->n_threads : 1, &v->tower);
+    mllm_status st = fam->open(m->file->path, m->file->kind == MLLM_FILE_HF, m->mmproj, m->pool, &v->tower);
     if (st) return fail(v, st);
     v->fam = fam;
     /* the tower's graphs run on the text model's backends */

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/threadpool.h"
 #include "models/hparams.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,9 +35,10 @@ void mllm_speech_result_free(mllm_speech_result *r);
 typedef struct mllm_speech_family {
     /* Whether path holds a model of this family (names and first bytes only). */
     bool (*probe)(const char *path);
-    /* Opens it with n_threads workers; backends: the backends its graphs
-       run on, by name in order of preference ("opencl,cpu"; NULL: the CPU). */
-    mllm_status (*open)(const char *path, int n_threads, const char *backends, void **out);
+    /* Opens it to run on pool (lent: the model's, which must outlive it);
+       backends: the backends its graphs run on, by name in order of
+       preference ("opencl,cpu"; NULL: the CPU). */
+    mllm_status (*open)(const char *path, mllm_pool *pool, const char *backends, void **out);
     void (*free)(void *model);
     /* The model's tokenizer, owned by it. */
     mllm_tokenizer *(*tokenizer)(void *model);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "backends/backend.h"
+#include "core/threadpool.h"
 #include "image/image.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,8 +41,9 @@ typedef struct mllm_vision_family {
     bool mrope;
     /* Opens the tower: from mmproj when it is not NULL, else from the text
        model's own path (hf: it is a Hugging Face folder). Errors say what
-       to give instead when this family cannot be read from there. */
-    mllm_status (*open)(const char *model_path, bool hf, const char *mmproj, int n_threads, void **out);
+       to give instead when this family cannot be read from there. It runs
+       on pool (lent: the model's, which must outlive it). */
+    mllm_status (*open)(const char *model_path, bool hf, const char *mmproj, mllm_pool *pool, void **out);
     void (*free)(void *tower);
     /* The backends its graphs run on, in order of preference (the CPU,
        last, takes what they cannot compute); the weights each can use are

@@ -18,18 +18,19 @@ typedef struct {
     mllm_idefics3_pre_params ip;
 } tower;
 
-static mllm_status tower_open(const char *model_path, bool hf, const char *mmproj, int n_threads, void **out) {
+static mllm_status tower_open(const char *model_path, bool hf, const char *mmproj, mllm_pool *pool, void **out) {
     *out = NULL;
     if (mmproj || !hf)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: Idefics3 / SmolVLM vision is read from a Hugging Face folder "
                                               "only (no mmproj GGUF of this family yet)", mmproj ? mmproj : model_path);
     tower *t = mllm_calloc(1, sizeof *t);
     if (!t) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    mllm_status st = mllm_idefics3_vision_open(model_path, n_threads, &t->v);
+    mllm_status st = mllm_idefics3_vision_open(model_path, 1, &t->v); /* 1: no pool of its own */
     if (st) {
         mllm_free(t);
         return st;
     }
+    mllm_idefics3_vision_lend_pool(t->v, pool);
     mllm_idefics3_vision_pre_params(t->v, &t->ip);
     *out = t;
     return MLLM_OK;

@@ -16,6 +16,7 @@
 #define MLLM_MODELS_IDEFICS3_VISION_H
 #include <mllm/mllm.h>
 #include <stdint.h>
+#include "core/threadpool.h"
 #include "backends/backend.h"
 #include "image/idefics3_pre.h"
 
@@ -45,5 +46,10 @@ mllm_status mllm_idefics3_vision_use_backends(mllm_idefics3_vision *v, mllm_back
    tokens take them in. */
 mllm_status mllm_idefics3_vision_encode(mllm_idefics3_vision *v, const mllm_idefics3_pixels *px, float **emb,
                                         int64_t *n_tokens);
+
+/* Runs its graphs on pool from now on, lent (it must outlive v; NULL: the
+   caller only), instead of a pool of its own: a model's towers share the
+   model's. Not while encoding. */
+void mllm_idefics3_vision_lend_pool(mllm_idefics3_vision *v, mllm_pool *pool);
 
 #endif

@@ -27,6 +27,7 @@ struct mllm_idefics3_vision {
     float *post_w, *post_b;
     qv_linear proj;   /* hidden * scale^2 -> out_hidden, no bias */
     mllm_pool *pool;
+    bool pool_lent;       /* mllm_*_vision_lend_pool's: not freed here */
     mllm_idefics3_pre_params pre;
     qv_weights w;
     i3_block_t *tb;       /* depth */

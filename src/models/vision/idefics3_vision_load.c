@@ -120,7 +120,7 @@ void mllm_idefics3_vision_free(mllm_idefics3_vision *v) {
     mllm_free(v->post_w);
     mllm_free(v->post_b);
     mllm_safetensors_close(v->st);
-    if (v->pool) mllm_pool_free(v->pool);
+    if (v->pool && !v->pool_lent) mllm_pool_free(v->pool);
     mllm_free(v);
 }
 
@@ -229,3 +229,9 @@ mllm_status mllm_idefics3_vision_use_backends(mllm_idefics3_vision *v, mllm_back
 const mllm_idefics3_vision_config *mllm_idefics3_vision_config_of(const mllm_idefics3_vision *v) { return &v->c; }
 
 void mllm_idefics3_vision_pre_params(const mllm_idefics3_vision *v, mllm_idefics3_pre_params *p) { *p = v->pre; }
+
+void mllm_idefics3_vision_lend_pool(mllm_idefics3_vision *v, mllm_pool *pool) {
+    if (v->pool && !v->pool_lent) mllm_pool_free(v->pool);
+    v->pool = pool;
+    v->pool_lent = pool != NULL;
+}

@@ -19,19 +19,20 @@ typedef struct {
     mllm_qwen2vl_pre_params pp;
 } tower;
 
-static mllm_status tower_open(const char *model_path, bool hf, const char *mmproj, int n_threads, void **out) {
+static mllm_status tower_open(const char *model_path, bool hf, const char *mmproj, mllm_pool *pool, void **out) {
     *out = NULL;
     tower *t = mllm_calloc(1, sizeof *t);
     if (!t) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     mllm_status st;
-    if (mmproj) st = mllm_qwen2vl_vision_open_gguf(mmproj, n_threads, &t->v);
-    else if (hf) st = mllm_qwen2vl_vision_open(model_path, n_threads, &t->v);
+    if (mmproj) st = mllm_qwen2vl_vision_open_gguf(mmproj, 1, &t->v); /* 1: no pool of its own */
+    else if (hf) st = mllm_qwen2vl_vision_open(model_path, 1, &t->v);
     else st = mllm_err(MLLM_ERR_UNSUPPORTED, "%s holds no vision tower: give the mmproj GGUF (--mmproj, "
                                              "mllm_load_params.mmproj) or a Hugging Face folder", model_path);
     if (st) {
         mllm_free(t);
         return st;
     }
+    mllm_qwen2vl_vision_lend_pool(t->v, pool);
     mllm_qwen2vl_vision_pre_params(t->v, &t->pp);
     *out = t;
     return MLLM_OK;

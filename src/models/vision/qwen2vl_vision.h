@@ -17,6 +17,7 @@
 #define MLLM_MODELS_QWEN2VL_VISION_H
 #include <mllm/mllm.h>
 #include <stdint.h>
+#include "core/threadpool.h"
 #include "backends/backend.h"
 #include "image/qwen2vl_pre.h"
 
@@ -56,5 +57,10 @@ mllm_status mllm_qwen2vl_vision_use_backends(mllm_qwen2vl_vision *v, mllm_backen
    row-major, the order the LLM reads its <|image_pad|> tokens in. */
 mllm_status mllm_qwen2vl_vision_encode(mllm_qwen2vl_vision *v, const mllm_qwen2vl_pixels *px, float **emb,
                                        int64_t *n_tokens);
+
+/* Runs its graphs on pool from now on, lent (it must outlive v; NULL: the
+   caller only), instead of a pool of its own: a model's towers share the
+   model's. Not while encoding. */
+void mllm_qwen2vl_vision_lend_pool(mllm_qwen2vl_vision *v, mllm_pool *pool);
 
 #endif

@@ -29,6 +29,7 @@ struct mllm_qwen2vl_vision {
     float *merge_norm;    /* hidden */
     qv_linear mlp0, mlp2; /* 4 hidden -> 4 hidden -> out_hidden */
     mllm_pool *pool;
+    bool pool_lent;       /* mllm_*_vision_lend_pool's: not freed here */
     mllm_qwen2vl_pre_params pre; /* preprocessor_config.json's, else the defaults */
     qv_weights w;
     qv_block_t *tb;       /* depth */

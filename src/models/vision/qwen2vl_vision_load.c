@@ -134,7 +134,7 @@ void mllm_qwen2vl_vision_free(mllm_qwen2vl_vision *v) {
     mllm_free(v->patch.own);
     mllm_safetensors_close(v->st);
     mllm_gguf_close(v->gg);
-    if (v->pool) mllm_pool_free(v->pool);
+    if (v->pool && !v->pool_lent) mllm_pool_free(v->pool);
     mllm_free(v);
 }
 
@@ -235,3 +235,9 @@ mllm_status mllm_qwen2vl_vision_use_backends(mllm_qwen2vl_vision *v, mllm_backen
 const mllm_qwen2vl_vision_config *mllm_qwen2vl_vision_config_of(const mllm_qwen2vl_vision *v) { return &v->c; }
 
 void mllm_qwen2vl_vision_pre_params(const mllm_qwen2vl_vision *v, mllm_qwen2vl_pre_params *p) { *p = v->pre; }
+
+void mllm_qwen2vl_vision_lend_pool(mllm_qwen2vl_vision *v, mllm_pool *pool) {
+    if (v->pool && !v->pool_lent) mllm_pool_free(v->pool);
+    v->pool = pool;
+    v->pool_lent = pool != NULL;
+}

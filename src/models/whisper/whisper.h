@@ -16,6 +16,7 @@
 #ifndef MLLM_MODELS_WHISPER_H
 #define MLLM_MODELS_WHISPER_H
 #include <mllm/mllm.h>
+#include "core/threadpool.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,9 @@ typedef struct {
        "cuda,cpu"; mllm_load_params.backend's names); what one lacks runs
        on the CPU. NULL or "": the CPU alone. */
     const char *backends;
+    /* A pool to run on, lent (the model's, shared with its other users;
+       it must outlive the model); NULL: one of n_threads of its own. */
+    mllm_pool *pool;
 } mllm_whisper_params;
 
 /* Loads dir/model.bin (a CTranslate2 WhisperSpec), dir/config.json

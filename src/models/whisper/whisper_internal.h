@@ -52,6 +52,7 @@ struct mllm_whisper {
     mllm_tokenizer *tok;
     char (*lang_codes)[8];       /* sp.n_lang codes, for --language */
     mllm_pool *pool;
+    bool own_pool;            /* else lent (mllm_whisper_params.pool) */
 
     /* the graphs (whisper_graph.c): the weights as leaves, the backends
        they run on and the weights placed there */

@@ -425,8 +425,11 @@ mllm_status wh_load(mllm_ct2 *c, const char *path, const char *config, size_t co
         st = mllm_whisper_config_parse(config, config_len, path, w->hp.n_vocab, &w->suppress, &w->n_suppress,
                                        &w->suppress_begin, &w->n_suppress_begin);
     if (st == MLLM_OK) st = read_tokens(w, src->tokenizer_path, src->tokenizer_json, src->tokenizer_len);
-    if (st == MLLM_OK) {
+    if (st == MLLM_OK && p && p->pool) {
+        w->pool = p->pool;
+    } else if (st == MLLM_OK) {
         w->pool = mllm_pool_new(p && p->n_threads > 0 ? p->n_threads : 1);
+        w->own_pool = w->pool != NULL;
         if (!w->pool) st = mllm_err(MLLM_ERR_NOMEM, "whisper: cannot start the thread pool");
         /* Whisper's parallel jobs are few per decoder step (whisper_ops.c):
            idle workers sleep after ~0.1 ms instead of spinning ~5 ms, which
@@ -474,7 +477,7 @@ mllm_status mllm_whisper_load(const char *dir, const mllm_whisper_params *p, mll
 void mllm_whisper_free(mllm_whisper *w) {
     if (!w) return;
     wh_graph_free(w);
-    mllm_pool_free(w->pool);
+    if (w->own_pool) mllm_pool_free(w->pool);
     mllm_ct2_close(w->ct2);
     mllm_free(w->image); /* after the ct2 view of it */
     mllm_mllmfile_close(w->mf);

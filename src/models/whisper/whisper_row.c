@@ -14,9 +14,9 @@
 
 static bool row_probe(const char *path) { return mllm_whisper_probe(path) != MLLM_WHISPER_NONE; }
 
-static mllm_status row_open(const char *path, int n_threads, const char *backends, void **out) {
-    mllm_whisper_params wp = {.n_threads = n_threads > 0 ? n_threads : 1, .weight_type = MLLM_DTYPE_F16,
-                              .backends = backends};
+static mllm_status row_open(const char *path, mllm_pool *pool, const char *backends, void **out) {
+    mllm_whisper_params wp = {.n_threads = mllm_pool_size(pool), .weight_type = MLLM_DTYPE_F16,
+                              .backends = backends, .pool = pool};
     mllm_whisper *w = NULL;
     mllm_status st = mllm_whisper_open(path, &wp, &w);
     *out = w;

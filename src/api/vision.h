@@ -1,9 +1,7 @@
-/* A model's vision side (api/vision.c): the vision tower, opened on the
-   first image (a text-only use of a vision-language checkpoint never maps
-   it), and the cache of image embeddings, keyed by the encoded file's bytes
-   and the preprocessing parameters, so a later turn (or another session of
-   the same model) about the same image does not decode or encode it again.
-   Shared by every session of the model: a mutex guards both. */
+/* A model's vision side (api/vision.c): the vision tower of its registry
+   row, opened on the first image (a text-only use of a vision-language
+   checkpoint never maps it), and the tower's embedding cache
+   (models/vision_cache.h). Shared by every session of the model. */
 #ifndef MLLM_API_VISION_H
 #define MLLM_API_VISION_H
 #include <mllm/mllm.h>
@@ -12,12 +10,6 @@
 #include <stdint.h>
 #include "models/vision_tower.h"
 
-/* The cache's bounds: the embeddings plus a copy of each file's bytes
-   (kept to compare on a hit, so two files whose hashes collide are never
-   confused), least recently used first out. An image larger than the
-   whole budget is encoded and not kept. */
-#define MLLM_VISION_CACHE_MAX_ENTRIES 32
-#define MLLM_VISION_CACHE_MAX_BYTES ((size_t)256 << 20)
 /* Images in one prompt. */
 #define MLLM_VISION_MAX_IMAGES 64
 

@@ -16,17 +16,28 @@ void mllm_row_float_to_f32(const float *src, void *dst, int64_t n) {
     memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
+/* Halves are read byte-wise (one load once compiled): rows used in place
+   from a file's mapping (Whisper's CTranslate2 tables) may sit at odd
+   addresses. */
 void mllm_row_f16_to_float(const void *src, float *dst, int64_t n) {
-    const mllm_f16 *h = src;
-    for (int64_t i = 0; i < n; i++) dst[i] = mllm_f16_to_f32(h[i]);
+    const unsigned char *p = src;
+    for (int64_t i = 0; i < n; i++) {
+        mllm_f16 h;
+        memcpy(&h, p + (size_t)i * sizeof h, sizeof h);
+        dst[i] = mllm_f16_to_f32(h);
+    }
 }
 void mllm_row_float_to_f16(const float *src, void *dst, int64_t n) {
     mllm_f16 *h = dst;
     for (int64_t i = 0; i < n; i++) h[i] = mllm_f32_to_f16(src[i]);
 }
 void mllm_row_bf16_to_float(const void *src, float *dst, int64_t n) {
-    const mllm_bf16 *h = src;
-    for (int64_t i = 0; i < n; i++) dst[i] = mllm_bf16_to_f32(h[i]);
+    const unsigned char *p = src;
+    for (int64_t i = 0; i < n; i++) {
+        mllm_bf16 h;
+        memcpy(&h, p + (size_t)i * sizeof h, sizeof h);
+        dst[i] = mllm_bf16_to_f32(h);
+    }
 }
 void mllm_row_float_to_bf16(const float *src, void *dst, int64_t n) {
     mllm_bf16 *h = dst;

@@ -28,6 +28,15 @@ struct mllm_vision_cache {
     uint64_t next_id, clock;
 };
 
+uint64_t mllm_vision_params_hash(const int64_t *ints, int n_ints, const float mean[3], const float std[3]) {
+    mllm_xxh64_state h;
+    mllm_xxh64_init(&h);
+    mllm_xxh64_update(&h, ints, (size_t)n_ints * sizeof *ints);
+    mllm_xxh64_update(&h, mean, 3 * sizeof *mean);
+    mllm_xxh64_update(&h, std, 3 * sizeof *std);
+    return mllm_xxh64_digest(&h);
+}
+
 mllm_status mllm_vision_cache_new(const mllm_vision_family *fam, void *tower, int n_embd, mllm_vision_cache **out) {
     *out = NULL;
     mllm_vision_cache *v = mllm_calloc(1, sizeof *v);

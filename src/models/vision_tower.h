@@ -33,6 +33,9 @@ typedef struct {
 } mllm_vision_embedding;
 
 void mllm_vision_embedding_free(mllm_vision_embedding *e);
+/* The hash a tower's params_hash gives: its preprocessing's integers and
+   normalisation, field by field (no padding bytes hashed). */
+uint64_t mllm_vision_params_hash(const int64_t *ints, int n_ints, const float mean[3], const float std[3]);
 
 typedef struct mllm_vision_family {
     /* The tokenizer's image token, which the chat template places once per image. */

@@ -7,7 +7,6 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "formats/mllmfile.h"
 #include "image/idefics3_pre.h"
 #include "models/vision/idefics3_vision.h"
 #include "models/registry.h"
@@ -51,14 +50,8 @@ static int tower_out_width(const void *p) { return mllm_idefics3_vision_config_o
 
 static uint64_t tower_params_hash(const void *p) {
     const mllm_idefics3_pre_params *ip = &((const tower *)p)->ip;
-    mllm_xxh64_state h;
-    mllm_xxh64_init(&h);
-    /* field by field: no padding bytes hashed */
     const int64_t ints[4] = {ip->longest_edge, ip->tile, ip->do_resize, ip->do_split};
-    mllm_xxh64_update(&h, ints, sizeof ints);
-    mllm_xxh64_update(&h, ip->mean, sizeof ip->mean);
-    mllm_xxh64_update(&h, ip->std, sizeof ip->std);
-    return mllm_xxh64_digest(&h);
+    return mllm_vision_params_hash(ints, 4, ip->mean, ip->std);
 }
 
 /* The grid is written so grid h * w / merge^2 is the row count: 1 x

@@ -7,7 +7,6 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "formats/mllmfile.h"
 #include "image/qwen2vl_pre.h"
 #include "models/decoder/mrope.h"
 #include "models/vision/qwen2vl_vision.h"
@@ -53,14 +52,8 @@ static int tower_out_width(const void *p) { return mllm_qwen2vl_vision_config_of
 
 static uint64_t tower_params_hash(const void *p) {
     const mllm_qwen2vl_pre_params *pp = &((const tower *)p)->pp;
-    mllm_xxh64_state h;
-    mllm_xxh64_init(&h);
-    /* field by field: no padding bytes hashed */
     const int64_t ints[5] = {pp->patch_size, pp->temporal_patch_size, pp->merge_size, pp->min_pixels, pp->max_pixels};
-    mllm_xxh64_update(&h, ints, sizeof ints);
-    mllm_xxh64_update(&h, pp->mean, sizeof pp->mean);
-    mllm_xxh64_update(&h, pp->std, sizeof pp->std);
-    return mllm_xxh64_digest(&h);
+    return mllm_vision_params_hash(ints, 5, pp->mean, pp->std);
 }
 
 static mllm_status tower_embed(void *p, const mllm_image *im, mllm_vision_embedding *out) {

@@ -16,7 +16,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import srvtest  # noqa: E402
 from srvtest import check  # noqa: E402
 
-LONG = 3000  # tokens: seconds of work for the tiny model, never reached in these tests
+LONG = 3000  # tokens: more than the tests below wait for
+# The hang-up tests' requests must still run when the client leaves: with a
+# context shift and this many tokens they cannot end on their own (the tiny
+# model makes 3000 tokens in well under a second on an idle machine).
+ENDLESS = 1_048_576  # the largest --max-tokens
 
 
 def long_body(stream, max_tokens=LONG):
@@ -69,12 +73,13 @@ def main(argv):
     model = srvtest.synth_tiny(mllm, work)
 
     # ---- 1 slot, queue of 1 ------------------------------------------------
-    s = srvtest.Server(mllm, model, "--parallel", "1", "--queue", "1", "--ctx-size", "4096", "--max-tokens", "4000")
+    s = srvtest.Server(mllm, model, "--parallel", "1", "--queue", "1", "--ctx-size", "512", "--context-shift",
+                       "--max-tokens", str(ENDLESS))
     try:
-        a = open_request(s, long_body(True))
+        a = open_request(s, long_body(True, ENDLESS))
         check(b"data: " in read_until(a, b"data: "), "first stream event")
         wait_for("slot busy", lambda: gauges(s)["slots_idle"] == 0)
-        b = open_request(s, long_body(False))
+        b = open_request(s, long_body(False, ENDLESS))
         wait_for("one queued", lambda: gauges(s)["queue_length"] == 1)
         st, hdrs, data = s.request("POST", "/v1/completions", long_body(False, 4))
         j = json.loads(data)
@@ -92,10 +97,10 @@ def main(argv):
         cancelled = m1['mllm_requests_total{finish_reason="cancelled"}'] - m0['mllm_requests_total{finish_reason="cancelled"}']
         check(cancelled == 2, "2 cancelled requests counted, got %d" % cancelled)
         gen = m1["mllm_generated_tokens_total"]
-        check(gen < LONG, "the stream's generation stopped early (%d tokens)" % gen)
-        print("ok   mid-stream hang-up frees the slot in %.2f s (%d tokens generated, not %d)" % (dt, gen, LONG))
+        check(gen < ENDLESS, "the stream's generation stopped early (%d tokens)" % gen)
+        print("ok   mid-stream hang-up frees the slot in %.2f s (%d tokens generated, not %d)" % (dt, gen, ENDLESS))
 
-        c = open_request(s, long_body(False))  # a plain request, client gone while it runs
+        c = open_request(s, long_body(False, ENDLESS))  # a plain request, client gone while it runs
         wait_for("slot busy", lambda: gauges(s)["slots_idle"] == 0)
         time.sleep(0.3)
         c.close()

@@ -13,7 +13,7 @@
 #include "core/tensor.h"
 #include "core/threadpool.h"
 #include "backends/backend.h"
-#include "backends/kv_layout.h"
+#include "kv/kv_layout.h"
 
 typedef enum { MLLM_MODE_EAGER = 0, MLLM_MODE_TRACE = 1 } mllm_mode;
 
@@ -97,7 +97,7 @@ mllm_tensor *mllm_op_kv_store(mllm_graph *g, mllm_tensor *k, mllm_tensor *v, mll
    position p sees positions (p - window, p] only (sliding-window layers). */
 mllm_tensor *mllm_op_attention(mllm_graph *g, mllm_tensor *q, mllm_tensor *dep, mllm_tensor *pos,
                                const mllm_kv_layer *kv, int n_head_kv, float scale, int window);
-/* The paged KV cache (backends/kv_layout.h; src/kv owns the blocks).
+/* The paged KV cache (kv/kv_layout.h; src/kv owns the blocks).
    seq: each token's sequence, an I32 vector of T; table: I32 (max_blocks,
    n_seq), row s the block ids of sequence s (position p in block
    table[s][p / block_size]). Positions need not be consecutive, and tokens

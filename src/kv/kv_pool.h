@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <mllm/mllm.h>
-#include "backends/kv_layout.h"
+#include "kv/kv_layout.h"
 
 #define MLLM_KV_MAX_BLOCK_SIZE 4096
 

@@ -9,15 +9,15 @@ src=$(cd "$here/../../src" && pwd)
 declare -A allowed=(
   [core]=""
   [formats]="core"
-  [backends]="core"
-  [graph]="core backends"
+  [backends]="core kv"
+  [graph]="core backends kv"
   [audio]="core"
   [image]="core"
   [tokenizer]="core formats"
   [template]="core formats"
   [runtime]="core tokenizer"
   [models]="core formats graph backends tokenizer runtime audio image"
-  [kv]="core formats backends"
+  [kv]="core formats"
   [convert]="core formats graph backends models tokenizer runtime audio image"
   [quantize]="core formats graph backends models"
   [synth]="core formats graph backends models tokenizer"
@@ -43,12 +43,12 @@ done
 # The CPU backend's headers (src/backends/cpu/) are its own: the rest of the
 # library reaches it through backends/backend.h, backends/cpu.h (its public
 # face: per-dtype code, weight layouts, the repacked-weights buffer type)
-# and backends/kv_layout.h. No file outside src/backends includes them.
+# and kv/kv_layout.h. No file outside src/backends includes them.
 root=$(cd "$src/.." && pwd)
 while IFS=: read -r file line _; do
   rel=${file#"$root"/}
   [[ $rel == src/backends/* ]] && continue
-  echo "FAIL: $rel:$line includes backends/cpu/ (use backends/cpu.h, backends/kv_layout.h or backends/backend.h)"; bad=1
+  echo "FAIL: $rel:$line includes backends/cpu/ (use backends/cpu.h, kv/kv_layout.h or backends/backend.h)"; bad=1
 done < <(grep -rnE '^#include "backends/cpu/' "$src" "$root/apps" --include='*.c' --include='*.h')
 
 # A model reads no environment: its inputs come through parameter structs

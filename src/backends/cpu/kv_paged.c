@@ -1,6 +1,6 @@
 /* Paged KV cache kernels: writing token rows into blocks (with the dtype's
    conversion) and the online-softmax attention over a block table. The
-   block layout itself is backends/kv_layout.c. */
+   block layout itself is kv/kv_layout.c. */
 #include "backends/cpu/kv_paged.h"
 #include <math.h>
 #include <string.h>

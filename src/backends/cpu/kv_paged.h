@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/kv_layout.h"
+#include "kv/kv_layout.h"
 
 /* Positions per partial of the online softmax (see above). */
 #define MLLM_KV_SPLIT 256

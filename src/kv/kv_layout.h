@@ -3,11 +3,11 @@
    f32, f16 or q8 (int8 per token and KV head, with an f32 scale). src/kv
    owns the blocks (the pool, refcounts, the prefix index) and fills one of
    these per layer; the graph's paged ops carry it to the backend, whose
-   kernels read and write the blocks (backends/cpu/kv_paged.h). It lives
-   here, in the backends' public layer, because the backends may include
-   only src/core, and src/kv and src/graph both include the backends. */
-#ifndef MLLM_BACKENDS_KV_LAYOUT_H
-#define MLLM_BACKENDS_KV_LAYOUT_H
+   kernels read and write the blocks (backends/cpu/kv_paged.h). src/kv
+   sits below the backends (it includes only src/core and src/formats), so
+   the backends and the graph may include this header. */
+#ifndef MLLM_KV_KV_LAYOUT_H
+#define MLLM_KV_KV_LAYOUT_H
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
-/* The paged KV layer's block layout (backends/kv_layout.h): region offsets
+/* The paged KV layer's block layout (kv/kv_layout.h): region offsets
    and sizes per dtype, the arithmetic src/kv sizes its pool with. */
-#include "backends/kv_layout.h"
+#include "kv/kv_layout.h"
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 

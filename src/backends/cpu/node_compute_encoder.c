@@ -50,6 +50,7 @@ void mllm_compute_attention_segments(const mllm_exec_ctx *g, mllm_tensor *t, int
     const int max_len = longest_segment(t);
     float *S = (float *)g->work + per_thread(max_len, hd) * (size_t)ith, *VT = S + (size_t)SEG_QBLOCK * max_len;
     const float scale = t->fp[0];
+    const mllm_cpu_ops *ops = mllm_cpu_ops_get();
     const size_t row = (size_t)E * sizeof(float);
     const int32_t *segs = t->src[3]->data;
     const int n_segs = (int)t->src[3]->ne[0] - 1;
@@ -66,17 +67,7 @@ void mllm_compute_attention_segments(const mllm_exec_ctx *g, mllm_tensor *t, int
             for (int i0 = 0; i0 < n; i0 += SEG_QBLOCK) {
                 const int nb = n - i0 < SEG_QBLOCK ? n - i0 : SEG_QBLOCK;
                 mllm_cpu_gemm(MLLM_DTYPE_F32, kk, row, hd, q + (size_t)i0 * E, row, nb, S, (size_t)n, 0, n);
-                for (int i = 0; i < nb; i++) {
-                    float *p = S + (size_t)i * n, mx = -INFINITY;
-                    for (int j = 0; j < n; j++) {
-                        p[j] *= scale;
-                        if (p[j] > mx) mx = p[j];
-                    }
-                    float sum = 0;
-                    for (int j = 0; j < n; j++) sum += (p[j] = expf(p[j] - mx));
-                    const float inv = 1.0f / sum;
-                    for (int j = 0; j < n; j++) p[j] *= inv;
-                }
+                for (int i = 0; i < nb; i++) ops->softmax(S + (size_t)i * n, n, scale);
                 float *o = (float *)t->data + (size_t)(t0 + i0) * E + (size_t)h * hd;
                 mllm_cpu_gemm(MLLM_DTYPE_F32, VT, (size_t)n * sizeof(float), n, S, (size_t)n * sizeof(float), nb, o,
                               (size_t)E, 0, hd);

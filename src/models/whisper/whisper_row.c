@@ -114,20 +114,11 @@ static mllm_status row_transcribe(void *model, const float *samples, size_t n, c
     mllm_whisper_result r = {0};
     mllm_status st = options(w, p, &o, &prompt_ids);
     if (!st) st = mllm_whisper_transcribe(w, samples, n, &o, &r);
-    if (!st && r.n_segs > 0 && !(res->segs = mllm_calloc((size_t)r.n_segs, sizeof *res->segs)))
-        st = mllm_err(MLLM_ERR_NOMEM, "out of memory");
-    if (!st) {
-        for (int i = 0; i < r.n_segs; i++) { /* the texts and tokens change hands */
-            const mllm_whisper_segment *s = &r.segs[i];
-            res->segs[i] = (mllm_speech_segment){.start = s->start, .end = s->end, .text = s->text,
-                                                 .tokens = s->tokens, .n_tokens = s->n_tokens,
-                                                 .avg_logprob = s->avg_logprob, .no_speech_prob = s->no_speech_prob,
-                                                 .compression_ratio = s->compression_ratio,
-                                                 .temperature = s->temperature, .seek = s->seek};
-            r.segs[i].text = NULL;
-            r.segs[i].tokens = NULL;
-        }
+    if (!st) { /* the segments change hands */
+        res->segs = r.segs;
         res->n_segs = r.n_segs;
+        r.segs = NULL;
+        r.n_segs = 0;
         res->duration = r.duration;
         const char *code = mllm_whisper_lang_code(w, r.language);
         snprintf(res->lang, sizeof res->lang, "%s", code ? code : "en");

@@ -5,19 +5,15 @@
    the window advanced to the last complete timestamp pair. */
 #ifndef MLLM_MODELS_WHISPER_TRANSCRIBE_H
 #define MLLM_MODELS_WHISPER_TRANSCRIBE_H
+#include "models/speech.h"
 #include "models/whisper/whisper.h"
 
 /* Most temperatures tried per window. */
 #define MLLM_WHISPER_MAX_TEMPS 8
 
-typedef struct {
-    double start, end;     /* seconds */
-    char *text;            /* UTF-8, owned */
-    int32_t *tokens;       /* text and timestamp tokens, owned */
-    int n_tokens;
-    float avg_logprob, no_speech_prob, compression_ratio, temperature;
-    long seek;             /* the window's start, in mel frames */
-} mllm_whisper_segment;
+/* A segment (seconds, text, tokens, decoding figures): the speech
+   contract's, so a transcription's segments change hands without a copy. */
+typedef mllm_speech_segment mllm_whisper_segment;
 
 typedef struct mllm_whisper_segment_cb_ {
     void (*fn)(const mllm_whisper_segment *s, void *user);

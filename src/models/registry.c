@@ -30,6 +30,13 @@ const mllm_arch *mllm_arch_find(const char *name) {
     return NULL;
 }
 
+const mllm_arch *mllm_arch_find_gguf(const char *arch) {
+    const mllm_arch *row = mllm_arch_find(arch);
+    for (size_t i = 0; !row && arch && i < N_ROWS; i++)
+        if (k_rows[i]->gguf_arch && !strcmp(k_rows[i]->gguf_arch, arch)) row = k_rows[i];
+    return row;
+}
+
 const char *mllm_kind_name(mllm_model_kind k) {
     switch (k) {
     case MLLM_KIND_DECODER: return "decoder";
@@ -118,11 +125,7 @@ mllm_status mllm_family_resolve(mllm_model_file *f, mllm_hparams *hp) {
     if (ae) {
         if (ae->type != MLLM_META_STR)
             return mllm_err(MLLM_ERR_FORMAT, "%s: key 'general.architecture' is not a string", f->path);
-        row = mllm_arch_find(ae->s);
-        if (!row && !strcmp(ae->s, "clip"))
-            return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: an mmproj vision tower (general.architecture 'clip'): give it "
-                                                  "with --mmproj (mllm_load_params.mmproj) beside its text model",
-                            f->path);
+        row = mllm_arch_find_gguf(ae->s);
         if (!row)
             return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: architecture '%.64s' is not supported (%s)", f->path, ae->s,
                             mllm_arch_names());
@@ -132,6 +135,9 @@ mllm_status mllm_family_resolve(mllm_model_file *f, mllm_hparams *hp) {
                                                    "mllm_transcribe)", f->path, sp->name)
                   : st;
     }
+    if (row->kind == MLLM_KIND_VISION)
+        return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: a vision tower (%s): give it with --mmproj "
+                                              "(mllm_load_params.mmproj) beside its text model", f->path, row->name);
     if (row->kind != MLLM_KIND_DECODER && row->kind != MLLM_KIND_ENCODER)
         return mllm_err(MLLM_ERR_UNSUPPORTED, "%s: a %s model (%s), not a text model", f->path,
                         mllm_kind_name(row->kind), row->name);

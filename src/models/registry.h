@@ -39,6 +39,9 @@ typedef struct mllm_arch {
     const char *name;        /* GGUF general.architecture, and the .mllm name */
     mllm_model_kind kind;
     const char *about;       /* one line for `mllm info --architectures` */
+    /* general.architecture of its GGUF files when it is not name (an
+       mmproj tower's "clip"), or NULL. */
+    const char *gguf_arch;
     const char *hf_types;    /* HF model_type values, space-separated */
     const char *hf_classes;  /* HF architectures[0] values, space-separated */
     const char *family;      /* the source file that builds it (src/models/<family>.c) */
@@ -80,6 +83,9 @@ typedef struct mllm_arch {
 
 /* NULL when name is not a row. */
 const mllm_arch *mllm_arch_find(const char *name);
+/* The row whose GGUF files say general.architecture = arch (its name, or
+   its gguf_arch), or NULL. */
+const mllm_arch *mllm_arch_find_gguf(const char *arch);
 /* The speech row whose probe recognizes path (its files are folders or
    files the generic readers do not take), or NULL. */
 const mllm_arch *mllm_arch_probe_speech(const char *path);

@@ -130,6 +130,12 @@ static void test_pair_logits(void **state) {
     assert_null(logits_of(DIR "text.gguf", NULL, &st));
     assert_int_equal(st, MLLM_ERR_UNSUPPORTED);
     assert_non_null(strstr(mllm_last_error(), "holds no vision tower"));
+    /* the mmproj given as the model: its registry row (general.architecture
+       "clip") says what it is and how to give it */
+    mllm_model *m = NULL;
+    assert_int_equal(mllm_model_load(DIR "mmproj.gguf", NULL, &m), MLLM_ERR_UNSUPPORTED);
+    assert_null(m);
+    assert_non_null(strstr(mllm_last_error(), "a vision tower (qwen2vl_vision): give it with --mmproj"));
 }
 
 int main(void) {

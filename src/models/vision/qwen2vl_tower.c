@@ -104,6 +104,7 @@ const mllm_vision_family mllm_vision_qwen2vl = {
 const mllm_arch mllm_arch_qwen2vl_vision = {
     .name = "qwen2vl_vision",
     .kind = MLLM_KIND_VISION,
+    .gguf_arch = "clip", /* llama.cpp's mmproj files; the projector type is checked at open */
     .about = "Qwen2.5-VL's vision tower: the visual.* tensors of a qwen2_5_vl folder, or an mmproj GGUF "
              "(clip, projector qwen2.5vl_merger) given with --mmproj",
     .family = "qwen2vl",

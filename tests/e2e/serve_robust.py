@@ -37,8 +37,9 @@ def open_request(s, body):
     return sk
 
 
-def read_until(sk, marker, limit=1 << 20):
-    buf = b""
+def read_until(sk, marker, limit=1 << 20, buf=b""):
+    """Reads until marker is in what was read (buf: what an earlier call
+    already read from this socket, which may hold the whole stream)."""
     while marker not in buf and len(buf) < limit:
         d = sk.recv(4096)
         if not d:
@@ -122,11 +123,14 @@ def main(argv):
     try:
         results = {}
 
+        heads = {}
+
         def reader(name, sk):
-            results[name] = read_until(sk, b"data: [DONE]", 1 << 24)
+            results[name] = read_until(sk, b"data: [DONE]", 1 << 24, heads.get(name, b""))
 
         run_sk = open_request(s, long_body(True, 4000))
-        check(b"data: " in read_until(run_sk, b"data: "), "stream started")
+        heads["run"] = read_until(run_sk, b"data: ")
+        check(b"data: " in heads["run"], "stream started")
         queued_sk = open_request(s, long_body(True, 300))
         wait_for("one queued", lambda: gauges(s)["queue_length"] == 1)
         threads = {n: threading.Thread(target=reader, args=(n, sk)) for n, sk in (("run", run_sk), ("queued", queued_sk))}
@@ -166,10 +170,11 @@ def main(argv):
                        "--shutdown-grace", "60")
     try:
         sk = open_request(s, long_body(True, 300))
-        check(b"data: " in read_until(sk, b"data: "), "stream started")
+        head = read_until(sk, b"data: ")
+        check(b"data: " in head, "stream started")
         t0 = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
-        out = read_until(sk, b"data: [DONE]", 1 << 24)
+        out = read_until(sk, b"data: [DONE]", 1 << 24, head)
         rc = s.stop(timeout=60)
         dt = time.monotonic() - t0
         check(rc == 0, "exit code %d after SIGTERM" % rc)

@@ -90,29 +90,39 @@ static const char *sniff(const uint8_t *b, size_t n) {
     return NULL;
 }
 
-/* libsndfile trims a RIFF "data" chunk that claims more bytes than the
-   file holds and decodes what is there, silently: a half-copied WAV would
-   pass for a shorter one. So walk the chunks and compare. A size of 0 or
-   0xffffffff is a streaming writer's placeholder (and RF64 keeps the real
-   size elsewhere), so it is not taken as a claim. */
-static mllm_status check_riff_data(const vsrc *s, const uint8_t *head, const char *label) {
-    if (memcmp(head, "RIFF", 4) != 0) return MLLM_OK;
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* libsndfile trims a WAV "data" (or AIFF "SSND") chunk that claims more
+   bytes than the file holds and decodes what is there, silently, and takes
+   a file cut inside a chunk header for one of no samples: a half-copied
+   file would pass for a shorter one. So walk the chunks and compare. A
+   size of 0 or 0xffffffff is a streaming writer's placeholder (and RF64
+   keeps the real size elsewhere), so it is not taken as a claim. */
+static mllm_status check_sound_chunk(const vsrc *s, const uint8_t *head, const char *label) {
+    const bool riff = !memcmp(head, "RIFF", 4), form = !memcmp(head, "FORM", 4);
+    if (!riff && !form) return MLLM_OK;
+    const char *kind = riff ? "WAV" : "AIFF", *sound = riff ? "data" : "SSND";
     sf_count_t at = 12;
     for (int guard = 0; guard < 4096 && at + 8 <= s->size; guard++) {
         uint8_t ch[8];
         vsrc k = *s;
         k.pos = at;
         if (v_read(ch, 8, &k) != 8) return MLLM_OK; /* a read error is reported by the decoder */
-        uint32_t len = le32(ch + 4);
-        if (!memcmp(ch, "data", 4)) {
+        uint32_t len = riff ? le32(ch + 4) : be32(ch + 4);
+        if (!memcmp(ch, sound, 4)) {
             if (len != 0 && len != 0xffffffffu && (sf_count_t)len > s->size - at - 8) {
-                return mllm_err(MLLM_ERR_FORMAT, "%s: truncated WAV: its data chunk claims %u bytes, the file holds %lld",
-                                label, len, (long long)(s->size - at - 8));
+                return mllm_err(MLLM_ERR_FORMAT, "%s: truncated %s: its %s chunk claims %u bytes, the file holds %lld",
+                                label, kind, sound, len, (long long)(s->size - at - 8));
             }
             return MLLM_OK;
         }
         at += 8 + (sf_count_t)len + (len & 1);
     }
+    if (at < s->size && at + 8 > s->size)
+        return mllm_err(MLLM_ERR_FORMAT, "%s: truncated %s: it ends inside a chunk header at byte %lld", label, kind,
+                        (long long)at);
     return MLLM_OK;
 }
 
@@ -276,7 +286,7 @@ static mllm_status load(vsrc *vs, const char *label, int out_rate, float **sampl
         return mllm_err(MLLM_ERR_FORMAT, "%s: not an audio file this reader knows (WAV, FLAC, OGG, MP3, AIFF)",
                         label);
     }
-    mllm_status st = check_riff_data(vs, head, label);
+    mllm_status st = check_sound_chunk(vs, head, label);
     if (st) return st;
     decoder d = {.label = label, .out_rate = out_rate};
     SF_VIRTUAL_IO vio = {v_len, v_seek, v_read, v_write, v_tell};

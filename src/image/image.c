@@ -37,10 +37,13 @@ static uint32_t le32(const uint8_t *p) { return (uint32_t)p[3] << 24 | (uint32_t
 /* The dimensions a header claims, read here rather than by stb: stb's
    probe fails on a PNG over 1 GB of pixels and then reports the last
    format it tried ("unknown image type"), which says nothing. Returns
-   false when the header is cut short (JPEG: no frame header found). */
+   false when the header is cut short (JPEG: no frame header found). The
+   checks here cover every fixed offset size_can_hold reads after it: a
+   PNG's whole IHDR (its 13 data bytes end at offset 29; the bit depth and
+   colour type are at 24 and 25), a BMP's info header up to offset 26. */
 static bool header_dims(const char *fmt, const uint8_t *p, size_t n, int64_t *w, int64_t *h) {
     if (!strcmp(fmt, "PNG")) {
-        if (n < 24 || memcmp(p + 12, "IHDR", 4)) return false;
+        if (n < 29 || be32(p + 8) != 13 || memcmp(p + 12, "IHDR", 4)) return false;
         *w = be32(p + 16), *h = be32(p + 20);
         return true;
     }

@@ -271,6 +271,36 @@ static bool init_file(mllm_kv_store *s) {
            pwrite_all(s->fd, page, sizeof page, 0) && fdatasync(s->fd) == 0;
 }
 
+/* The folder a store lives in must not let another user put a file or a
+   link where the store will be (as ssh's StrictModes and systemd's
+   tmpfiles refuse): not writable by group or others, unless it is sticky
+   (others cannot remove or rename our file there) and ours. */
+static mllm_status folder_check(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(slash - path) >= sizeof dir) return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: path too long");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat d;
+    if (stat(dir, &d) != 0) return mllm_err(MLLM_ERR_IO, "prefix store folder %s: %s", dir, strerror(errno));
+    const bool shared = (d.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (shared && !((d.st_mode & S_ISVTX) && d.st_uid == geteuid()))
+        return mllm_err(MLLM_ERR_IO,
+                        "prefix store folder %s is writable by other users (mode %03o): another user could put a file "
+                        "or a link where the store goes; use a folder only you can write (chmod go-w), or a sticky "
+                        "one you own",
+                        dir, (unsigned)(d.st_mode & 07777));
+    return MLLM_OK;
+}
+
+/* Whether the first bytes of a non-empty file are (the start of) a store
+   header: anything else is not ours to overwrite. */
+static bool looks_like_store(int fd, off_t size) {
+    char m[8] = {0};
+    const size_t n = size < 8 ? (size_t)size : 8;
+    return pread(fd, m, n, 0) == (ssize_t)n && !memcmp(m, HDR_MAGIC, n);
+}
+
 mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, uint64_t max_bytes,
                                mllm_kv_store **out, const char **note) {
     *out = NULL;
@@ -291,18 +321,29 @@ mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, ui
     mllm_kv_store *s = mllm_calloc(1, sizeof *s);
     if (!s) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     s->g = *g;
-    s->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (s->fd < 0) {
-        mllm_status st = mllm_err(MLLM_ERR_IO, "prefix store %s: %s", path, strerror(errno));
+    mllm_status st = folder_check(path);
+    /* O_NOFOLLOW: a link named like the store is refused, never written
+       through (the lock is taken on this same descriptor). O_NONBLOCK: a
+       FIFO there does not hang the open; it is refused below. */
+    s->fd = st != MLLM_OK ? -1 : open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (st == MLLM_OK && s->fd < 0)
+        st = errno == ELOOP ? mllm_err(MLLM_ERR_IO, "prefix store %s: is a symbolic link (a store is never opened "
+                                                    "through a link; remove it)",
+                                       path)
+                            : mllm_err(MLLM_ERR_IO, "prefix store %s: %s", path, strerror(errno));
+    if (st != MLLM_OK) {
         mllm_free(s);
         return st;
     }
-    mllm_status st = MLLM_OK;
     struct stat sb;
     if (flock(s->fd, LOCK_EX | LOCK_NB) != 0)
         st = mllm_err(MLLM_ERR_IO, "prefix store %s: in use by another process (%s)", path, strerror(errno));
     else if (fstat(s->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = mllm_err(MLLM_ERR_IO, "prefix store %s: not a regular file", path);
+    else if (sb.st_size > 0 && !looks_like_store(s->fd, sb.st_size))
+        st = mllm_err(MLLM_ERR_IO, "prefix store %s: the file there is not a prefix store (it does not begin with "
+                                   "MLLMKVS1); it is left as it is: remove it or use another --prefix-store folder",
+                      path);
     const char *why = NULL;
     if (st == MLLM_OK) {
         uint8_t hb[sizeof(store_hdr)] = {0};

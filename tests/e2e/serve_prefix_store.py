@@ -194,6 +194,47 @@ def kill_case(mllm, model, store, prompts, refs):
     print("     last open: " + last[last.index("kvstore: ") + 9:] if last else "")
 
 
+def refused(mllm, model, store, needle):
+    """mllm serve with this --prefix-store exits non-zero, saying needle."""
+    r = subprocess.run([mllm, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--prefix-store", store],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    out = r.stdout.decode(errors="replace")
+    check(r.returncode != 0 and needle in out, "serve refused (%s): rc %d, %s" % (needle, r.returncode, out[-600:]))
+
+
+def hostile_case(mllm, model, work):
+    """A link named like the store file, a foreign file in its place, a
+    folder other users can write: the server refuses to start and writes
+    nothing (#40: the store used to be written into a link's target)."""
+    store = os.path.join(work, "hostile-store")
+    s = srvtest.Server(mllm, model, "--prefix-store", store)
+    s.close()
+    names = [n for n in os.listdir(store) if n.endswith(".kvstore")]
+    check(len(names) == 1, "one store file: %r" % names)
+    path = os.path.join(store, names[0])
+    target = os.path.join(work, "not-a-store.txt")
+    with open(target, "wb") as f:
+        f.write(b"33 bytes of someone else's file.\n")
+    os.unlink(path)
+    os.symlink(target, path)
+    refused(mllm, model, store, "symbolic link")
+    with open(target, "rb") as f:
+        check(f.read() == b"33 bytes of someone else's file.\n", "the link's target is unchanged")
+    check(os.path.islink(path), "the link is left in place")
+    os.unlink(path)
+    with open(path, "wb") as f:
+        f.write(b"GGUF: a file that is not a store")
+    refused(mllm, model, store, "not a prefix store")
+    with open(path, "rb") as f:
+        check(f.read() == b"GGUF: a file that is not a store", "the foreign file is unchanged")
+    os.unlink(path)
+    os.chmod(store, 0o777)
+    refused(mllm, model, store, "writable by other users")
+    check(not os.path.exists(path), "nothing created in a folder others can write")
+    os.chmod(store, 0o700)
+    print("ok   a link, a foreign file and a folder others can write are refused; nothing is written")
+
+
 def main(argv):
     mllm, _shared, build = argv[0], argv[1], argv[2]
     work = tempfile.mkdtemp(prefix="mllm-pstore-")
@@ -202,6 +243,7 @@ def main(argv):
         other = os.path.join(work, "tiny-q8.gguf")
         subprocess.run([mllm, "synth", "--arch", "qwen3", "--preset", "tiny", "--dtype", "q8_0", "--format", "gguf",
                         "-o", other], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        hostile_case(mllm, tiny, work)
         system = "You are a careful assistant for a small bakery. " * 12
         restart_case(mllm, tiny, "tiny", os.path.join(work, "store"), other, system, "What does bread cost?",
                      "Name a pastry.", ["--prefix-store-size", "4M"])

@@ -202,9 +202,10 @@ static void test_truncated_and_uncommitted(void **state) {
     assert_int_equal(walk(s, 4), 4);
     mllm_kv_store_close(s);
 
-    /* another model's identity, another geometry, a cut header, a foreign file: started afresh, never read */
+    /* another model's identity, another geometry, a cut header, a damaged
+       header: started afresh, never read */
     const char *why[] = {"another model", "another K/V geometry", "another --prefix-store-size", "shorter than",
-                         "not a prefix store"};
+                         "its header is damaged"};
     for (int c = 0; c < 5; c++) {
         s = open_ok(path, &g, 1 << 16, NULL);
         if (walk(s, 4) != 4) write_chain(s, 4, k2, s2s);
@@ -217,6 +218,7 @@ static void test_truncated_and_uncommitted(void **state) {
         if (c == 3) assert_int_equal(truncate(path, 100), 0);
         if (c == 4) {
             FILE *f = fopen(path, "r+b");
+            fseek(f, 12, SEEK_SET);
             fputs("GGUF", f);
             fclose(f);
         }
@@ -225,6 +227,65 @@ static void test_truncated_and_uncommitted(void **state) {
         assert_int_equal(entries(s), 0);
         mllm_kv_store_close(s);
     }
+    free(path);
+}
+
+/* A file that is not a store, a link named like the store, a folder other
+   users can write: refused, and nothing written (#40: a link in the folder
+   had the store written into its target). */
+static void test_hostile_files(void **state) {
+    (void)state;
+    const mllm_kv_store_geom g = geom();
+    mllm_kv_store *s = NULL;
+    const char *note;
+    char *path = (char *)tu_tmp("h.kvstore"), *target = (char *)tu_tmp("h.target");
+    unlink(path);
+    FILE *f = fopen(path, "wb");
+    fputs("GGUF and other bytes that are not ours", f);
+    fclose(f);
+    assert_int_equal(mllm_kv_store_open(path, &g, 1 << 16, &s, &note), MLLM_ERR_IO);
+    assert_non_null(strstr(mllm_last_error(), "not a prefix store"));
+    size_t n = 0;
+    char *kept = tu_read_file(path, &n);
+    assert_int_equal(n, 38);
+    assert_memory_equal(kept, "GGUF and other bytes that are not ours", 38);
+    free(kept);
+    /* a symbolic link: neither followed nor replaced, its target unchanged */
+    unlink(path);
+    const char *theirs = "33 bytes of someone else's file.\n";
+    f = fopen(target, "wb");
+    fputs(theirs, f);
+    fclose(f);
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(mllm_kv_store_open(path, &g, 1 << 16, &s, &note), MLLM_ERR_IO);
+    assert_null(s);
+    assert_non_null(strstr(mllm_last_error(), "symbolic link"));
+    kept = tu_read_file(target, &n);
+    assert_int_equal(n, strlen(theirs));
+    assert_memory_equal(kept, theirs, n);
+    free(kept);
+    struct stat ls;
+    assert_int_equal(lstat(path, &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+    unlink(path);
+    /* a folder others can write; the same sticky and ours is accepted */
+    char *dir = (char *)tu_tmp("shared-store"), sub[4200];
+    mkdir(dir, 0700);
+    snprintf(sub, sizeof sub, "%s/x.kvstore", dir);
+    unlink(sub);
+    assert_int_equal(chmod(dir, 0777), 0);
+    assert_int_equal(mllm_kv_store_open(sub, &g, 1 << 16, &s, &note), MLLM_ERR_IO);
+    assert_non_null(strstr(mllm_last_error(), "writable by other users"));
+    assert_int_equal(access(sub, F_OK), -1); /* nothing created */
+    assert_int_equal(chmod(dir, 01777), 0);
+    s = open_ok(sub, &g, 1 << 16, &note);
+    mllm_kv_store_close(s);
+    unlink(sub);
+    chmod(dir, 0700);
+    rmdir(dir);
+    unlink(target);
+    free(dir);
+    free(target);
     free(path);
 }
 
@@ -377,6 +438,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_and_damage),
         cmocka_unit_test(test_truncated_and_uncommitted),
+        cmocka_unit_test(test_hostile_files),
         cmocka_unit_test(test_lru),
         cmocka_unit_test(test_write_error),
         cmocka_unit_test(test_engine_restart),

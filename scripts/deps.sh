@@ -2,7 +2,8 @@
 # deps.sh: installs the Debian 12 packages mllm-c builds and tests with
 # (only those missing; needs root or sudo).
 # libsndfile1-dev and libsamplerate0-dev: audio input (src/audio; Debian 12's
-# libsndfile 1.2.0 reads MP3). zlib1g-dev: Whisper's compression-ratio fallback.
+# libsndfile 1.2.0 reads MP3); libvorbis-dev (libvorbisfile): Ogg Vorbis headers
+# checked before libsndfile, whose Vorbis reader leaks on bad ones. zlib1g-dev: Whisper's compression-ratio fallback.
 # libstb-dev: stb_image, the PNG/JPEG/BMP/GIF decoder of image input (src/image;
 # a header compiled into the library, tests also use its stb_image_write).
 # libwebp-dev: WebP image input (optional in CMake: without it WebP files are
@@ -24,12 +25,12 @@
 # pocl-opencl-icd: PoCL, an OpenCL driver that runs the kernels on the CPU,
 # so test_opencl_ops has a device on machines without a GPU.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev zlib1g-dev libstb-dev libwebp-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev libvorbis-dev zlib1g-dev libstb-dev libwebp-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
       wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl
       ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
       libpcre2-dev:arm64 libcjson-dev:arm64 libutf8proc-dev:arm64 libcmocka-dev:arm64 libmicrohttpd-dev:arm64
-      libedit-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 zlib1g-dev:arm64)
+      libedit-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 libvorbis-dev:arm64 zlib1g-dev:arm64)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then

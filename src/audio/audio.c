@@ -3,6 +3,7 @@
    streaming resampling with libsamplerate, chunk by chunk, so memory holds
    the output plus one chunk of input whatever the source rate. */
 #include "audio/audio.h"
+#include "audio/ogg_check.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/file_open.h"
@@ -288,6 +289,14 @@ static mllm_status load(vsrc *vs, const char *label, int out_rate, float **sampl
     }
     mllm_status st = check_sound_chunk(vs, head, label);
     if (st) return st;
+    if (!strcmp(format, "OGG")) {
+        const mllm_ogg_io io = {vs, v_read, v_seek, v_tell};
+        const char *why = "";
+        const mllm_ogg_check oc = mllm_ogg_vorbis_check(&io, &why);
+        vs->pos = 0;
+        if (vs->io_errno) return mllm_err(MLLM_ERR_IO, "%s: cannot read: %s", label, strerror(vs->io_errno));
+        if (oc == MLLM_OGG_BAD) return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt Ogg Vorbis: %s", label, why);
+    }
     decoder d = {.label = label, .out_rate = out_rate};
     SF_VIRTUAL_IO vio = {v_len, v_seek, v_read, v_write, v_tell};
     d.sf = sf_open_virtual(&vio, SFM_READ, &d.in, vs);

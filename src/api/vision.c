@@ -44,20 +44,38 @@ static mllm_status fail(struct mllm_vision *v, mllm_status st) {
     return st;
 }
 
+/* The file's metadata (its hyper-parameters: GGUF keys, or config.json's
+   fields) into h: keys, numbers and strings; a string array (a
+   vocabulary) by its length. */
+static void hash_meta(const mllm_meta *m, mllm_xxh64_state *h) {
+    for (size_t i = 0; i < m->n; i++) {
+        const mllm_meta_entry *e = &m->e[i];
+        const int64_t v[3] = {e->type, e->i, (int64_t)e->len};
+        mllm_xxh64_update(h, e->key, strlen(e->key) + 1);
+        mllm_xxh64_update(h, v, sizeof v);
+        mllm_xxh64_update(h, &e->f, sizeof e->f);
+        if (e->type == MLLM_META_STR) mllm_xxh64_update(h, e->s, e->len);
+        if (e->type == MLLM_META_ARR_NUM) mllm_xxh64_update(h, e->num, e->len * sizeof *e->num);
+    }
+}
+
 /* What the tower's rows depend on besides the image and its
-   preprocessing: the weights it was read from (the mmproj, else the model
-   file: mllm_model_file_fingerprint) and the backends its graphs run on.
-   Part of an image's key (vision_cache.h), so the prefix store never gives
-   one tower's K/V to another's image. */
+   preprocessing: the file it was read from (the mmproj, else the model
+   file: its weights' fingerprint, mllm_model_file_fingerprint, and its
+   hyper-parameters) and the backends its graphs run on. Part of an
+   image's key (vision_cache.h), so the prefix store never gives one
+   tower's K/V to another's image. */
 static mllm_status tower_identity(const mllm_model *m, uint64_t *out) {
     mllm_model_file *own = NULL;
     if (m->mmproj) {
         mllm_status st = mllm_model_file_open(m->mmproj, &own);
         if (st) return st;
     }
+    const mllm_model_file *f = own ? own : m->file;
     mllm_xxh64_state h;
     mllm_xxh64_init(&h);
-    mllm_model_file_fingerprint(own ? own : m->file, &h);
+    mllm_model_file_fingerprint(f, &h);
+    hash_meta(&f->meta, &h);
     mllm_model_file_close(own);
     for (int i = 0; i < m->dec.n_backends; i++)
         mllm_xxh64_update(&h, m->dec.backends[i]->name, strlen(m->dec.backends[i]->name) + 1);

@@ -12,11 +12,17 @@ vision tower), on the tiny random Qwen2.5-VL (M-RoPE) and SmolVLM
   image's blocks from the store (/metrics store hits; cached_tokens past the
   image for another question about the same image, while another image
   again takes only the text before it) and answers each request as a fresh
-  server without a store.
+  server without a store;
+- the GGUF pair (text.gguf + --mmproj) the same, and then another tower
+  (the mmproj with one bias moved: other rows for the same image) on the
+  same store takes none of the image's blocks and answers as a fresh
+  server with that tower.
 Args: mllm binary, shared dir, build dir. Loopback only."""
 import base64
 import os
+import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -44,22 +50,23 @@ def gradient_png(w, h):
             chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def ask(s, png, question):
-    """(text, prompt tokens, cached tokens) of 8 greedy tokens."""
+def ask(s, png, question, logprobs=False):
+    """(text, prompt tokens, cached tokens) of 8 greedy tokens (and their log-probabilities)."""
     url = "data:image/png;base64," + base64.b64encode(png).decode()
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
                                              {"type": "text", "text": question}]}]
     st, r = s.json("POST", "/v1/chat/completions", {"model": s.alias, "messages": messages, "max_tokens": 8,
-                                                    "temperature": 0}, timeout=300)
+                                                    "temperature": 0, "logprobs": logprobs}, timeout=300)
     check(st == 200, "chat %d %r" % (st, r))
     u = r["usage"]
-    return r["choices"][0]["message"]["content"], u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"]
+    out = (r["choices"][0]["message"]["content"], u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"])
+    return out + ([c["logprob"] for c in r["choices"][0]["logprobs"]["content"]],) if logprobs else out
 
 
-def fresh(mllm, model, png, question):
+def fresh(mllm, model, png, question, extra=()):
     """The answer of a new server (no store, nothing cached) asked first."""
-    s = srvtest.Server(mllm, model, *ARGS)
+    s = srvtest.Server(mllm, model, *ARGS, *extra)
     try:
         text, _, cached = ask(s, png, question)
         check(cached == 0, "a fresh server has nothing cached: %d" % cached)
@@ -68,15 +75,20 @@ def fresh(mllm, model, png, question):
         s.close()
 
 
-def model_case(mllm, name, model, rows, tmp):
-    photo = open(os.path.join(DATA, "images", "photo.png"), "rb").read()
+PHOTO = open(os.path.join(DATA, "images", "photo.png"), "rb").read()
+QA, QB = "What is this?", "Describe the colors."
+
+
+def model_case(mllm, name, model, rows, tmp, extra=()):
+    """Returns the store folder (it holds the photo's blocks)."""
+    photo, qa, qb = PHOTO, QA, QB
     other = gradient_png(300, 199)
-    qa, qb = "What is this?", "Describe the colors."
-    want = {(p, q): fresh(mllm, model, img, q) for p, img in (("photo", photo), ("other", other)) for q in (qa, qb)}
+    want = {(p, q): fresh(mllm, model, img, q, extra) for p, img in (("photo", photo), ("other", other))
+            for q in (qa, qb)}
     check(len(set(want.values())) > 1, "%s: not vacuous: the answers differ: %r" % (name, want))
 
     # one server, its in-memory prefix cache
-    s = srvtest.Server(mllm, model, *ARGS)
+    s = srvtest.Server(mllm, model, *ARGS, *extra)
     try:
         text, n, cached = ask(s, photo, qa)
         check(text == want["photo", qa] and cached == 0, "%s: first request: %r cached %d" % (name, text, cached))
@@ -96,7 +108,7 @@ def model_case(mllm, name, model, rows, tmp):
 
     # the store, across a restart
     store = os.path.join(tmp, name + "-store")
-    s = srvtest.Server(mllm, model, *ARGS, "--prefix-store", store)
+    s = srvtest.Server(mllm, model, *ARGS, *extra, "--prefix-store", store)
     try:
         check(ask(s, photo, qa)[0] == want["photo", qa], "%s: with the store" % name)
         m = s.metrics()
@@ -104,7 +116,7 @@ def model_case(mllm, name, model, rows, tmp):
         check(s.stop() == 0, "server exit code")
     finally:
         s.close()
-    s = srvtest.Server(mllm, model, *ARGS, "--prefix-store", store)
+    s = srvtest.Server(mllm, model, *ARGS, *extra, "--prefix-store", store)
     try:
         text, _, cached_o = ask(s, other, qb)
         check(text == want["other", qb], "%s: restarted, another image: %r, fresh: %r" % (name, text, want["other", qb]))
@@ -127,6 +139,77 @@ def model_case(mllm, name, model, rows, tmp):
               "store blocks; another image %d), answers as fresh servers" % (name, cached, hits, cached_o))
     finally:
         s.close()
+    return store
+
+
+GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # value type: bytes
+
+
+def gguf_tensor(data, want):
+    """(type, file offset) of the tensor called want in a GGUF file's bytes."""
+    n_t, n_kv = struct.unpack_from("<QQ", data, 8)
+    at, align = 24, 32
+
+    def string(at):
+        n = struct.unpack_from("<Q", data, at)[0]
+        return data[at + 8:at + 8 + n].decode(), at + 8 + n
+
+    def skip(t, at):
+        if t == 8:
+            return string(at)[1]
+        if t == 9:
+            et, n = struct.unpack_from("<IQ", data, at)
+            at += 12
+            for _ in range(n):
+                at = skip(et, at)
+            return at
+        return at + GGUF_SIZES[t]
+    for _ in range(n_kv):
+        key, at = string(at)
+        t = struct.unpack_from("<I", data, at)[0]
+        if key == "general.alignment":
+            align = struct.unpack_from("<I", data, at + 4)[0]
+        at = skip(t, at + 4)
+    found = None
+    for _ in range(n_t):
+        name, at = string(at)
+        nd = struct.unpack_from("<I", data, at)[0]
+        t, off = struct.unpack_from("<IQ", data, at + 4 + 8 * nd)
+        at += 4 + 8 * nd + 12
+        if name == want:
+            found = (t, off)
+    check(found is not None, "no tensor " + want)
+    return found[0], (at + align - 1) // align * align + found[1]
+
+
+def other_tower(mllm, pair, store, rows):
+    """An mmproj with other weights (an attention bias moved) on the GGUF pair's store."""
+    mm2 = os.path.join(pair, "mmproj-other.gguf")
+    data = bytearray(open(os.path.join(pair, "mmproj.gguf"), "rb").read())
+    t, at = gguf_tensor(data, "v.blk.0.attn_out.bias")
+    check(t == 0, "the bias is f32: %d" % t)
+    for i in range(64):
+        struct.pack_into("<f", data, at + 4 * i, struct.unpack_from("<f", data, at + 4 * i)[0] + 0.5)
+    open(mm2, "wb").write(bytes(data))
+    text_gguf = os.path.join(pair, "text.gguf")
+    runs = {}
+    for mm in ("mmproj.gguf", "mmproj-other.gguf"):
+        s = srvtest.Server(mllm, text_gguf, *ARGS, "--mmproj", os.path.join(pair, mm))
+        try:
+            runs[mm] = ask(s, PHOTO, QA, True)
+        finally:
+            s.close()
+    check(runs["mmproj.gguf"][3] != runs["mmproj-other.gguf"][3], "not vacuous: the towers' rows differ: %r" % runs)
+    s = srvtest.Server(mllm, text_gguf, *ARGS, "--mmproj", mm2, "--prefix-store", store)
+    try:
+        text, n, cached, lps = ask(s, PHOTO, QA, True)
+        check(0 < cached <= n - rows - 1, "another tower takes only the text before the image: %d of %d" % (cached, n))
+        check((text, lps) == (runs["mmproj-other.gguf"][0], runs["mmproj-other.gguf"][3]),
+              "another tower: %r, fresh: %r" % ((text, lps), runs["mmproj-other.gguf"]))
+        print("ok   gguf-pair: another tower on the same store takes only the text before the image (%d of %d)"
+              % (cached, n))
+    finally:
+        s.close()
 
 
 def main():
@@ -135,6 +218,13 @@ def main():
     tmp = tempfile.mkdtemp(dir=build)
     model_case(mllm, "qwen2vl", os.path.join(DATA, "qwen2vl", "tiny"), 77, tmp)
     model_case(mllm, "smolvlm", os.path.join(DATA, "smolvlm", "tiny"), 80, tmp)
+    pair = os.path.join(tmp, "gguf")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "reference", "unxz.py"),
+                    os.path.join(DATA, "qwen2vl", "gguf"), pair], check=True, stdout=subprocess.DEVNULL)
+    store = model_case(mllm, "gguf-pair", os.path.join(pair, "text.gguf"), 77, tmp,
+                       ("--mmproj", os.path.join(pair, "mmproj.gguf")))
+    other_tower(mllm, pair, store, 77)
+    shutil.rmtree(tmp)
     print("serve_image_store: all passed")
 
 

@@ -5,7 +5,8 @@ vision tower), on the tiny random Qwen2.5-VL (M-RoPE) and SmolVLM
 
 - one server: the same image and question again takes every full block of
   its prompt from the prefix cache (usage cached_tokens, which counts the
-  image's rows), and answers as a fresh server asked first (no cache);
+  image's rows), and answers as a fresh server asked first (no cache):
+  the same greedy text and log-probabilities (here and below);
   another image of the same size and the same question takes at most the
   text before its image;
 - restart with --prefix-store: a new server on the same folder reads the
@@ -50,27 +51,28 @@ def gradient_png(w, h):
             chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def ask(s, png, question, logprobs=False):
-    """(text, prompt tokens, cached tokens) of 8 greedy tokens (and their log-probabilities)."""
+def ask(s, png, question):
+    """(answer, prompt tokens, cached tokens) of 8 greedy tokens; the answer is their text and
+    log-probabilities."""
     url = "data:image/png;base64," + base64.b64encode(png).decode()
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
                                              {"type": "text", "text": question}]}]
     st, r = s.json("POST", "/v1/chat/completions", {"model": s.alias, "messages": messages, "max_tokens": 8,
-                                                    "temperature": 0, "logprobs": logprobs}, timeout=300)
+                                                    "temperature": 0, "logprobs": True}, timeout=300)
     check(st == 200, "chat %d %r" % (st, r))
-    u = r["usage"]
-    out = (r["choices"][0]["message"]["content"], u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"])
-    return out + ([c["logprob"] for c in r["choices"][0]["logprobs"]["content"]],) if logprobs else out
+    c, u = r["choices"][0], r["usage"]
+    answer = (c["message"]["content"], tuple(t["logprob"] for t in c["logprobs"]["content"]))
+    return answer, u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"]
 
 
 def fresh(mllm, model, png, question, extra=()):
     """The answer of a new server (no store, nothing cached) asked first."""
     s = srvtest.Server(mllm, model, *ARGS, *extra)
     try:
-        text, _, cached = ask(s, png, question)
+        answer, _, cached = ask(s, png, question)
         check(cached == 0, "a fresh server has nothing cached: %d" % cached)
-        return text
+        return answer
     finally:
         s.close()
 
@@ -90,17 +92,17 @@ def model_case(mllm, name, model, rows, tmp, extra=()):
     # one server, its in-memory prefix cache
     s = srvtest.Server(mllm, model, *ARGS, *extra)
     try:
-        text, n, cached = ask(s, photo, qa)
-        check(text == want["photo", qa] and cached == 0, "%s: first request: %r cached %d" % (name, text, cached))
-        text, n2, cached = ask(s, photo, qa)
+        answer, n, cached = ask(s, photo, qa)
+        check(answer == want["photo", qa] and cached == 0, "%s: first request: %r cached %d" % (name, answer, cached))
+        answer, n2, cached = ask(s, photo, qa)
         check(n2 == n and cached >= n // BLOCK * BLOCK - 1,
               "%s: the same image and question again: %d of %d prompt tokens cached" % (name, cached, n))
-        check(text == want["photo", qa], "%s: from the cache: %r, fresh: %r" % (name, text, want["photo", qa]))
-        text, n3, cached_o = ask(s, other, qa)
+        check(answer == want["photo", qa], "%s: from the cache: %r, fresh: %r" % (name, answer, want["photo", qa]))
+        answer, n3, cached_o = ask(s, other, qa)
         check(n3 == n, "%s: the other image has as many rows (%d tokens, %d)" % (name, n3, n))
         check(0 < cached_o <= n - rows - 1, "%s: another image takes only the text before it: %d cached of %d"
               % (name, cached_o, n))
-        check(text == want["other", qa], "%s: another image: %r, fresh: %r" % (name, text, want["other", qa]))
+        check(answer == want["other", qa], "%s: another image: %r, fresh: %r" % (name, answer, want["other", qa]))
         print("ok   %s: the same image again: %d of %d prompt tokens from the prefix cache; another image: %d"
               % (name, cached, n, cached_o))
     finally:
@@ -118,23 +120,24 @@ def model_case(mllm, name, model, rows, tmp, extra=()):
         s.close()
     s = srvtest.Server(mllm, model, *ARGS, *extra, "--prefix-store", store)
     try:
-        text, _, cached_o = ask(s, other, qb)
-        check(text == want["other", qb], "%s: restarted, another image: %r, fresh: %r" % (name, text, want["other", qb]))
+        answer, _, cached_o = ask(s, other, qb)
+        check(answer == want["other", qb], "%s: restarted, another image: %r, fresh: %r"
+              % (name, answer, want["other", qb]))
         check(cached_o <= n - rows - 1, "%s: restarted, another image: %d cached" % (name, cached_o))
         hits_o = s.metrics()["mllm_prefix_store_hit_blocks_total"]
         check(hits_o * BLOCK == cached_o, "%s: the text before it from the store: %d blocks, %d cached"
               % (name, hits_o, cached_o))
-        text, _, cached = ask(s, photo, qb)
-        check(text == want["photo", qb], "%s: restarted, the image from the store: %r, fresh: %r"
-              % (name, text, want["photo", qb]))
+        answer, _, cached = ask(s, photo, qb)
+        check(answer == want["photo", qb], "%s: restarted, the image from the store: %r, fresh: %r"
+              % (name, answer, want["photo", qb]))
         hits = s.metrics()["mllm_prefix_store_hit_blocks_total"] - hits_o
         # past the text the other image's request read: the image's rows (each block of them) from the store
         check(cached - cached_o >= rows // BLOCK * BLOCK - BLOCK and hits * BLOCK >= cached - cached_o - BLOCK,
               "%s: restarted, the image's blocks from the store: %d cached (another image %d), %d store blocks"
               % (name, cached, cached_o, hits))
-        text, _, cached2 = ask(s, photo, qa)
-        check(text == want["photo", qa] and cached2 >= cached, "%s: restarted, the first question again: %r %d"
-              % (name, text, cached2))
+        answer, _, cached2 = ask(s, photo, qa)
+        check(answer == want["photo", qa] and cached2 >= cached, "%s: restarted, the first question again: %r %d"
+              % (name, answer, cached2))
         print("ok   %s: restarted with --prefix-store: the image's blocks from the store (%d tokens cached, %d "
               "store blocks; another image %d), answers as fresh servers" % (name, cached, hits, cached_o))
     finally:
@@ -196,16 +199,15 @@ def other_tower(mllm, pair, store, rows):
     for mm in ("mmproj.gguf", "mmproj-other.gguf"):
         s = srvtest.Server(mllm, text_gguf, *ARGS, "--mmproj", os.path.join(pair, mm))
         try:
-            runs[mm] = ask(s, PHOTO, QA, True)
+            runs[mm] = ask(s, PHOTO, QA)[0]
         finally:
             s.close()
-    check(runs["mmproj.gguf"][3] != runs["mmproj-other.gguf"][3], "not vacuous: the towers' rows differ: %r" % runs)
+    check(runs["mmproj.gguf"][1] != runs["mmproj-other.gguf"][1], "not vacuous: the towers' rows differ: %r" % runs)
     s = srvtest.Server(mllm, text_gguf, *ARGS, "--mmproj", mm2, "--prefix-store", store)
     try:
-        text, n, cached, lps = ask(s, PHOTO, QA, True)
+        answer, n, cached = ask(s, PHOTO, QA)
         check(0 < cached <= n - rows - 1, "another tower takes only the text before the image: %d of %d" % (cached, n))
-        check((text, lps) == (runs["mmproj-other.gguf"][0], runs["mmproj-other.gguf"][3]),
-              "another tower: %r, fresh: %r" % ((text, lps), runs["mmproj-other.gguf"]))
+        check(answer == runs["mmproj-other.gguf"], "another tower: %r, fresh: %r" % (answer, runs["mmproj-other.gguf"]))
         print("ok   gguf-pair: another tower on the same store takes only the text before the image (%d of %d)"
               % (cached, n))
     finally:

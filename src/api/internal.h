@@ -120,8 +120,8 @@ struct mllm_session {
     int rope_delta;
     int image_end;
     /* The images the cache holds, in order: their slots [start, end), the
-       cache entry id of their embeddings (api/vision.h; 0: unknown, never
-       reused) and rope_delta for the text after them. A prompt that
+       image's id (its embedding cache key, models/vision_cache.h; 0:
+       unknown, never reused) and rope_delta for the text after them. A prompt that
        repeats an image at the same slots keeps its KV (session_image.c). */
     struct {
         int start, end, delta_after;

@@ -7,6 +7,8 @@
 #include "api/internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "formats/mllmfile.h"
+#include "formats/model_file.h"
 #include "models/vision_cache.h"
 #include "models/vision_tower.h"
 
@@ -42,6 +44,45 @@ static mllm_status fail(struct mllm_vision *v, mllm_status st) {
     return st;
 }
 
+/* The file's metadata (its hyper-parameters: GGUF keys, or config.json's
+   fields) into h: keys, numbers and strings; a string array (a
+   vocabulary) by its length. */
+static void hash_meta(const mllm_meta *m, mllm_xxh64_state *h) {
+    for (size_t i = 0; i < m->n; i++) {
+        const mllm_meta_entry *e = &m->e[i];
+        const int64_t v[3] = {e->type, e->i, (int64_t)e->len};
+        mllm_xxh64_update(h, e->key, strlen(e->key) + 1);
+        mllm_xxh64_update(h, v, sizeof v);
+        mllm_xxh64_update(h, &e->f, sizeof e->f);
+        if (e->type == MLLM_META_STR) mllm_xxh64_update(h, e->s, e->len);
+        if (e->type == MLLM_META_ARR_NUM) mllm_xxh64_update(h, e->num, e->len * sizeof *e->num);
+    }
+}
+
+/* What the tower's rows depend on besides the image and its
+   preprocessing: the file it was read from (the mmproj, else the model
+   file: its weights' fingerprint, mllm_model_file_fingerprint, and its
+   hyper-parameters) and the backends its graphs run on. Part of an
+   image's key (vision_cache.h), so the prefix store never gives one
+   tower's K/V to another's image. */
+static mllm_status tower_identity(const mllm_model *m, uint64_t *out) {
+    mllm_model_file *own = NULL;
+    if (m->mmproj) {
+        mllm_status st = mllm_model_file_open(m->mmproj, &own);
+        if (st) return st;
+    }
+    const mllm_model_file *f = own ? own : m->file;
+    mllm_xxh64_state h;
+    mllm_xxh64_init(&h);
+    mllm_model_file_fingerprint(f, &h);
+    hash_meta(&f->meta, &h);
+    mllm_model_file_close(own);
+    for (int i = 0; i < m->dec.n_backends; i++)
+        mllm_xxh64_update(&h, m->dec.backends[i]->name, strlen(m->dec.backends[i]->name) + 1);
+    *out = mllm_xxh64_digest(&h);
+    return MLLM_OK;
+}
+
 /* Opens the tower (v->mu held). */
 static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
     if (v->state > 0) return MLLM_OK;
@@ -64,7 +105,9 @@ static mllm_status open_tower(mllm_model *m, struct mllm_vision *v) {
         return fail(v, mllm_err(MLLM_ERR_UNSUPPORTED, "%s has no M-RoPE sections: it does not take images", c->arch));
     if ((v->pad = mllm_model_image_pad_token(m)) < 0)
         return fail(v, mllm_err(MLLM_ERR_FORMAT, "this model's tokenizer has no %s token", fam->image_token));
-    if ((st = mllm_vision_cache_new(fam, v->tower, (int)c->n_embd, &v->cache))) return fail(v, st);
+    uint64_t weights_id = 0;
+    if ((st = tower_identity(m, &weights_id))) return fail(v, st);
+    if ((st = mllm_vision_cache_new(fam, v->tower, (int)c->n_embd, weights_id, &v->cache))) return fail(v, st);
     v->state = 1;
     return MLLM_OK;
 }

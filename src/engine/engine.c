@@ -91,6 +91,7 @@ static void seq_discard(mllm_eseq *s) {
     mllm_free(s->emb);
     mllm_free(s->emb_at);
     mllm_free(s->rpos);
+    mllm_free(s->salt);
     mllm_free(s);
 }
 
@@ -154,8 +155,18 @@ static int32_t image_key(uint64_t id, int64_t r) {
     return -1 - (int32_t)(h & 0x7ffffffeu);
 }
 
+/* Block salt h (kv_pool.h) with one more image row of the image whose
+   identity is id. */
+static uint64_t salt_mix(uint64_t h, uint64_t id) {
+    h = (h ^ id) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    return h ^ (h >> 32);
+}
+
 /* s's copy of r's images: its rows, the row of each prompt position (whose
-   token becomes the row's key), its rotation positions. */
+   token becomes the row's key), the salt of each block that holds rows
+   (the identities of their images), its rotation positions. */
 static mllm_status take_image(const mllm_engine *e, mllm_eseq *s, const mllm_engine_image *im, int n) {
     const int64_t E = e->dec->cfg.n_embd;
     int64_t rows = 0;
@@ -165,16 +176,17 @@ static mllm_status take_image(const mllm_engine *e, mllm_eseq *s, const mllm_eng
         rows += im->n_rows[k];
     }
     int64_t n_tok = 0;
-    int first = -1;
-    for (int i = 0; i < n; i++)
-        if (s->tokens[i] == im->image_token) n_tok++, first = first < 0 ? i : first;
+    for (int i = 0; i < n; i++) n_tok += s->tokens[i] == im->image_token;
     if (im->n_images < 1 || !im->emb || rows != n_tok) /* checked before a row is read */
         return mllm_err(MLLM_ERR_INVALID_ARG, "engine: %d images of %lld rows for %lld image tokens", im->n_images,
                         (long long)rows, (long long)n_tok);
     s->emb = mllm_malloc((size_t)rows * (size_t)E * sizeof(float));
     s->emb_at = mllm_malloc((size_t)n * sizeof(int32_t));
+    const int bs = e->p.block_size;
+    s->salt = mllm_calloc((size_t)(e->p.n_ctx / bs + 1), sizeof *s->salt); /* full blocks of n_ctx + 1 tokens */
     s->rpos = im->rope_pos ? mllm_malloc(3 * (size_t)n * sizeof(int32_t)) : NULL;
-    if (!s->emb || !s->emb_at || (im->rope_pos && !s->rpos)) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
+    if (!s->emb || !s->emb_at || !s->salt || (im->rope_pos && !s->rpos))
+        return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     memcpy(s->emb, im->emb, (size_t)rows * (size_t)E * sizeof(float));
     if (s->rpos) memcpy(s->rpos, im->rope_pos, 3 * (size_t)n * sizeof(int32_t));
     int64_t r = 0, in_img = 0;
@@ -183,11 +195,11 @@ static mllm_status take_image(const mllm_engine *e, mllm_eseq *s, const mllm_eng
         if (s->tokens[i] != im->image_token) continue;
         s->emb_at[i] = (int32_t)r++;
         s->tokens[i] = image_key(im->id[k], in_img);
+        s->salt[i / bs] = salt_mix(s->salt[i / bs], im->id[k]);
         if (++in_img == im->n_rows[k]) k++, in_img = 0;
     }
     s->rope_delta = im->rope_delta;
     s->image_token = im->image_token;
-    s->store_blocks = first / e->p.block_size;
     s->r.context_shift = false; /* the rows and rotations are the prompt's: not shifted */
     return MLLM_OK;
 }
@@ -214,7 +226,6 @@ mllm_status mllm_engine_submit(mllm_engine *e, const mllm_engine_request *r) {
     }
     s->r = *r;
     memcpy(s->tokens, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
-    s->store_blocks = INT32_MAX;
     mllm_status st = r->image ? take_image(e, s, r->image, r->n_prompt) : MLLM_OK;
     if (st == MLLM_OK) st = mllm_sampling_upgrade(r->sampling, &s->sp);
     if (st == MLLM_OK) st = mllm_sampler_init(&s->smp, &s->sp, V);
@@ -310,7 +321,7 @@ static bool admit_one(mllm_engine *e) {
     mllm_eseq *s = e->waiting;
     if (!s || e->n_running >= e->p.max_running) return false;
     const int bs = e->p.block_size;
-    int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->n_tokens);
+    int k = mllm_kv_prefix_lookup(&e->kp, &s->kv, s->tokens, s->salt, s->n_tokens);
     if (waits_for_shared_prefill(e, s, k)) {
         mllm_kv_seq_release(&e->kp, &s->kv); /* looked up again next step */
         e->st.prefix_waits++;
@@ -548,7 +559,7 @@ static bool verify(mllm_engine *e, mllm_eseq *s, const float *rows, int B) {
         acc++;
     }
     mllm_kv_seq_truncate(&e->kp, &s->kv, s->n_done);
-    mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
+    mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens, s->salt);
     judge(e, s, k, acc, B);
     return false;
 }

@@ -73,13 +73,19 @@
    and, with M-RoPE, the prompt's own 3-row rotation positions; the text
    after the prompt turns at its position plus the image's offset, as a
    session does (api/session_image.c). For the prefix cache an image
-   token is keyed by its image's identity and its row (a negative id in
-   the sequence's tokens, never a vocabulary id), so two different images
-   never share a block and the same image at the same place does. Blocks
-   from the first image token on are not written to (or read from) the
-   prefix store: the identity is the process's embedding cache id, which
-   another process gives another image. Such a sequence does not shift
-   its context (a full context ends it, MLLM_ENGINE_LENGTH). */
+   token is keyed by its image's identity and its row (a negative 31-bit
+   id in the sequence's tokens, never a vocabulary id), and a block that
+   holds image rows by the full 64-bit identities of their images too
+   (its salt, kv/kv_pool.h), so two different images never share a block
+   (to the strength of that hash) and the same image at the same place
+   does. The identity is a hash of the image file's bytes, the tower's
+   preprocessing, its weights and backends (models/vision_cache.h), the
+   same in every process: image blocks go to the prefix store and a
+   restarted server reads them back. What else makes their K/V differ is
+   in the chain before them (the text before, earlier images) or follows
+   from the identity (the rows, M-RoPE's grid and so the positions of the
+   image and of the text after it). Such a sequence does not shift its
+   context (a full context ends it, MLLM_ENGINE_LENGTH). */
 #ifndef MLLM_ENGINE_ENGINE_H
 #define MLLM_ENGINE_ENGINE_H
 #include <stdatomic.h>
@@ -158,7 +164,8 @@ typedef struct {
 /* A request's images (mllm_engine_request.image), copied at submit: the
    prompt's image_token ids take, in prompt order, the rows of emb
    (n_embd floats each): image k's n_rows[k] rows, whose identity is id[k]
-   (equal ids, equal rows: api/vision.c's cache id; never 0). rope_pos
+   (equal ids, equal rows, in every process: the vision cache's key,
+   models/vision_cache.h; never 0). rope_pos
    (M-RoPE models: 3 rows of n_prompt; NULL: consecutive positions) rotates
    the prompt; a later position p turns at p + rope_delta. */
 typedef struct {

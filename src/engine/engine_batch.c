@@ -162,7 +162,7 @@ mllm_status mllm_engine_run_batch(mllm_engine *e, int *n_out, const float **logi
         s->n_done += s->n_step;
         /* Full blocks become findable by any later sequence (a speculating
            one's once its proposals are judged). */
-        if (s->n_prop == 0) mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens);
+        if (s->n_prop == 0) mllm_kv_prefix_commit(&e->kp, &s->kv, s->tokens, s->salt);
     }
     e->st.tokens_evaluated += (uint64_t)T;
     e->b_rows = n_rows;

@@ -39,7 +39,8 @@ typedef struct mllm_eseq {
     int32_t *rpos;            /* (3 x n_prompt) M-RoPE; NULL: consecutive */
     int rope_delta;           /* positions from n_prompt on turn at position + rope_delta */
     int32_t image_token;      /* what the graph gets as an image token's id */
-    int store_blocks;         /* leading blocks the prefix store may hold: those before the first image */
+    uint64_t *salt;           /* (n_ctx / block_size + 1) each block's prefix-key salt (kv_pool.h): 0, or
+                                 the identities of the images whose rows it holds; NULL: all 0 */
     int st_saved;             /* leading prompt blocks known in the prefix store; -1: stop writing */
     uint64_t st_key, st_parent; /* the chain key and store serial of block st_saved - 1 */
     mllm_engine_result res;

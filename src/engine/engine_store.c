@@ -7,7 +7,10 @@
    once its K/V are computed or found in the pool's prefix cache, unless
    the store has it already. Generated text is not stored until a later
    prompt contains it (the next chat turn). A sequence whose context was
-   shifted stops storing (its positions moved). The store evicts least
+   shifted stops storing (its positions moved). A block that holds an
+   image's rows is keyed by their images' identities too (its salt,
+   engine.h), which are the same in every process for the same image and
+   tower, so a restarted server finds it. The store evicts least
    recently used entries (written or read) when full. */
 #include <errno.h>
 #include <stdio.h>
@@ -22,34 +25,14 @@
 static void upd(mllm_xxh64_state *h, const void *p, size_t n) { mllm_xxh64_update(h, p, n); }
 
 /* What the K/V of a token prefix depend on besides the tokens: the model
-   file (its tensor index: names, types, shapes, sizes, and a sample of
-   every tensor's bytes: the first 4 KiB and 16 slices of 256 bytes spread
-   over the rest, so a fine-tune of the same shapes differs), the decoder's
-   hyper-parameters as loaded (overrides included), --exact, and the CPU
-   kernel path (AVX2 / AVX-512 sum in another order). */
+   file (mllm_model_file_fingerprint: its tensor index and a sample of
+   every tensor's bytes), the decoder's hyper-parameters as loaded
+   (overrides included), --exact, and the CPU kernel path (AVX2 / AVX-512
+   sum in another order). An image's rows are a block's salt (engine.h). */
 uint64_t mllm_engine_model_identity(const mllm_engine *e) {
     mllm_xxh64_state h;
     mllm_xxh64_init(&h);
-    const mllm_model_file *f = e->file;
-    const uint32_t kind = (uint32_t)f->kind;
-    const uint64_t nw = f->n_weights;
-    upd(&h, &kind, sizeof kind);
-    upd(&h, &nw, sizeof nw);
-    for (size_t i = 0; i < f->n_weights; i++) {
-        const mllm_weight *w = &f->weights[i];
-        const int32_t meta[2] = {w->dtype, w->n_dims};
-        const uint64_t size = w->size;
-        upd(&h, w->name, strlen(w->name) + 1);
-        upd(&h, meta, sizeof meta);
-        upd(&h, w->ne, sizeof w->ne);
-        upd(&h, &size, sizeof size);
-        const uint8_t *d = w->data;
-        if (!d) continue;
-        const size_t head = w->size < 4096 ? w->size : 4096;
-        upd(&h, d, head);
-        if (w->size > 4096 + 256)
-            for (size_t k = 0; k < 16; k++) upd(&h, d + 4096 + (w->size - 4096 - 256) / 15 * k, 256);
-    }
+    mllm_model_file_fingerprint(e->file, &h);
     /* field by field: a struct's padding bytes are not part of its value */
     const mllm_hparams *c = &e->dec->cfg;
     upd(&h, c->arch, sizeof c->arch);
@@ -103,13 +86,13 @@ static void block_bufs(mllm_engine *e, int32_t id) {
 
 int mllm_engine_store_load(mllm_engine *e, mllm_eseq *s) {
     mllm_kv_seq *kv = &s->kv;
-    const int bs = e->p.block_size, full = s->n_tokens / bs < s->store_blocks ? s->n_tokens / bs : s->store_blocks;
+    const int bs = e->p.block_size, full = s->n_tokens / bs;
     if (!e->store || kv->n_tokens != kv->n_blocks * bs) return 0;
     uint64_t key = 0, parent = 0;
     int j = 0, loaded = 0;
     for (; j < full; j++) {
         const int32_t *tok = s->tokens + (size_t)j * (size_t)bs;
-        const uint64_t k = mllm_kv_chain_key(key, tok, bs);
+        const uint64_t k = mllm_kv_block_key(key, tok, bs, s->salt ? s->salt[j] : 0);
         const int en = mllm_kv_store_find(e->store, k, parent, tok);
         if (en < 0) break;
         if (j >= kv->n_blocks) { /* not in the pool: read it into a new block */
@@ -119,7 +102,7 @@ int mllm_engine_store_load(mllm_engine *e, mllm_eseq *s) {
                 mllm_kv_seq_truncate(&e->kp, kv, j * bs);
                 break;
             }
-            mllm_kv_prefix_commit(&e->kp, kv, s->tokens); /* now in the pool's index too */
+            mllm_kv_prefix_commit(&e->kp, kv, s->tokens, s->salt); /* now in the pool's index too */
             loaded++;
         }
         key = k;
@@ -139,12 +122,11 @@ void mllm_engine_store_save(mllm_engine *e) {
     const int bs = e->p.block_size;
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->st_saved < 0 || s->res.n_shifts > 0) continue;
-        int upto = (s->n_done < s->res.n_prompt ? s->n_done : s->res.n_prompt) / bs;
-        if (upto > s->store_blocks) upto = s->store_blocks; /* not an image's blocks (engine.h) */
+        const int upto = (s->n_done < s->res.n_prompt ? s->n_done : s->res.n_prompt) / bs;
         while (s->st_saved < upto && s->st_saved < s->kv.n_blocks) {
             const int j = s->st_saved;
             const int32_t *tok = s->tokens + (size_t)j * (size_t)bs;
-            const uint64_t key = mllm_kv_chain_key(s->st_key, tok, bs);
+            const uint64_t key = mllm_kv_block_key(s->st_key, tok, bs, s->salt ? s->salt[j] : 0);
             const int en = mllm_kv_store_find(e->store, key, s->st_parent, tok);
             uint64_t serial;
             if (en >= 0) {

@@ -92,7 +92,7 @@ mllm_status mllm_mllmfile_writer_add_tensor(mllm_mllmfile_writer *w, const char 
 mllm_status mllm_mllmfile_writer_write(mllm_mllmfile_writer *w, const char *path);
 
 /* ---- xxHash64 (seed 0), streaming -------------------------------------- */
-typedef struct {
+typedef struct mllm_xxh64_state {
     uint64_t v[4];
     uint64_t total;
     uint8_t buf[32];

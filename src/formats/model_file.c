@@ -3,6 +3,7 @@
    header) and hands over to the per-format opener. */
 #include "formats/model_file_internal.h"
 #include "formats/gguf.h"
+#include "formats/mllmfile.h"
 #include "formats/mllmfile_model.h"
 #include "formats/safetensors.h"
 #include "core/alloc.h"
@@ -166,4 +167,26 @@ mllm_status mllm_model_file_open(const char *path, mllm_model_file **out) {
     }
     *out = f;
     return MLLM_OK;
+}
+
+void mllm_model_file_fingerprint(const mllm_model_file *f, mllm_xxh64_state *h) {
+    const uint32_t kind = (uint32_t)f->kind;
+    const uint64_t nw = f->n_weights;
+    mllm_xxh64_update(h, &kind, sizeof kind);
+    mllm_xxh64_update(h, &nw, sizeof nw);
+    for (size_t i = 0; i < f->n_weights; i++) {
+        const mllm_weight *w = &f->weights[i];
+        const int32_t meta[2] = {w->dtype, w->n_dims};
+        const uint64_t size = w->size;
+        mllm_xxh64_update(h, w->name, strlen(w->name) + 1);
+        mllm_xxh64_update(h, meta, sizeof meta);
+        mllm_xxh64_update(h, w->ne, sizeof w->ne);
+        mllm_xxh64_update(h, &size, sizeof size);
+        const uint8_t *d = w->data;
+        if (!d) continue;
+        const size_t head = w->size < 4096 ? w->size : 4096;
+        mllm_xxh64_update(h, d, head);
+        if (w->size > 4096 + 256)
+            for (size_t k = 0; k < 16; k++) mllm_xxh64_update(h, d + 4096 + (w->size - 4096 - 256) / 15 * k, 256);
+    }
 }

@@ -57,6 +57,14 @@ mllm_status mllm_model_file_check_intact(const mllm_model_file *f);
 /* Keeps p (an mllm_malloc_aligned block, e.g. a weight converted at load)
    until the file is closed. */
 mllm_status mllm_model_file_own(mllm_model_file *f, void *p);
+/* Adds what identifies f's weights to h (an mllm_xxh64_state,
+   formats/mllmfile.h): its kind, and each tensor's name, type, shape,
+   size, and a sample of its bytes (the first 4 KiB and 16 slices of 256
+   bytes spread over the rest, so a fine-tune of the same shapes differs).
+   The prefix store keys its files by it (engine_store.c) and the vision
+   tower its images (api/vision.c). */
+struct mllm_xxh64_state;
+void mllm_model_file_fingerprint(const mllm_model_file *f, struct mllm_xxh64_state *h);
 /* NULL if absent. */
 const mllm_weight *mllm_model_file_find(const mllm_model_file *f, const char *name);
 

@@ -9,6 +9,13 @@
    hash chain of all tokens up to its end: key = hash(parent block's key,
    this block's tokens). A lookup compares the tokens and the parent's
    registration serial too, so a hash collision never serves a wrong block.
+   A block may also hold what its tokens do not name: an image's rows,
+   whose tokens are short (31-bit) stand-ins for the image (engine.h). The
+   caller then gives each block a salt (a 64-bit hash of that content, 0
+   for none), mixed into the block's key (mllm_kv_block_key), so such a
+   block is found only by the same content at the same place, to the
+   strength of a 64-bit hash; and a block shared part way
+   (mllm_kv_prefix_extend) shares none of those positions.
    Unreferenced registered blocks stay cached, least recently used first out
    when a block is needed.
 
@@ -91,13 +98,15 @@ static inline int32_t mllm_kv_seq_block(const mllm_kv_seq *s, int pos, int block
 
 /* ---- prefix index (kv_prefix.c) ---- */
 /* s must be empty. Attaches the longest run of registered full blocks that
-   hold tokens[0, k) and returns k (a multiple of block_size, <= n; with
-   k == n the caller still evaluates the last token again for its logits,
+   hold tokens[0, k) (block i with salt[i]; salt NULL: all 0) and returns
+   k (a multiple of block_size, <= n; with k == n the caller still evaluates the last token again for its logits,
    which copies that block on write). */
-int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, int n);
+int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, const uint64_t *salt, int n);
 /* After mllm_kv_prefix_lookup: the registered block continuing s's chain
    whose first tokens match tokens[s->n_tokens, n) longest (a block another
-   sequence filled, sharing this one's prefix up to inside it) is
+   sequence filled, sharing this one's prefix up to inside it; the match
+   stops before a negative token, a salted position whose salt covers the
+   whole block) is
    referenced too; returns the m positions of it that s now holds (0: none;
    then s is unchanged). The block is shared and registered, so writing
    position n_tokens copies it first (copy on write); its K/V at those m
@@ -105,14 +114,17 @@ int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *token
    after the same prefix). */
 int mllm_kv_prefix_extend(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, int n);
 /* Registers the sequence's full blocks not yet registered; tokens are its
-   n_tokens tokens. A block whose content is already registered in another
-   block is swapped for that one (the duplicate goes back to the pool). */
-void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens);
+   n_tokens tokens, salt its blocks' salts (NULL: all 0). A block whose
+   content is already registered in another block is swapped for that one (the duplicate goes back to the pool). */
+void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, const uint64_t *salt);
 
 /* The chain key of a block: of its n tokens after the block whose key is
    parent_key (0 for a sequence's first block). The prefix store
-   (kv_store.h) keys its entries the same way. */
+   (kv_store.h) keys its entries the same way (mllm_kv_block_key). */
 uint64_t mllm_kv_chain_key(uint64_t parent_key, const int32_t *tok, int n);
+/* The key of a block with a salt (see above): its chain key when salt is
+   0, else that mixed with salt. */
+uint64_t mllm_kv_block_key(uint64_t parent_key, const int32_t *tok, int n, uint64_t salt);
 
 /* Internal to src/kv: unlinks a cached block from the index. */
 void mllm_kv_index_remove(mllm_kv_pool *kp, int32_t id);

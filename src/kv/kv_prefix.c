@@ -17,6 +17,12 @@ uint64_t mllm_kv_chain_key(uint64_t parent_key, const int32_t *tok, int n) {
     return h ^ (h >> 31);
 }
 
+uint64_t mllm_kv_block_key(uint64_t parent_key, const int32_t *tok, int n, uint64_t salt) {
+    const uint64_t h = mllm_kv_chain_key(parent_key, tok, n);
+    if (!salt) return h; /* a text block's key is its chain key alone (stored files keep theirs) */
+    return mllm_kv_chain_key(h, (const int32_t[2]){(int32_t)(uint32_t)salt, (int32_t)(uint32_t)(salt >> 32)}, 2);
+}
+
 static int bucket_of(const mllm_kv_pool *kp, uint64_t key) { return (int)(key & (uint64_t)(kp->n_buckets - 1)); }
 
 /* The registered block with this key, parent serial and tokens, or -1. */
@@ -38,7 +44,7 @@ void mllm_kv_index_remove(mllm_kv_pool *kp, int32_t id) {
     kp->serial[id] = 0; /* children keyed to this serial can never match again */
 }
 
-int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, int n) {
+int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, const uint64_t *salt, int n) {
     const int bs = kp->p.block_size;
     if (s->n_blocks != 0 || !tokens || n < bs) return 0;
     kp->st.lookups++;
@@ -53,7 +59,7 @@ int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *token
     int i = 0;
     for (; i < full; i++) {
         const int32_t *tok = tokens + (size_t)i * (size_t)bs;
-        key = mllm_kv_chain_key(key, tok, bs);
+        key = mllm_kv_block_key(key, tok, bs, salt ? salt[i] : 0);
         const int32_t id = find(kp, key, parent, tok);
         if (id < 0) break;
         mllm_kv_block_ref(kp, id);
@@ -66,13 +72,13 @@ int mllm_kv_prefix_lookup(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *token
     return i * bs;
 }
 
-void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens) {
+void mllm_kv_prefix_commit(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *tokens, const uint64_t *salt) {
     const int bs = kp->p.block_size, full = s->n_tokens / bs;
     for (int i = s->n_indexed; i < full; i++) {
         const int32_t *tok = tokens + (size_t)i * (size_t)bs;
         const int32_t prev = i > 0 ? s->blocks[i - 1] : -1;
         const uint64_t pkey = prev >= 0 ? kp->key[prev] : 0, parent = prev >= 0 ? kp->serial[prev] : 0;
-        const uint64_t key = mllm_kv_chain_key(pkey, tok, bs);
+        const uint64_t key = mllm_kv_block_key(pkey, tok, bs, salt ? salt[i] : 0);
         const int32_t have = find(kp, key, parent, tok), id = s->blocks[i];
         if (have >= 0 && have != id) { /* the same prefix is cached already: share it */
             mllm_kv_block_ref(kp, have);
@@ -107,7 +113,7 @@ int mllm_kv_prefix_extend(mllm_kv_pool *kp, mllm_kv_seq *s, const int32_t *token
         if (!kp->indexed[id] || kp->parent[id] != parent) continue;
         const int32_t *bt = kp->tokens + (size_t)id * (size_t)bs;
         int m = 0;
-        while (m < room && bt[m] == tokens[k + m]) m++;
+        while (m < room && bt[m] == tokens[k + m] && bt[m] >= 0) m++; /* (a key's salt is the whole block's) */
         if (m > best_m) { best_m = m; best = id; }
     }
     if (best < 0) return 0;

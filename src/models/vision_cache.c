@@ -20,12 +20,12 @@ struct mllm_vision_cache {
     pthread_mutex_t enc_mu; /* one encode at a time: the tower's scratch is its own */
     const mllm_vision_family *fam;
     void *tower;
-    uint64_t params_hash;   /* of the tower's preprocessing, part of every key */
+    uint64_t tower_id;      /* the tower's preprocessing, weights and backends: part of every key */
     int n_embd;
     cache_entry ent[MLLM_VISION_CACHE_MAX_ENTRIES];
     int n;
     size_t bytes;
-    uint64_t next_id, clock;
+    uint64_t clock;
 };
 
 uint64_t mllm_vision_params_hash(const int64_t *ints, int n_ints, const float mean[3], const float std[3]) {
@@ -37,7 +37,8 @@ uint64_t mllm_vision_params_hash(const int64_t *ints, int n_ints, const float me
     return mllm_xxh64_digest(&h);
 }
 
-mllm_status mllm_vision_cache_new(const mllm_vision_family *fam, void *tower, int n_embd, mllm_vision_cache **out) {
+mllm_status mllm_vision_cache_new(const mllm_vision_family *fam, void *tower, int n_embd, uint64_t weights_id,
+                                  mllm_vision_cache **out) {
     *out = NULL;
     mllm_vision_cache *v = mllm_calloc(1, sizeof *v);
     if (!v) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
@@ -52,9 +53,9 @@ mllm_status mllm_vision_cache_new(const mllm_vision_family *fam, void *tower, in
     }
     v->fam = fam;
     v->tower = tower;
-    v->params_hash = fam->params_hash(tower);
+    const uint64_t ids[2] = {fam->params_hash(tower), weights_id};
+    v->tower_id = mllm_xxh64(ids, sizeof ids);
     v->n_embd = n_embd;
-    v->next_id = 1;
     *out = v;
     return MLLM_OK;
 }
@@ -64,7 +65,7 @@ static uint64_t key_of(const void *data, size_t len, const mllm_vision_cache *v)
     mllm_xxh64_init(&h);
     mllm_xxh64_update(&h, &len, sizeof len);
     mllm_xxh64_update(&h, data, len);
-    mllm_xxh64_update(&h, &v->params_hash, sizeof v->params_hash);
+    mllm_xxh64_update(&h, &v->tower_id, sizeof v->tower_id);
     return mllm_xxh64_digest(&h);
 }
 
@@ -122,7 +123,6 @@ static void cache_put(mllm_vision_cache *v, uint64_t key, const void *data, size
 /* The cache's new entry for out (an encode just done). */
 static void keep(mllm_vision_cache *v, uint64_t key, const void *data, size_t len, mllm_vision_embedding *out) {
     pthread_mutex_lock(&v->mu);
-    out->id = v->next_id++;
     cache_put(v, key, data, len, out);
     pthread_mutex_unlock(&v->mu);
 }
@@ -147,7 +147,10 @@ mllm_status mllm_vision_cache_embed(mllm_vision_cache *v, const void *data, size
         st = v->fam->embed(v->tower, &im, out);
         pthread_mutex_unlock(&v->enc_mu);
     }
-    if (st == MLLM_OK) keep(v, key, data, len, out);
+    if (st == MLLM_OK) {
+        out->id = key ? key : 1; /* (0 means none) */
+        keep(v, key, data, len, out);
+    }
     else mllm_vision_embedding_free(out);
     mllm_image_free(&im);
     return st;

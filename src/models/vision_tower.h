@@ -17,7 +17,7 @@
 
 /* One image's embeddings, ready for mllm_session_eval_image. */
 typedef struct {
-    uint64_t id;      /* the cache entry's id: equal ids, equal embeddings (never 0) */
+    uint64_t id;      /* the cache's key of the image (vision_cache.h): equal ids, equal embeddings (never 0) */
     int grid[3];      /* t, h, w in patches */
     int merge;        /* the merger's block side (2) */
     int64_t n_rows;   /* LLM tokens: grid h * w / merge^2 */

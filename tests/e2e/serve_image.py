@@ -16,9 +16,9 @@ tests/data/qwen2vl/tiny:
   batching) with three different images, the same image more than once,
   and a text prompt, give the same text and log-probabilities as each
   sent alone; the repeated image's blocks come from the prefix cache;
-  with --prefix-store, a restarted server answers the same (the store
-  holds the text before the images, never an image's blocks: another
-  process numbers its images otherwise);
+  with --prefix-store, a restarted server, asked about the images in
+  another order, answers the same (its blocks from the store: the images'
+  too, serve_image_store.py);
 - refused with a 400 and a clear message: an https URL (no network), a
   non-image data URL, bad base64, a corrupt PNG, an unknown part type, too
   many images, images for a text-only model (a body over --max-body is a
@@ -124,19 +124,19 @@ def concurrent(mllm, openai, tmp):
         check(steps < 8 * 8, "batched: %d steps for 8 x 8 tokens" % steps)
         hits = m["mllm_prefix_cache_hit_tokens_total"] - before["mllm_prefix_cache_hit_tokens_total"]
         check(hits >= 77, "the repeated images' blocks come from the prefix cache: %g tokens" % hits)
-        check(m["mllm_prefix_store_writes_total"] > 0, "the text before the images is in the store")
+        check(m["mllm_prefix_store_writes_total"] > 0, "the prompts' blocks are in the store")
         print("ok   8 concurrent image+text requests (3 images, repeated, and text) answer as each alone "
               "(%d engine steps, %d prompt tokens from the prefix cache)" % (steps, hits))
     finally:
         s.close()
-    # A new process numbers its images otherwise: jpg first now (png was the first before)
+    # A new process, jpg first now (png was the first before): an image's identity is its bytes, not its turn
     s = srvtest.Server(mllm, TINY, *args)
     try:
         client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key="none", max_retries=0, timeout=300)
         for i in (1, 0):
             check(answer(client, *CONCURRENT[i]) == alone[i], "restarted with the store: request %d" % i)
         m = s.metrics()
-        check(m["mllm_prefix_store_hit_blocks_total"] > 0, "the store's text blocks are read")
+        check(m["mllm_prefix_store_hit_blocks_total"] > 0, "the store's blocks are read")
         print("ok   --prefix-store with a vision model: a restarted server answers the same (%d blocks from the store)"
               % m["mllm_prefix_store_hit_blocks_total"])
     finally:

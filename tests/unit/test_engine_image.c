@@ -9,7 +9,9 @@
    image on is shared, and it answers as it does alone), and a text
    prompt. A prompt chunk smaller than the prompt puts image rows in
    steps beside decodes; a pool too small for all of them preempts
-   sequences, which are recomputed from their tokens and image rows.
+   sequences, which are recomputed from their tokens and image rows. The
+   prefix store keeps an image's blocks: a new engine on its folder takes
+   them for the same image, never for another.
    Penalties count an image's tokens as the session does; images that do
    not match the prompt's image tokens are refused. */
 #include <stdlib.h>
@@ -195,6 +197,49 @@ static void check_refusals(mllm_model *m, const req_t *r) {
     mllm_model_engine_close(&me);
 }
 
+/* One request on a new engine with the prefix store in dir (a server's
+   start); its stats in *st. */
+static void store_run(mllm_model *m, req_t *r, const char *dir, mllm_engine_stats *st) {
+    mllm_engine_params p = {.max_running = 1, .n_ctx = 512, .n_blocks = 512 / 16 + 1, .block_size = 16,
+                            .kv_dtype = MLLM_KV_DTYPE_F32, .store_dir = dir, .store_bytes = 16u << 20};
+    mllm_model_engine me;
+    if (mllm_model_engine_open(m, &p, 1, &me) != MLLM_OK) fail_msg("engine: %s", mllm_last_error());
+    submit(me.e, r);
+    run_to_end(me.e);
+    mllm_engine_get_stats(me.e, st);
+    mllm_model_engine_close(&me);
+}
+
+/* The prefix store holds an image's blocks (keyed by the image's identity,
+   the same in every process): after a restart the same image takes its
+   blocks from the store, another image of the same size only the text
+   before it, and both answer as the session does. */
+static void check_store(mllm_model *m, const void *png, size_t png_len, const void *jpg, size_t jpg_len,
+                        const out_t *want_png, const out_t *want_jpg, const char *dir) {
+    req_t r;
+    mllm_engine_stats st;
+    make_req(m, &r, png, png_len, 0.5f);
+    int first, end;
+    image_span(&r, &first, &end);
+    store_run(m, &r, dir, &st);
+    same_answer(&r.out, want_png, "png, writing the store");
+    assert_int_equal(r.out.res.n_cached, 0);
+    assert_true(st.store_writes >= (uint64_t)(end / 16)); /* the image's blocks among them */
+    mllm_engine_image_prompt_free(r.ip);
+    make_req(m, &r, jpg, jpg_len, 0.5f);
+    store_run(m, &r, dir, &st);
+    same_answer(&r.out, want_jpg, "jpg after a restart");
+    assert_true(r.out.res.n_cached <= first);
+    assert_int_equal(st.store_hit_blocks * 16, (uint64_t)r.out.res.n_cached);
+    mllm_engine_image_prompt_free(r.ip);
+    make_req(m, &r, png, png_len, 0.5f);
+    store_run(m, &r, dir, &st);
+    same_answer(&r.out, want_png, "png after a restart, from the store");
+    assert_true(r.out.res.n_cached >= end - end % 16);
+    assert_true(st.store_hit_blocks >= (uint64_t)(end / 16));
+    mllm_engine_image_prompt_free(r.ip);
+}
+
 static void check_model(const char *rel) {
     size_t png_len = 0, jpg_len = 0;
     void *png = tu_read_file(tu_datap("images/photo.png"), &png_len);
@@ -259,6 +304,9 @@ static void check_model(const char *rel) {
         }
         for (int i = 0; i < 3; i++) mllm_engine_image_prompt_free(r[i].ip);
     }
+    char *dir = (char *)tu_tmp(rel[0] == 'q' ? "store-qwen2vl" : "store-smolvlm");
+    check_store(m, png, png_len, jpg, jpg_len, &want_png, &want_jpg, dir);
+    free(dir);
     mllm_engine_image_prompt_free(alone.ip);
     mllm_model_free(m);
     free(png);

@@ -149,8 +149,8 @@ static void check_prefix_hit(const char *arch, const char *wtype, int kv_dtype, 
     /* sequence 0 computed and registered, then sequence 1 finds its first 2 blocks */
     const piece whole0 = {0, 0, NP};
     run_batch(dec, pool, &kp, seqs, 2, tok, &whole0, 1, hit);
-    mllm_kv_prefix_commit(&kp, &seqs[0], tok[0]);
-    const int k = mllm_kv_prefix_lookup(&kp, &seqs[1], tok[1], NP);
+    mllm_kv_prefix_commit(&kp, &seqs[0], tok[0], NULL);
+    const int k = mllm_kv_prefix_lookup(&kp, &seqs[1], tok[1], NULL, NP);
     assert_int_equal(k, SHARED / BS * BS);
     assert_int_equal(seqs[1].blocks[0], seqs[0].blocks[0]);
     const piece rest = {1, k, NP - k};

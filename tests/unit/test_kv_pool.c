@@ -1,7 +1,7 @@
 /* The KV block pool (src/kv): allocation, failure when full, copy on write
    of a shared partial block, the prefix index (hash chain, token
-   comparison on lookup, LRU eviction from a chain's end) and, after random
-   alloc / share / free sequences, an empty pool again. */
+   comparison on lookup, LRU eviction from a chain's end, salted blocks)
+   and, after random alloc / share / free sequences, an empty pool again. */
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/kv_paged.h"
@@ -113,7 +113,7 @@ static void test_prefix_index(void **state) {
     mllm_kv_seq a, b;
     mllm_kv_seq_init(&a);
     assert_int_equal(mllm_kv_seq_grow(&kp, &a, 14), MLLM_OK); /* 3 full blocks + 2 */
-    mllm_kv_prefix_commit(&kp, &a, tok);
+    mllm_kv_prefix_commit(&kp, &a, tok, NULL);
     assert_int_equal(a.n_indexed, 3);
     const int32_t a0 = a.blocks[0], a2 = a.blocks[2];
     mllm_kv_seq_release(&kp, &a);
@@ -121,34 +121,34 @@ static void test_prefix_index(void **state) {
     assert_int_equal(kp.st.n_free, 3);
     /* the same tokens again: all three full blocks, not more than asked */
     mllm_kv_seq_init(&b);
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, 16), 12);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 16), 12);
     assert_int_equal(b.blocks[0], a0);
     mllm_kv_seq_release(&kp, &b);
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, 11), 8);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 11), 8);
     mllm_kv_seq_release(&kp, &b);
     /* a change in block 1 stops the match there (the chain covers all earlier tokens) */
     int32_t t2[16];
     memcpy(t2, tok, sizeof t2);
     t2[5] = 7;
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, t2, 16), 4);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, t2, NULL, 16), 4);
     mllm_kv_seq_release(&kp, &b);
     /* same first block tokens at another chain position never match block 1 */
     int32_t t3[8] = {100, 101, 102, 103, 100, 101, 102, 103};
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, t3, 8), 4);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, t3, NULL, 8), 4);
     mllm_kv_seq_release(&kp, &b);
     /* A hash collision: a block whose key matches but whose tokens differ
        (simulated by changing the stored tokens) is not served. */
     kp.tokens[(size_t)a2 * 4 + 1] = 9999;
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, 16), 8);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 16), 8);
     mllm_kv_seq_release(&kp, &b);
     kp.tokens[(size_t)a2 * 4 + 1] = tok[9];
     /* A writer into a registered block gets a copy: the cached one stays right. */
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, 16), 12);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 16), 12);
     mllm_kv_seq_truncate(&kp, &b, 10);
     assert_int_equal(mllm_kv_seq_grow(&kp, &b, 1), MLLM_OK);
     assert_int_not_equal(b.blocks[2], a2);
     mllm_kv_seq_release(&kp, &b);
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, 16), 12);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 16), 12);
     mllm_kv_seq_release(&kp, &b);
     /* LRU: 3 cached + 3 free; a 5-block sequence evicts two, from the chain's end */
     mllm_kv_seq c;
@@ -156,7 +156,7 @@ static void test_prefix_index(void **state) {
     assert_int_equal(mllm_kv_seq_grow(&kp, &c, 20), MLLM_OK);
     assert_int_equal(kp.st.evictions, 2);
     mllm_kv_seq_release(&kp, &c);
-    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, 16), 4);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 16), 4);
     mllm_kv_seq_release(&kp, &b);
     mllm_kv_pool_drop_cache(&kp);
     assert_int_equal(kp.st.n_free, 6);
@@ -173,15 +173,47 @@ static void test_commit_dedup(void **state) {
     mllm_kv_seq_init(&a);
     mllm_kv_seq_init(&b);
     assert_int_equal(mllm_kv_seq_grow(&kp, &a, 8), MLLM_OK);
-    mllm_kv_prefix_commit(&kp, &a, tok);
+    mllm_kv_prefix_commit(&kp, &a, tok, NULL);
     assert_int_equal(mllm_kv_seq_grow(&kp, &b, 8), MLLM_OK); /* computed again, not looked up */
-    mllm_kv_prefix_commit(&kp, &b, tok);
+    mllm_kv_prefix_commit(&kp, &b, tok, NULL);
     assert_memory_equal(a.blocks, b.blocks, 2 * sizeof(int32_t));
     assert_int_equal(kp.st.n_used, 2);
     mllm_kv_seq s2[2] = {a, b};
     check_counts(&kp, s2, 2);
     mllm_kv_seq_release(&kp, &a);
     mllm_kv_seq_release(&kp, &b);
+    mllm_kv_pool_drop_cache(&kp);
+    assert_int_equal(kp.st.n_free, 8);
+    mllm_kv_pool_free(&kp);
+}
+
+/* Blocks with a salt (content the tokens do not name: an image's rows
+   behind negative stand-in tokens) are found only with the same salt, a
+   text block's key is its chain key as before (stored files keep theirs),
+   and a block shared part way shares no salted position. */
+static void test_salted_blocks(void **state) {
+    (void)state;
+    mllm_kv_pool kp;
+    pool_init(&kp, MLLM_KV_DTYPE_F32, 4, 8);
+    const int32_t tok[8] = {1, 2, 3, 4, 5, -6, -7, 8}; /* block 1 holds two image rows */
+    const uint64_t salt[2] = {0, 0x1234567890abcdefull}, other[2] = {0, 0x1234567890abcdeeull};
+    assert_true(mllm_kv_block_key(42, tok, 4, 0) == mllm_kv_chain_key(42, tok, 4));
+    assert_true(mllm_kv_block_key(42, tok, 4, salt[1]) != mllm_kv_chain_key(42, tok, 4));
+    mllm_kv_seq a, b;
+    mllm_kv_seq_init(&a);
+    mllm_kv_seq_init(&b);
+    assert_int_equal(mllm_kv_seq_grow(&kp, &a, 8), MLLM_OK);
+    mllm_kv_prefix_commit(&kp, &a, tok, salt);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, salt, 8), 8);
+    mllm_kv_seq_release(&kp, &b);
+    /* the same stand-in tokens of another image: only the text block */
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, other, 8), 4);
+    mllm_kv_seq_release(&kp, &b);
+    assert_int_equal(mllm_kv_prefix_lookup(&kp, &b, tok, NULL, 8), 4);
+    /* part way into block 1: its text position, never its image rows */
+    assert_int_equal(mllm_kv_prefix_extend(&kp, &b, tok, 8), 1);
+    mllm_kv_seq_release(&kp, &b);
+    mllm_kv_seq_release(&kp, &a);
     mllm_kv_pool_drop_cache(&kp);
     assert_int_equal(kp.st.n_free, 8);
     mllm_kv_pool_free(&kp);
@@ -255,14 +287,14 @@ static void test_random_no_leak(void **state) {
                 const int n = (int)(lcg(&rng) % MAXTOK), shared = (int)(lcg(&rng) % (unsigned)(n + 1));
                 const int32_t *sys = base[lcg(&rng) % 2]; /* two common "system prompts" */
                 for (int i = 0; i < n; i++) tok[s][i] = i < shared ? sys[i] : (int32_t)(lcg(&rng) % 3);
-                const int k = mllm_kv_prefix_lookup(&kp, q, tok[s], n);
+                const int k = mllm_kv_prefix_lookup(&kp, q, tok[s], NULL, n);
                 assert_true(k % bs == 0 && k <= n);
                 assert_int_equal(q->n_tokens, k);
                 mllm_status st = mllm_kv_seq_grow(&kp, q, n - k); /* its prefill */
                 if (st == MLLM_OK) write_rows(&kp, q, tok[s], k);
                 assert_true(st == MLLM_OK || st == MLLM_ERR_NOMEM);
             } else {
-                mllm_kv_prefix_commit(&kp, q, tok[s]);
+                mllm_kv_prefix_commit(&kp, q, tok[s], NULL);
             }
             check_counts(&kp, seq, NSEQ);
             for (int t = 0; t < NSEQ; t++) check_rows(&kp, &seq[t], tok[t]);
@@ -284,6 +316,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params_and_full), cmocka_unit_test(test_cow_partial_block),
         cmocka_unit_test(test_prefix_index), cmocka_unit_test(test_commit_dedup),
+        cmocka_unit_test(test_salted_blocks),
         cmocka_unit_test(test_random_no_leak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

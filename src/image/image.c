@@ -122,7 +122,11 @@ static bool size_can_hold(const char *fmt, const uint8_t *p, size_t n, uint64_t 
     }
     if (!strcmp(fmt, "BMP")) {
         uint32_t hsz = le32(p + 14);
-        if (hsz < 40 || n < 34) return true; /* OS/2 headers: left to stb */
+        if (hsz == 12) { /* OS/2 1.x: 16-bit sides, bits per pixel at 24, never compressed */
+            uint64_t stride = (w * le16(p + 24) + 31) / 32 * 4;
+            return h * stride <= len;
+        }
+        if (hsz < 40 || n < 34) return true; /* stb refuses the other sizes */
         uint32_t bpp = le16(p + 28), comp = le32(p + 30);
         if (comp != 0 && comp != 3) return true; /* stb refuses the others */
         uint64_t stride = (w * bpp + 31) / 32 * 4;
@@ -138,9 +142,11 @@ static bool size_can_hold(const char *fmt, const uint8_t *p, size_t n, uint64_t 
    Found by tests/fuzz/fuzz_image.c (regressions/image/dht_over_256). So
    every DHT segment of the file, before or between scans, is checked here
    before stb sees it. Returns false on an oversized table or a segment
-   running past the end of the file. */
-static bool jpeg_dht_ok(const uint8_t *p, size_t n) {
+   running past the end of the file. *scans: the start-of-scan segments
+   seen (stb's work grows with their number: MLLM_IMAGE_MAX_SCAN_PIXELS). */
+static bool jpeg_dht_ok(const uint8_t *p, size_t n, uint64_t *scans) {
     size_t i = 2;
+    *scans = 0;
     while (i + 4 <= n) {
         if (p[i] != 0xFF) { /* entropy-coded data: find the next marker */
             i++;
@@ -164,6 +170,7 @@ static bool jpeg_dht_ok(const uint8_t *p, size_t n) {
                 q += 17 + total;
             }
         }
+        if (m == 0xDA) ++*scans;
         i += 2 + len; /* after SOS the scan's entropy-coded data follows */
     }
     return true;
@@ -250,6 +257,15 @@ static mllm_status load_webp(const uint8_t *p, size_t len, const char *label, ui
     mllm_status st = check_dims(label, "WebP", wi.w, wi.h, max_pixels);
     if (st) return st;
     const size_t px = (size_t)wi.w * (size_t)wi.h;
+    /* The bound size_can_hold gives a JPEG: a 34-byte header claiming
+       8192 x 8192 would cost 512 MB and a decode. Lossy VP8 spends bits on
+       every 16 x 16 macroblock; a lossless VP8L of one colour can spend
+       none a pixel, so a large flat image in a tiny file is refused too
+       (over 1 Mpx plus 8192 pixels a byte of file). */
+    if ((uint64_t)px > 8192 * (uint64_t)len + ((uint64_t)1 << 20))
+        return mllm_err(MLLM_ERR_FORMAT,
+                        "%s: a WebP of %d x %d cannot be held in %zu bytes (truncated, or a decompression bomb)", label,
+                        wi.w, wi.h, len);
     uint8_t *rgba = mllm_malloc(px * 4), *rgb = rgba ? mllm_malloc(px * 3) : NULL;
     if (!rgb) {
         mllm_free(rgba);
@@ -300,9 +316,16 @@ mllm_status mllm_image_load_memory(const void *buf, size_t len, const char *labe
         return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt PNG (its first IDAT chunk is empty)", label);
     if (!strcmp(fmt, "JPEG") && !jpeg_has_eoi(p, len))
         return mllm_err(MLLM_ERR_FORMAT, "%s: truncated JPEG (no end-of-image marker after the last scan)", label);
-    if (!strcmp(fmt, "JPEG") && !jpeg_dht_ok(p, len))
+    uint64_t scans = 0;
+    if (!strcmp(fmt, "JPEG") && !jpeg_dht_ok(p, len, &scans))
         return mllm_err(MLLM_ERR_FORMAT, "%s: corrupt JPEG (a Huffman table over 256 codes or a segment past the end)",
                         label);
+    if (scans > 1 && scans * px > MLLM_IMAGE_MAX_SCAN_PIXELS)
+        return mllm_err(MLLM_ERR_UNSUPPORTED,
+                        "%s: a JPEG of %llu scans over %lld x %lld pixels: more decoding work than the %llu "
+                        "pixel-scans allowed (a scan bomb, or a progressive image too large)",
+                        label, (unsigned long long)scans, (long long)w, (long long)h,
+                        (unsigned long long)MLLM_IMAGE_MAX_SCAN_PIXELS);
     size_t budget = (size_t)px * IMAGE_BUDGET_PER_PIXEL + 2 * len + IMAGE_BUDGET_SLACK;
     mllm_stb_image d = mllm_stb_decode(p, len, budget);
     if (!d.rgba) {

@@ -36,6 +36,11 @@
 #define MLLM_IMAGE_MAX_SIDE 65535
 /* Largest file read. */
 #define MLLM_IMAGE_MAX_FILE_BYTES ((size_t)256 << 20)
+/* stb decodes a progressive JPEG's coefficients once per scan, so the work
+   is scans x pixels (about 1 ns each): at most this much, 2^31 (about two
+   seconds of a core; a 64-megapixel photo has about 10 scans), whatever
+   the pixel limit. A file of a thousand empty scan headers is refused. */
+#define MLLM_IMAGE_MAX_SCAN_PIXELS ((uint64_t)1 << 31)
 
 typedef struct {
     int width, height;

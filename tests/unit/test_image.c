@@ -212,6 +212,24 @@ static void test_decompression_bomb(void **state) {
     uint8_t gif[40] = {'G', 'I', 'F', '8', '9', 'a', 0xFF, 0xFF, 0xFF, 0x3F}; /* a 65535 x 16383 canvas */
     expect_err(gif, sizeof gif, 0, MLLM_ERR_UNSUPPORTED, "over the limit");
     expect_err(gif, sizeof gif, (uint64_t)1 << 40, MLLM_ERR_FORMAT, "cannot be held in 40 bytes");
+    /* #42: work a few bytes can cost. An 8192 x 8192 JPEG header followed
+       by 1000 copies of its scan header (14.6 KB): stb decodes the image
+       once per scan. A 30-byte WebP (lossless header) claiming 8192 x 8192,
+       a 30-byte OS/2 BMP claiming 10000 x 10000. Each refused before any
+       decoding. */
+    const struct {
+        const char *file, *needle;
+        mllm_status want;
+    } bombs[] = {{"images/hostile_scans.jpg", "a JPEG of 1000 scans over 8192 x 8192", MLLM_ERR_UNSUPPORTED},
+                 {"images/hostile_8192.webp", "a WebP of 8192 x 8192 cannot be held in 30 bytes", MLLM_ERR_FORMAT},
+                 {"images/hostile_os2.bmp", "BMP of 10000 x 10000 cannot be held in 30 bytes", MLLM_ERR_FORMAT}};
+    for (size_t i = 0; i < sizeof bombs / sizeof *bombs; i++) {
+        if (!MLLM_HAVE_WEBP_TEST && strstr(bombs[i].file, ".webp")) continue; /* test_webp covers that build */
+        size_t fn = 0;
+        void *fp = tu_read_file(tu_datap(bombs[i].file), &fn);
+        expect_err(fp, fn, (uint64_t)1 << 27, bombs[i].want, bombs[i].needle);
+        free(fp);
+    }
     b = make_png(4000, 4000, (size_t)4000 * (4000 * 3 + 1));
     print_message("4000 x 4000 zeros: %zu bytes\n", b.n);
     expect_err(b.p, b.n, 1 << 20, MLLM_ERR_UNSUPPORTED, "over the limit");

@@ -248,6 +248,11 @@ MLLM_CU_HD float mllm_cu_gelu_mul(float x, float u) {
     return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u;
 }
 
+/* gelu, tanh form (SigLIP's MLP) */
+MLLM_CU_HD float mllm_cu_gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
 /* gelu, erf form (BERT) */
 MLLM_CU_HD float mllm_cu_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 

@@ -201,49 +201,23 @@ __global__ static void k_attn_pv(const float *P, const float *Vc, float *O, int 
 
 /* ---- the encoders' ops (kernels.cl's im2col and attn_enc) ----------------- */
 
-/* Y[r][c * k + j] = X[r * stride + j - pad][c], 0 outside */
 __global__ static void k_im2col(const float *X, float *Y, int C, int T_in, int k, int stride, int pad, int T_out) {
     const size_t row = (size_t)C * k, total = row * (size_t)T_out;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        const int e = (int)(i % row), r = (int)(i / row);
-        const int c = e / k, j = e % k, ti = r * stride + j - pad;
-        Y[i] = ti >= 0 && ti < T_in ? X[(size_t)ti * C + c] : 0.0f;
-    }
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        Y[i] = mllm_cu_im2col_at(X, C, T_in, k, stride, pad, (int)(i / row), (int)(i % row));
 }
 
-/* One thread per (query i, head h) over keys [lo, hi) with a running
-   softmax, as kernels.cl's attn_enc (its comment says why and how). */
-#define ENC_MAX_D 128
+/* One thread per (query i, head h); a query in no valid segment keeps its row. */
 __global__ static void k_attn_enc(const float *Q, const float *K, const float *V, const int32_t *segs, float *O, int D,
                                   int H, int n_q, int n_k, int64_t qs, int64_t ks, int64_t vs, int n_segs,
                                   float scale) {
     const size_t total = (size_t)H * n_q;
     for (size_t id = (size_t)blockIdx.x * blockDim.x + threadIdx.x; id < total; id += (size_t)gridDim.x * blockDim.x) {
         const int h = (int)(id % (size_t)H), i = (int)(id / (size_t)H);
-        int lo = 0, hi = n_k;
-        if (n_segs > 0) {
-            lo = hi = -1;
-            for (int s = 0; s < n_segs; s++) {
-                const int a = segs[s], b = segs[s + 1];
-                if (a >= 0 && b > a && b <= n_k && i >= a && i < b) lo = a, hi = b;
-            }
-            if (lo < 0) continue;
-        }
-        const float *q = Q + i * qs + (int64_t)h * D;
-        float acc[ENC_MAX_D];
-        for (int d = 0; d < D; d++) acc[d] = 0.0f;
-        float m = -INFINITY, l = 0.0f;
-        for (int j = lo; j < hi; j++) {
-            const float s = mllm_cu_dot_serial(q, K + j * ks + (int64_t)h * D, D) * scale;
-            const float mn = fmaxf(m, s), corr = expf(m - mn), p = expf(s - mn);
-            l = l * corr + p;
-            const float *v = V + j * vs + (int64_t)h * D;
-            for (int d = 0; d < D; d++) acc[d] = acc[d] * corr + p * v[d];
-            m = mn;
-        }
-        float *o = O + ((size_t)i * H + h) * D;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
+        int lo, hi;
+        if (!mllm_cu_enc_range(segs, n_segs, n_k, i, &lo, &hi)) continue;
+        mllm_cu_attn_enc_row(Q + i * qs + (int64_t)h * D, K + (int64_t)h * D, V + (int64_t)h * D, ks, vs, D, lo, hi,
+                             scale, O + ((size_t)i * H + h) * D);
     }
 }
 

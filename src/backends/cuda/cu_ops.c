@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "backends/cuda/cu_internal.h"
+#include "backends/cuda/cu_math.h"
 #include "backends/device_checks.h"
 #include "core/alloc.h"
 
@@ -201,6 +202,8 @@ mllm_status mllm_cuda_im2col(mllm_cuda *c, const mllm_cuda_buf *X, mllm_cuda_buf
     if ((st = same_ctx(c, bufs, 2, op))) return st;
     return launched(mllm_cu_im2col(c->stream, X->mem, Y->mem, (int)C, (int)T_in, k, stride, pad, (int)T_out), op);
 }
+
+_Static_assert(MLLM_CU_ENC_MAX_D == MLLM_DEV_ENC_ATTN_MAX_D, "the kernel's head bound is the checks' one");
 
 mllm_status mllm_cuda_attention_enc(mllm_cuda *c, const mllm_cuda_buf *Q, const mllm_cuda_buf *K,
                                     const mllm_cuda_buf *V, const mllm_cuda_buf *segs, mllm_cuda_buf *O,

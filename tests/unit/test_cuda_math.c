@@ -11,7 +11,8 @@
      row dots (matmul, f32 / f16 / q8_0 / q4_0 / q4_K / q6_K): < 1e-10 vs a
        double product of the dequantized weights and vs mllm_cpu_mul_mat_exact;
      rmsnorm, layernorm, softmax (masked, a row fully masked), rope (neox,
-       pairs, partial), add / silu_mul / gelu_mul / gelu / scale / softcap:
+       pairs, partial), add / silu_mul / gelu_mul / gelu / scale / softcap /
+       gelu_tanh:
        < 1e-10 vs the generic C kernels;
      attention (causal GQA, sliding window, non-causal): < 1e-10 vs a double
        softmax(q k^T) v;
@@ -245,15 +246,18 @@ static void test_elementwise(void **state) {
     float *a = rnd((size_t)n, 41), *b = rnd((size_t)n, 43), *ref = malloc((size_t)n * sizeof(float)),
           *got = malloc((size_t)n * sizeof(float));
     for (int i = 0; i < n; i++) a[i] *= 4.0f; /* reach the tails of silu, tanh, erf */
-    static const char *const names[] = {"silu_mul", "gelu_mul", "gelu", "softcap"};
-    for (int op = 0; op < 4; op++) {
+    static const char *const names[] = {"silu_mul", "gelu_mul", "gelu", "softcap", "gelu_tanh"};
+    for (int op = 0; op < 5; op++) {
         for (int i = 0; i < n; i++)
             got[i] = op == 0 ? mllm_cu_silu_mul(a[i], b[i]) : op == 1 ? mllm_cu_gelu_mul(a[i], b[i])
-                     : op == 2 ? mllm_cu_gelu_erf(a[i]) : mllm_cu_softcap(a[i], 3.0f);
+                     : op == 2 ? mllm_cu_gelu_erf(a[i]) : op == 3 ? mllm_cu_softcap(a[i], 3.0f) : mllm_cu_gelu_tanh(a[i]);
         if (op == 0) g->silu_mul(ref, a, b, n);
         else if (op == 1) g->gelu_mul(ref, a, b, n);
         else if (op == 2) g->gelu_erf(ref, a, n);
-        else for (int i = 0; i < n; i++) ref[i] = 3.0f * tanhf(a[i] / 3.0f);
+        else if (op == 3) for (int i = 0; i < n; i++) ref[i] = 3.0f * tanhf(a[i] / 3.0f);
+        else /* node_compute.c's loop */
+            for (int i = 0; i < n; i++)
+                ref[i] = 0.5f * a[i] * (1.0f + tanhf(0.7978845608028654f * (a[i] + 0.044715f * a[i] * a[i] * a[i])));
         const double e = tu_nmse(got, ref, (size_t)n);
         printf("%-8s n %d: NMSE %.3g\n", names[op], n, e);
         assert_true(e < TOL);

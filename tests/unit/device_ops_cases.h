@@ -372,9 +372,12 @@ static void enc_attention_case(DEV_CTX *c, const float *qkv, const float *q_own,
     /* segments take contiguous q, k, v: the fused rows repacked */
     float *sep = segs ? malloc((size_t)(3 * dim * T) * sizeof(float)) : NULL;
     for (int t = 0; sep && t < T; t++)
-        for (int j = 0; j < 3; j++) memcpy(sep + ((size_t)j * T + t) * dim, qkv + ((size_t)t * 3 + j) * dim, dim * 4);
-    const float *q = q_own ? q_own : sep ? sep : qkv, *k = sep ? sep + T * dim : qkv + dim, *v = sep ? sep + 2 * T * dim : qkv + 2 * dim;
-    mllm_tensor *tq = host_rows(&g, q, dim, n_q, qs), *tk = host_rows(&g, k, dim, T, kvs), *tv = host_rows(&g, v, dim, T, kvs);
+        for (int j = 0; j < 3; j++)
+            memcpy(sep + ((size_t)j * T + t) * dim, qkv + ((size_t)t * 3 + j) * dim, (size_t)dim * 4);
+    const float *q = q_own ? q_own : sep ? sep : qkv, *k = sep ? sep + T * dim : qkv + dim;
+    const float *v = sep ? sep + 2 * T * dim : qkv + 2 * dim;
+    mllm_tensor *tq = host_rows(&g, q, dim, n_q, qs), *tk = host_rows(&g, k, dim, T, kvs);
+    mllm_tensor *tv = host_rows(&g, v, dim, T, kvs);
     const float scale = segs ? 0.3f : 1.0f / sqrtf((float)D);
     const mllm_tensor *ref;
     if (segs) {

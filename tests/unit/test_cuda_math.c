@@ -323,16 +323,19 @@ static void test_encoder_ops(void **state) {
     float *qkv = rnd((size_t)(3 * dim * T), 81), *sep = malloc((size_t)(3 * dim * T) * sizeof(float));
     for (int i = 0; i < 3 * dim * T; i++) qkv[i] *= 3.0f;
     for (int t = 0; t < T; t++)
-        for (int j = 0; j < 3; j++) memcpy(sep + ((size_t)j * T + t) * dim, qkv + ((size_t)t * 3 + j) * dim, (size_t)dim * 4);
+        for (int j = 0; j < 3; j++)
+            memcpy(sep + ((size_t)j * T + t) * dim, qkv + ((size_t)t * 3 + j) * dim, (size_t)dim * 4);
     const int64_t nf[2] = {3 * dim, T}, ns[2] = {dim, T};
     mllm_tensor *f = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, nf, qkv, "qkv");
-    const mllm_tensor *full = mllm_op_attention_full(&g, mllm_op_view_elems(&g, f, 0, dim), mllm_op_view_elems(&g, f, dim, dim),
+    const mllm_tensor *full = mllm_op_attention_full(&g, mllm_op_view_elems(&g, f, 0, dim),
+                                                     mllm_op_view_elems(&g, f, dim, dim),
                                                      mllm_op_view_elems(&g, f, 2 * dim, dim), H);
     mllm_tensor *ts = mllm_graph_input_i32(&g, n_segs + 1, "segs");
     memcpy(mllm_tensor_i32(ts), segs, sizeof segs);
-    const mllm_tensor *seg = mllm_op_attention_segments(
-        &g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep, "q"), mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep + T * dim, "k"),
-        mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep + 2 * T * dim, "v"), ts, H, 0.3f);
+    const mllm_tensor *seg = mllm_op_attention_segments(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep, "q"),
+                                                        mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep + T * dim, "k"),
+                                                        mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep + 2 * T * dim, "v"),
+                                                        ts, H, 0.3f);
     assert_non_null(full);
     assert_non_null(seg);
     float *o = malloc((size_t)(dim * T) * sizeof(float));
@@ -348,7 +351,8 @@ static void test_encoder_ops(void **state) {
                                      s ? 0.3f : 1.0f / sqrtf((float)D), o + (i * H + h) * D);
             }
         const double e = tu_nmse(o, (s ? seg : full)->data, (size_t)(dim * T));
-        printf("encoder attention %s, %d tokens, D %d H %d: NMSE %.3g\n", s ? "over segments" : "full, fused rows", T, D, H, e);
+        printf("encoder attention %s, %d tokens, D %d H %d: NMSE %.3g\n", s ? "over segments" : "full, fused rows", T, D,
+               H, e);
         assert_true(e < TOL);
     }
     int lo, hi; /* a query past the last segment is in none */

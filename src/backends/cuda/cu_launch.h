@@ -25,8 +25,15 @@ typedef enum {
 } mllm_cu_wtype;
 
 /* Elementwise ops; the same order as mllm_cuda_elementwise. */
-typedef enum { MLLM_CU_EW_ADD, MLLM_CU_EW_SILU_MUL, MLLM_CU_EW_GELU_MUL, MLLM_CU_EW_GELU, MLLM_CU_EW_SCALE, MLLM_CU_EW_SOFTCAP,
-               MLLM_CU_EW_GELU_TANH } mllm_cu_ew;
+typedef enum {
+    MLLM_CU_EW_ADD,
+    MLLM_CU_EW_SILU_MUL,
+    MLLM_CU_EW_GELU_MUL,
+    MLLM_CU_EW_GELU,
+    MLLM_CU_EW_SCALE,
+    MLLM_CU_EW_SOFTCAP,
+    MLLM_CU_EW_GELU_TANH
+} mllm_cu_ew;
 
 /* 0 when the build holds code this device can run (a kernel's attributes
    load), else the CUDA error (cudaErrorNoKernelImageForDevice). */

@@ -256,7 +256,8 @@ mllm_status mllm_ocl_attention_enc(mllm_ocl *c, const mllm_ocl_buf *Q, const mll
     const cl_int Di = (cl_int)at->D, nk = (cl_int)at->n_k, ns = (cl_int)at->n_segs;
     const cl_long qs = at->q_stride, ks = at->k_stride, vs = at->v_stride;
     const mllm_ocl_buf *sg = at->n_segs > 0 ? segs : O; /* any valid buffer when unused */
-    const karg a[] = {MEM(Q), MEM(K), MEM(V), MEM(sg), MEM(O), ARG(Di), ARG(nk), ARG(qs), ARG(ks), ARG(vs), ARG(ns), ARG(at->scale)};
+    const karg a[] = {MEM(Q),  MEM(K),  MEM(V),  MEM(sg), MEM(O),  ARG(Di),
+                      ARG(nk), ARG(qs), ARG(ks), ARG(vs), ARG(ns), ARG(at->scale)};
     const size_t g[2] = {(size_t)at->H, (size_t)at->n_q};
     return launch(c, MLLM_OCL_K_ATTN_ENC, a, 12, 2, g, NULL, op);
 }

@@ -14,6 +14,7 @@
    GPUs 128, NVIDIA 512), so that copy is the exception. */
 #include "backends/dev_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +80,23 @@ static bool matrix(const mllm_tensor *w) {
     return rb && w->nb[1] == rb && w->ne[2] == 1 && w->ne[3] == 1;
 }
 
+/* f32 rows of ne0 values (contiguous within a row, any row stride: a view
+   of a fused QKV output), n rows, no further dimensions. */
+static bool f32_rows(const mllm_tensor *t, int64_t ne0, int64_t n) {
+    return t && t->dtype == MLLM_DTYPE_F32 && t->ne[0] == ne0 && t->ne[1] == n && t->nb[0] == 4 && t->nb[1] % 4 == 0 &&
+           t->nb[1] >= (size_t)ne0 * 4 && t->ne[2] == 1 && t->ne[3] == 1;
+}
+
+/* An encoder attention (full or over segments) whose heads the kernels take. */
+static bool enc_attention_ok(const mllm_tensor *t) {
+    const mllm_tensor *q = t->src[0], *k = t->src[1], *v = t->src[2];
+    const int64_t dim = t->ne[0], H = t->ip[0];
+    if (H < 1 || dim % H || dim / H > MLLM_DEV_ENC_ATTN_MAX_D || !q || !k) return false;
+    const bool seg = t->op == MLLM_OP_ATTENTION_SEGMENTS;
+    return f32_rows(q, dim, t->ne[1]) && f32_rows(k, dim, k->ne[1]) && f32_rows(v, dim, k->ne[1]) &&
+           (!seg || (k->ne[1] == t->ne[1] && t->src[3] && mllm_dev_i32v(t->src[3], t->src[3]->ne[0])));
+}
+
 static bool dev_supports(const mllm_backend *be, const mllm_tensor *t) {
     const mllm_dev_ops *ops = ((const mllm_dev_be *)be->ctx)->ops;
     if (!mllm_dev_f32c(t)) return false;
@@ -100,6 +118,7 @@ static bool dev_supports(const mllm_backend *be, const mllm_tensor *t) {
     case MLLM_OP_GELU_MUL:
         return mllm_dev_f32c(a) && mllm_dev_f32c(b) && mllm_tensor_nelements(a) == n && mllm_tensor_nelements(b) == n;
     case MLLM_OP_SCALE:
+    case MLLM_OP_GELU_TANH:
     case MLLM_OP_GELU: return mllm_dev_f32c(a) && mllm_tensor_nelements(a) == n;
     case MLLM_OP_SOFTCAP: return mllm_dev_f32c(a) && mllm_tensor_nelements(a) == n && t->fp[0] > 0;
     case MLLM_OP_ROPE: {
@@ -109,6 +128,15 @@ static bool dev_supports(const mllm_backend *be, const mllm_tensor *t) {
                rp->n_rot <= t->ne[0] && t->ne[3] == 1 && mllm_dev_f32c(a) && mllm_tensor_nelements(a) == n &&
                mllm_dev_i32v(b, t->ne[2]);
     }
+    case MLLM_OP_ROPE_TABLE: { /* the angles given: the plain RoPE launch over them, rotate_half pairs */
+        const int64_t tab = t->ne[0] / 2 * t->ne[2];
+        return t->ne[0] % 2 == 0 && t->ne[3] == 1 && mllm_dev_f32c(a) && mllm_tensor_nelements(a) == n &&
+               mllm_dev_f32c(b) && mllm_dev_f32c(c) && mllm_tensor_nelements(b) == tab && mllm_tensor_nelements(c) == tab;
+    }
+    case MLLM_OP_ATTENTION_FULL:
+    case MLLM_OP_ATTENTION_SEGMENTS: return enc_attention_ok(t);
+    case MLLM_OP_IM2COL:
+        return mllm_dev_f32c(a) && a->ne[2] == 1 && a->ne[3] == 1 && t->ne[0] == a->ne[0] * t->ip[0];
     case MLLM_OP_KV_STORE:
     case MLLM_OP_ATTENTION: return mllm_dev_kv_supports(t);
     case MLLM_OP_CUSTOM: { /* with a kernel for this device; inputs contiguous f32 (as mllm_op_custom made them) */
@@ -142,12 +170,23 @@ mllm_status mllm_dev_region_get(mllm_dev_be *d, mllm_dev_buf *parent, size_t off
     return ops->buf_copy(r->b, 0, parent, offs, n);
 }
 
+/* The bytes from t's first element to the end of its last: its rows may be
+   strided (mllm_op_view_elems: q, k, v of a fused output), where
+   nb[3] * ne[3] would reach past the end of the tensor viewed. */
+static size_t span_bytes(const mllm_tensor *t) {
+    for (int i = 0; i < 4; i++)
+        if (t->ne[i] < 1) return 0;
+    size_t n = mllm_dtype_row_size((mllm_dtype)t->dtype, t->ne[0]);
+    for (int i = 1; i < 4; i++) n += (size_t)(t->ne[i] - 1) * t->nb[i];
+    return n;
+}
+
 mllm_status mllm_dev_region_of(mllm_dev_be *d, const mllm_tensor *t, bool write, mllm_dev_region *r) {
     memset(r, 0, sizeof *r);
     if (!t) return MLLM_OK;
     if (!t->buffer || t->buffer->type != &d->buft)
         return mllm_err(MLLM_ERR_INVALID_ARG, "%s: tensor '%s' is not in device memory", d->ops->name, t->name);
-    return mllm_dev_region_get(d, t->buffer->data, t->buffer_offs, mllm_tensor_nbytes(t), write, r);
+    return mllm_dev_region_get(d, t->buffer->data, t->buffer_offs, span_bytes(t), write, r);
 }
 
 /* Copies a temporary output back; a freed buffer is kept by the device
@@ -256,6 +295,20 @@ static mllm_status launch_node(mllm_dev_be *d, const mllm_tensor *t, mllm_dev_re
     case MLLM_OP_GELU: return ops->elementwise(c, MLLM_DEV_GELU, S(0), NULL, y, n, 0);
     case MLLM_OP_SCALE: return ops->elementwise(c, MLLM_DEV_SCALE, S(0), NULL, y, n, t->fp[0]);
     case MLLM_OP_SOFTCAP: return ops->elementwise(c, MLLM_DEV_SOFTCAP, S(0), NULL, y, n, t->fp[0]);
+    case MLLM_OP_GELU_TANH: return ops->elementwise(c, MLLM_DEV_GELU_TANH, S(0), NULL, y, n, 0);
+    case MLLM_OP_ROPE_TABLE: return ops->rope(c, S(0), y, S(1), S(2), t->ne[0], t->ne[1], t->ne[2], (int)t->ne[0], true);
+    case MLLM_OP_IM2COL: return ops->im2col(c, S(0), y, a->ne[0], a->ne[1], t->ip[0], t->ip[1], t->ip[2]);
+    case MLLM_OP_ATTENTION_FULL:
+    case MLLM_OP_ATTENTION_SEGMENTS: {
+        const bool seg = t->op == MLLM_OP_ATTENTION_SEGMENTS;
+        const int64_t H = t->ip[0], D = t->ne[0] / H;
+        const mllm_dev_enc_attn at = {.D = D, .H = H, .n_q = a->ne[1], .n_k = t->src[1]->ne[1],
+                                      .q_stride = (int64_t)(a->nb[1] / 4), .k_stride = (int64_t)(t->src[1]->nb[1] / 4),
+                                      .v_stride = (int64_t)(t->src[2]->nb[1] / 4),
+                                      .n_segs = seg ? t->src[3]->ne[0] - 1 : 0,
+                                      .scale = seg ? t->fp[0] : 1.0f / sqrtf((float)D)};
+        return ops->attention_enc(c, S(0), S(1), S(2), seg ? S(3) : NULL, y, &at);
+    }
     case MLLM_OP_ROPE: {
         const mllm_rope_params *rp = t->pp;
         mllm_dev_rope_entry *tb = NULL;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "backends/device_checks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -32,6 +33,7 @@ typedef enum {
     MLLM_DEV_GELU,
     MLLM_DEV_SCALE,
     MLLM_DEV_SOFTCAP,
+    MLLM_DEV_GELU_TANH,
 } mllm_dev_elementwise;
 
 typedef struct {
@@ -72,6 +74,10 @@ typedef struct {
     mllm_status (*attention)(mllm_dev *c, const mllm_dev_buf *Q, const mllm_dev_buf *Kc, const mllm_dev_buf *Vc,
                              const mllm_dev_buf *pos, mllm_dev_buf *O, mllm_dev_buf *scratch, int64_t D, int64_t H,
                              int64_t Hkv, int64_t T, int64_t n_keys, float scale, int window, bool causal);
+    mllm_status (*attention_enc)(mllm_dev *c, const mllm_dev_buf *Q, const mllm_dev_buf *K, const mllm_dev_buf *V,
+                                 const mllm_dev_buf *segs, mllm_dev_buf *O, const mllm_dev_enc_attn *a);
+    mllm_status (*im2col)(mllm_dev *c, const mllm_dev_buf *X, mllm_dev_buf *Y, int64_t C, int64_t T_in, int k,
+                          int stride, int pad);
     /* A plugin op's OpenCL C kernel (opencl/ocl.h, mllm_ocl_custom). NULL
        in layers without one (CUDA): plugin ops then stay on the CPU. */
     mllm_status (*custom_opencl)(mllm_dev *c, const void *key, const char *src, const char *kernel, mllm_dev_buf *y,
@@ -137,7 +143,8 @@ const char *mllm_dev_backend_device(const mllm_dev_ops *ops);
     }                                                                                                                  \
     static mllm_status P##_dv_elementwise(mllm_dev *c, mllm_dev_elementwise op, const mllm_dev_buf *a,               \
                                           const mllm_dev_buf *b, mllm_dev_buf *y, int64_t n, float p) {               \
-        static const P##_elementwise map[] = {E##ADD, E##SILU_MUL, E##GELU_MUL, E##GELU, E##SCALE, E##SOFTCAP};    \
+        static const P##_elementwise map[] = {E##ADD,   E##SILU_MUL, E##GELU_MUL, E##GELU,                           \
+                                              E##SCALE, E##SOFTCAP,  E##GELU_TANH};                                 \
         if ((unsigned)op >= sizeof map / sizeof map[0])                                                              \
             return mllm_err(MLLM_ERR_INVALID_ARG, "elementwise: unknown op %d", (int)op);                           \
         return P##_elementwise_op((P *)c, map[op], (const P##_buf *)a, (const P##_buf *)b, (P##_buf *)y, n, p);      \
@@ -149,6 +156,16 @@ const char *mllm_dev_backend_device(const mllm_dev_ops *ops);
         return P##_attention((P *)c, (const P##_buf *)Q, (const P##_buf *)Kc, (const P##_buf *)Vc,                   \
                              (const P##_buf *)pos, (P##_buf *)O, (P##_buf *)scratch, D, H, Hkv, T, n_keys, scale,   \
                              window, causal);                                                                          \
+    }                                                                                                                  \
+    static mllm_status P##_dv_attention_enc(mllm_dev *c, const mllm_dev_buf *Q, const mllm_dev_buf *K,               \
+                                            const mllm_dev_buf *V, const mllm_dev_buf *segs, mllm_dev_buf *O,         \
+                                            const mllm_dev_enc_attn *a) {                                             \
+        return P##_attention_enc((P *)c, (const P##_buf *)Q, (const P##_buf *)K, (const P##_buf *)V,                 \
+                                 (const P##_buf *)segs, (P##_buf *)O, a);                                              \
+    }                                                                                                                  \
+    static mllm_status P##_dv_im2col(mllm_dev *c, const mllm_dev_buf *X, mllm_dev_buf *Y, int64_t C, int64_t T_in,   \
+                                     int k, int stride, int pad) {                                                     \
+        return P##_im2col((P *)c, (const P##_buf *)X, (P##_buf *)Y, C, T_in, k, stride, pad);                         \
     }
 
 #define MLLM_DEV_LAYER_FIELDS(P)                                                                                       \
@@ -157,6 +174,6 @@ const char *mllm_dev_backend_device(const mllm_dev_ops *ops);
     .buf_copy = P##_dv_buf_copy, .supports_matmul = P##_supports_matmul, .supports_get_rows = P##_supports_get_rows, \
     .mul_mat = P##_dv_mul_mat, .get_rows = P##_dv_get_rows, .rmsnorm = P##_dv_rmsnorm, .layernorm = P##_dv_layernorm, \
     .rope = P##_dv_rope, .elementwise = P##_dv_elementwise, .attention_scratch = P##_attention_scratch,              \
-    .attention = P##_dv_attention
+    .attention = P##_dv_attention, .attention_enc = P##_dv_attention_enc, .im2col = P##_dv_im2col
 
 #endif

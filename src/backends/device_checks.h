@@ -69,4 +69,42 @@ static inline mllm_status mllm_dev_ids(const char *be, const char *op, const cha
     return MLLM_OK;
 }
 
+/* An encoder's attention over K and V given as tensors (the layers'
+   attention_enc: graph.h's attention_full and attention_segments). Each
+   row of Q, K, V holds H heads of D floats side by side, rows q_stride,
+   k_stride, v_stride floats apart (views of one fused QKV output); O is
+   n_q rows of H * D. n_segs 0: every query sees keys [0, n_k); else segs
+   holds n_segs + 1 I32 offsets and a query sees the keys of its segment
+   only (n_q == n_k). An item of the kernels keeps one head's sums in
+   registers: D is at most MLLM_DEV_ENC_ATTN_MAX_D (ENC_MAX_D there). */
+#define MLLM_DEV_ENC_ATTN_MAX_D 128
+typedef struct {
+    int64_t D, H, n_q, n_k;
+    int64_t q_stride, k_stride, v_stride;
+    int64_t n_segs;
+    float scale;
+} mllm_dev_enc_attn;
+
+/* The bytes a buffer of rows rows, stride floats apart, the last n wide, spans. */
+static inline size_t mllm_dev_rows_span(int64_t rows, int64_t stride, int64_t n) {
+    return ((size_t)(rows - 1) * (size_t)stride + (size_t)n) * 4;
+}
+
+/* a's sizes in range, its strides at least a row, and its head size within the kernels' bound. */
+static inline mllm_status mllm_dev_enc_attn_ok(const char *be, const mllm_dev_enc_attn *a) {
+    mllm_status st = mllm_dev_dims(be, "encoder attention", a->D, a->H, a->n_q);
+    if (st || (st = mllm_dev_dims(be, "encoder attention", a->n_k, a->n_segs + 1, a->D * a->H))) return st;
+    const int64_t row = a->D * a->H;
+    if (a->D > MLLM_DEV_ENC_ATTN_MAX_D)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s encoder attention: head size %lld over %d", be, (long long)a->D,
+                        MLLM_DEV_ENC_ATTN_MAX_D);
+    if (a->q_stride < row || a->k_stride < row || a->v_stride < row)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s encoder attention: row strides %lld, %lld, %lld below a row of %lld",
+                        be, (long long)a->q_stride, (long long)a->k_stride, (long long)a->v_stride, (long long)row);
+    if (a->n_segs > 0 && a->n_q != a->n_k)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "%s encoder attention: segments over %lld queries and %lld keys", be,
+                        (long long)a->n_q, (long long)a->n_k);
+    return MLLM_OK;
+}
+
 #endif

@@ -246,9 +246,11 @@ static void synth_case(const char *arch, const char *dtype, double bound) {
 /* Bounds: about 1000x the NMSE measured on PoCL (docs/opencl.md). */
 /* Whisper tiny.en ($MLLM_WHISPER_TINY_DIR) on the device against the CPU
    on jfk.wav's window: the encoder's states, then the decoder's logits
-   after a prompt and after a step. Matmuls, norms and activations run
-   there; the convolution columns, the attentions and the cache stores on
-   the CPU (ops the device lacks). The CPU rounds an f16 matmul's activations to f16, the device
+   after a prompt and after a step. The encoder runs there whole (the
+   convolution columns, the attention, matmuls, norms, activations) but
+   for the stores of the cross-attention cache, which is host memory (the
+   slot cache); the decoder's slot stores and attentions stay on the CPU
+   too (the device has no copy of the slot cache). The CPU rounds an f16 matmul's activations to f16, the device
    keeps them f32: f32 weights compare the arithmetic, f16 weights that
    rounding as well. */
 static void whisper_case(int wtype, double bound, double dec_bound) {
@@ -283,6 +285,10 @@ static void whisper_case(int wtype, double bound, double dec_bound) {
            mllm_dtype_name((mllm_dtype)wtype), mllm_placement_count(dv->placed[0]), DEV_LABEL, st.n_nodes[0],
            st.n_nodes[1], st.n_runs, e, bound);
     assert_true(st.n_nodes[0] > 4 * hp->n_enc_layers); /* at least the matmuls */
+    int n_slot_stores = 0;
+    for (int i = 0; i < dv->enc_g.n_nodes; i++) n_slot_stores += dv->enc_g.nodes[i]->op == MLLM_OP_KV_SLOTS_STORE;
+    assert_int_equal(n_slot_stores, hp->n_dec_layers);
+    assert_int_equal(st.n_nodes[1], n_slot_stores); /* nothing else of the encoder on the CPU */
     assert_true(e < bound);
     /* the decoder: a prompt of 3 tokens (every row's logits), then a step */
     const mllm_whisper_special *sp = mllm_whisper_tokens(cpu);

@@ -19,6 +19,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu.h"
+#include "graph/graph.h"
 #include "device_ref.h"
 #include "testutil.h"
 
@@ -223,8 +224,8 @@ static void test_elementwise(void **state) {
     float *a = rnd((size_t)n, 41), *b = rnd((size_t)n, 43), *ref = malloc((size_t)n * sizeof(float));
     for (int i = 0; i < n; i++) a[i] *= 4.0f; /* reach the tails of silu, tanh, erf */
     DEV_BUF *ba = upload(c, a, (size_t)n * 4), *bb = upload(c, b, (size_t)n * 4), *by = upload(c, NULL, (size_t)n * 4);
-    static const char *const names[] = {"add", "silu_mul", "gelu_mul", "gelu", "scale", "softcap"};
-    for (int op = DEV_EW(ADD); op <= DEV_EW(SOFTCAP); op++) {
+    static const char *const names[] = {"add", "silu_mul", "gelu_mul", "gelu", "scale", "softcap", "gelu_tanh"};
+    for (int op = DEV_EW(ADD); op <= DEV_EW(GELU_TANH); op++) {
         const float p = op == DEV_EW(SCALE) ? 0.37f : 3.0f;
         assert_int_equal(DEV(elementwise_op)(c, (DEV_EW_T)op, ba, bb, by, n, p), MLLM_OK);
         float *got = download(by, (size_t)n);
@@ -234,7 +235,11 @@ static void test_elementwise(void **state) {
         case DEV_EW(GELU_MUL): g->gelu_mul(ref, a, b, n); break;
         case DEV_EW(GELU): g->gelu_erf(ref, a, n); break;
         case DEV_EW(SCALE): for (int i = 0; i < n; i++) ref[i] = a[i] * p; break;
-        default: for (int i = 0; i < n; i++) ref[i] = p * tanhf(a[i] / p); break;
+        case DEV_EW(SOFTCAP): for (int i = 0; i < n; i++) ref[i] = p * tanhf(a[i] / p); break;
+        default: /* gelu_tanh: node_compute.c's loop */
+            for (int i = 0; i < n; i++)
+                ref[i] = 0.5f * a[i] * (1.0f + tanhf(0.7978845608028654f * (a[i] + 0.044715f * a[i] * a[i] * a[i])));
+            break;
         }
         const double e = tu_nmse(got, ref, (size_t)n);
         printf("%-8s n %d: NMSE %.3g\n", names[op], n, e);
@@ -281,6 +286,146 @@ static void test_attention(void **state) {
     }
 }
 
+/* ---- the encoders' ops, against the CPU's nodes (graph.h in eager mode) --- */
+
+/* x (rows of ne0, row stride `stride` floats, from p) as a host tensor of a CPU graph. */
+static mllm_tensor *host_rows(mllm_graph *g, const float *p, int64_t ne0, int64_t rows, int64_t stride) {
+    const int64_t ne[2] = {stride, rows};
+    mllm_tensor *t = mllm_tensor_wrap(g, MLLM_DTYPE_F32, 2, ne, p, "x");
+    return stride == ne0 ? t : mllm_op_view_elems(g, t, 0, ne0);
+}
+
+/* The columns of a 1-D convolution: a copy, so equal to the CPU's bit for bit. */
+static void test_im2col(void **state) {
+    (void)state;
+    DEV_CTX *c = dev();
+    if (!c) return;
+    mllm_cpu_init();
+    const int C = 7, T_in = 13;
+    static const int kspad[][3] = {{3, 1, 1}, {3, 2, 1}, {5, 3, 0}, {1, 1, 0}};
+    float *x = rnd((size_t)(C * T_in), 61);
+    DEV_BUF *bx = upload(c, x, (size_t)(C * T_in) * 4);
+    for (size_t i = 0; i < sizeof kspad / sizeof kspad[0]; i++) {
+        const int k = kspad[i][0], stride = kspad[i][1], pad = kspad[i][2];
+        const int T_out = (T_in + 2 * pad - k) / stride + 1;
+        mllm_graph g;
+        mllm_graph_init(&g, MLLM_MODE_EAGER, NULL, 1 << 16);
+        const mllm_tensor *ref = mllm_op_im2col(&g, host_rows(&g, x, C, T_in, C), k, stride, pad);
+        assert_non_null(ref);
+        assert_int_equal(ref->ne[1], T_out);
+        DEV_BUF *by = upload(c, NULL, (size_t)(C * k * T_out) * 4);
+        assert_int_equal(DEV(im2col)(c, bx, by, C, T_in, k, stride, pad), MLLM_OK);
+        float *got = download(by, (size_t)(C * k * T_out));
+        printf("im2col C %d T_in %d k %d stride %d pad %d: %d rows\n", C, T_in, k, stride, pad, T_out);
+        assert_memory_equal(got, ref->data, (size_t)(C * k * T_out) * 4);
+        DEV(buf_free)(by);
+        free(got);
+        mllm_graph_free(&g);
+    }
+    /* a kernel wider than the padded input, and a stride of 0, are refused */
+    DEV_BUF *by = upload(c, NULL, 4096);
+    assert_int_equal(DEV(im2col)(c, bx, by, C, T_in, T_in + 3, 1, 1), MLLM_ERR_INVALID_ARG);
+    assert_int_equal(DEV(im2col)(c, bx, by, C, T_in, 3, 0, 1), MLLM_ERR_INVALID_ARG);
+    DEV(buf_free)(bx), DEV(buf_free)(by);
+    free(x);
+}
+
+/* RoPE from per-token tables (a ViT's 2-D positions): the backend runs
+   ROPE_TABLE through the rope launch, rotate_half over all of D. */
+static void test_rope_table(void **state) {
+    (void)state;
+    DEV_CTX *c = dev();
+    if (!c) return;
+    mllm_cpu_init();
+    const int D = 22, H = 3, T = 9, half = D / 2;
+    float *x = rnd((size_t)(D * H * T), 71), *ang = rnd((size_t)(half * T), 73);
+    float *cs = malloc((size_t)(half * T) * sizeof(float)), *sn = malloc((size_t)(half * T) * sizeof(float));
+    for (int i = 0; i < half * T; i++) cs[i] = cosf(3.0f * ang[i]), sn[i] = sinf(3.0f * ang[i]);
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_EAGER, NULL, 1 << 16);
+    const int64_t nx[3] = {D, H, T}, nt[2] = {half, T};
+    const mllm_tensor *ref = mllm_op_rope_table(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 3, nx, x, "x"),
+                                                mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, nt, cs, "cs"),
+                                                mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, nt, sn, "sn"));
+    assert_non_null(ref);
+    DEV_BUF *bx = upload(c, x, (size_t)(D * H * T) * 4), *by = upload(c, NULL, (size_t)(D * H * T) * 4),
+            *bc = upload(c, cs, (size_t)(half * T) * 4), *bs = upload(c, sn, (size_t)(half * T) * 4);
+    assert_int_equal(DEV(rope)(c, bx, by, bc, bs, D, H, T, D, true), MLLM_OK);
+    float *got = download(by, (size_t)(D * H * T));
+    const double e = tu_nmse(got, ref->data, (size_t)(D * H * T));
+    printf("rope_table D %d H %d T %d: NMSE %.3g\n", D, H, T, e);
+    assert_true(e < TOL);
+    DEV(buf_free)(bx), DEV(buf_free)(by), DEV(buf_free)(bc), DEV(buf_free)(bs);
+    mllm_graph_free(&g);
+    free(x), free(ang), free(cs), free(sn), free(got);
+}
+
+/* An encoder's attention over tensors: full (q, k, v views of one fused
+   QKV output, rows 3 x dim apart; then 11 queries of their own over those
+   keys) and over segments (one empty), each against the CPU's node. */
+static void enc_attention_case(DEV_CTX *c, const float *qkv, const float *q_own, int n_q_own, const int32_t *segs,
+                               int n_segs) {
+    const int D = 20, H = 3, dim = D * H, T = 37;
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_EAGER, NULL, 1 << 20);
+    const int n_q = q_own ? n_q_own : T, qs = q_own ? dim : (segs ? dim : 3 * dim), kvs = segs ? dim : 3 * dim;
+    /* segments take contiguous q, k, v: the fused rows repacked */
+    float *sep = segs ? malloc((size_t)(3 * dim * T) * sizeof(float)) : NULL;
+    for (int t = 0; sep && t < T; t++)
+        for (int j = 0; j < 3; j++)
+            memcpy(sep + ((size_t)j * T + t) * dim, qkv + ((size_t)t * 3 + j) * dim, (size_t)dim * 4);
+    const float *q = q_own ? q_own : sep ? sep : qkv, *k = sep ? sep + T * dim : qkv + dim;
+    const float *v = sep ? sep + 2 * T * dim : qkv + 2 * dim;
+    mllm_tensor *tq = host_rows(&g, q, dim, n_q, qs), *tk = host_rows(&g, k, dim, T, kvs);
+    mllm_tensor *tv = host_rows(&g, v, dim, T, kvs);
+    const float scale = segs ? 0.3f : 1.0f / sqrtf((float)D);
+    const mllm_tensor *ref;
+    if (segs) {
+        mllm_tensor *ts = mllm_graph_input_i32(&g, n_segs + 1, "segs");
+        memcpy(mllm_tensor_i32(ts), segs, (size_t)(n_segs + 1) * 4);
+        ref = mllm_op_attention_segments(&g, tq, tk, tv, ts, H, scale);
+    } else {
+        ref = mllm_op_attention_full(&g, tq, tk, tv, H);
+    }
+    assert_non_null(ref);
+    DEV_BUF *bq = upload(c, q, mllm_dev_rows_span(n_q, qs, dim)), *bk = upload(c, k, mllm_dev_rows_span(T, kvs, dim)),
+            *bv = upload(c, v, mllm_dev_rows_span(T, kvs, dim)), *bo = upload(c, NULL, (size_t)(dim * n_q) * 4),
+            *bs = segs ? upload(c, segs, (size_t)(n_segs + 1) * 4) : NULL;
+    const mllm_dev_enc_attn at = {.D = D, .H = H, .n_q = n_q, .n_k = T, .q_stride = qs, .k_stride = kvs,
+                                  .v_stride = kvs, .n_segs = segs ? n_segs : 0, .scale = scale};
+    assert_int_equal(DEV(attention_enc)(c, bq, bk, bv, bs, bo, &at), MLLM_OK);
+    float *got = download(bo, (size_t)(dim * n_q));
+    const double e = tu_nmse(got, ref->data, (size_t)(dim * n_q));
+    printf("encoder attention %s: %d queries over %d keys, D %d H %d: NMSE %.3g\n",
+           segs ? "over segments" : q_own ? "full, queries of their own" : "full, fused QKV rows", n_q, T, D, H, e);
+    assert_true(e < TOL);
+    /* a head past the kernels' bound, and rows closer than a row, are refused */
+    mllm_dev_enc_attn bad = at;
+    bad.D = MLLM_DEV_ENC_ATTN_MAX_D + 1, bad.H = 1;
+    assert_int_equal(DEV(attention_enc)(c, bq, bk, bv, bs, bo, &bad), MLLM_ERR_INVALID_ARG);
+    bad = at;
+    bad.k_stride = dim - 1;
+    assert_int_equal(DEV(attention_enc)(c, bq, bk, bv, bs, bo, &bad), MLLM_ERR_INVALID_ARG);
+    DEV(buf_free)(bq), DEV(buf_free)(bk), DEV(buf_free)(bv), DEV(buf_free)(bo);
+    if (bs) DEV(buf_free)(bs);
+    mllm_graph_free(&g);
+    free(sep), free(got);
+}
+
+static void test_encoder_attention(void **state) {
+    (void)state;
+    DEV_CTX *c = dev();
+    if (!c) return;
+    mllm_cpu_init();
+    float *qkv = rnd((size_t)(3 * 60 * 37), 81), *q = rnd((size_t)(60 * 11), 83);
+    for (int i = 0; i < 3 * 60 * 37; i++) qkv[i] *= 3.0f; /* peaked softmaxes too */
+    static const int32_t segs[] = {0, 7, 7, 20, 37};
+    enc_attention_case(c, qkv, NULL, 0, NULL, 0);
+    enc_attention_case(c, qkv, q, 11, NULL, 0);
+    enc_attention_case(c, qkv, NULL, 0, segs, 4);
+    free(qkv), free(q);
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 static void test_errors(void **state) {
@@ -324,6 +469,7 @@ static void test_errors(void **state) {
 #define DEV_TESTS                                                                                         \
     cmocka_unit_test(test_matmul), cmocka_unit_test(test_get_rows), cmocka_unit_test(test_norms_softmax),    \
         cmocka_unit_test(test_rope), cmocka_unit_test(test_elementwise), cmocka_unit_test(test_attention),   \
+        cmocka_unit_test(test_im2col), cmocka_unit_test(test_rope_table), cmocka_unit_test(test_encoder_attention), \
         cmocka_unit_test(test_errors)
 
 static int teardown(void **state) {

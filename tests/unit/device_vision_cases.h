@@ -83,17 +83,25 @@ static char *f16_copy(const char *rel, const char *name) {
     return dir;
 }
 
+/* The NMSE bound, and the schedule of the encode just run on the device:
+   every node of the tower there (RoPE from tables and attention over
+   segments included), in one run. */
 static void check_nmse(const char *what, int a, int b, const float *dev, const float *cpu, size_t n) {
     const double e = nmse(dev, cpu, n);
-    print_message("%s vision tower (f16), %d x %d: NMSE %.3g vs the CPU\n", what, a, b, e);
+    mllm_sched_stats st;
+    qv_last_schedule(&st);
+    print_message("%s vision tower (f16), %d x %d: NMSE %.3g vs the CPU; %d nodes on %s, %d on the CPU, %d runs\n",
+                  what, a, b, e, st.n_nodes[0], DEV_LABEL, st.n_nodes[1], st.n_runs);
     assert_true(e < 1e-10);
+    assert_true(st.n_nodes[0] > 0);
+    assert_int_equal(st.n_nodes[1], 0);
+    assert_int_equal(st.n_runs, 1);
 }
 
 /* Both towers on the device and on the CPU (photo.png): embeddings within
    NMSE 1e-10 (PoCL: 1.9e-13 for SmolVLM's 5 tiles, 1.1e-12 for Qwen2.5-VL's
-   14 x 22 patches). Every matrix and vector of a tower goes to the device
-   (the matmuls, norms, adds and activations run there; RoPE from tables
-   and attention over segments fall back to the CPU). */
+   14 x 22 patches). Every matrix and vector of a tower goes to the device,
+   and every node runs there (check_nmse). */
 static void test_vision_idefics3(void **state) {
     (void)state;
     if (no_device()) return;

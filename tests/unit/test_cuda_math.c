@@ -11,10 +11,14 @@
      row dots (matmul, f32 / f16 / q8_0 / q4_0 / q4_K / q6_K): < 1e-10 vs a
        double product of the dequantized weights and vs mllm_cpu_mul_mat_exact;
      rmsnorm, layernorm, softmax (masked, a row fully masked), rope (neox,
-       pairs, partial), add / silu_mul / gelu_mul / gelu / scale / softcap:
+       pairs, partial), add / silu_mul / gelu_mul / gelu / scale / softcap /
+       gelu_tanh:
        < 1e-10 vs the generic C kernels;
      attention (causal GQA, sliding window, non-causal): < 1e-10 vs a double
-       softmax(q k^T) v.
+       softmax(q k^T) v;
+     the encoders' ops against the CPU's nodes (graph.h in eager mode):
+       im2col identical; the encoder attention (full over strided rows of
+       a fused QKV, over segments with an empty one) < 1e-10.
    Not checked here: the launches (grids, shared memory, barriers) and the
    device's own expf/tanhf/erff; test_cuda_ops does that where a GPU is. */
 #include <math.h>
@@ -25,6 +29,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu.h"
 #include "backends/cuda/cu_math.h"
+#include "graph/graph.h"
 #include "device_ref.h"
 #include "testutil.h"
 
@@ -241,15 +246,18 @@ static void test_elementwise(void **state) {
     float *a = rnd((size_t)n, 41), *b = rnd((size_t)n, 43), *ref = malloc((size_t)n * sizeof(float)),
           *got = malloc((size_t)n * sizeof(float));
     for (int i = 0; i < n; i++) a[i] *= 4.0f; /* reach the tails of silu, tanh, erf */
-    static const char *const names[] = {"silu_mul", "gelu_mul", "gelu", "softcap"};
-    for (int op = 0; op < 4; op++) {
+    static const char *const names[] = {"silu_mul", "gelu_mul", "gelu", "softcap", "gelu_tanh"};
+    for (int op = 0; op < 5; op++) {
         for (int i = 0; i < n; i++)
             got[i] = op == 0 ? mllm_cu_silu_mul(a[i], b[i]) : op == 1 ? mllm_cu_gelu_mul(a[i], b[i])
-                     : op == 2 ? mllm_cu_gelu_erf(a[i]) : mllm_cu_softcap(a[i], 3.0f);
+                     : op == 2 ? mllm_cu_gelu_erf(a[i]) : op == 3 ? mllm_cu_softcap(a[i], 3.0f) : mllm_cu_gelu_tanh(a[i]);
         if (op == 0) g->silu_mul(ref, a, b, n);
         else if (op == 1) g->gelu_mul(ref, a, b, n);
         else if (op == 2) g->gelu_erf(ref, a, n);
-        else for (int i = 0; i < n; i++) ref[i] = 3.0f * tanhf(a[i] / 3.0f);
+        else if (op == 3) for (int i = 0; i < n; i++) ref[i] = 3.0f * tanhf(a[i] / 3.0f);
+        else /* node_compute.c's loop */
+            for (int i = 0; i < n; i++)
+                ref[i] = 0.5f * a[i] * (1.0f + tanhf(0.7978845608028654f * (a[i] + 0.044715f * a[i] * a[i] * a[i])));
         const double e = tu_nmse(got, ref, (size_t)n);
         printf("%-8s n %d: NMSE %.3g\n", names[op], n, e);
         assert_true(e < TOL);
@@ -294,11 +302,70 @@ static void test_attention(void **state) {
     }
 }
 
+/* k_im2col and k_attn_enc, element by element and thread by thread */
+static void test_encoder_ops(void **state) {
+    (void)state;
+    mllm_cpu_init();
+    const int C = 7, T_in = 13, k = 3, stride = 2, pad = 1, T_out = (T_in + 2 * pad - k) / stride + 1;
+    float *x = rnd((size_t)(C * T_in), 61);
+    mllm_graph g;
+    mllm_graph_init(&g, MLLM_MODE_EAGER, NULL, 1 << 20);
+    const int64_t nx[2] = {C, T_in};
+    const mllm_tensor *cols = mllm_op_im2col(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, nx, x, "x"), k, stride, pad);
+    assert_non_null(cols);
+    for (int r = 0; r < T_out; r++)
+        for (int e = 0; e < C * k; e++)
+            assert_true(mllm_cu_im2col_at(x, C, T_in, k, stride, pad, r, e) == ((const float *)cols->data)[r * C * k + e]);
+    printf("im2col C %d T_in %d k %d stride %d pad %d: identical\n", C, T_in, k, stride, pad);
+    /* attention: q, k, v views of a fused QKV (rows 3 * dim apart); segments over contiguous copies */
+    const int D = 20, H = 3, dim = D * H, T = 37, n_segs = 4;
+    static const int32_t segs[] = {0, 7, 7, 20, 37};
+    float *qkv = rnd((size_t)(3 * dim * T), 81), *sep = malloc((size_t)(3 * dim * T) * sizeof(float));
+    for (int i = 0; i < 3 * dim * T; i++) qkv[i] *= 3.0f;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < 3; j++)
+            memcpy(sep + ((size_t)j * T + t) * dim, qkv + ((size_t)t * 3 + j) * dim, (size_t)dim * 4);
+    const int64_t nf[2] = {3 * dim, T}, ns[2] = {dim, T};
+    mllm_tensor *f = mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, nf, qkv, "qkv");
+    const mllm_tensor *full = mllm_op_attention_full(&g, mllm_op_view_elems(&g, f, 0, dim),
+                                                     mllm_op_view_elems(&g, f, dim, dim),
+                                                     mllm_op_view_elems(&g, f, 2 * dim, dim), H);
+    mllm_tensor *ts = mllm_graph_input_i32(&g, n_segs + 1, "segs");
+    memcpy(mllm_tensor_i32(ts), segs, sizeof segs);
+    const mllm_tensor *seg = mllm_op_attention_segments(&g, mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep, "q"),
+                                                        mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep + T * dim, "k"),
+                                                        mllm_tensor_wrap(&g, MLLM_DTYPE_F32, 2, ns, sep + 2 * T * dim, "v"),
+                                                        ts, H, 0.3f);
+    assert_non_null(full);
+    assert_non_null(seg);
+    float *o = malloc((size_t)(dim * T) * sizeof(float));
+    for (int pass = 0; pass < 2; pass++) {
+        const bool s = pass == 1;
+        const float *Q = s ? sep : qkv, *K = s ? sep + T * dim : qkv + dim, *V = s ? sep + 2 * T * dim : qkv + 2 * dim;
+        const int64_t st = s ? dim : 3 * dim;
+        for (int i = 0; i < T; i++)
+            for (int h = 0; h < H; h++) {
+                int lo, hi;
+                assert_true(mllm_cu_enc_range(s ? segs : NULL, s ? n_segs : 0, T, i, &lo, &hi));
+                mllm_cu_attn_enc_row(Q + i * st + h * D, K + h * D, V + h * D, st, st, D, lo, hi,
+                                     s ? 0.3f : 1.0f / sqrtf((float)D), o + (i * H + h) * D);
+            }
+        const double e = tu_nmse(o, (s ? seg : full)->data, (size_t)(dim * T));
+        printf("encoder attention %s, %d tokens, D %d H %d: NMSE %.3g\n", s ? "over segments" : "full, fused rows", T, D,
+               H, e);
+        assert_true(e < TOL);
+    }
+    int lo, hi; /* a query past the last segment is in none */
+    assert_false(mllm_cu_enc_range(segs, n_segs - 1, T, 30, &lo, &hi));
+    mllm_graph_free(&g);
+    free(x), free(qkv), free(sep), free(o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16),  cmocka_unit_test(test_values),      cmocka_unit_test(test_row_dots),
         cmocka_unit_test(test_norms_softmax), cmocka_unit_test(test_rope), cmocka_unit_test(test_elementwise),
-        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention), cmocka_unit_test(test_encoder_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

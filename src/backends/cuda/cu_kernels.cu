@@ -159,6 +159,7 @@ __global__ static void k_elementwise(int op, const float *a, const float *b, flo
         case MLLM_CU_EW_GELU_MUL: y[i] = mllm_cu_gelu_mul(a[i], b[i]); break;
         case MLLM_CU_EW_GELU: y[i] = mllm_cu_gelu_erf(a[i]); break;
         case MLLM_CU_EW_SCALE: y[i] = a[i] * p; break;
+        case MLLM_CU_EW_GELU_TANH: y[i] = mllm_cu_gelu_tanh(a[i]); break;
         default: y[i] = mllm_cu_softcap(a[i], p); break;
         }
     }
@@ -195,6 +196,28 @@ __global__ static void k_attn_pv(const float *P, const float *Vc, float *O, int 
         float s = 0.0f;
         for (int j = 0; j < n_keys; j++) s += p[j] * v[(size_t)j * (size_t)Hkv * D];
         O[i] = s;
+    }
+}
+
+/* ---- the encoders' ops (kernels.cl's im2col and attn_enc) ----------------- */
+
+__global__ static void k_im2col(const float *X, float *Y, int C, int T_in, int k, int stride, int pad, int T_out) {
+    const size_t row = (size_t)C * k, total = row * (size_t)T_out;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        Y[i] = mllm_cu_im2col_at(X, C, T_in, k, stride, pad, (int)(i / row), (int)(i % row));
+}
+
+/* One thread per (query i, head h); a query in no valid segment keeps its row. */
+__global__ static void k_attn_enc(const float *Q, const float *K, const float *V, const int32_t *segs, float *O, int D,
+                                  int H, int n_q, int n_k, int64_t qs, int64_t ks, int64_t vs, int n_segs,
+                                  float scale) {
+    const size_t total = (size_t)H * n_q;
+    for (size_t id = (size_t)blockIdx.x * blockDim.x + threadIdx.x; id < total; id += (size_t)gridDim.x * blockDim.x) {
+        const int h = (int)(id % (size_t)H), i = (int)(id / (size_t)H);
+        int lo, hi;
+        if (!mllm_cu_enc_range(segs, n_segs, n_k, i, &lo, &hi)) continue;
+        mllm_cu_attn_enc_row(Q + i * qs + (int64_t)h * D, K + (int64_t)h * D, V + (int64_t)h * D, ks, vs, D, lo, hi,
+                             scale, O + ((size_t)i * H + h) * D);
     }
 }
 
@@ -286,5 +309,19 @@ extern "C" cudaError_t mllm_cu_attn_scores(cudaStream_t s, const float *Q, const
 extern "C" cudaError_t mllm_cu_attn_pv(cudaStream_t s, const float *P, const float *Vc, float *O, int D, int H, int Hkv,
                                        int T, int n_keys) {
     k_attn_pv<<<ew_blocks((size_t)D * H * T), EW_THREADS, 0, s>>>(P, Vc, O, D, H, Hkv, T, n_keys);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mllm_cu_attn_enc(cudaStream_t s, const float *Q, const float *K, const float *V,
+                                        const int32_t *segs, float *O, int D, int H, int n_q, int n_k, int64_t qs,
+                                        int64_t ks, int64_t vs, int n_segs, float scale) {
+    k_attn_enc<<<ew_blocks((size_t)H * n_q), EW_THREADS, 0, s>>>(Q, K, V, segs, O, D, H, n_q, n_k, qs, ks, vs, n_segs,
+                                                                 scale);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t mllm_cu_im2col(cudaStream_t s, const float *X, float *Y, int C, int T_in, int k, int stride,
+                                      int pad, int T_out) {
+    k_im2col<<<ew_blocks((size_t)C * k * T_out), EW_THREADS, 0, s>>>(X, Y, C, T_in, k, stride, pad, T_out);
     return cudaGetLastError();
 }

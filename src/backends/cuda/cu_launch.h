@@ -25,7 +25,15 @@ typedef enum {
 } mllm_cu_wtype;
 
 /* Elementwise ops; the same order as mllm_cuda_elementwise. */
-typedef enum { MLLM_CU_EW_ADD, MLLM_CU_EW_SILU_MUL, MLLM_CU_EW_GELU_MUL, MLLM_CU_EW_GELU, MLLM_CU_EW_SCALE, MLLM_CU_EW_SOFTCAP } mllm_cu_ew;
+typedef enum {
+    MLLM_CU_EW_ADD,
+    MLLM_CU_EW_SILU_MUL,
+    MLLM_CU_EW_GELU_MUL,
+    MLLM_CU_EW_GELU,
+    MLLM_CU_EW_SCALE,
+    MLLM_CU_EW_SOFTCAP,
+    MLLM_CU_EW_GELU_TANH
+} mllm_cu_ew;
 
 /* 0 when the build holds code this device can run (a kernel's attributes
    load), else the CUDA error (cudaErrorNoKernelImageForDevice). */
@@ -49,6 +57,15 @@ cudaError_t mllm_cu_attn_scores(cudaStream_t s, const float *Q, const float *Kc,
                                 int H, int Hkv, int T, int n_keys, float scale, int window, int causal);
 cudaError_t mllm_cu_attn_pv(cudaStream_t s, const float *P, const float *Vc, float *O, int D, int H, int Hkv, int T,
                             int n_keys);
+/* An encoder's attention (device_checks.h, mllm_dev_enc_attn): one
+   thread per (head, query) over its keys, strides in floats; segs NULL
+   when n_segs is 0. */
+cudaError_t mllm_cu_attn_enc(cudaStream_t s, const float *Q, const float *K, const float *V, const int32_t *segs,
+                             float *O, int D, int H, int n_q, int n_k, int64_t qs, int64_t ks, int64_t vs, int n_segs,
+                             float scale);
+/* Y (T_out rows of C * k) = the columns of a 1-D convolution of X (T_in rows of C). */
+cudaError_t mllm_cu_im2col(cudaStream_t s, const float *X, float *Y, int C, int T_in, int k, int stride, int pad,
+                           int T_out);
 
 #ifdef __cplusplus
 }

@@ -248,6 +248,11 @@ MLLM_CU_HD float mllm_cu_gelu_mul(float x, float u) {
     return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u;
 }
 
+/* gelu, tanh form (SigLIP's MLP) */
+MLLM_CU_HD float mllm_cu_gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
 /* gelu, erf form (BERT) */
 MLLM_CU_HD float mllm_cu_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
@@ -269,6 +274,55 @@ MLLM_CU_HD float mllm_cu_dot_serial(const float *a, const float *b, int n) {
     float s = 0.0f;
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+/* ---- the encoders' ops ------------------------------------------------------ */
+
+/* im2col's value at row r, column e = c * k + j: X[r * stride + j - pad][c], 0 outside */
+MLLM_CU_HD float mllm_cu_im2col_at(const float *X, int C, int T_in, int k, int stride, int pad, int r, int e) {
+    const int c = e / k, j = e % k, ti = r * stride + j - pad;
+    return ti >= 0 && ti < T_in ? X[(size_t)ti * C + c] : 0.0f;
+}
+
+/* The keys [*lo, *hi) query i of an encoder attention sees: all n_k
+   without segments, else those of the last valid segment holding i (the
+   CPU writes the segments in order); 0 when none holds it. */
+MLLM_CU_HD int mllm_cu_enc_range(const int32_t *segs, int n_segs, int n_k, int i, int *lo, int *hi) {
+    *lo = 0, *hi = n_k;
+    if (n_segs <= 0) return 1;
+    *lo = *hi = -1;
+    for (int s = 0; s < n_segs; s++) {
+        const int a = segs[s], b = segs[s + 1];
+        if (a >= 0 && b > a && b <= n_k && i >= a && i < b) *lo = a, *hi = b;
+    }
+    return *lo >= 0;
+}
+
+/* Largest head the encoder attention takes (device_checks.h's
+   MLLM_DEV_ENC_ATTN_MAX_D): a thread keeps one head's sums in registers. */
+#define MLLM_CU_ENC_MAX_D 128
+
+/* One query's head q (D values) over keys [lo, hi) of K and V (rows ks and
+   vs floats apart, starting at this head): a running softmax (the largest
+   score so far subtracted, the sums rescaled when it grows), so no scores
+   are stored; o gets D values (kernels.cl's attn_enc). */
+MLLM_CU_HD void mllm_cu_attn_enc_row(const float *q, const float *K, const float *V, int64_t ks, int64_t vs, int D,
+                                     int lo, int hi, float scale, float *o) {
+    float acc[MLLM_CU_ENC_MAX_D];
+    for (int d = 0; d < D; d++) acc[d] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int j = lo; j < hi; j++) {
+        const float *k = K + j * ks, *v = V + j * vs;
+        float s = 0.0f;
+        for (int d = 0; d < D; d++) s += q[d] * k[d];
+        s *= scale;
+        const float mn = fmaxf(m, s), corr = expf(m - mn), p = expf(s - mn);
+        l = l * corr + p;
+        for (int d = 0; d < D; d++) acc[d] = acc[d] * corr + p * v[d];
+        m = mn;
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
 }
 
 #endif

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "backends/cuda/cu_internal.h"
+#include "backends/cuda/cu_math.h"
 #include "backends/device_checks.h"
 #include "core/alloc.h"
 
@@ -142,7 +143,7 @@ mllm_status mllm_cuda_elementwise_op(mllm_cuda *c, mllm_cuda_elementwise eop, co
     const char *op = "elementwise";
     mllm_status st = dims_ok(op, n, 1, 1);
     if (st) return st;
-    if ((int)eop < MLLM_CUDA_ADD || (int)eop > MLLM_CUDA_SOFTCAP)
+    if ((int)eop < MLLM_CUDA_ADD || (int)eop > MLLM_CUDA_GELU_TANH)
         return mllm_err(MLLM_ERR_INVALID_ARG, "cuda elementwise: unknown op %d", (int)eop);
     const size_t bytes = (size_t)n * 4;
     const bool binary = eop == MLLM_CUDA_ADD || eop == MLLM_CUDA_SILU_MUL || eop == MLLM_CUDA_GELU_MUL;
@@ -183,4 +184,44 @@ mllm_status mllm_cuda_attention(mllm_cuda *c, const mllm_cuda_buf *Q, const mllm
         return st;
     if ((st = mllm_cuda_softmax(c, scratch, n_keys, H * T, 1.0f))) return st;
     return launched(mllm_cu_attn_pv(c->stream, scratch->mem, Vc->mem, O->mem, (int)D, (int)H, (int)Hkv, (int)T, (int)n_keys), op);
+}
+
+/* T_out of a 1-D convolution, or 0 when its parameters make none. */
+static int64_t conv_out(int64_t T_in, int k, int stride, int pad) {
+    return k > 0 && stride > 0 && pad >= 0 && T_in + 2 * pad >= k ? (T_in + 2 * pad - k) / stride + 1 : 0;
+}
+
+mllm_status mllm_cuda_im2col(mllm_cuda *c, const mllm_cuda_buf *X, mllm_cuda_buf *Y, int64_t C, int64_t T_in, int k,
+                             int stride, int pad) {
+    const char *op = "im2col";
+    const int64_t T_out = conv_out(T_in, k, stride, pad);
+    mllm_status st = dims_ok(op, C * (k > 0 ? k : 0), T_in, T_out);
+    if (st || (st = need(X, (size_t)(C * T_in) * 4, op, "X")) || (st = need(Y, (size_t)(C * k * T_out) * 4, op, "Y")))
+        return st;
+    const mllm_cuda_buf *bufs[] = {X, Y};
+    if ((st = same_ctx(c, bufs, 2, op))) return st;
+    return launched(mllm_cu_im2col(c->stream, X->mem, Y->mem, (int)C, (int)T_in, k, stride, pad, (int)T_out), op);
+}
+
+_Static_assert(MLLM_CU_ENC_MAX_D == MLLM_DEV_ENC_ATTN_MAX_D, "the kernel's head bound is the checks' one");
+
+mllm_status mllm_cuda_attention_enc(mllm_cuda *c, const mllm_cuda_buf *Q, const mllm_cuda_buf *K,
+                                    const mllm_cuda_buf *V, const mllm_cuda_buf *segs, mllm_cuda_buf *O,
+                                    const mllm_dev_enc_attn *a) {
+    const char *op = "encoder attention";
+    mllm_status st = mllm_dev_enc_attn_ok("cuda", a);
+    if (st) return st;
+    const int64_t row = a->D * a->H;
+    if ((st = need(Q, mllm_dev_rows_span(a->n_q, a->q_stride, row), op, "Q")) ||
+        (st = need(K, mllm_dev_rows_span(a->n_k, a->k_stride, row), op, "K")) ||
+        (st = need(V, mllm_dev_rows_span(a->n_k, a->v_stride, row), op, "V")) ||
+        (st = need(O, (size_t)(row * a->n_q) * 4, op, "O")) ||
+        (a->n_segs > 0 && (st = need(segs, (size_t)(a->n_segs + 1) * 4, op, "segments"))))
+        return st;
+    const mllm_cuda_buf *bufs[] = {Q, K, V, a->n_segs > 0 ? segs : NULL, O};
+    if ((st = same_ctx(c, bufs, 5, op))) return st;
+    return launched(mllm_cu_attn_enc(c->stream, Q->mem, K->mem, V->mem, a->n_segs > 0 ? segs->mem : NULL, O->mem,
+                                     (int)a->D, (int)a->H, (int)a->n_q, (int)a->n_k, a->q_stride, a->k_stride,
+                                     a->v_stride, (int)a->n_segs, a->scale),
+                    op);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/device_checks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -73,6 +74,7 @@ typedef enum {
     MLLM_CUDA_GELU,     /* y = gelu_erf(a) */
     MLLM_CUDA_SCALE,    /* y = a * p */
     MLLM_CUDA_SOFTCAP,  /* y = p * tanh(a / p) */
+    MLLM_CUDA_GELU_TANH, /* y = gelu_tanh(a) */
 } mllm_cuda_elementwise;
 /* n elements; b is used by the binary ops only, p by scale and softcap. */
 mllm_status mllm_cuda_elementwise_op(mllm_cuda *c, mllm_cuda_elementwise op, const mllm_cuda_buf *a,
@@ -87,5 +89,13 @@ size_t mllm_cuda_attention_scratch(int64_t H, int64_t T, int64_t n_keys);
 mllm_status mllm_cuda_attention(mllm_cuda *c, const mllm_cuda_buf *Q, const mllm_cuda_buf *Kc, const mllm_cuda_buf *Vc,
                                const mllm_cuda_buf *pos, mllm_cuda_buf *O, mllm_cuda_buf *scratch, int64_t D, int64_t H,
                                int64_t Hkv, int64_t T, int64_t n_keys, float scale, int window, bool causal);
+
+/* An encoder's attention and the columns of a 1-D convolution: as
+   opencl/ocl.h's mllm_ocl_attention_enc and mllm_ocl_im2col. */
+mllm_status mllm_cuda_attention_enc(mllm_cuda *c, const mllm_cuda_buf *Q, const mllm_cuda_buf *K,
+                                    const mllm_cuda_buf *V, const mllm_cuda_buf *segs, mllm_cuda_buf *O,
+                                    const mllm_dev_enc_attn *a);
+mllm_status mllm_cuda_im2col(mllm_cuda *c, const mllm_cuda_buf *X, mllm_cuda_buf *Y, int64_t C, int64_t T_in, int k,
+                             int stride, int pad);
 
 #endif

@@ -355,3 +355,66 @@ kernel void attn_pv(global const float *P, global const float *Vc, global float 
     for (int j = 0; j < n_keys; j++) s += p[j] * Vc[(ulong)j * (ulong)(Hkv * D) + (ulong)kvh * D + d];
     O[((ulong)t * H + h) * D + d] = s;
 }
+
+/* ---- the encoders' ops -------------------------------------------------- */
+
+/* gelu, tanh form (SigLIP's MLP) */
+kernel void gelu_tanh(global const float *x, global float *y) {
+    const ulong i = get_global_id(0);
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+}
+
+/* The columns of a 1-D convolution (graph.h mllm_op_im2col): X holds T_in
+   rows of C channels; Y row r, column c * k + j, is X[r * stride + j - pad][c]
+   (0 outside). Global size (C * k, T_out). */
+kernel void im2col(global const float *X, global float *Y, int C, int T_in, int k, int stride, int pad) {
+    const int e = get_global_id(0), r = get_global_id(1);
+    const int c = e / k, j = e % k, ti = r * stride + j - pad;
+    Y[(ulong)r * get_global_size(0) + e] = ti >= 0 && ti < T_in ? X[(ulong)ti * C + c] : 0.0f;
+}
+
+/* Largest head an encoder attention item accumulates (ENC_MAX_D in
+   device_checks.h, MLLM_DEV_ENC_ATTN_MAX_D). */
+#define ENC_MAX_D 128
+
+/* Attention of an encoder over K and V given as tensors (graph.h
+   mllm_op_attention_full and mllm_op_attention_segments): one item per
+   (head h, query i), over keys [lo, hi) with a running softmax (the
+   largest score so far subtracted, the sums rescaled when it grows), so
+   no scores are stored. Rows of Q, K, V are qs, ks, vs floats apart, each
+   H heads of D side by side; O is contiguous. n_segs 0: keys [0, n_k);
+   else the query's segment of segs (the last valid one holding it, as
+   the CPU writes them in order; none: its row is left as it was).
+   Global size (H, n_q). */
+kernel void attn_enc(global const float *Q, global const float *K, global const float *V, global const int *segs,
+                     global float *O, int D, int n_k, long qs, long ks, long vs, int n_segs, float scale) {
+    const int h = get_global_id(0), i = get_global_id(1), H = get_global_size(0);
+    int lo = 0, hi = n_k;
+    if (n_segs > 0) {
+        lo = hi = -1;
+        for (int s = 0; s < n_segs; s++) {
+            const int a = segs[s], b = segs[s + 1];
+            if (a >= 0 && b > a && b <= n_k && i >= a && i < b) lo = a, hi = b;
+        }
+        if (lo < 0) return;
+    }
+    global const float *q = Q + i * qs + (long)h * D;
+    float acc[ENC_MAX_D];
+    for (int d = 0; d < D; d++) acc[d] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int j = lo; j < hi; j++) {
+        global const float *k = K + j * ks + (long)h * D;
+        float s = 0.0f;
+        for (int d = 0; d < D; d++) s += q[d] * k[d];
+        s *= scale;
+        const float mn = fmax(m, s), corr = exp(m - mn), p = exp(s - mn);
+        l = l * corr + p;
+        global const float *v = V + j * vs + (long)h * D;
+        for (int d = 0; d < D; d++) acc[d] = acc[d] * corr + p * v[d];
+        m = mn;
+    }
+    global float *o = O + ((ulong)i * H + h) * D;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
+}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/device_checks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -69,6 +70,7 @@ typedef enum {
     MLLM_OCL_GELU,     /* y = gelu_erf(a) */
     MLLM_OCL_SCALE,    /* y = a * p */
     MLLM_OCL_SOFTCAP,  /* y = p * tanh(a / p) */
+    MLLM_OCL_GELU_TANH, /* y = gelu_tanh(a) */
 } mllm_ocl_elementwise;
 /* n elements; b is used by the binary ops only, p by scale and softcap. */
 mllm_status mllm_ocl_elementwise_op(mllm_ocl *c, mllm_ocl_elementwise op, const mllm_ocl_buf *a,
@@ -83,6 +85,17 @@ size_t mllm_ocl_attention_scratch(int64_t H, int64_t T, int64_t n_keys);
 mllm_status mllm_ocl_attention(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_ocl_buf *Kc, const mllm_ocl_buf *Vc,
                                const mllm_ocl_buf *pos, mllm_ocl_buf *O, mllm_ocl_buf *scratch, int64_t D, int64_t H,
                                int64_t Hkv, int64_t T, int64_t n_keys, float scale, int window, bool causal);
+
+/* An encoder's attention (backends/device_checks.h, mllm_dev_enc_attn):
+   Q, K, V rows of a->H heads of a->D; segs (a->n_segs + 1 offsets, NULL
+   when n_segs is 0) checked against the rows by the kernel, as the CPU
+   does: a query in no valid segment keeps its row of O. */
+mllm_status mllm_ocl_attention_enc(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_ocl_buf *K, const mllm_ocl_buf *V,
+                                   const mllm_ocl_buf *segs, mllm_ocl_buf *O, const mllm_dev_enc_attn *a);
+/* Y (T_out rows of C * k) = the columns of a 1-D convolution of X (T_in
+   rows of C), graph.h's mllm_op_im2col; T_out = (T_in + 2 pad - k) / stride + 1. */
+mllm_status mllm_ocl_im2col(mllm_ocl *c, const mllm_ocl_buf *X, mllm_ocl_buf *Y, int64_t C, int64_t T_in, int k,
+                            int stride, int pad);
 
 /* A plugin op's OpenCL C kernel (include/mllm/mllm.h, mllm_op_def): the
    program src is built on this device the first time key is seen (a clear

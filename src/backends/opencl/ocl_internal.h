@@ -18,7 +18,7 @@
     X(K_GR_Q4_0, "get_rows_q4_0") X(K_RMSNORM, "rmsnorm") X(K_LAYERNORM, "layernorm") X(K_SOFTMAX, "softmax") \
     X(K_ROPE, "rope") X(K_ADD, "add_f32") X(K_SILU_MUL, "silu_mul") X(K_GELU_MUL, "gelu_mul")                \
     X(K_GELU, "gelu_erf") X(K_SCALE, "scale_f32") X(K_SOFTCAP, "softcap") X(K_ATTN_SCORES, "attn_scores")      \
-    X(K_ATTN_PV, "attn_pv")
+    X(K_ATTN_PV, "attn_pv") X(K_GELU_TANH, "gelu_tanh") X(K_IM2COL, "im2col") X(K_ATTN_ENC, "attn_enc")
 
 #define MLLM_OCL_ENUM(e, name) MLLM_OCL_##e,
 typedef enum { MLLM_OCL_KERNELS(MLLM_OCL_ENUM) MLLM_OCL_N_KERNELS } mllm_ocl_kernel;

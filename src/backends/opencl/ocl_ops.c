@@ -178,9 +178,10 @@ mllm_status mllm_ocl_elementwise_op(mllm_ocl *c, mllm_ocl_elementwise eop, const
                                                                                                  : MLLM_OCL_K_GELU_MUL;
         return launch(c, k, args, 3, 1, &g, NULL, op);
     }
-    case MLLM_OCL_GELU: {
+    case MLLM_OCL_GELU:
+    case MLLM_OCL_GELU_TANH: {
         const karg args[] = {MEM(a), MEM(y)};
-        return launch(c, MLLM_OCL_K_GELU, args, 2, 1, &g, NULL, op);
+        return launch(c, eop == MLLM_OCL_GELU ? MLLM_OCL_K_GELU : MLLM_OCL_K_GELU_TANH, args, 2, 1, &g, NULL, op);
     }
     case MLLM_OCL_SCALE:
     case MLLM_OCL_SOFTCAP: {
@@ -220,4 +221,43 @@ mllm_status mllm_ocl_attention(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_oc
     const karg a3[] = {MEM(scratch), MEM(Vc), MEM(O), ARG(Hi), ARG(Hkvi), ARG(nk)};
     const size_t g3[3] = {(size_t)D, (size_t)H, (size_t)T};
     return launch(c, MLLM_OCL_K_ATTN_PV, a3, 6, 3, g3, NULL, op);
+}
+
+/* T_out of a 1-D convolution, or 0 when its parameters make none. */
+static int64_t conv_out(int64_t T_in, int k, int stride, int pad) {
+    return k > 0 && stride > 0 && pad >= 0 && T_in + 2 * pad >= k ? (T_in + 2 * pad - k) / stride + 1 : 0;
+}
+
+mllm_status mllm_ocl_im2col(mllm_ocl *c, const mllm_ocl_buf *X, mllm_ocl_buf *Y, int64_t C, int64_t T_in, int k,
+                            int stride, int pad) {
+    const char *op = "im2col";
+    const int64_t T_out = conv_out(T_in, k, stride, pad);
+    mllm_status st = dims_ok(op, C * (k > 0 ? k : 0), T_in, T_out);
+    if (st || (st = need(X, (size_t)(C * T_in) * 4, op, "X")) || (st = need(Y, (size_t)(C * k * T_out) * 4, op, "Y")))
+        return st;
+    const cl_int Ci = (cl_int)C, Ti = (cl_int)T_in;
+    const karg a[] = {MEM(X), MEM(Y), ARG(Ci), ARG(Ti), ARG(k), ARG(stride), ARG(pad)};
+    const size_t g[2] = {(size_t)(C * k), (size_t)T_out};
+    return launch(c, MLLM_OCL_K_IM2COL, a, 7, 2, g, NULL, op);
+}
+
+mllm_status mllm_ocl_attention_enc(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_ocl_buf *K, const mllm_ocl_buf *V,
+                                   const mllm_ocl_buf *segs, mllm_ocl_buf *O, const mllm_dev_enc_attn *at) {
+    const char *op = "encoder attention";
+    mllm_status st = mllm_dev_enc_attn_ok("opencl", at);
+    if (st) return st;
+    const int64_t row = at->D * at->H;
+    if ((st = need(Q, mllm_dev_rows_span(at->n_q, at->q_stride, row), op, "Q")) ||
+        (st = need(K, mllm_dev_rows_span(at->n_k, at->k_stride, row), op, "K")) ||
+        (st = need(V, mllm_dev_rows_span(at->n_k, at->v_stride, row), op, "V")) ||
+        (st = need(O, (size_t)(row * at->n_q) * 4, op, "O")) ||
+        (at->n_segs > 0 && (st = need(segs, (size_t)(at->n_segs + 1) * 4, op, "segments"))))
+        return st;
+    const cl_int Di = (cl_int)at->D, nk = (cl_int)at->n_k, ns = (cl_int)at->n_segs;
+    const cl_long qs = at->q_stride, ks = at->k_stride, vs = at->v_stride;
+    const mllm_ocl_buf *sg = at->n_segs > 0 ? segs : O; /* any valid buffer when unused */
+    const karg a[] = {MEM(Q),  MEM(K),  MEM(V),  MEM(sg), MEM(O),  ARG(Di),
+                      ARG(nk), ARG(qs), ARG(ks), ARG(vs), ARG(ns), ARG(at->scale)};
+    const size_t g[2] = {(size_t)at->H, (size_t)at->n_q};
+    return launch(c, MLLM_OCL_K_ATTN_ENC, a, 12, 2, g, NULL, op);
 }

@@ -75,11 +75,17 @@ void qv_graph_init(const qv_weights *ws, mllm_graph *g, mllm_pool *pool) {
     mllm_graph_set_backends(g, ws->be, ws->n_be);
 }
 
+static _Thread_local mllm_sched_stats t_last_schedule;
+
+void qv_last_schedule(mllm_sched_stats *out) { *out = t_last_schedule; }
+
 mllm_status qv_graph_run(mllm_graph *g, mllm_tensor *out, void (*fill)(void *user), void *user, float **dst,
                          const char *what) {
     if (!out || !mllm_graph_plan(g, &out, 1)) return mllm_err(MLLM_ERR_NOMEM, "%s: could not build the graph", what);
     fill(user);
     mllm_graph_execute(g);
+    memset(&t_last_schedule, 0, sizeof t_last_schedule);
+    if (g->sched) mllm_sched_get_stats(g->sched, &t_last_schedule);
     if (g->failed) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory while computing", what);
     const size_t n = mllm_tensor_nbytes(out);
     if (!(*dst = mllm_malloc(n))) return mllm_err(MLLM_ERR_NOMEM, "%s: out of memory", what);

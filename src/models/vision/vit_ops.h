@@ -64,6 +64,11 @@ static inline mllm_tensor *qv_matmul(mllm_graph *g, qv_lin L, mllm_tensor *x) { 
    mllm_malloc'd); fill(user) writes the graph's inputs in between. */
 mllm_status qv_graph_run(mllm_graph *g, mllm_tensor *out, void (*fill)(void *user), void *user, float **dst,
                          const char *what);
+/* The schedule of the calling thread's last qv_graph_run (all zero when it
+   ran on the CPU alone, without one): which backends computed a tower's
+   nodes, for tests and logs. Per thread, so encodes on other threads do
+   not change it. */
+void qv_last_schedule(mllm_sched_stats *out);
 
 /* Binding a safetensors file's tensors: the first error sticks in st, and
    every later call does nothing. */

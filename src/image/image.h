@@ -34,8 +34,7 @@
 #define MLLM_IMAGE_DEFAULT_MAX_PIXELS ((uint64_t)64 << 20)
 /* Longest side accepted whatever the pixel limit. */
 #define MLLM_IMAGE_MAX_SIDE 65535
-/* Largest file read. */
-#define MLLM_IMAGE_MAX_FILE_BYTES ((size_t)256 << 20)
+/* Largest file read: MLLM_IMAGE_MAX_FILE_BYTES (public, mllm.h). */
 
 typedef struct {
     int width, height;

@@ -22,9 +22,8 @@ int cmd_serve(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
 int cmd_transcribe(int argc, char **argv);
 
-/* cmd_info_ct2.c: whether path is a CTranslate2 model (folder or model.bin;
-   out gets the model.bin path), and its listing for mllm info. */
-bool cli_ct2_path(const char *path, char *out, size_t cap);
+/* cmd_info_ct2.c: mllm info's listing of a CTranslate2 model (a folder or
+   its model.bin: mllm_file_is_ctranslate2). */
 int cmd_info_ct2(const char *path, bool tensors);
 
 /* Option parsing helpers: each returns false (after printing why) on a bad

@@ -5,12 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#ifdef MLLM_HAVE_OPENCL
-#include "backends/opencl/ocl_backend.h"
-#endif
-#ifdef MLLM_HAVE_CUDA
-#include "backends/cuda/cu_backend.h"
-#endif
 
 const char *const cli_backend_usage =
     "      --backend NAME    where the model computes: cpu (default), opencl (the first GPU,\n"
@@ -50,12 +44,9 @@ void cli_backend_apply(const cli_backend_opts *o, mllm_load_params *lp, const ch
 }
 
 void cli_backend_report(const char *who) {
-    const char *dev = NULL; /* NULL: not opened by this load */
-#ifdef MLLM_HAVE_OPENCL
-    if ((dev = mllm_backend_opencl_device())) fprintf(stderr, "%s: opencl device: %s\n", who, dev);
-#endif
-#ifdef MLLM_HAVE_CUDA
-    if ((dev = mllm_backend_cuda_device())) fprintf(stderr, "%s: cuda device: %s\n", who, dev);
-#endif
-    (void)who, (void)dev;
+    static const char *const names[] = {"opencl", "cuda"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        const char *dev = mllm_backend_device(names[k]); /* NULL: not opened by this load */
+        if (dev) fprintf(stderr, "%s: %s device: %s\n", who, names[k], dev);
+    }
 }

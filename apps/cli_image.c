@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli.h"
-#include "image/image.h"
 
 void cli_image_report(const char *who, const mllm_timings *a, const mllm_timings *b) {
     const int n = b->n_images - a->n_images;

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
-#include "runtime/think_filter.h"
 #ifdef MLLM_HAVE_LIBEDIT
 #include <editline/readline.h>
 #endif
@@ -69,7 +68,7 @@ static void on_sigint(int sig) {
 typedef struct {
     char *buf;
     size_t len, cap;
-    mllm_think_filter think;
+    mllm_think_filter *think;
     FILE *ids; /* --ids-out, or NULL */
 } reply;
 
@@ -93,7 +92,7 @@ static void to_stdout(void *user, const char *text, size_t len) {
 
 /* Prints what is new in the reply, hiding <think>...</think> unless asked. */
 static void flush_visible(reply *r, int final) {
-    mllm_think_filter_feed(&r->think, r->buf, r->len, final, to_stdout, NULL);
+    mllm_think_filter_feed(r->think, r->buf, r->len, final, to_stdout, NULL);
     fflush(stdout);
 }
 
@@ -244,7 +243,7 @@ static int user_turn(chat_state *c, const char *text) {
     }
     cJSON_AddItemToArray(c->messages, msg);
     fit_context(c);
-    reply r = {.think = {.show = c->show_think}, .ids = c->ids_out};
+    reply r = {.ids = c->ids_out};
     size_t reused = 0, n = 0;
     mllm_timings t0 = {.struct_size = sizeof t0}, t1 = {.struct_size = sizeof t1};
     mllm_session_timings(c->s, &t0);
@@ -266,6 +265,10 @@ static int user_turn(chat_state *c, const char *text) {
         }
         c->had_images = n_img > 0;
     }
+    if ((st = mllm_think_filter_new(c->show_think, &r.think)) != MLLM_OK) {
+        cJSON_DeleteItemFromArray(c->messages, cJSON_GetArraySize(c->messages) - 1);
+        return cli_fail("chat failed", st);
+    }
     /* the ids: what a context shift keeps (and the prompt, without images) */
     int32_t *ids = conversation_ids(c, c->messages, true, &n, &st);
     if (ids) {
@@ -278,6 +281,7 @@ static int user_turn(chat_state *c, const char *text) {
         free(ids);
     }
     flush_visible(&r, 1);
+    mllm_think_filter_free(r.think);
     printf("\n");
     if (c->ids_out) { fprintf(c->ids_out, "\n"); fflush(c->ids_out); }
     mllm_session_timings(c->s, &t1);

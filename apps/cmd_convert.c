@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "convert/convert.h"
 
 static void convert_usage(FILE *f) {
     fprintf(f,
@@ -71,7 +70,7 @@ int cmd_convert(int argc, char **argv) {
         else if (!strcmp(a, "--to")) {
             const char *v = cli_value(argc, argv, &i);
             if (!v) return 2;
-            if (!strcmp(v, "gguf")) p.to_gguf = true;
+            if (!strcmp(v, "gguf")) p.to_gguf = 1;
             else if (strcmp(v, "mllm") != 0) { fprintf(stderr, "mllm convert: --to must be mllm or gguf\n"); return 2; }
         } else { fprintf(stderr, "mllm convert: unknown option '%s'\n", a); convert_usage(stderr); return 2; }
     }

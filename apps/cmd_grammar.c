@@ -5,12 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "api/internal.h"
 #include "cli.h"
-#include "runtime/rng.h"
-
-#define GRAMMAR_SAMPLE_MAX_BYTES 20000 /* a random text longer than this is dropped and drawn again */
-#define GRAMMAR_SAMPLE_MAX_TRIES 20    /* draws per sample before giving up */
 
 static void grammar_usage(FILE *f) {
     fprintf(f,
@@ -29,91 +24,16 @@ static void grammar_usage(FILE *f) {
             "  -h, --help              this help\n");
 }
 
-/* The vocabulary random texts are drawn from: every byte, and pieces of
-   several bytes (structure, words, a split UTF-8 character) so the mask
-   walk sees shared prefixes and partial characters. */
-static const char *const EXTRA[] = {"{\"", "\":", "\": ", "\",", "\"}", ", ", "[]", "{}", "true", "false", "null",
-                                    "12", "-3", "0.5", "e+1", "2024-", "-0", "T1", ":0", "name", "\"a\"", "  ",
-                                    "\n ", "\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "\xe6", "\x97\xa5", "\xf0\x9f",
-                                    "\x98\x80", "\\n", "\\u00e9", "abc", "\"\""};
-#define N_EXTRA (int32_t)(sizeof EXTRA / sizeof EXTRA[0])
-
-static const char *sample_piece(const void *user, int32_t id, size_t *len) {
-    static const unsigned char bytes[256] = {
-#define B4(i) i, i + 1, i + 2, i + 3
-#define B16(i) B4(i), B4(i + 4), B4(i + 8), B4(i + 12)
-#define B64(i) B16(i), B16(i + 16), B16(i + 32), B16(i + 48)
-        B64(0), B64(64), B64(128), B64(192)};
-    (void)user;
-    if (id < 256) { *len = 1; return (const char *)&bytes[id]; }
-    *len = strlen(EXTRA[id - 256]);
-    return EXTRA[id - 256];
-}
-
-/* One random text of g (reset first) into *out; false if none came out short enough. */
-static bool sample_text(mllm_grammar *g, const mllm_vocab_trie *t, uint8_t *allow, mllm_rng *rng, char **out,
-                        size_t *out_len) {
-    for (int tries = 0; tries < GRAMMAR_SAMPLE_MAX_TRIES; tries++) {
-        mllm_grammar_reset(g);
-        size_t n = 0;
-        char *text = malloc(GRAMMAR_SAMPLE_MAX_BYTES + 64);
-        if (!text) return false;
-        bool ok = false;
-        while (n < GRAMMAR_SAMPLE_MAX_BYTES) {
-            size_t n_allowed = 0;
-            if (mllm_gmatch_mask(g->match, t, allow, &n_allowed) != MLLM_OK) break;
-            bool can_end = mllm_gmatch_can_end(g->match);
-            if (can_end && (n_allowed == 0 || mllm_rng_uniform(rng) < 0.25)) { ok = true; break; }
-            if (n_allowed == 0) break;
-            size_t k = (size_t)(mllm_rng_uniform(rng) * (double)n_allowed);
-            int32_t id = 0;
-            for (; id < t->n_vocab; id++)
-                if (allow[id] && k-- == 0) break;
-            size_t len;
-            const char *p = sample_piece(NULL, id, &len);
-            if (mllm_gmatch_accept(g->match, p, len) != MLLM_OK) break;
-            memcpy(text + n, p, len);
-            n += len;
-        }
-        if (ok) {
-            text[n] = 0;
-            *out = text;
-            *out_len = n;
-            return true;
-        }
-        free(text);
-    }
-    return false;
-}
-
-static int print_samples(mllm_grammar *g, long n, long seed) {
-    mllm_vocab_trie *t = NULL;
-    if (mllm_vocab_trie_build(256 + N_EXTRA, sample_piece, NULL, &t) != MLLM_OK)
-        return cli_fail("cannot build the sample vocabulary", MLLM_ERR_NOMEM);
-    uint8_t *allow = malloc((size_t)t->n_vocab);
-    mllm_rng rng;
-    mllm_rng_seed(&rng, (uint64_t)seed);
-    int rc = allow ? 0 : 1;
-    for (long i = 0; i < n && rc == 0; i++) {
-        char *text = NULL;
-        size_t len = 0;
-        if (!sample_text(g, t, allow, &rng, &text, &len)) {
-            fprintf(stderr, "mllm grammar: no text of at most %d bytes came out of %d draws (%s)\n",
-                    GRAMMAR_SAMPLE_MAX_BYTES, GRAMMAR_SAMPLE_MAX_TRIES, mllm_last_error());
-            rc = 1;
-            break;
-        }
-        cJSON *s = cJSON_CreateString(text);
-        char *line = s ? cJSON_PrintUnformatted(s) : NULL;
-        if (line) printf("%s\n", line);
-        else rc = 1;
-        cJSON_free(line);
-        cJSON_Delete(s);
-        free(text);
-    }
-    free(allow);
-    mllm_vocab_trie_free(t);
-    return rc;
+/* One sample: a JSON string per line. */
+static void print_sample(void *user, const char *text, size_t len) {
+    (void)len; /* text is NUL-terminated */
+    int *rc = user;
+    cJSON *s = cJSON_CreateString(text);
+    char *line = s ? cJSON_PrintUnformatted(s) : NULL;
+    if (line) printf("%s\n", line);
+    else *rc = 1;
+    cJSON_free(line);
+    cJSON_Delete(s);
 }
 
 int cmd_grammar(int argc, char **argv) {
@@ -149,7 +69,12 @@ int cmd_grammar(int argc, char **argv) {
         }
         free(text);
     } else if (n_sample >= 0) {
-        rc = print_samples(g, n_sample, seed);
+        rc = 0;
+        st = mllm_grammar_sample(g, (int)n_sample, (uint64_t)seed, print_sample, &rc);
+        if (st != MLLM_OK) {
+            fprintf(stderr, "mllm grammar: %s\n", mllm_last_error());
+            rc = 1;
+        }
     } else if (sfile) {
         size_t need = 0;
         mllm_json_schema_to_gbnf(src, NULL, 0, &need);

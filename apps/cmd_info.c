@@ -1,11 +1,7 @@
 /* mllm info: config, tensor table and the traced decode graph of a model. */
 #include <stdio.h>
 #include <string.h>
-#include "api/internal.h"
 #include "cli.h"
-#include "core/dtype.h"
-#include "formats/mllmfile.h"
-#include "models/registry.h"
 
 static void info_usage(FILE *f) {
     fprintf(f,
@@ -23,11 +19,8 @@ static void info_usage(FILE *f) {
 
 /* --verify: every checksum of a .mllm v3 file. */
 static int cmd_info_verify(const char *path) {
-    mllm_mllmfile *mf = NULL;
     size_t n = 0;
-    mllm_status st = mllm_mllmfile_open(path, &mf);
-    if (st == MLLM_OK) st = mllm_mllmfile_verify(mf, &n);
-    mllm_mllmfile_close(mf);
+    mllm_status st = mllm_file_verify(path, &n);
     if (st != MLLM_OK) return cli_fail("verify failed", st);
     printf("verify: header, metadata and %zu tensor checksums OK\n", n);
     return 0;
@@ -35,37 +28,49 @@ static int cmd_info_verify(const char *path) {
 
 static int list_architectures(void) {
     printf("%-16s %-8s %-9s %-28s %s\n", "arch", "kind", "family", "HF model_type", "HF class");
-    for (size_t i = 0; i < mllm_arch_count(); i++) {
-        const mllm_arch *a = mllm_arch_at(i);
-        printf("%-16s %-8s %-9s %-28s %s\n", a->name, mllm_kind_name(a->kind), a->family,
-               a->hf_types ? a->hf_types : "-", a->hf_classes ? a->hf_classes : "-");
-        if (a->about) printf("  %s\n", a->about);
+    for (size_t i = 0; i < mllm_architecture_count(); i++) {
+        mllm_architecture_info a = {.struct_size = sizeof a};
+        if (mllm_architecture_get(i, &a) != MLLM_OK) return cli_fail("cannot list the architectures", MLLM_ERR_INVALID_ARG);
+        printf("%-16s %-8s %-9s %-28s %s\n", a.name, a.kind, a.family, a.hf_types ? a.hf_types : "-",
+               a.hf_classes ? a.hf_classes : "-");
+        if (a.about) printf("  %s\n", a.about);
     }
     return 0;
+}
+
+/* "  NAME DTYPE [ne0, ne1] N bytes" with the name and dtype columns this wide. */
+static void print_tensor(const mllm_tensor_info *t, int name_w, int dtype_w) {
+    printf("  %-*.*s %-*s [", name_w, (int)t->name_len, t->name, dtype_w, t->dtype);
+    for (int d = 0; d < t->n_dims; d++) printf(d ? ", %lld" : "%lld", (long long)t->ne[d]);
+    printf("] %llu bytes\n", (unsigned long long)t->size);
 }
 
 /* A Whisper model that is not a CTranslate2 folder: a converted .mllm file
    lists its tensors; an HF folder's are in its model.safetensors. */
 static int info_whisper(const char *path, bool tensors) {
-    mllm_mllmfile *mf = NULL;
-    if (tensors && mllm_mllmfile_open(path, &mf) == MLLM_OK) {
+    mllm_file_info *f = NULL;
+    if (tensors && mllm_file_info_open(path, &f) == MLLM_OK && mllm_file_info_format(f) == MLLM_FILE_MLLM) {
         size_t total = 0, len = 0;
-        const char *cfg = mllm_mllmfile_config(mf, &len);
+        const char *cfg = mllm_file_info_config(f, &len);
         printf("format: .mllm v3 (a converted Whisper), config %.*s\n", len > 200 ? 200 : (int)len, cfg);
-        printf("tensors: %zu\n", mllm_mllmfile_n_tensors(mf));
-        for (size_t i = 0; i < mllm_mllmfile_n_tensors(mf); i++) {
-            const mllm_mllmfile_tensor *t = mllm_mllmfile_tensor_at(mf, i);
-            printf("  %-48.*s %-7s [", (int)t->name_len, t->name, mllm_dtype_name(t->dtype));
-            for (int d = 0; d < t->n_dims; d++) printf(d ? ", %lld" : "%lld", (long long)t->ne[d]);
-            printf("] %llu bytes\n", (unsigned long long)t->size);
-            total += t->size;
+        printf("tensors: %zu\n", mllm_file_info_n_tensors(f));
+        for (size_t i = 0; i < mllm_file_info_n_tensors(f); i++) {
+            mllm_tensor_info t = {.struct_size = sizeof t};
+            if (mllm_file_info_tensor(f, i, &t) != MLLM_OK) break;
+            print_tensor(&t, 48, 7);
+            total += t.size;
         }
         printf("total weight bytes: %zu (%.1f MiB)\n", total, total / 1048576.0);
-        mllm_mllmfile_close(mf);
     }
+    mllm_file_info_close(f);
     printf("note: a Whisper model: run it with mllm transcribe -m %s AUDIO, or serve it with mllm serve "
            "(mllm run/chat do not take it)\n", path);
     return 0;
+}
+
+static void print_line(void *user, const char *text, size_t len) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -83,8 +88,7 @@ int cmd_info(int argc, char **argv) {
         else path = argv[i];
     }
     if (!path) { info_usage(stderr); return 2; }
-    char ct2[4096];
-    if (cli_ct2_path(path, ct2, sizeof ct2)) return cmd_info_ct2(ct2, tensors);
+    if (mllm_file_is_ctranslate2(path)) return cmd_info_ct2(path, tensors);
     if (verify && cmd_info_verify(path) != 0) return 1;
     mllm_load_params lp;
     mllm_load_default_params(&lp);
@@ -95,20 +99,19 @@ int cmd_info(int argc, char **argv) {
     if (st != MLLM_OK) return cli_fail("cannot load model", st);
     char buf[4096];
     if (mllm_model_info_json(m, buf, sizeof buf, NULL) == MLLM_OK) printf("config: %s\n", buf);
-    printf("load: %.1f ms\n", m->load_ms);
+    printf("load: %.1f ms\n", mllm_model_load_ms(m));
     if (mllm_model_can_transcribe(m)) { /* Whisper: no decoder graph, no generic file */
         mllm_model_free(m);
         return info_whisper(path, tensors);
     }
     if (tensors) {
         size_t total = 0;
-        printf("tensors: %zu\n", m->file->n_weights);
-        for (size_t i = 0; i < m->file->n_weights; i++) {
-            const mllm_weight *w = &m->file->weights[i];
-            printf("  %-36s %-5s [", w->name, mllm_dtype_name(w->dtype));
-            for (int d = 0; d < w->n_dims; d++) printf(d ? ", %lld" : "%lld", (long long)w->ne[d]);
-            printf("] %zu bytes\n", w->size);
-            total += w->size;
+        printf("tensors: %zu\n", mllm_model_n_tensors(m));
+        for (size_t i = 0; i < mllm_model_n_tensors(m); i++) {
+            mllm_tensor_info t = {.struct_size = sizeof t};
+            if (mllm_model_tensor_info(m, i, &t) != MLLM_OK) break;
+            print_tensor(&t, 36, 5);
+            total += t.size;
         }
         printf("total weight bytes: %zu (%.1f MiB)\n", total, total / 1048576.0);
     }
@@ -118,9 +121,11 @@ int cmd_info(int argc, char **argv) {
         sp.n_ctx = 16;
         mllm_session *s = NULL;
         if ((st = mllm_session_new(m, &sp, &s)) != MLLM_OK) { mllm_model_free(m); return cli_fail("cannot build the graph", st); }
-        printf("decode graph (traced once, one token): %d nodes, %.1f KiB activations\n", s->decode.n_nodes,
-               s->decode.buf_size / 1024.0);
-        mllm_graph_print(&s->decode, stdout);
+        int n_nodes = 0;
+        size_t act = 0;
+        mllm_session_decode_graph(s, &n_nodes, &act, NULL, NULL);
+        printf("decode graph (traced once, one token): %d nodes, %.1f KiB activations\n", n_nodes, act / 1024.0);
+        mllm_session_decode_graph(s, NULL, NULL, print_line, NULL);
         mllm_session_free(s);
     }
     mllm_model_free(m);

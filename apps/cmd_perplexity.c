@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "api/internal.h"
 #include "cli.h"
 
 static void ppl_usage(FILE *f) {
@@ -85,7 +84,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
     free(text);
     int rc = 1, V = mllm_model_n_vocab(m), bos = mllm_model_bos(m);
-    bool add_bos = mllm_tokenizer_add_bos(m->tok) && bos >= 0;
+    bool add_bos = mllm_model_add_bos(m);
     size_t n_chunks = n_tok / (size_t)n_ctx;
     if (max_chunks > 0 && (size_t)max_chunks < n_chunks) n_chunks = (size_t)max_chunks;
     mllm_session *s = NULL;

@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "quantize/quantize.h"
 
 enum { MAX_OVERRIDES = 64 };
 
@@ -61,8 +60,8 @@ int cmd_quantize(int argc, char **argv) {
             if (!s) return 2;
             if (p.n_tensor_types == MAX_OVERRIDES) { fprintf(stderr, "mllm quantize: too many --tensor-type\n"); return 2; }
             overrides[p.n_tensor_types++] = s;
-        } else if (!strcmp(a, "--pure")) { p.pure = true; }
-        else if (!strcmp(a, "--allow-requantize")) { p.allow_requantize = true; }
+        } else if (!strcmp(a, "--pure")) { p.pure = 1; }
+        else if (!strcmp(a, "--allow-requantize")) { p.allow_requantize = 1; }
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "mllm quantize: unknown option '%s'\n", a); return 2; }
         else if (n_pos < 2) { pos[n_pos++] = a; }
         else { fprintf(stderr, "mllm quantize: unexpected argument '%s'\n", a); return 2; }
@@ -73,7 +72,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     p.progress = progress;
     const double t0 = mllm_time_ms();
-    mllm_quantize_stats s;
+    mllm_quantize_stats s = {.struct_size = sizeof s};
     const mllm_status st = mllm_quantize_file(pos[0], pos[1], &p, &s);
     if (st != MLLM_OK) return cli_fail("quantize failed", st);
     const double secs = (mllm_time_ms() - t0) / 1e3;

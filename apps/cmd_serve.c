@@ -7,7 +7,6 @@
 #include <string.h>
 #include <time.h>
 #include "cli.h"
-#include "server/server.h"
 
 static void serve_usage(FILE *f) {
     fprintf(f,
@@ -77,10 +76,11 @@ static void serve_usage(FILE *f) {
             "                        proposes there too, a draft session per sequence; with\n"
             "                        --draft and --parallel 1, one session speculates as mllm run)\n"
             "  -h, --help              this help\n",
-            SRV_DEFAULT_PORT, SRV_DEFAULT_PARALLEL, SRV_DEFAULT_QUEUE, SRV_DEFAULT_MAX_BODY, SRV_DEFAULT_MAX_UPLOAD,
-            SRV_DEFAULT_MAX_MESSAGES, SRV_DEFAULT_MAX_TOKENS_LIMIT, SRV_DEFAULT_MAX_TOKENS,
-            SRV_DEFAULT_TIMEOUT_S, SRV_DEFAULT_MAX_CONNECTIONS, SRV_DEFAULT_MAX_CONNECTIONS_PER_IP,
-            SRV_DEFAULT_HEADER_TIMEOUT_S, cli_backend_usage, cli_spec_usage);
+            MLLM_SERVER_DEFAULT_PORT, MLLM_SERVER_DEFAULT_PARALLEL, MLLM_SERVER_DEFAULT_QUEUE,
+            MLLM_SERVER_DEFAULT_MAX_BODY, MLLM_SERVER_DEFAULT_MAX_UPLOAD, MLLM_SERVER_DEFAULT_MAX_MESSAGES,
+            MLLM_SERVER_DEFAULT_MAX_TOKENS_LIMIT, MLLM_SERVER_DEFAULT_MAX_TOKENS, MLLM_SERVER_DEFAULT_TIMEOUT_S,
+            MLLM_SERVER_DEFAULT_MAX_CONNECTIONS, MLLM_SERVER_DEFAULT_MAX_CONNECTIONS_PER_IP,
+            MLLM_SERVER_DEFAULT_HEADER_TIMEOUT_S, cli_backend_usage, cli_spec_usage);
 }
 
 /* "1073741824", "512M", "1G" -> bytes in [64 KiB, 1 TiB]. */
@@ -161,7 +161,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--alias")) { VAL(); alias = s; }
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) INT(1, 256, c.n_parallel);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) INT(16, 1 << 20, c.n_ctx);
-        else if (!strcmp(a, "--kv-size")) INT(16, SRV_MAX_KV_SIZE, c.kv_size);
+        else if (!strcmp(a, "--kv-size")) INT(16, MLLM_SERVER_MAX_KV_SIZE, c.kv_size);
         else if (!strcmp(a, "--kv-type")) {
             VAL();
             if (!cli_kv_type(a, s, &c.kv_type)) return 2;
@@ -189,7 +189,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--max-connections-per-ip")) INT(1, 100000, c.max_connections_per_ip);
         else if (!strcmp(a, "--header-timeout")) INT(1, 3600, c.header_timeout_s);
         else if (!strcmp(a, "--allowed-origins")) { VAL(); c.allowed_origins = s; }
-        else if (!strcmp(a, "--context-shift")) c.context_shift = true;
+        else if (!strcmp(a, "--context-shift")) c.context_shift = 1;
         else if (!strcmp(a, "--log-requests")) {
             VAL();
             if (strcmp(s, "on") && strcmp(s, "off")) {

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "synth/synth.h"
 
 static void synth_usage(FILE *f) {
     fprintf(f,

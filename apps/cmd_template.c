@@ -6,8 +6,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli.h"
-#include "core/alloc.h"
-#include "template/template.h"
 
 static void tpl_usage(FILE *f) {
     fprintf(f,
@@ -28,7 +26,7 @@ static void tpl_usage(FILE *f) {
             "                         renders this instant, seconds since 1970-01-01 UTC,\n"
             "                         in UTC, instead of the clock in local time; e.g.\n"
             "                         SOURCE_DATE_EPOCH=1893456000 prints '01 Jan 2030'\n",
-            mllm_template_builtin_names());
+            mllm_chat_template_builtin_names());
 }
 
 static char *read_all(FILE *f, size_t *len) {
@@ -50,9 +48,11 @@ static char *read_all(FILE *f, size_t *len) {
     return buf;
 }
 
-static int fail(const char *what) {
-    fprintf(stderr, "mllm template: %s: %s\n", what, mllm_last_error());
-    return 1;
+/* The rendered text, exactly; *rc becomes 1 on a write error. */
+static void write_out(void *user, const char *text, size_t len) {
+    int *rc = user;
+    *rc = fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : 1;
+    if (*rc) fprintf(stderr, "mllm template: write error\n");
 }
 
 int cmd_template(int argc, char **argv) {
@@ -67,48 +67,27 @@ int cmd_template(int argc, char **argv) {
     }
     if ((!model && !tmpl) || !ctx_path) { tpl_usage(stderr); return 2; }
 
-    mllm_template_model mt = {0}, over = {0};
-    if (model && mllm_template_model_load(model, &mt) != MLLM_OK && !tmpl) return fail("cannot read the model's template");
-    const char *src = mt.source, *label = model;
-    if (tmpl) {
-        struct stat sb;
-        if (stat(tmpl, &sb) == 0) {
-            if (mllm_template_model_load(tmpl, &over) != MLLM_OK) {
-                mllm_template_model_free(&mt);
-                return fail("cannot read the template");
-            }
-            src = over.source;
-        } else if (!(src = mllm_template_builtin(tmpl))) {
-            fprintf(stderr, "mllm template: '%s' is neither a file nor a built-in template (%s)\n", tmpl,
-                    mllm_template_builtin_names());
-            mllm_template_model_free(&mt);
-            return 2;
-        }
-        label = tmpl;
+    struct stat sb;
+    if (tmpl && stat(tmpl, &sb) != 0 && !mllm_chat_template_builtin(tmpl)) {
+        fprintf(stderr, "mllm template: '%s' is neither a file nor a built-in template (%s)\n", tmpl,
+                mllm_chat_template_builtin_names());
+        return 2;
     }
-
     size_t ctx_len = 0;
     FILE *cf = strcmp(ctx_path, "-") ? fopen(ctx_path, "rb") : stdin;
     char *ctx = cf ? read_all(cf, &ctx_len) : NULL;
     if (cf && cf != stdin) fclose(cf);
-    int rc = 1;
-    mllm_template *t = NULL;
-    char *out = NULL, *defaults = NULL;
-    size_t out_len = 0;
-    if (!ctx) fprintf(stderr, "mllm template: cannot read %s\n", ctx_path);
-    else if (mllm_template_compile(src, strlen(src), label, &t) != MLLM_OK) rc = fail("cannot compile the template");
-    else if ((model || over.source) && !(defaults = mllm_template_model_defaults(model ? &mt : &over)))
-        fprintf(stderr, "mllm template: out of memory\n");
-    else if (mllm_template_render_json(t, ctx, ctx_len, defaults, &out, &out_len) != MLLM_OK) rc = fail("cannot render");
-    else {
-        rc = fwrite(out, 1, out_len, stdout) == out_len && fflush(stdout) == 0 ? 0 : 1;
-        if (rc) fprintf(stderr, "mllm template: write error\n");
+    if (!ctx) {
+        fprintf(stderr, "mllm template: cannot read %s\n", ctx_path);
+        return 1;
     }
-    mllm_free(out);
-    mllm_free(defaults);
-    mllm_template_free(t);
+    mllm_chat_template_params p;
+    mllm_chat_template_default_params(&p);
+    p.model = model;
+    p.chat_template = tmpl;
+    int rc = 1;
+    if (mllm_chat_template_render(&p, ctx, ctx_len, write_out, &rc) != MLLM_OK)
+        fprintf(stderr, "mllm template: %s\n", mllm_last_error());
     free(ctx);
-    mllm_template_model_free(&mt);
-    mllm_template_model_free(&over);
     return rc;
 }

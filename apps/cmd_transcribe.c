@@ -8,8 +8,6 @@
 #include "audio/audio.h"
 #include "cli.h"
 #include "core/alloc.h"
-#include "core/clock.h"
-#include "core/threadpool.h"
 #include "core/dtype.h"
 #include "models/whisper/whisper_open.h"
 #include "models/whisper/whisper_transcribe.h"
@@ -112,7 +110,7 @@ int cmd_transcribe(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *lang = NULL, *wt = "f16", *task = "transcribe";
     bool weights_given = false;
     out_state out = {.format = "txt"};
-    long threads = mllm_cpu_count(), beam = 1, best_of = 5, seed = 0;
+    long threads = mllm_n_cpus(), beam = 1, best_of = 5, seed = 0;
     double patience = 1.0, temperature = -1;
     bool timestamps = false, no_fallback = false, no_condition = false;
     for (int i = 1; i < argc; i++) {
@@ -193,7 +191,7 @@ int cmd_transcribe(int argc, char **argv) {
                 model);
         return 1;
     }
-    const double t0 = mllm_clock_mono_seconds();
+    const double t0 = mllm_time_ms() / 1e3;
     mllm_whisper *w = NULL;
     mllm_status st = mllm_whisper_open(model, &wp, &w);
     if (st != MLLM_OK) return cli_fail("cannot load the Whisper model", st);
@@ -228,7 +226,7 @@ int cmd_transcribe(int argc, char **argv) {
         mllm_whisper_free(w);
         return rc;
     }
-    const double t1 = mllm_clock_mono_seconds(), c1 = cpu_seconds();
+    const double t1 = mllm_time_ms() / 1e3, c1 = cpu_seconds();
     float *pcm = NULL;
     size_t n = 0;
     mllm_audio_info info;
@@ -237,7 +235,7 @@ int cmd_transcribe(int argc, char **argv) {
         mllm_whisper_free(w);
         return cli_fail("cannot read the audio", st);
     }
-    const double t2 = mllm_clock_mono_seconds();
+    const double t2 = mllm_time_ms() / 1e3;
     if (!out.quiet)
         fprintf(stderr, "transcribe: %s: %s, %d Hz, %d channel(s), %.2f s; %ld thread(s), %s\n", file, info.format,
                 info.source_rate, info.channels, (double)n / MLLM_AUDIO_SAMPLE_RATE, threads,
@@ -247,7 +245,7 @@ int cmd_transcribe(int argc, char **argv) {
     if (!strcmp(out.format, "json")) printf("{\"segments\": [");
     mllm_whisper_result res;
     st = mllm_whisper_transcribe(w, pcm, n, &o, &res);
-    const double t3 = mllm_clock_mono_seconds(), c3 = cpu_seconds();
+    const double t3 = mllm_time_ms() / 1e3, c3 = cpu_seconds();
     if (st == MLLM_OK && !strcmp(out.format, "json")) {
         printf("\n  ],\n  \"text\": ");
         size_t len = 0;

@@ -97,6 +97,8 @@ typedef enum {
 typedef struct mllm_model mllm_model;     /* weights, config, tokenizer */
 typedef struct mllm_session mllm_session; /* KV cache, position, sampler state */
 typedef struct mllm_grammar mllm_grammar; /* a compiled grammar and how far the text has matched it */
+/* Receives text the library produced (len bytes, valid only during the call). */
+typedef void (*mllm_text_sink)(void *user, const char *text, size_t len);
 
 /* The library's version, "MAJOR.MINOR.PATCH" ("0.1.0"): a static string,
    never NULL. May differ from the MLLM_VERSION_* the caller compiled with. */
@@ -164,6 +166,11 @@ typedef struct {
 /* Fills every field with its default and struct_size with the library's
    sizeof(mllm_load_params). p must not be NULL. Thread-safe. */
 MLLM_API void mllm_load_default_params(mllm_load_params *p);
+/* The device a backend opened in this process: "platform / device" for
+   "opencl", the device's name for "cuda" (a static string, valid until the
+   process exits). NULL when no model has opened that backend yet, for an
+   unknown name, or in a build without it. Thread-safe. */
+MLLM_API const char *mllm_backend_device(const char *backend);
 
 /* Loads a GGUF file, a Hugging Face folder (config.json + *.safetensors +
    tokenizer.json) or a llama2.c checkpoint (.bin, with p->tokenizer_path);
@@ -227,6 +234,9 @@ MLLM_API int32_t mllm_model_n_vocab(const mllm_model *m);
 MLLM_API int32_t mllm_model_n_ctx_train(const mllm_model *m);
 MLLM_API int32_t mllm_model_bos(const mllm_model *m); /* -1 if none */
 MLLM_API int32_t mllm_model_eos(const mllm_model *m); /* -1 if none */
+/* 1 if the model's tokenizer puts BOS in front of a text (mllm_tokenize
+   with add_special) and the model has one, else 0 (NULL too). */
+MLLM_API int mllm_model_add_bos(const mllm_model *m);
 
 /* ---- embeddings -------------------------------------------------------- */
 
@@ -503,6 +513,16 @@ typedef int (*mllm_on_token)(void *user, int32_t id, const char *piece, size_t l
    MLLM_ERR_CONTEXT_FULL (n_past + n > n_ctx: nothing evaluated),
    MLLM_ERR_NOMEM (tokens before the failing 512-token chunk stay). */
 MLLM_API mllm_status mllm_session_eval(mllm_session *s, const int32_t *ids, size_t n);
+/* The most tokens one mllm_session_eval_logits call evaluates. */
+#define MLLM_EVAL_LOGITS_MAX 512
+/* Evaluates ids[0..n) after the tokens the session holds, as
+   mllm_session_eval, and writes the logits of tokens [first_out, n) to out:
+   (n - first_out) rows of n_vocab floats (row j: the distribution of the
+   token after ids[first_out + j]). What perplexity scores. Errors: as
+   mllm_session_eval; MLLM_ERR_INVALID_ARG also for out NULL, n outside
+   [1, MLLM_EVAL_LOGITS_MAX], first_out outside [0, n), a draft session
+   whose logits are cut to a smaller vocabulary. */
+MLLM_API mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
 /* Makes the session hold exactly ids[0..n): the longest prefix shared with
    what the KV cache already holds is kept (not recomputed) and only the
    rest is evaluated. *n_reused (may be NULL) receives the number of tokens
@@ -597,7 +617,43 @@ MLLM_API mllm_status mllm_chat_tokenize(const mllm_model *m, const char *convers
 MLLM_API mllm_status mllm_chat(mllm_session *s, const char *conversation, const mllm_sampling *sp,
                                mllm_on_token cb, void *user, size_t *n_reused);
 
+/* A chat template rendered from files alone, without loading a model
+   (`mllm template`): the template comes from chat_template (a .jinja
+   file, a tokenizer_config.json, or a built-in name), else from model (a
+   GGUF file, a Hugging Face folder, or a tokenizer_config.json: only its
+   template and tokens are read, so a tokenizer folder without weights is
+   enough); model's bos_token / eos_token (or those of a
+   tokenizer_config.json given as chat_template) fill the variables the
+   context lacks. */
+typedef struct {
+    uint32_t struct_size;      /* = sizeof(mllm_chat_template_params), set by the default */
+    const char *model;         /* NULL (default) or a model path */
+    const char *chat_template; /* NULL (default) or a file or built-in name; with model, it replaces
+                                  the model's template (a model without one is then accepted) */
+} mllm_chat_template_params;
+MLLM_API void mllm_chat_template_default_params(mllm_chat_template_params *p);
+/* Renders the template with the variables of the JSON object context (len
+   bytes; SIZE_MAX: NUL-terminated), as mllm_chat_render does, and passes
+   the whole text to sink (NUL-terminated at len) once. Errors (the message
+   begins with what failed: "cannot read the model's template: ...",
+   "cannot compile the template: ...", "cannot render: ..."):
+   MLLM_ERR_INVALID_ARG (NULL argument, wrong struct_size, neither model
+   nor chat_template, a chat_template that is neither a file nor a
+   built-in name, bad context JSON, a template runtime error),
+   MLLM_ERR_IO / MLLM_ERR_FORMAT (a file that cannot be read, or has no
+   template), MLLM_ERR_FORMAT (template syntax), MLLM_ERR_NOMEM. */
+MLLM_API mllm_status mllm_chat_template_render(const mllm_chat_template_params *p, const char *context, size_t len,
+                                               mllm_text_sink sink, void *user);
+/* The source of a template shipped with mllm ("chatml", "llama3", ...; a
+   static string), NULL if name is not one. */
+MLLM_API const char *mllm_chat_template_builtin(const char *name);
+/* The built-in names, comma separated (a static string). */
+MLLM_API const char *mllm_chat_template_builtin_names(void);
+
 /* ---- images ------------------------------------------------------------ */
+
+/* The largest image file the library decodes (bytes). */
+#define MLLM_IMAGE_MAX_FILE_BYTES ((size_t)256 << 20)
 
 /* Prefills a conversation whose user messages carry images, as mllm_chat
    does its prompt (render, tokenize, sync: only tokens after the prefix
@@ -644,6 +700,23 @@ MLLM_API mllm_status mllm_chat_prefill(mllm_session *s, const char *conversation
    before mllm_generate begins has no effect; the prompt's prefill is not
    interrupted. NULL: no-op. */
 MLLM_API void mllm_session_cancel(mllm_session *s);
+
+/* ---- hiding the reasoning ---------------------------------------------- */
+
+/* Hides (or passes) the <think>...</think> part of a streamed reply (Qwen3
+   and other reasoning models). The reply arrives in pieces that may split a
+   tag anywhere; text that could be the start of a tag is held back until
+   it is known. One filter per reply; a filter is used by one thread. */
+typedef struct mllm_think_filter mllm_think_filter;
+/* show: 1 passes the thinking part through (tags included), 0 hides it.
+   Errors: MLLM_ERR_INVALID_ARG (out NULL), MLLM_ERR_NOMEM. */
+MLLM_API mllm_status mllm_think_filter_new(int show, mllm_think_filter **out);
+/* reply[0..len) is the whole reply so far (it only grows between calls).
+   Calls sink with the bytes that became visible; final: the reply is
+   complete, the bytes held back are flushed. f NULL: no-op. */
+MLLM_API void mllm_think_filter_feed(mllm_think_filter *f, const char *reply, size_t len, int final,
+                                     mllm_text_sink sink, void *user);
+MLLM_API void mllm_think_filter_free(mllm_think_filter *f);
 
 /* ---- speculative decoding --------------------------------------------- */
 
@@ -750,6 +823,15 @@ MLLM_API void mllm_grammar_reset(mllm_grammar *g);
 MLLM_API mllm_status mllm_grammar_accept(mllm_grammar *g, const char *text, size_t len);
 /* 1 if the text so far is a complete match of the grammar, else 0. */
 MLLM_API int mllm_grammar_complete(const mllm_grammar *g);
+/* n random texts the grammar matches, each to sink (NUL-terminated at
+   len), drawn from a fixed vocabulary of bytes and JSON-like pieces by the
+   mask walk that constrains generation (to test a grammar or a schema:
+   `mllm grammar --sample`). The same seed gives the same texts. g is reset
+   before each text and left at the end of the last. Errors:
+   MLLM_ERR_INVALID_ARG (g or sink NULL, n < 0), MLLM_ERR_UNSUPPORTED (no
+   text of at most 20000 bytes came out of 20 draws: the message says so,
+   and why the last draw stopped), MLLM_ERR_NOMEM. */
+MLLM_API mllm_status mllm_grammar_sample(mllm_grammar *g, int n, uint64_t seed, mllm_text_sink sink, void *user);
 MLLM_API void mllm_grammar_free(mllm_grammar *g);
 
 /* Counters since mllm_session_new() or the last mllm_session_reset(). */
@@ -849,4 +931,10 @@ MLLM_API mllm_status mllm_plugins_load_env(void);
 #ifdef __cplusplus
 }
 #endif
+
+/* The topics of the API that only some programs need; each is part of
+   this one entry point (include mllm/mllm.h, never them alone). */
+#include "mllm_info.h"   /* architectures, tensors, graphs, files read without loading */
+#include "mllm_tools.h"  /* convert, quantize, synthetic models */
+#include "mllm_server.h" /* the OpenAI-compatible HTTP server */
 #endif

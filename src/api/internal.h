@@ -151,9 +151,7 @@ mllm_status mllm_session_cut_vocab(mllm_session *s, int n_out);
 
 /* Evaluates ids after the cached ones; logits of the last one in s->logits. */
 mllm_status mllm_session_eval_internal(mllm_session *s, const int32_t *ids, size_t n);
-/* Evaluates n <= 512 tokens and writes the logits of tokens [first_out, n)
-   to out ((n - first_out) x n_vocab floats): for perplexity. */
-mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out);
+/* mllm_session_eval_logits (perplexity) is public (mllm.h). */
 /* The context length of a session with n_ctx 0 (model.c). */
 int mllm_model_default_ctx(const mllm_model *m);
 /* Evaluates ids (after the cached ones) whose runs of image_token are the

@@ -9,8 +9,9 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
-/* Prompt tokens per prefill graph: bounds activation memory for long prompts. */
-#define MLLM_PREFILL_CHUNK 512
+/* Prompt tokens per prefill graph: bounds activation memory for long
+   prompts (and the tokens of one mllm_session_eval_logits call). */
+#define MLLM_PREFILL_CHUNK MLLM_EVAL_LOGITS_MAX
 
 MLLM_API void mllm_session_default_params(mllm_session_params *p) {
     memset(p, 0, sizeof *p);
@@ -271,6 +272,7 @@ mllm_status mllm_session_cut_vocab(mllm_session *s, int n_out) {
 }
 
 mllm_status mllm_session_eval_logits(mllm_session *s, const int32_t *ids, int n, int first_out, float *out) {
+    if (!s || !ids || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_session_eval_logits: NULL argument");
     const mllm_hparams *c = &s->m->dec.cfg;
     if (s->n_out != c->n_vocab) return mllm_err(MLLM_ERR_INVALID_ARG, "eval_logits: a draft session's logits are cut");
     if (n < 1 || n > MLLM_PREFILL_CHUNK || first_out < 0 || first_out >= n)

@@ -33,3 +33,7 @@ MLLM_API mllm_status mllm_token_to_piece(const mllm_model *m, int32_t id, char *
     memcpy(buf, p, len);
     return MLLM_OK;
 }
+
+MLLM_API int mllm_model_add_bos(const mllm_model *m) {
+    return m && m->tok && mllm_tokenizer_add_bos(m->tok) && mllm_model_bos(m) >= 0;
+}

@@ -18,6 +18,7 @@
 
 void mllm_convert_default_params(mllm_convert_params *p) {
     memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
     p->pack = MLLM_CONVERT_PACK_X8;
 }
 
@@ -203,11 +204,14 @@ static mllm_status open_source(const mllm_convert_params *p, mllm_model_file **f
 
 mllm_status mllm_convert(const mllm_convert_params *p) {
     if (!p || !p->in || !p->out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: --in and --out are required");
+    if (p->struct_size != sizeof *p)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: struct_size %u is not %zu (fill the params with "
+                        "mllm_convert_default_params)", p->struct_size, sizeof *p);
     if (p->pipeline_path && p->quant) {
         return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: give --pipeline or --quant, not both");
     }
     if (p->pack != MLLM_CONVERT_PACK_NONE && p->pack != MLLM_CONVERT_PACK_X8) {
-        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: unknown pack mode %d", (int)p->pack);
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_convert: unknown pack mode %d", p->pack);
     }
     mllm_cpu_init();
     if (mllm_whisper_probe(p->in) != MLLM_WHISPER_NONE) return cv_convert_whisper(p);

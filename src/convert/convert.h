@@ -21,31 +21,8 @@
 #ifndef MLLM_CONVERT_CONVERT_H
 #define MLLM_CONVERT_CONVERT_H
 #include <mllm/mllm.h>
-#include <stdbool.h>
 
-typedef enum {
-    MLLM_CONVERT_PACK_NONE = 0, /* plain GGUF block layouts */
-    MLLM_CONVERT_PACK_X8 = 1,   /* the x8 layouts where the kernels use them (default) */
-} mllm_convert_pack;
-
-typedef struct {
-    const char *in;            /* model path (file or HF folder) */
-    const char *out;
-    const char *pipeline_path; /* JSON rules (pipeline.h), or NULL */
-    const char *quant;         /* one dtype for all matrices, or NULL (= keep) */
-    const char *config_path;   /* config.json for MLLM v1/v2 inputs, or NULL (beside the file) */
-    bool to_gguf;              /* write GGUF instead of .mllm (never packed) */
-    mllm_convert_pack pack;    /* .mllm only; default MLLM_CONVERT_PACK_X8 */
-    /* One line per tensor (may be NULL). */
-    void (*progress)(void *user, const char *line);
-    void *user;
-} mllm_convert_params;
-
-/* Zeroes p, then pack = MLLM_CONVERT_PACK_X8. */
-void mllm_convert_default_params(mllm_convert_params *p);
-/* Errors: MLLM_ERR_INVALID_ARG (bad options), MLLM_ERR_UNSUPPORTED (a dtype
-   without quantizer, a block size that does not divide a row, an export
-   that cannot be expressed), the source's open errors, MLLM_ERR_IO. */
-mllm_status mllm_convert(const mllm_convert_params *p);
+/* mllm_convert_params, mllm_convert_default_params and mllm_convert are
+   public (mllm/mllm_tools.h). */
 
 #endif

@@ -161,14 +161,17 @@ static mllm_tensor *emit(mllm_graph *g, mllm_tensor *t) {
     return push(g, &g->nodes, &g->n_nodes, &g->cap_nodes, t) ? t : NULL;
 }
 
-void mllm_graph_print(const mllm_graph *g, void *file) {
-    FILE *f = file;
+void mllm_graph_print(const mllm_graph *g, void (*line)(void *user, const char *text, size_t len), void *user) {
+    char buf[512]; /* names are under 48 bytes: the longest line fits */
     for (int i = 0; i < g->n_nodes; i++) {
         const mllm_tensor *t = g->nodes[i];
-        fprintf(f, "  %4d %-10s %-28s [%lld, %lld, %lld] <-", i, mllm_op_name(t->op), t->name,
-                (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2]);
-        for (int s = 0; s < MLLM_MAX_SRC && t->src[s]; s++) fprintf(f, " %s", t->src[s]->name);
-        fputc('\n', f);
+        int n = snprintf(buf, sizeof buf, "  %4d %-10s %-28s [%lld, %lld, %lld] <-", i, mllm_op_name(t->op), t->name,
+                         (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2]);
+        for (int s = 0; s < MLLM_MAX_SRC && t->src[s] && n > 0 && (size_t)n < sizeof buf; s++)
+            n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", t->src[s]->name);
+        if (n > 0 && (size_t)n < sizeof buf - 1) buf[n++] = '\n';
+        else n = (int)strlen(buf);
+        line(user, buf, (size_t)n);
     }
 }
 

@@ -72,8 +72,9 @@ bool mllm_graph_plan(mllm_graph *g, mllm_tensor **outputs, int n_outputs);
 void mllm_graph_execute(mllm_graph *g);
 /* The backends a trace graph runs on (graph/sched.c), before planning. */
 void mllm_graph_set_backends(mllm_graph *g, mllm_backend *const *backends, int n);
-/* One line per node: index, op, name, shape, inputs. */
-void mllm_graph_print(const mllm_graph *g, void *file);
+/* One line per node (index, op, name, shape, inputs; newline included) to
+   line (mllm.h's mllm_text_sink). */
+void mllm_graph_print(const mllm_graph *g, void (*line)(void *user, const char *text, size_t len), void *user);
 const char *mllm_op_name(mllm_op op);
 
 /* A leaf tensor over existing memory (weights: mmap'd, not copied). */

@@ -34,8 +34,7 @@
 #define MLLM_IMAGE_DEFAULT_MAX_PIXELS ((uint64_t)64 << 20)
 /* Longest side accepted whatever the pixel limit. */
 #define MLLM_IMAGE_MAX_SIDE 65535
-/* Largest file read. */
-#define MLLM_IMAGE_MAX_FILE_BYTES ((size_t)256 << 20)
+/* Largest file read: MLLM_IMAGE_MAX_FILE_BYTES (public, mllm.h). */
 /* stb decodes a progressive JPEG's coefficients once per scan, so the work
    is scans x pixels (about 1 ns each): at most this much, 2^31 (about two
    seconds of a core; a 64-megapixel photo has about 10 scans), whatever

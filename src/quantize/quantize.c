@@ -23,6 +23,7 @@ enum { MAX_THREADS = 256 };
 
 void mllm_quantize_default_params(mllm_quantize_params *p) {
     memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
     p->type = "q4_k_m";
     p->n_threads = 1;
 }
@@ -172,7 +173,12 @@ static mllm_status parse_overrides(const mllm_quantize_params *p, override_rule 
 
 mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quantize_params *p,
                                mllm_quantize_stats *stats) {
-    if (!in || !out || !p) return mllm_err(MLLM_ERR_INVALID_ARG, "quantize: NULL argument");
+    mllm_quantize_params defaults;
+    if (!p) mllm_quantize_default_params(&defaults), p = &defaults;
+    if (!in || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "quantize: NULL argument");
+    if (p->struct_size != sizeof *p)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "quantize: struct_size %u is not %zu (fill the params with "
+                        "mllm_quantize_default_params)", p->struct_size, sizeof *p);
     const mllm_quant_mix *mix = mllm_quant_mix_find(p->type);
     if (!mix)
         return mllm_err(MLLM_ERR_INVALID_ARG,
@@ -237,7 +243,10 @@ mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quant
         }
     }
     if (!st) st = mllm_gguf_writer_write(w, out);
-    if (!st && stats) *stats = s;
+    if (!st && stats && stats->struct_size > sizeof stats->struct_size) {
+        s.struct_size = stats->struct_size;
+        memcpy(stats, &s, stats->struct_size < sizeof s ? stats->struct_size : sizeof s);
+    }
     mllm_gguf_writer_free(w);
     mllm_free(j.buf);
     mllm_free(plan);

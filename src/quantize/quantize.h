@@ -21,33 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
-    const char *type;               /* a mix: q4_k_m, q4_k_s, q5_k_m, q5_k_s, q6_k, q8_0,
-                                       q4_0, q4_1, q5_0, q5_1, mxfp4, w4a32, w4a32_g64,
-                                       f16, bf16, f32 */
-    int n_threads;                  /* <= 0: 1 */
-    /* "REGEX=TYPE" (POSIX extended regex searched in the tensor name, first
-       match wins), like llama-quantize's --tensor-type: overrides the mix
-       for matching quantizable tensors. */
-    const char *const *tensor_types;
-    size_t n_tensor_types;
-    bool pure;                      /* every quantizable tensor gets the mix's base type */
-    bool allow_requantize;          /* accept a source whose matrices are already quantized */
-    /* One line per tensor (may be NULL). */
-    void (*progress)(void *user, const char *line);
-    void *user;
-} mllm_quantize_params;
-
-typedef struct {
-    uint64_t bytes_in, bytes_out;   /* tensor data only */
-    size_t n_tensors, n_quantized;
-} mllm_quantize_stats;
-
-void mllm_quantize_default_params(mllm_quantize_params *p);
-/* Errors: MLLM_ERR_INVALID_ARG (unknown type, bad --tensor-type), the
-   model_file_open errors for IN, MLLM_ERR_IO / MLLM_ERR_NOMEM writing OUT. */
-mllm_status mllm_quantize_file(const char *in, const char *out, const mllm_quantize_params *p,
-                               mllm_quantize_stats *stats);
+/* mllm_quantize_params, mllm_quantize_stats, mllm_quantize_default_params
+   and mllm_quantize_file are public (mllm/mllm_tools.h). */
 
 /* ---- the mix rules (mix.c), exposed for tests ---- */
 

@@ -10,33 +10,14 @@
 /* How long stop waits for cancelled responses to reach their clients. */
 #define SRV_STOP_FLUSH_MS 3000
 
-void mllm_server_default_config(mllm_server_config *c) {
-    memset(c, 0, sizeof *c);
-    c->host = "127.0.0.1";
-    c->port = SRV_DEFAULT_PORT;
-    c->model_id = "mllm";
-    c->n_parallel = SRV_DEFAULT_PARALLEL;
-    c->max_queue = SRV_DEFAULT_QUEUE;
-    c->max_body = SRV_DEFAULT_MAX_BODY;
-    c->max_upload = SRV_DEFAULT_MAX_UPLOAD;
-    c->max_messages = SRV_DEFAULT_MAX_MESSAGES;
-    c->max_tokens_limit = SRV_DEFAULT_MAX_TOKENS_LIMIT;
-    c->default_max_tokens = SRV_DEFAULT_MAX_TOKENS;
-    c->timeout_s = SRV_DEFAULT_TIMEOUT_S;
-    c->max_connections = SRV_DEFAULT_MAX_CONNECTIONS;
-    c->max_connections_per_ip = SRV_DEFAULT_MAX_CONNECTIONS_PER_IP;
-    c->header_timeout_s = SRV_DEFAULT_HEADER_TIMEOUT_S;
-    c->log_requests = true;
-}
-
 static mllm_status check_config(const mllm_server_config *c) {
     if (!c->host || !c->model_id || !c->model_id[0])
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: host and model id are required");
     if (c->port < 0 || c->port > 65535) return mllm_err(MLLM_ERR_INVALID_ARG, "server: port %d out of range", c->port);
     if (c->n_parallel < 1 || c->n_parallel > 256)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: --parallel %d out of range [1, 256]", c->n_parallel);
-    if (c->kv_size < 0 || c->kv_size > SRV_MAX_KV_SIZE)
-        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --kv-size %d out of range [0, %d]", c->kv_size, SRV_MAX_KV_SIZE);
+    if (c->kv_size < 0 || c->kv_size > MLLM_SERVER_MAX_KV_SIZE)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "server: --kv-size %d out of range [0, %d]", c->kv_size, MLLM_SERVER_MAX_KV_SIZE);
     if (c->kv_type < MLLM_KV_CONTIGUOUS || c->kv_type > MLLM_KV_PAGED_Q8)
         return mllm_err(MLLM_ERR_INVALID_ARG, "server: kv type %d out of range", c->kv_type);
     if (c->max_queue < 0 || c->max_queue > 100000)
@@ -71,6 +52,9 @@ static void server_free(mllm_server *S) {
 mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, mllm_server **out) {
     if (!model || !c || !out) return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_server_start: NULL argument");
     *out = NULL;
+    if (c->struct_size != sizeof *c)
+        return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_server_start: struct_size %u is not %zu (fill the config with "
+                        "mllm_server_default_config)", c->struct_size, sizeof *c);
     mllm_status st = check_config(c);
     if (st != MLLM_OK) return st;
     int64_t now;

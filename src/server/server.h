@@ -9,14 +9,6 @@
  * the only thing both sides touch, under its own mutex. Embedding and
  * audio requests are tasks (tasks.h) in a bounded queue of their own, run
  * by the engine loop between its steps, else by a task worker.
- *
- *     mllm_server_config c; mllm_server_default_config(&c);
- *     c.port = 8080;
- *     mllm_server *srv; mllm_server_start(model, &c, &srv);
- *     ... wait for SIGTERM ...
- *     mllm_server_drain(srv);  // no new requests; queued ones get 503
- *     ... wait while mllm_server_busy(srv), up to a grace period ...
- *     mllm_server_stop(srv);   // cancels what still runs, joins, frees
  */
 #ifndef MLLM_SERVER_SERVER_H
 #define MLLM_SERVER_SERVER_H
@@ -24,87 +16,11 @@
 #include <stddef.h>
 #include <mllm/mllm.h>
 
-/* Defaults of the limits; every one is a `mllm serve` option. */
-#define SRV_DEFAULT_PORT 8080
-#define SRV_DEFAULT_PARALLEL 2
-#define SRV_DEFAULT_QUEUE 64
-#define SRV_DEFAULT_MAX_BODY (1u << 20)  /* bytes of a request body */
-#define SRV_DEFAULT_MAX_UPLOAD (25u << 20) /* bytes of a multipart upload (audio), OpenAI's limit */
-#define SRV_DEFAULT_MAX_MESSAGES 256
-#define SRV_DEFAULT_MAX_TOKENS_LIMIT 4096 /* the largest max_tokens accepted */
-#define SRV_DEFAULT_MAX_TOKENS 256        /* when a request gives none */
-#define SRV_DEFAULT_TIMEOUT_S 15          /* idle connection / slow request body */
-#define SRV_DEFAULT_MAX_CONNECTIONS 128
-#define SRV_DEFAULT_MAX_CONNECTIONS_PER_IP 64 /* half: one address cannot take them all */
-#define SRV_DEFAULT_HEADER_TIMEOUT_S 10   /* whole request head, from connect or the last response */
+/* mllm_server_config, its MLLM_SERVER_DEFAULT_* values and the mllm_server_*
+   functions are public (mllm/mllm_server.h); these limits are the server's own. */
 #define SRV_MAX_STOP 4          /* stop sequences per request, as OpenAI */
 #define SRV_MAX_STOP_LEN 256    /* bytes per stop sequence */
 #define SRV_MAX_TOKENIZE_IDS 65536 /* ids accepted by /detokenize */
 #define SRV_MAX_LOGIT_BIAS 1024 /* logit_bias entries per request */
-#define SRV_MAX_KV_SIZE (1 << 26) /* token positions of --kv-size */
-
-typedef struct {
-    const char *host;      /* "127.0.0.1"; an address, IPv6 when it has ':' */
-    int port;              /* 0 = any free port (see mllm_server_port) */
-    const char *api_key;   /* NULL = no auth; else every endpoint but /health */
-    const char *model_id;  /* the name /v1/models shows and requests must use */
-    int n_parallel;        /* sequences generated at the same time (engine) / slots (with a draft model) */
-    int n_ctx;             /* context per sequence; 0 = the session default */
-    int n_threads;         /* engine: compute threads, 0 = every core; slots: per slot, 0 = cores / slots */
-    int max_queue;         /* requests waiting for a slot; beyond: 503 */
-    size_t max_body;       /* bytes; beyond: 413 */
-    int max_messages;      /* chat messages per request; beyond: 400 */
-    int max_tokens_limit;  /* largest max_tokens; beyond: 400 */
-    int default_max_tokens;
-    int timeout_s;         /* idle connection and request-body deadline: 408 */
-    int max_connections;   /* beyond: the slowest connection still sending its request is closed */
-    int max_connections_per_ip; /* the same, per client address */
-    int header_timeout_s;  /* a request head not complete in this time: closed */
-    const char *allowed_origins; /* NULL: no cross-origin requests; "*"; or "https://a.example,http://b:3000" */
-    bool log_requests;     /* one line per request on stderr (default true) */
-    bool context_shift;    /* a full context drops old tokens and generation goes on to max_tokens */
-    /* How requests speculate (NULL: the default, prompt lookup in
-       MLLM_SPEC_AUTO). The engine (the default path) speculates by prompt
-       lookup and, with a draft model (p->draft), by the draft too, a draft
-       session per sequence (api/engine_draft.h; mode, lookup, n_draft_max,
-       draft_p_min and the n-gram lengths are used); the per-slot path (a
-       draft with n_parallel 1, a model that takes images) gives each slot
-       its own session speculating as mllm_generate does. */
-    const mllm_speculative_params *speculative;
-    size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
-    /* The engine's KV pool (every sequence's K/V, and the prefix cache):
-       kv_size token positions (0: n_parallel x n_ctx), at least one context
-       plus a block; kv_type MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8. */
-    int kv_size;
-    int kv_type;
-    /* The persistent prefix store (engine path): a folder (NULL: none)
-       whose file keeps the K/V blocks of prompts across restarts, bounded
-       by prefix_store_size bytes (0: 1 GiB); docs/server.md. */
-    const char *prefix_store;
-    uint64_t prefix_store_size;
-    /* A test option (`mllm serve --test-task-hold-ms`; 0: off): the thread
-       that owns the compute (the engine loop, or the task worker) sleeps
-       this long before it starts each embedding or audio request, so a
-       test sees requests queue behind it (tests/e2e/serve_tasks.py). */
-    int test_task_hold_ms;
-} mllm_server_config;
-
-typedef struct mllm_server mllm_server;
-
-void mllm_server_default_config(mllm_server_config *c);
-/* Creates the slots and starts listening. The model must outlive the
-   server. Errors: MLLM_ERR_INVALID_ARG (config), MLLM_ERR_IO (cannot
-   listen), MLLM_ERR_NOMEM; the detail is in mllm_last_error(). */
-mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, mllm_server **out);
-/* The port the server listens on (useful with port 0). */
-int mllm_server_port(const mllm_server *s);
-/* Stops accepting connections and requests (new and queued ones get 503,
-   /health says 503); running generations go on. Returns at once. */
-void mllm_server_drain(mllm_server *s);
-/* Requests running or queued. */
-int mllm_server_busy(mllm_server *s);
-/* Cancels running generations (their clients get what was generated so
-   far and a clean end), joins every thread, frees. NULL is a no-op. */
-void mllm_server_stop(mllm_server *s);
 
 #endif

@@ -27,8 +27,6 @@
 #define MLLM_SYNTH_SYNTH_H
 #include <mllm/mllm.h>
 
-/* progress (may be NULL) receives one line per tensor written. */
-mllm_status mllm_synth_write(const char *arch, const char *preset, const char *dtype, const char *format,
-                             const char *out_path, void (*progress)(void *user, const char *msg), void *user);
+/* mllm_synth_write is public (mllm/mllm_tools.h). */
 
 #endif

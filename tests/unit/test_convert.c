@@ -20,7 +20,7 @@ static const int32_t k_ids[] = {1, 5, 9, 42, 7, 3, 100, 11};
 static void expect_same_logits(const char *a, const char *b) { tu_expect_same_logits(a, b, k_ids, N_IDS); }
 
 static mllm_status convert_pack(const char *in, const char *out, const char *quant, const char *pipeline, bool gguf,
-                                mllm_convert_pack pack) {
+                                int pack) {
     mllm_convert_params p;
     mllm_convert_default_params(&p);
     p.in = in, p.out = out, p.quant = quant, p.pipeline_path = pipeline, p.to_gguf = gguf, p.pack = pack;

@@ -27,7 +27,7 @@ static const int32_t k_ids[] = {1, 5, 9, 42, 7, 3, 100, 11};
 static void expect_same_logits(const char *a, const char *b) { tu_expect_same_logits(a, b, k_ids, N_IDS); }
 
 static mllm_status convert(const char *in, const char *out, const char *quant, const char *pipeline, bool gguf,
-                           mllm_convert_pack pack) {
+                           int pack) {
     mllm_convert_params p;
     mllm_convert_default_params(&p);
     p.in = in, p.out = out, p.quant = quant, p.pipeline_path = pipeline, p.to_gguf = gguf, p.pack = pack;
@@ -360,7 +360,7 @@ static void test_refusals(void **state) {
     assert_int_equal(mllm_synth_write("qwen3", "tiny", "f32", "gguf", g, NULL, NULL), MLLM_OK);
     assert_int_equal(convert(g, m, "q4_0x8", NULL, false, MLLM_CONVERT_PACK_X8), MLLM_ERR_INVALID_ARG);
     assert_non_null(strstr(mllm_last_error(), "kernel layout"));
-    assert_int_equal(convert(g, m, NULL, NULL, false, (mllm_convert_pack)7), MLLM_ERR_INVALID_ARG);
+    assert_int_equal(convert(g, m, NULL, NULL, false, 7), MLLM_ERR_INVALID_ARG);
     assert_non_null(strstr(mllm_last_error(), "pack"));
     FILE *fp = fopen(m, "rb");
     assert_null(fp); /* nothing written */

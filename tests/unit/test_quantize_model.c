@@ -49,7 +49,7 @@ static void compare_with_llama_cpp(const char *type, const char *theirs_rel) {
     p.n_threads = 2;
     p.tensor_types = ov;
     p.n_tensor_types = 1;
-    mllm_quantize_stats s;
+    mllm_quantize_stats s = {.struct_size = sizeof s};
     if (mllm_quantize_file(src, out, &p, &s)) fail_msg("quantize: %s", mllm_last_error());
     mllm_gguf *a = NULL, *b = NULL;
     assert_int_equal(mllm_gguf_open(out, &a), MLLM_OK);
@@ -192,7 +192,7 @@ static void test_logits_vs_f32(void **state) {
         mllm_quantize_default_params(&p);
         p.type = k_mixes[i].type;
         p.n_threads = 2;
-        mllm_quantize_stats st;
+        mllm_quantize_stats st = {.struct_size = sizeof st};
         if (mllm_quantize_file(src, out, &p, &st)) fail_msg("quantize %s: %s", p.type, mllm_last_error());
         run_logits(out, got);
         const double e = tu_nmse(got, ref, V);

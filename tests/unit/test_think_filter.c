@@ -3,7 +3,7 @@
    thinking parts and shown output is the reply unchanged. */
 #include <stdlib.h>
 #include <string.h>
-#include "runtime/think_filter.h"
+#include <mllm/mllm.h>
 #include "testutil.h"
 
 typedef struct { char buf[512]; size_t n; } sink_buf;
@@ -15,7 +15,8 @@ static void sink(void *user, const char *text, size_t len) {
 }
 
 static void run(const char *reply, int show, uint64_t seed, sink_buf *out) {
-    mllm_think_filter f = {.show = show};
+    mllm_think_filter *f = NULL;
+    assert_int_equal(mllm_think_filter_new(show, &f), MLLM_OK);
     size_t len = strlen(reply), at = 0;
     uint64_t x = seed * 2654435761u + 1;
     memset(out, 0, sizeof *out);
@@ -23,9 +24,10 @@ static void run(const char *reply, int show, uint64_t seed, sink_buf *out) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
         at += 1 + x % 4; /* pieces of 1..4 bytes */
         if (at > len) at = len;
-        mllm_think_filter_feed(&f, reply, at, 0, sink, out);
+        mllm_think_filter_feed(f, reply, at, 0, sink, out);
     }
-    mllm_think_filter_feed(&f, reply, len, 1, sink, out);
+    mllm_think_filter_feed(f, reply, len, 1, sink, out);
+    mllm_think_filter_free(f);
 }
 
 static void test_split_anywhere(void **state) {

@@ -236,6 +236,22 @@ static void read_head(struct MHD_Connection *conn, srv_head *h) {
     if (w.prev_end && w.prev_end[1]) h->nul = true;
 }
 
+/* The path's percent-escapes decoded, as libmicrohttpd does, except that
+   a path holding %00 becomes the empty string (which no request line can
+   give otherwise): decoded, the NUL would cut the route, so /health%00evil
+   would answer as /health and the log would record the cut path.
+   reject_early refuses it. Also applied to query arguments, where such a
+   value becomes empty. */
+static size_t unescape_uri(void *cls, struct MHD_Connection *conn, char *s) {
+    (void)cls, (void)conn;
+    for (const char *q = strchr(s, '%'); q; q = strchr(q + 1, '%'))
+        if (q[1] == '0' && q[2] == '0') {
+            s[0] = 0;
+            return 0;
+        }
+    return MHD_http_unescape(s);
+}
+
 /* Checks what can be checked before the body arrives; true if it answered. */
 static bool reject_early(mllm_server *S, srv_req *r, const char *version, const srv_route *rt, enum MHD_Result *ret) {
     bool is_get = !strcmp(r->method, MHD_HTTP_METHOD_GET) || !strcmp(r->method, MHD_HTTP_METHOD_HEAD);
@@ -245,6 +261,10 @@ static bool reject_early(mllm_server *S, srv_req *r, const char *version, const 
     srv_err e = {0};
     read_head(r->conn, &h);
     if (srv_head_check_framing(&S->policy, &h, version, &e)) { *ret = srv_reply_err(S, r, &e); return true; }
+    if (!r->url[0]) {
+        *ret = srv_reply_error(S, r, 400, "invalid_path", "the path holds an encoded NUL byte (%%00)");
+        return true;
+    }
     if (h.n_origin) r->origin = h.origin; /* allowed, or framing would have refused it */
     if (h.n_content_type == 1) r->content_type = h.content_type; /* points into the connection's head */
     if (!rt) {
@@ -400,6 +420,7 @@ mllm_status srv_http_start(mllm_server *S) {
                                  MHD_OPTION_CONNECTION_LIMIT, srv_guard_mhd_limit(&gc),
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S->cfg.timeout_s,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+                                 MHD_OPTION_UNESCAPE_CALLBACK, unescape_uri, NULL,
                                  MHD_OPTION_END);
     if (!S->daemon) {
         srv_guard_free(S->guard);

@@ -51,7 +51,11 @@ void srv_head_add(srv_head *h, const char *name, size_t name_len, const char *va
         else if (h->n_content_length && x != h->content_length) h->content_length_bad = true;
         if (!h->n_content_length) h->content_length = x;
         h->n_content_length++;
-    } else if (ieq(name, name_len, "transfer-encoding")) h->n_transfer_encoding++;
+    } else if (ieq(name, name_len, "transfer-encoding")) {
+        /* libmicrohttpd decodes chunked alone; with any other coding it
+           waits for a body it cannot frame until the timeout. */
+        if (h->n_transfer_encoding++ || !ieq(v.p, v.n, "chunked")) h->te_unknown = true;
+    }
     else if (ieq(name, name_len, "content-type")) {
         if (!h->n_content_type++) h->content_type = v;
     } else if (ieq(name, name_len, "origin")) {
@@ -166,6 +170,9 @@ int srv_head_check_framing(const srv_policy *p, const srv_head *h, const char *v
     if (h->n_content_length && h->n_transfer_encoding)
         return srv_fail(e, 400, "invalid_content_length", NULL,
                         "a request may have Content-Length or Transfer-Encoding, not both");
+    if (h->te_unknown)
+        return srv_fail(e, 501, "not_implemented", NULL,
+                        "Transfer-Encoding: only one 'chunked' is supported (no other codings, no lists)");
     /* The origin is not echoed: it is the client's bytes, maybe not UTF-8. */
     if (h->n_origin && (h->n_origin > 1 || (!srv_origin_allowed(p->origins, h->origin) &&
                                             !(h->n_host == 1 && srv_origin_same(h->origin, h->host)))))

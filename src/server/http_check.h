@@ -20,6 +20,7 @@ typedef struct {
 typedef struct {
     unsigned n_host, n_content_length, n_transfer_encoding, n_content_type, n_origin, n_authorization;
     bool content_length_bad;          /* a value not all digits, or two that differ */
+    bool te_unknown;                  /* a Transfer-Encoding other than one "chunked" */
     bool nul;                         /* a value holds a NUL byte (RFC 9110 forbids it); http.c also
                                          sets it for folded lines */
     unsigned long long content_length; /* the first value (saturated) */

@@ -134,6 +134,13 @@ def main(argv):
             ("Content-Length not a number", [hdr + b"Content-Length: abc\r\n\r\n"], None, (400,)),
             ("huge header", [b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200000 + b"\r\n\r\n"], None,
              (400, 413, 431)),
+            # #42: an unknown coding waited for the timeout; %00 cut the route
+            ("Transfer-Encoding: gzip (answered at once)", [hdr + b"Transfer-Encoding: gzip\r\n\r\nabc"], None,
+             (501,)),
+            ("Transfer-Encoding: gzip, chunked", [hdr + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
+             None, (501,)),
+            ("/health%00evil", [b"GET /health%00evil HTTP/1.1\r\nHost: x\r\n\r\n"], None, (400,)),
+            ("/metrics%00x", [b"GET /metrics%00x HTTP/1.1\r\nHost: x\r\n\r\n"], None, (400,)),
         ]
         for name, chunks, pause, want in raw:
             st = s.raw(chunks, pause=pause)

@@ -228,7 +228,9 @@ static int tool_grammar(const srv_tools *t, srv_tc_style style, srv_job *j, srv_
     cJSON_free(text);
     if (st != MLLM_OK) {
         mllm_free(gbnf);
-        if (st == MLLM_ERR_NOMEM || !gbnf) return oom(e);
+        /* gbnf is NULL as well when the first call refused the schema:
+           only a failed allocation is out of memory. */
+        if (st == MLLM_ERR_NOMEM || (st == MLLM_ERR_BUFFER_TOO_SMALL && !gbnf)) return oom(e);
         return srv_fail(e, 400, NULL, "tools", "a tool's 'parameters' cannot constrain the call (tool_choice): %s",
                         mllm_last_error());
     }

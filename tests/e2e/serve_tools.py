@@ -185,7 +185,15 @@ def bad_requests(s):
     st, r = s.json("POST", "/v1/chat/completions", {"messages": ASK, "tools": [WEATHER], "tool_choice": "required",
                                                     "response_format": {"type": "json_object"}, "max_tokens": 2})
     check(st == 400 and r["error"]["param"] == "tools", "tools + response_format: %d %r" % (st, r))
-    print("ok   %d malformed tool requests: 400 naming the field" % (len(BAD_TOOLS) + len(bad_msgs) + 1))
+    # #42: a schema the compiler refuses was a 500 "out of memory"
+    odd = {"type": "function", "function": {"name": "mail", "parameters": {
+        "type": "object", "properties": {"to": {"type": "string", "format": "email"}}}}}
+    for choice in ("required", {"type": "function", "function": {"name": "mail"}}):
+        st, r = s.json("POST", "/v1/chat/completions", {"messages": ASK, "tools": [odd], "tool_choice": choice,
+                                                        "max_tokens": 2})
+        check(st == 400 and r["error"]["param"] == "tools" and "format 'email'" in r["error"]["message"],
+              "a schema the compiler refuses, tool_choice %r: %d %r" % (choice, st, r))
+    print("ok   %d malformed tool requests: 400 naming the field" % (len(BAD_TOOLS) + len(bad_msgs) + 3))
 
 
 def n_checks(openai, s, label, full=True):

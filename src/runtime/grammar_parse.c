@@ -216,6 +216,10 @@ static int64_t parse_char(parser *P) {
             v = v << 4 | (uint32_t)h;
         }
         if (v > MAX_CP) return fail_at(P, start, "escape past U+10FFFF%s", "");
+        /* UTF-8 text never holds a surrogate: a literal with one matches
+           nothing, and generation would fail only when it got there. */
+        if (v >= 0xD800 && v <= 0xDFFF)
+            return fail_at(P, start, "escape of a UTF-16 surrogate (U+D800..U+DFFF): not a character%s", "");
         P->pos += 2 + (size_t)nhex;
         return v;
     }

@@ -189,6 +189,7 @@ BAD = [  # (path, field, value): wrong values of supported fields
     (C, "logit_bias", {"-1": 1}), (C, "logit_bias", [1]), (C, "presence_penalty", 3),
     (C, "frequency_penalty", "high"), (C, "echo", True), (C, "suffix", "x"), (C, "best_of", 2),
     (C, "grammar", "root ::= ("), (CH, "grammar", 5),
+    (C, "grammar", "root ::= \"\\uD800\""),  # #42: a surrogate matched nothing, then a 500
     (CH, "response_format", "json"),
     (CH, "n", 9), (C, "n", 0), (CH, "n", 1.5), (CH, "parallel_tool_calls", "yes"), (CH, "tool_choice", "required"),
     (C, "tools", [{"type": "function", "function": {"name": "f"}}]),

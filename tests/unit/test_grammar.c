@@ -153,6 +153,8 @@ static void test_errors(void **state) {
         {"root ::= \"\\q\"", "line 1, column 11: unknown escape '\\q'"},
         {"root ::= \"\\x4\"", "expecting 2 hex digits"},
         {"root ::= \"\\U00110000\"", "escape past U+10FFFF"},
+        {"root ::= \"\\uD800\"", "line 1, column 11: escape of a UTF-16 surrogate"},
+        {"root ::= [\\uDFFF]", "escape of a UTF-16 surrogate"},
         {"root ::= *", "line 1, column 10: expecting an item before '*'"},
         {"root ::= \"a\"{3,2}", "n < m"},
         {"root ::= \"a\"{5000}", "MLLM_GRAMMAR_MAX_REPEAT (4096)"},

@@ -248,9 +248,10 @@ void mllm_engine_set_proposer(mllm_engine *e, int (*propose)(void *, const int32
 void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out);
 /* What opening the prefix store found ("" without one): a line for the log. */
 const char *mllm_engine_store_note(const mllm_engine *e);
-/* The identity a prefix store is keyed by (engine_store.c): the model
-   file, its hyper-parameters and the settings that change K/V bits. */
-uint64_t mllm_engine_model_identity(const mllm_engine *e);
+/* The identity a prefix store is keyed by (engine_store.c): content, the
+   hash of every byte of the model's files (formats/model_hash.h), its
+   hyper-parameters and the settings that change K/V bits. */
+uint64_t mllm_engine_model_identity(const mllm_engine *e, uint64_t content);
 /* Bytes of K/V per token position in the pool (all layers). */
 size_t mllm_engine_kv_token_bytes(const mllm_hparams *c, int kv_dtype);
 

@@ -21,18 +21,21 @@
 #include "core/error.h"
 #include "engine/engine_internal.h"
 #include "formats/mllmfile.h"
+#include "formats/model_hash.h"
 
 static void upd(mllm_xxh64_state *h, const void *p, size_t n) { mllm_xxh64_update(h, p, n); }
 
-/* What the K/V of a token prefix depend on besides the tokens: the model
-   file (mllm_model_file_fingerprint: its tensor index and a sample of
-   every tensor's bytes), the decoder's hyper-parameters as loaded
-   (overrides included), --exact, and the CPU kernel path (AVX2 / AVX-512
-   sum in another order). An image's rows are a block's salt (engine.h). */
-uint64_t mllm_engine_model_identity(const mllm_engine *e) {
+/* What the K/V of a token prefix depend on besides the tokens: the model's
+   bytes (content: every byte of its files, tokenizer and template
+   included; a sample of each tensor let a model with three edited
+   embedding rows read another's blocks, #42), the decoder's
+   hyper-parameters as loaded (overrides included), --exact, and the CPU
+   kernel path (AVX2 / AVX-512 sum in another order). An image's rows are
+   a block's salt (engine.h). */
+uint64_t mllm_engine_model_identity(const mllm_engine *e, uint64_t content) {
     mllm_xxh64_state h;
     mllm_xxh64_init(&h);
-    mllm_model_file_fingerprint(e->file, &h);
+    upd(&h, &content, sizeof content);
     /* field by field: a struct's padding bytes are not part of its value */
     const mllm_hparams *c = &e->dec->cfg;
     upd(&h, c->arch, sizeof c->arch);
@@ -55,7 +58,17 @@ mllm_status mllm_engine_store_open(mllm_engine *e) {
     if (!e->p.store_dir) return MLLM_OK;
     if (!e->file) return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: the engine has no model file to key it by");
     const mllm_hparams *c = &e->dec->cfg;
-    mllm_kv_store_geom g = {.model_id = mllm_engine_model_identity(e), .n_layer = c->n_layer,
+    if (mkdir(e->p.store_dir, 0700) != 0 && errno != EEXIST)
+        return mllm_err(MLLM_ERR_IO, "prefix store %s: %s", e->p.store_dir, strerror(errno));
+    mllm_status st = mllm_kv_store_check_folder(e->p.store_dir);
+    if (st != MLLM_OK) return st;
+    /* Hashed once per model version and kept in the folder (a GB takes
+       about a second to hash). */
+    uint64_t content = 0;
+    bool cached = false;
+    st = mllm_model_content_hash(e->file->path, e->p.store_dir, &content, &cached);
+    if (st != MLLM_OK) return st;
+    mllm_kv_store_geom g = {.model_id = mllm_engine_model_identity(e, content), .n_layer = c->n_layer,
                             .n_head_kv = c->n_head_kv, .head_dim = c->head_dim, .dtype = e->p.kv_dtype,
                             .block_size = e->p.block_size, .block_bytes = e->kp.layers[0].block_bytes};
     /* One file per model and geometry: several models can share a folder
@@ -67,13 +80,12 @@ mllm_status mllm_engine_store_open(mllm_engine *e) {
     if ((size_t)snprintf(path, sizeof path, "%s/prefix-%016llx.kvstore", e->p.store_dir, (unsigned long long)name) >=
         sizeof path)
         return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: folder name too long");
-    if (mkdir(e->p.store_dir, 0755) != 0 && errno != EEXIST)
-        return mllm_err(MLLM_ERR_IO, "prefix store %s: %s", e->p.store_dir, strerror(errno));
     const char *note = "";
     const uint64_t bytes = e->p.store_bytes ? e->p.store_bytes : MLLM_ENGINE_DEFAULT_STORE_BYTES;
-    mllm_status st = mllm_kv_store_open(path, &g, bytes, &e->store, &note);
+    st = mllm_kv_store_open(path, &g, bytes, &e->store, &note);
     if (st != MLLM_OK) return st;
-    snprintf(e->store_note, sizeof e->store_note, "%s", note);
+    snprintf(e->store_note, sizeof e->store_note, "%s; the model's content hash %s", note,
+             cached ? "read from the folder" : "computed and kept in the folder");
     e->store_bufs = mllm_calloc((size_t)c->n_layer, sizeof *e->store_bufs);
     if (!e->store_bufs) return mllm_err(MLLM_ERR_NOMEM, "out of memory");
     return MLLM_OK;

@@ -275,12 +275,7 @@ static bool init_file(mllm_kv_store *s) {
    link where the store will be (as ssh's StrictModes and systemd's
    tmpfiles refuse): not writable by group or others, unless it is sticky
    (others cannot remove or rename our file there) and ours. */
-static mllm_status folder_check(const char *path) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if ((size_t)(slash - path) >= sizeof dir) return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: path too long");
-    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+mllm_status mllm_kv_store_check_folder(const char *dir) {
     struct stat d;
     if (stat(dir, &d) != 0) return mllm_err(MLLM_ERR_IO, "prefix store folder %s: %s", dir, strerror(errno));
     const bool shared = (d.st_mode & (S_IWGRP | S_IWOTH)) != 0;
@@ -291,6 +286,15 @@ static mllm_status folder_check(const char *path) {
                         "one you own",
                         dir, (unsigned)(d.st_mode & 07777));
     return MLLM_OK;
+}
+
+static mllm_status folder_check(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(slash - path) >= sizeof dir) return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: path too long");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    return mllm_kv_store_check_folder(dir);
 }
 
 /* Whether the first bytes of a non-empty file are (the start of) a store

@@ -66,6 +66,11 @@ typedef struct {
 
 typedef struct mllm_kv_store mllm_kv_store;
 
+/* MLLM_OK when dir is a folder only we can write (or a sticky one we own):
+   the store and the files kept beside it (the model's content hash) may
+   be trusted there. Errors say why (MLLM_ERR_IO). */
+mllm_status mllm_kv_store_check_folder(const char *dir);
+
 /* Opens (creating, or starting afresh after a mismatch) the store file at
    path for this geometry, max_bytes in all (header and index included; at
    least one slot). *note describes what was found (a static buffer of the

@@ -235,6 +235,46 @@ def hostile_case(mllm, model, work):
     print("ok   a link, a foreign file and a folder others can write are refused; nothing is written")
 
 
+def edited_case(mllm, model, work):
+    """A copy of the model with three token-embedding rows edited, away from
+    the bytes a sampled fingerprint reads, on the original's store folder:
+    it reads nothing from it (#42: it took 256 cached tokens)."""
+    store = os.path.join(work, "edited-store")
+    edited = os.path.join(work, "edited.gguf")
+    data = bytearray(open(model, "rb").read())
+    dtype, at = srvtest.gguf_tensor(data, "token_embd.weight")
+    size = len(data) - at  # an upper bound; the rows edited lie well inside the tensor
+    step = max(1, (min(size, 1 << 16) - 4096 - 256) // 15)
+    for k in range(3):  # between two of the 16 sampled 256-byte slices after the first 4 KiB
+        data[at + 4096 + step * k + 256 + step // 3] ^= 0x5A
+    open(edited, "wb").write(bytes(data))
+    prompt = "Prices: bread 3 euros, croissant 2 euros, cake 15 euros. " * 4
+    s = srvtest.Server(mllm, model, "--prefix-store", store)
+    try:
+        complete(s, prompt)
+        check(s.stop() == 0, "server exit code")
+    finally:
+        s.close()
+    s = srvtest.Server(mllm, edited, "--prefix-store", store)
+    try:
+        _, n, cached = complete(s, prompt)
+        hits = s.metrics().get("mllm_prefix_store_hit_blocks_total", 0)
+        check(cached == 0 and hits == 0, "the edited model read the original's store: %d of %d cached, %d blocks"
+              % (cached, n, hits))
+        log = s.text_log()
+    finally:
+        s.close()
+    s = srvtest.Server(mllm, model, "--prefix-store", store)
+    try:
+        _, n2, cached2 = complete(s, prompt)
+        check(cached2 >= BLOCK, "the original still reads its own: %d of %d cached" % (cached2, n2))
+    finally:
+        s.close()
+    print("ok   a copy with 3 edited embedding bytes (type %d) reads 0 of %d tokens from the original's store; the "
+          "original reads %d (keyed by every byte of the files)%s" % (dtype, n, cached2,
+                                                                       "" if "prefix store" in log else ""))
+
+
 def main(argv):
     mllm, _shared, build = argv[0], argv[1], argv[2]
     work = tempfile.mkdtemp(prefix="mllm-pstore-")
@@ -244,6 +284,7 @@ def main(argv):
         subprocess.run([mllm, "synth", "--arch", "qwen3", "--preset", "tiny", "--dtype", "q8_0", "--format", "gguf",
                         "-o", other], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         hostile_case(mllm, tiny, work)
+        edited_case(mllm, tiny, work)
         system = "You are a careful assistant for a small bakery. " * 12
         restart_case(mllm, tiny, "tiny", os.path.join(work, "store"), other, system, "What does bread cost?",
                      "Name a pastry.", ["--prefix-store-size", "4M"])

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -209,3 +210,43 @@ def run(main):
         print("FAIL:", e)
         rc = 1
     sys.exit(rc or 0)
+
+
+GGUF_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}  # value type: bytes
+
+
+def gguf_tensor(data, want):
+    """(type, file offset) of the tensor called want in a GGUF file's bytes."""
+    n_t, n_kv = struct.unpack_from("<QQ", data, 8)
+    at, align = 24, 32
+
+    def string(at):
+        n = struct.unpack_from("<Q", data, at)[0]
+        return data[at + 8:at + 8 + n].decode(), at + 8 + n
+
+    def skip(t, at):
+        if t == 8:
+            return string(at)[1]
+        if t == 9:
+            et, n = struct.unpack_from("<IQ", data, at)
+            at += 12
+            for _ in range(n):
+                at = skip(et, at)
+            return at
+        return at + GGUF_SIZES[t]
+    for _ in range(n_kv):
+        key, at = string(at)
+        t = struct.unpack_from("<I", data, at)[0]
+        if key == "general.alignment":
+            align = struct.unpack_from("<I", data, at + 4)[0]
+        at = skip(t, at + 4)
+    found = None
+    for _ in range(n_t):
+        name, at = string(at)
+        nd = struct.unpack_from("<I", data, at)[0]
+        t, off = struct.unpack_from("<IQ", data, at + 4 + 8 * nd)
+        at += 4 + 8 * nd + 12
+        if name == want:
+            found = (t, off)
+    check(found is not None, "no tensor " + want)
+    return found[0], (at + align - 1) // align * align + found[1]

@@ -219,6 +219,9 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that hangs up must not kill the server */
+    /* A file-size limit (ulimit -f) under the prefix store: its write fails
+       with EFBIG and the store turns off, instead of SIGXFSZ killing us. */
+    signal(SIGXFSZ, SIG_IGN);
 
     mllm_load_params lp;
     mllm_load_default_params(&lp);

@@ -127,13 +127,21 @@ mllm_status mllm_file_map(const char *path, size_t min_size, const char *too_sho
     return MLLM_OK;
 }
 
-void mllm_file_unmap(void *base, size_t size) {
-    if (!base) return;
+void mllm_file_map_guard(void *base, size_t size) {
+    if (base && size) guard(base, size);
+}
+
+void mllm_file_map_unguard(const void *base) {
     guard_slot *s = slot_of(base);
     if (s) {
         atomic_store(&s->size, 0); /* the handler stops matching it first */
         atomic_store(&s->base, 0);
     }
+}
+
+void mllm_file_unmap(void *base, size_t size) {
+    if (!base) return;
+    mllm_file_map_unguard(base);
     munmap(base, size);
 }
 

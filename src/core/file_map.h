@@ -30,6 +30,14 @@ mllm_status mllm_file_map(const char *path, size_t min_size, const char *too_sho
                           size_t *size);
 void mllm_file_unmap(void *base, size_t size);
 
+/* Guards a mapping made elsewhere (the prefix store maps its own file
+   shared, core/file_map's loaders map theirs private) as mllm_file_map
+   guards its own: a read of a page the file no longer has (truncated, or
+   a hole a full tmpfs cannot fill) reads zeros and marks it damaged.
+   mllm_file_map_unguard before munmap. */
+void mllm_file_map_guard(void *base, size_t size);
+void mllm_file_map_unguard(const void *base);
+
 /* Drops the whole pages inside [p, p + n) of a read-only file mapping from
    this process (madvise DONTNEED: they are read again from the page cache
    if touched later). For loaders that convert mapped weights into their own

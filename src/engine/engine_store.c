@@ -110,7 +110,12 @@ int mllm_engine_store_load(mllm_engine *e, mllm_eseq *s) {
         if (j >= kv->n_blocks) { /* not in the pool: read it into a new block */
             if (kv->n_tokens != j * bs || mllm_kv_seq_grow(&e->kp, kv, bs) != MLLM_OK) break;
             block_bufs(e, kv->blocks[j]);
-            if (mllm_kv_store_read(e->store, en, e->store_bufs) != MLLM_OK) {
+            const mllm_status rs = mllm_kv_store_read(e->store, en, e->store_bufs);
+            if (rs != MLLM_OK) {
+                if (rs == MLLM_ERR_IO && !e->store_failed) { /* the file shrank under us: the server logs it */
+                    e->store_failed = true;
+                    snprintf(e->store_note, sizeof e->store_note, "%s", mllm_last_error());
+                }
                 mllm_kv_seq_truncate(&e->kp, kv, j * bs);
                 break;
             }

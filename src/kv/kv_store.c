@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file_map.h"
 #include "formats/mllmfile.h"
 
 #define REC_MAGIC 0x3145564bu /* "KVE1" */
@@ -55,6 +56,7 @@ struct mllm_kv_store {
     int32_t *buckets, *dirty;
     int n_buckets, n_dirty;
     bool need_sync, broken;
+    bool damaged; /* a read of the mapping faulted (file cut, or a hole no room could fill): no more reads */
     uint64_t next_serial, next_stamp;
     mllm_kv_store_stats st;
     char note[512];
@@ -355,18 +357,32 @@ mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, ui
         /* header_check reads only the struct's bytes; the length says whether the file has a header at all */
         why = sb.st_size == 0 ? "" : !have ? "shorter than its header" : header_check(hb, MLLM_KV_STORE_HEADER, g, &s->h);
         if (!why && s->h.n_slots != want.n_slots) why = "another --prefix-store-size";
+        bool sized = true;
         if (why) {
             s->h = want;
-            if (!init_file(s)) st = mllm_err(MLLM_ERR_IO, "prefix store %s: cannot create: %s", path, strerror(errno));
-        } else if ((uint64_t)sb.st_size != s->h.file_bytes && ftruncate(s->fd, (off_t)s->h.file_bytes) != 0) {
+            sized = init_file(s);
+        } else if ((uint64_t)sb.st_size != s->h.file_bytes) {
             /* a cut file grows back with zeros (their records are free slots, their bodies fail) */
-            st = mllm_err(MLLM_ERR_IO, "prefix store %s: cannot resize: %s", path, strerror(errno));
+            sized = ftruncate(s->fd, (off_t)s->h.file_bytes) == 0;
         }
+        if (!sized && (errno == ENOSPC || errno == EFBIG || errno == EDQUOT)) {
+            /* No room (a full file system, a file-size limit): the server
+               runs without a store; the caller logs the note. */
+            static _Thread_local char off[700];
+            snprintf(off, sizeof off, "prefix store %s: no room for its %llu bytes (%s): running without it", path,
+                     (unsigned long long)s->h.file_bytes, strerror(errno));
+            if (note) *note = off;
+            mllm_kv_store_close(s);
+            return MLLM_OK;
+        }
+        if (!sized) st = mllm_err(MLLM_ERR_IO, "prefix store %s: cannot create or resize: %s", path, strerror(errno));
     }
     if (st == MLLM_OK) {
         void *m = mmap(NULL, (size_t)s->h.file_bytes, PROT_READ, MAP_SHARED, s->fd, 0);
         if (m == MAP_FAILED) st = mllm_err(MLLM_ERR_IO, "prefix store %s: cannot map: %s", path, strerror(errno));
         else s->map = m, s->map_size = (size_t)s->h.file_bytes;
+        /* a page the file no longer has reads zeros instead of SIGBUS */
+        if (s->map) mllm_file_map_guard(m, s->map_size);
     }
     if (st == MLLM_OK) st = alloc_index(s);
     if (st != MLLM_OK) {
@@ -374,7 +390,11 @@ mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, ui
         return st;
     }
     const int n = scan(s);
-    if (why && *why)
+    if (mllm_file_map_damaged(s->map)) {
+        s->damaged = s->broken = true;
+        snprintf(s->note, sizeof s->note, "prefix store %s: pages of the file cannot be read (a full file system?): "
+                 "running without it", path);
+    } else if (why && *why)
         snprintf(s->note, sizeof s->note, "prefix store %s: %s, started afresh (%d slots of %llu bytes)", path, why,
                  s->st.n_slots, (unsigned long long)s->h.slot_bytes);
     else if (why)
@@ -392,7 +412,10 @@ mllm_status mllm_kv_store_open(const char *path, const mllm_kv_store_geom *g, ui
 void mllm_kv_store_close(mllm_kv_store *s) {
     if (!s) return;
     if (s->fd >= 0 && s->ents) mllm_kv_store_flush(s);
-    if (s->map) munmap((void *)s->map, s->map_size);
+    if (s->map) {
+        mllm_file_map_unguard(s->map);
+        munmap((void *)s->map, s->map_size);
+    }
     if (s->fd >= 0) close(s->fd); /* releases the lock */
     free_index(s);
     mllm_free(s);
@@ -430,12 +453,23 @@ static void drop(mllm_kv_store *s, int i) {
 mllm_status mllm_kv_store_read(mllm_kv_store *s, int entry, uint8_t *const *dst) {
     if (entry < 0 || entry >= (int)s->h.n_slots || !s->ents[entry].valid)
         return mllm_err(MLLM_ERR_INVALID_ARG, "prefix store: no entry %d", entry);
+    if (s->damaged) return mllm_err(MLLM_ERR_IO, "prefix store: its file could not be read; it is off");
     if (!body_intact(s, entry)) { /* changed on disk since it was checked */
+        if (mllm_file_map_damaged(s->map)) {
+            s->damaged = s->broken = true;
+            return mllm_err(MLLM_ERR_IO, "prefix store: its file shrank while in use; it is off from now on");
+        }
         drop(s, entry);
         return mllm_err(MLLM_ERR_FORMAT, "prefix store: entry %d is damaged", entry);
     }
     const uint8_t *b = body_of(s, entry) + (size_t)s->g.block_size * 4;
     for (int l = 0; l < s->g.n_layer; l++) memcpy(dst[l], b + (size_t)l * s->g.block_bytes, (size_t)s->g.block_bytes);
+    /* The file cut while in use: the pages past its end read as zeros
+       (core/file_map.h), maybe after the checksum above passed. */
+    if (mllm_file_map_damaged(s->map)) {
+        s->damaged = s->broken = true;
+        return mllm_err(MLLM_ERR_IO, "prefix store: its file shrank while in use; it is off from now on");
+    }
     s->ents[entry].stamp = s->next_stamp++;
     mark_dirty(s, entry);
     s->st.hits++;

@@ -275,6 +275,73 @@ def edited_case(mllm, model, work):
                                                                        "" if "prefix store" in log else ""))
 
 
+def faults_case(mllm, model, work):
+    """#42: the store's file cut while the server reads it, a file-size
+    limit below the store, a full tmpfs: a log line and a server that goes
+    on without the store, never SIGBUS or SIGXFSZ."""
+    import resource
+    prompt = "Prices: bread 3 euros, croissant 2 euros, cake 15 euros. " * 4
+    ref = srvtest.Server(mllm, model)
+    try:
+        want = complete(ref, prompt)[0]
+    finally:
+        ref.close()
+    store = os.path.join(work, "cut-store")
+    s = srvtest.Server(mllm, model, "--prefix-store", store, "--prefix-store-size", "8M")
+    try:
+        complete(s, prompt)
+        check(s.stop() == 0, "server exit code")
+    finally:
+        s.close()
+    s = srvtest.Server(mllm, model, "--prefix-store", store, "--prefix-store-size", "8M")
+    try:
+        path = glob.glob(os.path.join(store, "*.kvstore"))[0]
+        os.truncate(path, 8192)  # the index was read at start; the bodies are gone
+        text, _, cached = complete(s, prompt)
+        check(s.proc.poll() is None and text == want and cached == 0,
+              "a store cut while in use: alive %r, %r (want %r), %d cached" % (s.proc.poll(), text, want, cached))
+        check("shrank while in use" in s.text_log(), "the cut is logged: " + s.text_log()[-500:])
+    finally:
+        s.close()
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+    log = tempfile.NamedTemporaryFile(prefix="mllm-fsize-", suffix=".log", delete=False)
+    p = subprocess.Popen([mllm, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--prefix-store",
+                          os.path.join(work, "fsize-store"), "--prefix-store-size", "64M"],
+                         stdout=log, stderr=log, preexec_fn=limit)
+    try:
+        deadline = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < deadline and p.poll() is None and "listening on" not in text:
+            time.sleep(0.05)
+            text = open(log.name, errors="replace").read()
+        check(p.poll() is None and "no room" in text, "under a 1 MiB file-size limit: rc %r, %s" % (p.poll(), text[-600:]))
+    finally:
+        p.kill()
+        p.wait()
+        os.unlink(log.name)
+    tmpfs = os.path.join(work, "tmpfs-store")
+    os.mkdir(tmpfs, 0o700)
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", tmpfs],
+                                                  stderr=subprocess.DEVNULL).returncode == 0
+    if not mounted:
+        print("SKIPPED the full tmpfs case (mounting a tmpfs needs root)")
+    else:
+        try:
+            s = srvtest.Server(mllm, model, "--prefix-store", tmpfs, "--prefix-store-size", "64M")
+            try:
+                text, _, _ = complete(s, prompt)
+                check(text == want and s.proc.poll() is None, "on a full tmpfs: %r (want %r)" % (text, want))
+                check(s.stop() == 0, "server exit code on a full tmpfs: " + s.text_log()[-600:])
+            finally:
+                s.close()
+        finally:
+            subprocess.run(["umount", tmpfs])
+    print("ok   a store cut while in use, a 1 MiB file-size limit%s: logged, the server answers without it"
+          % (", a full tmpfs" if mounted else ""))
+
+
 def main(argv):
     mllm, _shared, build = argv[0], argv[1], argv[2]
     work = tempfile.mkdtemp(prefix="mllm-pstore-")
@@ -285,6 +352,7 @@ def main(argv):
                         "-o", other], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         hostile_case(mllm, tiny, work)
         edited_case(mllm, tiny, work)
+        faults_case(mllm, tiny, work)
         system = "You are a careful assistant for a small bakery. " * 12
         restart_case(mllm, tiny, "tiny", os.path.join(work, "store"), other, system, "What does bread cost?",
                      "Name a pastry.", ["--prefix-store-size", "4M"])

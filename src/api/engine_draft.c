@@ -80,7 +80,8 @@ static draft_slot *slot_for(mllm_engine_draft *d, const int32_t *ctx, int n) {
     return sl;
 }
 
-int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
+int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price,
+                              int32_t *out) {
     mllm_engine_draft *d = user;
     if (cap <= 0 || n <= 0 || n >= d->p.n_ctx) return 0;
     draft_slot *sl = slot_for(d, ctx, n);
@@ -95,11 +96,19 @@ int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, in
         s->n_past = 0; /* unknown: evaluated again next time */
         return 0;
     }
+    /* Priced (the session's rule, api/speculative.c): a proposal grows while
+       the chance that it is all kept, the product of the draft's
+       confidences, pays for its row and for the next draft step. */
+    double p_run = 1;
     int i = 0;
     for (; i < cap; i++) {
         const int32_t tok = mllm_argmax(s->logits, s->n_out);
-        if (mllm_prob_of_best(s->logits, s->n_out, tok) < d->p.p_min || tok >= d->p.model->dec.cfg.n_vocab) break;
+        const float conf = mllm_prob_of_best(s->logits, s->n_out, tok);
+        if (conf < d->p.p_min || tok >= d->p.model->dec.cfg.n_vocab) break;
+        p_run *= conf;
+        if (price && !mllm_spec_ctl_draft_more(p_run, 0, price->row[i])) break;
         out[i] = tok;
+        if (price && i + 1 < cap && !mllm_spec_ctl_draft_more(p_run, price->step, price->row[i + 1])) return i + 1;
         if (i + 1 < cap) {
             d->evals++;
             if (mllm_session_eval_internal(s, &tok, 1) != MLLM_OK) {

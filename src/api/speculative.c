@@ -14,13 +14,10 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
 /* The controller (runtime/spec_ctl.h) judges each proposer on its own. */
 /* With temperature > 0 the controller uses a cost model, not the clock, so
    that a seed gives the same text on every run: a pass over T tokens costs
-   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
-   bandwidth-bound decode: the weights are read once for all T tokens;
-   measured 0.03-0.05 per token up to T = 4 on a loaded 2-core host, and
-   more past 4, where the packed kernels sweep the weights again:
-   bench/history/2026-12-01_to_2026-12-03.md), a draft evaluation the ratio of the bytes a token of
-   the draft reads to the model's. */
-#define SPEC_VERIFY_COST 0.06
+   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (runtime/spec_ctl.h), a
+   draft evaluation the ratio of the bytes a token of the draft reads to
+   the model's. */
+#define SPEC_VERIFY_COST MLLM_SPEC_PASS_PRIOR
 
 typedef mllm_spec_ctl spec_src;
 

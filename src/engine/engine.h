@@ -88,6 +88,7 @@
 #include <stdint.h>
 #include <mllm/mllm.h>
 #include "core/threadpool.h"
+#include "runtime/spec_ctl.h"
 #include "formats/model_file.h"
 #include "models/decoder/decoder.h"
 #include "runtime/constraint.h"
@@ -112,8 +113,11 @@ typedef struct {
     int ngram_min, ngram_max; /* n-gram lengths tried, longest first, 1..8 (0: 2, 4) */
     /* The proposer (NULL: prompt lookup): up to cap tokens to follow
        ctx[0, n) (prompt, generated, the pending token last) into out;
-       returns how many. Called on the stepping thread. */
-    int (*propose)(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
+       returns how many. price (NULL: none, propose up to cap): what each
+       proposal would cost at this step, for a proposer that weighs it
+       against how sure it is (runtime/spec_ctl.h). Called on the stepping
+       thread. */
+    int (*propose)(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price, int32_t *out);
     void *propose_user;
     /* The proposer runs a model (a draft: api/engine_draft.h): with
        MLLM_SPEC_AUTO its time per proposal counts as part of what a
@@ -236,7 +240,8 @@ bool mllm_engine_idle(const mllm_engine *e);
 /* Replaces the proposer (mllm_engine_params.propose, propose_user,
    propose_costly), say one that needs the engine's thread pool; between
    steps only. */
-void mllm_engine_set_proposer(mllm_engine *e, int (*propose)(void *, const int32_t *, int, int, int32_t *),
+void mllm_engine_set_proposer(mllm_engine *e,
+                              int (*propose)(void *, const int32_t *, int, int, const mllm_spec_price *, int32_t *),
                               void *user, bool costly);
 void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out);
 /* What opening the prefix store found ("" without one): a line for the log. */

@@ -94,9 +94,34 @@ static void test_cost_fit(void **state) {
     assert_true(c4 > 0.99 && c4 < 1);
 }
 
+/* Per-length pass costs: the prior until a length is timed, then what it
+   measured (its first time whole, later ones averaged); an untimed length
+   costs the longest shorter timed one plus the prior per token; nothing
+   below a one-token pass; nothing recorded before a one-token pass. */
+static void test_pass_costs(void **state) {
+    (void)state;
+    mllm_spec_passes p;
+    mllm_spec_passes_init(&p, 0.06);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 1) - 1) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 5) - 1.24) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_row(&p, 0) - 0.06) < 1e-12);
+    mllm_spec_passes_add(&p, 3, 40); /* no one-token time yet: ignored */
+    assert_true(fabs(mllm_spec_passes_cost(&p, 3) - 1.12) < 1e-12);
+    mllm_spec_passes_add(&p, 1, 20);
+    mllm_spec_passes_add(&p, 3, 30);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 3) - 1.5) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 2) - 1.06) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 5) - 1.62) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_row(&p, 1) - 0.44) < 1e-12); /* the 2nd proposal: 2 -> 3 tokens */
+    mllm_spec_passes_add(&p, 3, 50);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 3) - (0.8 * 1.5 + 0.2 * 2.5)) < 1e-12);
+    mllm_spec_passes_add(&p, 2, 10); /* faster than one token: the one-token time is stale */
+    assert_true(fabs(p.c1_ms - 10) < 1e-12 && fabs(mllm_spec_passes_cost(&p, 2) - 1) < 1e-12);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_length_follows_acceptance_and_cost),
                                        cmocka_unit_test(test_observe_counts_positions),
-                                       cmocka_unit_test(test_cost_fit)};
+                                       cmocka_unit_test(test_cost_fit), cmocka_unit_test(test_pass_costs)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,7 @@
  * validate and enqueue (http.c, endpoints.c, oai_request.c); the scheduler
  * (scheduler.h) owns generation: by default one engine loop thread that
  * batches every running sequence into one forward per step over one shared
- * KV pool (sched_engine.c); with a draft model, one session and worker per
- * slot (sched_slots.c). A bounded FIFO queue is in front. A job (job.h) is
+ * KV pool (sched_engine.c). A bounded FIFO queue is in front. A job (job.h) is
  * the only thing both sides touch, under its own mutex. Embedding and
  * audio requests are tasks (tasks.h) in a bounded queue of their own, run
  * by the engine loop between its steps, else by a task worker.
@@ -67,9 +66,7 @@ typedef struct {
        MLLM_SPEC_AUTO). The engine (the default path) speculates by prompt
        lookup and, with a draft model (p->draft), by the draft too, a draft
        session per sequence (api/engine_draft.h; mode, lookup, n_draft_max,
-       draft_p_min and the n-gram lengths are used); the per-slot path (a
-       draft with n_parallel 1, a model that takes images) gives each slot
-       its own session speculating as mllm_generate does. */
+       draft_p_min and the n-gram lengths are used). */
     const mllm_speculative_params *speculative;
     size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
     /* The engine's KV pool (every sequence's K/V, and the prefix cache):

@@ -96,26 +96,21 @@ int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, co
         s->n_past = 0; /* unknown: evaluated again next time */
         return 0;
     }
-    /* Priced (the session's rule, api/speculative.c): a proposal grows while
-       the chance that it is all kept, the product of the draft's
-       confidences, pays for its row and for the next draft step. */
+    /* Priced as a session prices its draft's proposals (runtime/spec_ctl.h). */
     double p_run = 1;
-    int i = 0;
-    for (; i < cap; i++) {
+    for (int i = 0;; i++) {
         const int32_t tok = mllm_argmax(s->logits, s->n_out);
-        const float conf = mllm_prob_of_best(s->logits, s->n_out, tok);
-        if (conf < d->p.p_min || tok >= d->p.model->dec.cfg.n_vocab) break;
-        p_run *= conf;
-        if (price && !mllm_spec_ctl_draft_more(p_run, 0, price->row[i])) break;
+        const int take = tok < d->p.model->dec.cfg.n_vocab
+                             ? mllm_spec_draft_take(price, &p_run, mllm_prob_of_best(s->logits, s->n_out, tok),
+                                                    d->p.p_min, i, cap)
+                             : 0;
+        if (take == 0) return i;
         out[i] = tok;
-        if (price && i + 1 < cap && !mllm_spec_ctl_draft_more(p_run, price->step, price->row[i + 1])) return i + 1;
-        if (i + 1 < cap) {
-            d->evals++;
-            if (mllm_session_eval_internal(s, &tok, 1) != MLLM_OK) {
-                s->n_past = 0;
-                return i + 1;
-            }
+        if (take == 1) return i + 1;
+        d->evals++;
+        if (mllm_session_eval_internal(s, &tok, 1) != MLLM_OK) {
+            s->n_past = 0; /* unknown: evaluated again next time */
+            return i + 1;
         }
     }
-    return i;
 }

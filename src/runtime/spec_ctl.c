@@ -89,6 +89,14 @@ double mllm_spec_cost_step_ms(const mllm_spec_cost *f, int T) {
     return f->y / f->t * T;
 }
 
+int mllm_spec_draft_take(const mllm_spec_price *pr, double *p_run, double conf, double p_min, int i, int cap) {
+    if (conf < p_min) return 0; /* unsure: the model would likely reject it, and the ones after it */
+    *p_run *= conf;
+    if (pr && !mllm_spec_ctl_draft_more(*p_run, 0, pr->row[i])) return 0;
+    if (i + 1 >= cap || (pr && !mllm_spec_ctl_draft_more(*p_run, pr->step, pr->row[i + 1]))) return 1;
+    return 2;
+}
+
 void mllm_spec_passes_init(mllm_spec_passes *p, double per_token) {
     *p = (mllm_spec_passes){.per_token = per_token, .timed = 1u << 1};
     for (int n = 0; n < MLLM_SPEC_MAX_DRAFT + 2; n++) p->c[n] = 1;

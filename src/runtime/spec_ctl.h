@@ -71,6 +71,13 @@ typedef struct {
     double row[MLLM_SPEC_MAX_DRAFT + 1]; /* row[i]: the (i + 1)-th proposal's row in the pass */
 } mllm_spec_price;
 
+/* A draft's i-th proposal (from 0), whose own probability is conf, after
+   proposals all kept with chance *p_run (updated): 0, not proposed (below
+   p_min, or, priced, its row costs more than it likely saves); 1, proposed
+   and the last (priced: the next would not pay its draft step and row, or
+   i + 1 is cap); 2, proposed and the draft goes on. pr NULL: unpriced. */
+int mllm_spec_draft_take(const mllm_spec_price *pr, double *p_run, double conf, double p_min, int i, int cap);
+
 /* The cost model's extra token of a pass, in one-token passes (an
    estimate for a bandwidth-bound decode: the weights are read once for all
    T tokens; measured 0.03-0.05 per token up to T = 4 on a loaded 2-core

@@ -51,9 +51,11 @@
    are identical with speculation on or off; the K/V of refused proposals
    is dropped before the sequence's blocks are registered. MLLM_SPEC_AUTO
    weighs, before each pass, how likely a sequence's proposals are to be
-   kept against what one more token costs the step (a linear fit of step
-   time against batch tokens, measured as the engine runs: cheap when one
-   stream runs, nearly a token of output in a full batch on few cores),
+   kept against what one more token costs the step (a sequence decoding
+   alone: each pass length's measured time, as a session's speculation
+   does; in a batch, a linear fit of step time against batch tokens,
+   measured as the engine runs: nearly a token of output in a full batch
+   on few cores),
    and verifies only the proposals expected to gain more than they cost
    (runtime/spec_ctl.h); a proposal it does not verify is compared with
    the token that comes next, at no cost, so the estimate keeps learning.
@@ -121,9 +123,10 @@ typedef struct {
     void *propose_user;
     /* The proposer runs a model (a draft: api/engine_draft.h): with
        MLLM_SPEC_AUTO its time per proposal counts as part of what a
-       proposal costs, it is asked only for as many as are expected to pay
-       at that cost, and not at all while the sequence's speculation rests
-       (prompt lookup is asked every step: it costs nothing). */
+       proposal costs (price.step), it is not asked while the sequence's
+       speculation rests (prompt lookup is asked every step: it costs
+       nothing), and beside other decodes only for as many proposals as
+       the sequence's acceptance estimate expects to pay. */
     bool propose_costly;
     /* With a costly proposer: prompt lookup (ngram_min/max) proposes
        first, the proposer only where it has no match. */

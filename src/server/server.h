@@ -47,9 +47,9 @@ typedef struct {
     int port;              /* 0 = any free port (see mllm_server_port) */
     const char *api_key;   /* NULL = no auth; else every endpoint but /health */
     const char *model_id;  /* the name /v1/models shows and requests must use */
-    int n_parallel;        /* sequences generated at the same time (engine) / slots (with a draft model) */
+    int n_parallel;        /* sequences generated at the same time */
     int n_ctx;             /* context per sequence; 0 = the session default */
-    int n_threads;         /* engine: compute threads, 0 = every core; slots: per slot, 0 = cores / slots */
+    int n_threads;         /* compute threads, 0 = every core */
     int max_queue;         /* requests waiting for a slot; beyond: 503 */
     size_t max_body;       /* bytes; beyond: 413 */
     int max_messages;      /* chat messages per request; beyond: 400 */
@@ -89,7 +89,7 @@ typedef struct {
 typedef struct mllm_server mllm_server;
 
 void mllm_server_default_config(mllm_server_config *c);
-/* Creates the slots and starts listening. The model must outlive the
+/* Starts the scheduler and listens. The model must outlive the
    server. Errors: MLLM_ERR_INVALID_ARG (config), MLLM_ERR_IO (cannot
    listen), MLLM_ERR_NOMEM; the detail is in mllm_last_error(). */
 mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, mllm_server **out);

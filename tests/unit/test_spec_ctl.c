@@ -119,9 +119,35 @@ static void test_pass_costs(void **state) {
     assert_true(fabs(p.c1_ms - 10) < 1e-12 && fabs(mllm_spec_passes_cost(&p, 2) - 1) < 1e-12);
 }
 
+/* A draft's proposal: below p_min none; unpriced, on to cap; priced, not
+   when the run's chance is below its row, the last when it is below the
+   next row and draft step; the run's chance is the product. */
+static void test_draft_take(void **state) {
+    (void)state;
+    double p = 1;
+    assert_int_equal(mllm_spec_draft_take(NULL, &p, 0.05, 0.1, 0, 4), 0);
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(NULL, &p, 0.2, 0.1, 0, 4), 2);
+    assert_int_equal(mllm_spec_draft_take(NULL, &p, 0.2, 0.1, 3, 4), 1);
+    assert_true(fabs(p - 0.04) < 1e-12);
+    mllm_spec_price pr = {.step = 0.3};
+    pr.row[0] = 0.5;
+    pr.row[1] = 0.7;
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.4, 0.1, 0, 4), 0);
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.9, 0.1, 0, 4), 1); /* 0.9 < 0.3 + 0.7 */
+    pr.step = 0.1;
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.9, 0.1, 0, 4), 2); /* 0.9 >= 0.1 + 0.7 */
+    pr.row[1] = 0.86;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.95, 0.1, 1, 4), 0); /* 0.9 * 0.95 < 0.86 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_length_follows_acceptance_and_cost),
                                        cmocka_unit_test(test_observe_counts_positions),
-                                       cmocka_unit_test(test_cost_fit), cmocka_unit_test(test_pass_costs)};
+                                       cmocka_unit_test(test_cost_fit), cmocka_unit_test(test_pass_costs),
+                                       cmocka_unit_test(test_draft_take)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,8 +38,7 @@ static void serve_usage(FILE *f) {
             "                          follows it are not kept; docs/server.md)\n"
             "      --prefix-store-size BYTES  the store's file size, suffix K, M or G allowed\n"
             "                          (default 1G); least recently used blocks go first\n"
-            "  -t, --threads N         compute threads (default: every core; per-slot sessions\n"
-            "                          (--draft with --parallel 1): cores / slots)\n"
+            "  -t, --threads N         compute threads (default: every core)\n"
             "      --exact             f32 activations in quantized matmuls (docs/EXACTNESS.md)\n"
             "      --mmproj FILE       the vision tower of a GGUF text model (llama.cpp's mmproj GGUF);\n"
             "                          chat messages then take image_url parts with base64 data URLs\n"
@@ -245,9 +244,8 @@ int cmd_serve(int argc, char **argv) {
     if (mllm_model_can_generate(m))
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %d %s)\n", c.host,
                 mllm_server_port(srv), c.model_id, c.n_parallel,
-                spp.draft && spp.mode != MLLM_SPEC_OFF && c.n_parallel == 1 ? "slot with a draft model"
-                : spp.draft && spp.mode != MLLM_SPEC_OFF                      ? "parallel sequences, one engine, a draft model"
-                                                                              : "parallel sequences, one engine");
+                spp.draft && spp.mode != MLLM_SPEC_OFF ? "parallel sequences, one engine, a draft model"
+                                                       : "parallel sequences, one engine");
     else
         fprintf(stderr, "mllm serve: listening on http://%s:%d (model '%s', %s only)\n", c.host,
                 mllm_server_port(srv), c.model_id, mllm_model_can_transcribe(m) ? "speech to text" : "embeddings");

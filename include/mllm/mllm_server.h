@@ -49,9 +49,9 @@ typedef struct {
     int port;              /* 0 = any free port (see mllm_server_port) */
     const char *api_key;   /* NULL = no auth; else every endpoint but /health */
     const char *model_id;  /* the name /v1/models shows and requests must use ("mllm") */
-    int n_parallel;        /* sequences generated at the same time (engine) / slots (with a draft model) */
+    int n_parallel;        /* sequences generated at the same time */
     int n_ctx;             /* context per sequence; 0 = the session default */
-    int n_threads;         /* engine: compute threads, 0 = every core; slots: per slot, 0 = cores / slots */
+    int n_threads;         /* compute threads, 0 = every core */
     int max_queue;         /* requests waiting for a slot; beyond: 503 */
     size_t max_body;       /* bytes; beyond: 413 */
     int max_messages;      /* chat messages per request; beyond: 400 */
@@ -68,9 +68,7 @@ typedef struct {
        MLLM_SPEC_AUTO). The engine (the default path) speculates by prompt
        lookup and, with a draft model (draft), by the draft too, a draft
        session per sequence (mode, lookup, n_draft_max, draft_p_min and the
-       n-gram lengths are used); the per-slot path (a draft with
-       n_parallel 1, a model that takes images) gives each slot its own
-       session speculating as mllm_generate does. */
+       n-gram lengths are used). */
     const mllm_speculative_params *speculative;
     size_t max_upload;     /* bytes of a multipart body (/v1/audio/transcriptions); beyond: 413 */
     /* The engine's KV pool (every sequence's K/V, and the prefix cache):

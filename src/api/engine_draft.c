@@ -80,7 +80,8 @@ static draft_slot *slot_for(mllm_engine_draft *d, const int32_t *ctx, int n) {
     return sl;
 }
 
-int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
+int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price,
+                              int32_t *out) {
     mllm_engine_draft *d = user;
     if (cap <= 0 || n <= 0 || n >= d->p.n_ctx) return 0;
     draft_slot *sl = slot_for(d, ctx, n);
@@ -95,18 +96,21 @@ int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, in
         s->n_past = 0; /* unknown: evaluated again next time */
         return 0;
     }
-    int i = 0;
-    for (; i < cap; i++) {
+    /* Priced as a session prices its draft's proposals (runtime/spec_ctl.h). */
+    double p_run = 1;
+    for (int i = 0;; i++) {
         const int32_t tok = mllm_argmax(s->logits, s->n_out);
-        if (mllm_prob_of_best(s->logits, s->n_out, tok) < d->p.p_min || tok >= d->p.model->dec.cfg.n_vocab) break;
+        const int take = tok < d->p.model->dec.cfg.n_vocab
+                             ? mllm_spec_draft_take(price, &p_run, mllm_prob_of_best(s->logits, s->n_out, tok),
+                                                    d->p.p_min, i, cap)
+                             : 0;
+        if (take == 0) return i;
         out[i] = tok;
-        if (i + 1 < cap) {
-            d->evals++;
-            if (mllm_session_eval_internal(s, &tok, 1) != MLLM_OK) {
-                s->n_past = 0;
-                return i + 1;
-            }
+        if (take == 1) return i + 1;
+        d->evals++;
+        if (mllm_session_eval_internal(s, &tok, 1) != MLLM_OK) {
+            s->n_past = 0; /* unknown: evaluated again next time */
+            return i + 1;
         }
     }
-    return i;
 }

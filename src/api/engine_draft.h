@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <mllm/mllm.h>
 #include "core/threadpool.h"
+#include "runtime/spec_ctl.h"
 
 typedef struct mllm_engine_draft mllm_engine_draft;
 
@@ -29,8 +30,11 @@ typedef struct {
    model's, or that cannot generate), MLLM_ERR_NOMEM. */
 mllm_status mllm_engine_draft_new(const mllm_engine_draft_params *p, mllm_engine_draft **out);
 void mllm_engine_draft_free(mllm_engine_draft *d); /* NULL ok */
-/* The engine's propose hook (user: the mllm_engine_draft). */
-int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
+/* The engine's propose hook (user: the mllm_engine_draft): greedy
+   proposals down to p_min; priced, only while the product of the draft's
+   confidences covers each one's row and the next draft step. */
+int mllm_engine_draft_propose(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price,
+                              int32_t *out);
 /* The draft's forward passes so far (its prefills of prompts included). */
 uint64_t mllm_engine_draft_evals(const mllm_engine_draft *d);
 

@@ -14,13 +14,10 @@ enum { SRC_LOOKUP = 0, SRC_DRAFT = 1, SRC_N = 2 };
 /* The controller (runtime/spec_ctl.h) judges each proposer on its own. */
 /* With temperature > 0 the controller uses a cost model, not the clock, so
    that a seed gives the same text on every run: a pass over T tokens costs
-   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (an estimate for a
-   bandwidth-bound decode: the weights are read once for all T tokens;
-   measured 0.03-0.05 per token up to T = 4 on a loaded 2-core host, and
-   more past 4, where the packed kernels sweep the weights again:
-   bench/history/2026-12-01_to_2026-12-03.md), a draft evaluation the ratio of the bytes a token of
-   the draft reads to the model's. */
-#define SPEC_VERIFY_COST 0.06
+   1 + SPEC_VERIFY_COST * (T - 1) one-token passes (runtime/spec_ctl.h), a
+   draft evaluation the ratio of the bytes a token of the draft reads to
+   the model's. */
+#define SPEC_VERIFY_COST MLLM_SPEC_PASS_PRIOR
 
 typedef mllm_spec_ctl spec_src;
 
@@ -28,13 +25,11 @@ struct mllm_spec {
     mllm_speculative_params p;
     mllm_session *draft;   /* on p.draft, sharing the target's pool */
     double draft_ratio;    /* the draft's weight bytes read per token / the model's */
-    /* A draft step, and a pass over n tokens (c_pass[n], c_pass[1] = 1), in
+    /* A draft step, and a pass over n tokens (runtime/spec_ctl.h), in
        one-token passes of the model: the cost model (draft_ratio,
-       SPEC_VERIFY_COST) until, greedy, passes are timed. Not linear in n:
-       the CPU's packed kernels take 4 tokens per sweep over the weights. */
-    double c_step, c_pass[MLLM_SPEC_MAX_DRAFT + 2];
-    double c1_ms;          /* one-token pass of the model, moving average */
-    int c1_n;
+       SPEC_VERIFY_COST) until, greedy, passes are timed. */
+    double c_step;
+    mllm_spec_passes passes;
     mllm_speculative_stats *stats; /* the session's (spec_stats) */
     /* the generation */
     bool active, greedy, have_dsmp;
@@ -174,7 +169,7 @@ MLLM_API mllm_status mllm_session_set_speculative(mllm_session *s, const mllm_sp
     sp->draft = d;
     sp->draft_ratio = d ? weight_bytes(p.draft, d->n_out) / weight_bytes(s->m, s->m->dec.cfg.n_vocab) : 0;
     sp->c_step = sp->draft_ratio;
-    for (int n = 0; n < MLLM_SPEC_MAX_DRAFT + 2; n++) sp->c_pass[n] = 1 + SPEC_VERIFY_COST * (n > 1 ? n - 1 : 0);
+    mllm_spec_passes_init(&sp->passes, SPEC_VERIFY_COST);
     sp->p = p;
     return MLLM_OK;
 }
@@ -327,11 +322,14 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
     if ((*st = draft_sync(sp, ctx, n)) != MLLM_OK) return 0;
     size_t nvd = (size_t)d->m->dec.cfg.n_vocab;
     /* MLLM_SPEC_AUTO: a proposal grows while the chance that it is all kept
-       pays for the next draft step (mllm_spec_ctl_draft_more). */
-    const bool cost_rule = sp->p.mode == MLLM_SPEC_AUTO;
+       pays for its rows and the draft steps (mllm_spec_draft_take). */
+    mllm_spec_price price;
+    if (sp->p.mode == MLLM_SPEC_AUTO) {
+        price.step = sp->c_step;
+        for (int j = 0; j <= MLLM_SPEC_MAX_DRAFT; j++) price.row[j] = mllm_spec_passes_row(&sp->passes, j);
+    }
     double p_run = 1;
-    int i = 0;
-    for (; i < cap; i++) {
+    for (int i = 0;; i++) {
         int32_t tok;
         float conf;
         if (sp->greedy) {
@@ -348,31 +346,21 @@ static int propose_draft(mllm_session *s, struct mllm_spec *sp, const int32_t *c
             for (int j = 0; j < k; j++) qp[j] = (float)(sp->dsmp.prob[j] / sum);
             sp->qk[i] = k;
         }
-        /* Unsure: the model would likely reject it, and the ones after it. */
-        if (conf < sp->p.draft_p_min || tok >= s->m->dec.cfg.n_vocab) break;
-        /* Its row in the verification pass (i + 2 tokens instead of i + 1)
-           costs more than it likely saves. */
-        p_run *= conf;
-        if (cost_rule && !mllm_spec_ctl_draft_more(p_run, 0, sp->c_pass[i + 2] - sp->c_pass[i + 1])) break;
+        const int take = tok < s->m->dec.cfg.n_vocab
+                             ? mllm_spec_draft_take(sp->p.mode == MLLM_SPEC_AUTO ? &price : NULL, &p_run, conf,
+                                                    sp->p.draft_p_min, i, cap)
+                             : 0;
+        if (take == 0) return i;
         sp->queue[i] = tok;
-        /* The next one would cost a draft step too. */
-        if (cost_rule && i + 1 < cap &&
-            !mllm_spec_ctl_draft_more(p_run, sp->c_step, sp->c_pass[i + 3] - sp->c_pass[i + 2])) {
-            i++;
-            break;
-        }
-        if (i + 1 < cap) {
-            sp->pass_draft_evals++;
-            sp->stats->n_draft_evals++;
-            if ((*st = mllm_session_eval_internal(d, &tok, 1)) != MLLM_OK) return 0;
-        }
+        if (take == 1) return i + 1;
+        sp->pass_draft_evals++;
+        sp->stats->n_draft_evals++;
+        if ((*st = mllm_session_eval_internal(d, &tok, 1)) != MLLM_OK) return 0;
     }
-    return i;
 }
 
 static void note_plain_ms(struct mllm_spec *sp, double ms) {
-    sp->c1_ms = sp->c1_n ? 0.8 * sp->c1_ms + 0.2 * ms : ms;
-    sp->c1_n++;
+    mllm_spec_passes_add(&sp->passes, 1, ms);
     sp->stats->n_plain++;
 }
 
@@ -381,7 +369,7 @@ static void note_plain_ms(struct mllm_spec *sp, double ms) {
    against one token per one-token pass. */
 static void judge(struct mllm_spec *sp, spec_src *r, int gain) {
     if (sp->p.mode != MLLM_SPEC_AUTO) return;
-    const double cost = sp->greedy ? sp->pass_ms / sp->c1_ms
+    const double cost = sp->greedy ? sp->pass_ms / sp->passes.c1_ms
                                    : 1 + SPEC_VERIFY_COST * sp->qn + sp->pass_draft_evals * sp->draft_ratio;
     if (mllm_spec_ctl_judge(r, gain, cost, sp->gen_i)) sp->stats->n_turned_off++;
 }
@@ -412,14 +400,14 @@ static bool src_on(const struct mllm_spec *sp, int src) {
 /* MLLM_SPEC_AUTO: how many of prompt lookup's k proposals to verify, as
    the batching engine decides (runtime/spec_ctl.h): the longest run whose
    last one is still expected to be kept more often than its row costs
-   (keep^j above c_pass[j + 1] - c_pass[j]). A copied stretch has them
+   (keep^j above the row it adds to the pass). A copied stretch has them
    kept nearly always, so the run grows to the cap; on new text the
    proposals are mostly refused and they stop being verified, compared
    only with the token that comes. */
 static int lookup_len(const struct mllm_spec *sp, int k) {
     if (sp->p.mode != MLLM_SPEC_AUTO) return k;
     double row[MLLM_SPEC_MAX_DRAFT];
-    for (int j = 0; j < k; j++) row[j] = sp->c_pass[j + 2] - sp->c_pass[j + 1];
+    for (int j = 0; j < k; j++) row[j] = mllm_spec_passes_row(&sp->passes, j);
     return mllm_spec_ctl_len_costs(&sp->src[SRC_LOOKUP], row, k);
 }
 
@@ -437,7 +425,7 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     sp->pass_draft_evals = 0;
     /* The controller times passes against a one-token pass: with the clock
        (greedy MLLM_SPEC_AUTO) the session's first pass is a plain one. */
-    if (cap > 0 && (sp->c1_n > 0 || sp->p.mode != MLLM_SPEC_AUTO || !sp->greedy)) {
+    if (cap > 0 && (sp->passes.c1_n > 0 || sp->p.mode != MLLM_SPEC_AUTO || !sp->greedy)) {
         s->tokens[n0] = tok; /* the context the proposers see: what s holds, then tok */
         int want = sp->src[SRC_LOOKUP].n_cur < cap ? sp->src[SRC_LOOKUP].n_cur : cap;
         if (sp->p.lookup && src_on(sp, SRC_LOOKUP) &&
@@ -479,16 +467,10 @@ static mllm_status pass(mllm_session *s, struct mllm_spec *sp, int32_t tok, int 
     sp->draft_ms = tv - t0;
     if ((st = mllm_session_eval_rows(s, ids, k + 1, &rows)) != MLLM_OK) return st;
     sp->verify_ms = mllm_clock_mono_ms() - tv;
-    if (sp->greedy && sp->c1_n > 0) { /* sampling keeps the cost model: see judge */
-        /* A pass over more tokens never costs less than one over one: a
-           faster verification says the one-token time is stale (the first
-           plain pass of a generation runs cold, and plain passes are rare
-           while speculation pays). */
-        if (sp->verify_ms < sp->c1_ms) sp->c1_ms = sp->verify_ms;
-        const double v = sp->verify_ms / sp->c1_ms;
-        sp->c_pass[k + 1] = 0.8 * sp->c_pass[k + 1] + 0.2 * (v > 1 ? v : 1);
+    if (sp->greedy && sp->passes.c1_n > 0) { /* sampling keeps the cost model: see judge */
+        mllm_spec_passes_add(&sp->passes, k + 1, sp->verify_ms);
         if (sp->pass_draft_evals)
-            sp->c_step = 0.8 * sp->c_step + 0.2 * (sp->draft_ms / sp->pass_draft_evals / sp->c1_ms);
+            sp->c_step = 0.8 * sp->c_step + 0.2 * (sp->draft_ms / sp->pass_draft_evals / sp->passes.c1_ms);
     }
     /* The session holds tok; the proposals' KV rows wait past n_past. */
     s->n_past = n0 + 1;

@@ -54,6 +54,7 @@ mllm_status mllm_engine_new(const mllm_decoder *dec, const mllm_tokenizer *tok, 
     if (e->p.ngram_max == 0) e->p.ngram_max = e->p.ngram_min > 4 ? e->p.ngram_min : 4;
     e->max_blocks = max_blocks;
     mllm_spec_cost_init(&e->cost, SPEC_PRIOR_COST);
+    mllm_spec_passes_init(&e->passes, MLLM_SPEC_PASS_PRIOR);
     const mllm_hparams *c = &dec->cfg;
     mllm_kv_pool_params pp = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim,
                               .dtype = p->kv_dtype, .block_size = bs, .n_blocks = p->n_blocks,
@@ -421,10 +422,12 @@ static void retire(mllm_engine *e, mllm_eseq *s, const char *msg) {
 
 /* What one proposal of a costly proposer (propose_costly) costs itself, in
    tokens of output: its time over a step's time per token at B decodes
-   (the fitted step time). Until both are measured, a third of a token (a
-   draft a third the model's size). */
+   (one decode: the measured one-token step; more: the fitted step time).
+   Until both are measured, a third of a token (a draft a third the
+   model's size). */
 static double prop_cost(const mllm_engine *e, int B) {
     if (!e->p.propose_costly) return 0;
+    if (B <= 1 && e->passes.c1_n > 0 && e->prop_n >= 4) return e->prop_ms / e->passes.c1_ms;
     const double step = mllm_spec_cost_step_ms(&e->cost, B > 0 ? B : 1);
     if (e->prop_n < 4 || !(step > 0)) return 1.0 / 3;
     return e->prop_ms / (step / (B > 0 ? B : 1));
@@ -438,9 +441,11 @@ static void judge(mllm_engine *e, mllm_eseq *s, int k, int acc, int B) {
     mllm_spec_ctl_adapt(&s->spec, k, acc, e->p.spec_max);
     mllm_spec_ctl_observe(&s->spec, k, acc);
     /* gain: the tokens that needed no step of their own; cost: the extra
-       tokens' share of the step, and a costly proposer's own time */
-    const double c = mllm_spec_cost_token(&e->cost, B) + (s->prop_costly ? prop_cost(e, B) : 0);
-    if (e->p.spec_mode == MLLM_SPEC_AUTO && mllm_spec_ctl_judge(&s->spec, acc, k * c, s->res.n_gen))
+       tokens' share of the step (alone: what its length measured), and a
+       costly proposer's own time */
+    const double rows = B <= 1 ? mllm_spec_passes_cost(&e->passes, 1 + k) - 1 : k * mllm_spec_cost_token(&e->cost, B);
+    const double c = rows + (s->prop_costly ? k * prop_cost(e, B) : 0);
+    if (e->p.spec_mode == MLLM_SPEC_AUTO && mllm_spec_ctl_judge(&s->spec, acc, c, s->res.n_gen))
         e->st.spec_turned_off++;
 }
 
@@ -457,21 +462,26 @@ static void check_unverified(mllm_engine *e, mllm_eseq *s) {
     s->sh_at = -1;
 }
 
-/* A costly proposer's proposals for s (at most cap, after its tokens):
-   with MLLM_SPEC_AUTO it is asked only for what is expected to pay, its
-   own time included (none: now and then one, compared with the token that
-   comes, so the estimate can recover), and not while s rests. Its time per
-   proposal is averaged from each sequence's second call on (the first one
-   also reads the prompt). */
-static int propose_costly(mllm_engine *e, mllm_eseq *s, bool aut, double row_cost, int B, int cap) {
-    if (aut) {
+/* A costly proposer's proposals for s (at most cap, after its tokens),
+   priced with MLLM_SPEC_AUTO (price; NULL: not), and not asked while s
+   rests. With other decodes in the step it is also asked only for as many
+   as the sequence's acceptance estimate expects to pay (none: now and
+   then one, compared with the token that comes, so the estimate can
+   recover). A call that proposed nothing counts against it, as its time
+   went for nothing. Its time per proposal is averaged from each
+   sequence's second call on (the first one also reads the prompt). */
+static int propose_costly(mllm_engine *e, mllm_eseq *s, const mllm_spec_price *price, int B, int cap) {
+    if (price) {
         if (!mllm_spec_ctl_on(&s->spec, s->res.n_gen)) return 0;
-        const int want = mllm_spec_ctl_len(&s->spec, row_cost + prop_cost(e, B), cap);
-        if (want == 0 && s->res.n_gen % 16 != 0) return 0;
-        cap = want > 0 ? want : 1;
+        if (B > 1) {
+            const int want = mllm_spec_ctl_len(&s->spec, price->row[0] + price->step, cap);
+            if (want == 0 && s->res.n_gen % 16 != 0) return 0;
+            cap = want > 0 ? want : 1;
+        }
     }
     const double t0 = mllm_clock_mono_ms();
-    const int k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens);
+    const int k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, price, s->tokens + s->n_tokens);
+    if (price && k == 0 && mllm_spec_ctl_judge(&s->spec, 0, price->step, s->res.n_gen)) e->st.spec_turned_off++;
     if (!s->prop_seen) {
         s->prop_seen = true;
         return k;
@@ -484,16 +494,26 @@ static int propose_costly(mllm_engine *e, mllm_eseq *s, bool aut, double row_cos
     return k;
 }
 
+/* What each proposal would cost at a step of B decodes: one decode alone,
+   each length as measured (e->passes); more, each row alike from the fit. */
+static void price_of(const mllm_engine *e, int B, mllm_spec_price *pr) {
+    const double cost = mllm_spec_cost_token(&e->cost, B);
+    for (int i = 0; i <= MLLM_SPEC_MAX_DRAFT; i++) pr->row[i] = B <= 1 ? mllm_spec_passes_row(&e->passes, i) : cost;
+    pr->step = prop_cost(e, B);
+}
+
 /* Proposals for the decoding sequences of the plan, within the blocks left
    over (`spare`): appended after each one's pending token. With
    MLLM_SPEC_AUTO only as many as are expected to pay at this step's cost
-   per token (none: the first is kept to compare with what comes). */
+   per token (none: the first is kept to compare with what comes); a
+   costly proposer prices its own. */
 static void plan_lookup(mllm_engine *e, int spare) {
     if (e->p.spec_mode == MLLM_SPEC_OFF) return;
     const bool aut = e->p.spec_mode == MLLM_SPEC_AUTO;
     int B = 0;
     for (const mllm_eseq *s = e->running; s; s = s->next) B += s->n_step == 1 && s->n_tokens - s->n_done == 1;
-    const double cost = aut ? mllm_spec_cost_token(&e->cost, B) : 0;
+    mllm_spec_price price;
+    if (aut) price_of(e, B, &price);
     for (mllm_eseq *s = e->running; s; s = s->next) {
         if (s->n_step != 1 || s->n_tokens - s->n_done != 1 || s->r.constraint) continue;
         if (aut) check_unverified(e, s);
@@ -512,16 +532,19 @@ static void plan_lookup(mllm_engine *e, int spare) {
                                         s->tokens + s->n_tokens)
                     : 0;
         s->prop_costly = k == 0 && costly;
-        if (s->prop_costly) k = propose_costly(e, s, aut, cost, B, cap);
+        if (s->prop_costly) k = propose_costly(e, s, aut ? &price : NULL, B, cap);
         else if (k == 0 && propose)
-            k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, s->tokens + s->n_tokens);
+            k = e->p.propose(e->p.propose_user, s->tokens, s->n_tokens, cap, aut ? &price : NULL,
+                             s->tokens + s->n_tokens);
         if (k <= 0) continue;
         if (k > cap) k = cap;
         for (int i = 0; i < k; i++) /* a proposer's ids go into the graph: out of range is no proposal */
             if (s->tokens[s->n_tokens + i] < 0 || s->tokens[s->n_tokens + i] >= e->dec->cfg.n_vocab) k = i;
         if (k <= 0) continue;
-        if (aut) {
-            const int n = mllm_spec_ctl_on(&s->spec, s->res.n_gen) ? mllm_spec_ctl_len(&s->spec, cost, k) : 0;
+        if (aut && !s->prop_costly) {
+            const int n = !mllm_spec_ctl_on(&s->spec, s->res.n_gen) ? 0
+                          : B <= 1 ? mllm_spec_ctl_len_costs(&s->spec, price.row, k)
+                                   : mllm_spec_ctl_len(&s->spec, price.row[0], k);
             if (n == 0) {
                 s->sh_at = s->n_tokens;
                 s->sh_tok = s->tokens[s->n_tokens];
@@ -564,7 +587,8 @@ static bool verify(mllm_engine *e, mllm_eseq *s, const float *rows, int B) {
     return false;
 }
 
-void mllm_engine_set_proposer(mllm_engine *e, int (*propose)(void *, const int32_t *, int, int, int32_t *),
+void mllm_engine_set_proposer(mllm_engine *e,
+                              int (*propose)(void *, const int32_t *, int, int, const mllm_spec_price *, int32_t *),
                               void *user, bool costly) {
     e->p.propose = propose;
     e->p.propose_user = user;
@@ -582,10 +606,11 @@ mllm_status mllm_engine_step(mllm_engine *e) {
     while ((need = plan(e)) > avail_blocks(e) && e->n_running > 1) preempt_newest(e);
     for (mllm_eseq *s = e->running; s; s = s->next) s->n_prop = 0;
     if (need <= avail_blocks(e)) plan_lookup(e, avail_blocks(e) - need);
-    int T = 0, B = 0;
+    int T = 0, B = 0, n_seq = 0;
     for (mllm_eseq *s = e->running; s; s = s->next) {
         T += s->n_step > 0 ? s->n_step : 0;
         B += s->n_step > 0 && s->n_tokens - s->n_prop - s->n_done == 1; /* decodes */
+        n_seq += s->n_step > 0;
     }
     e->st.steps++;
     int n_out = 0;
@@ -608,8 +633,11 @@ mllm_status mllm_engine_step(mllm_engine *e) {
     }
     /* Steps whose every token has logits, as the rows proposals add;
        tracing a graph is not a step's cost. */
-    if (T > 0 && e->b_rows == T && !e->b_traced)
-        mllm_spec_cost_add(&e->cost, T, e->p.step_ms ? e->p.step_ms(e->p.step_ms_user, T) : mllm_clock_mono_ms() - t0);
+    if (T > 0 && e->b_rows == T && !e->b_traced) {
+        const double ms = e->p.step_ms ? e->p.step_ms(e->p.step_ms_user, T) : mllm_clock_mono_ms() - t0;
+        mllm_spec_cost_add(&e->cost, T, ms);
+        if (B == 1 && n_seq == 1) mllm_spec_passes_add(&e->passes, T, ms);
+    }
     mllm_engine_store_save(e); /* before sampling: a sequence that ends now is still listed */
     const size_t V = (size_t)e->dec->cfg.n_vocab;
     const float *row = logits;

@@ -51,9 +51,11 @@
    are identical with speculation on or off; the K/V of refused proposals
    is dropped before the sequence's blocks are registered. MLLM_SPEC_AUTO
    weighs, before each pass, how likely a sequence's proposals are to be
-   kept against what one more token costs the step (a linear fit of step
-   time against batch tokens, measured as the engine runs: cheap when one
-   stream runs, nearly a token of output in a full batch on few cores),
+   kept against what one more token costs the step (a sequence decoding
+   alone: each pass length's measured time, as a session's speculation
+   does; in a batch, a linear fit of step time against batch tokens,
+   measured as the engine runs: nearly a token of output in a full batch
+   on few cores),
    and verifies only the proposals expected to gain more than they cost
    (runtime/spec_ctl.h); a proposal it does not verify is compared with
    the token that comes next, at no cost, so the estimate keeps learning.
@@ -94,6 +96,7 @@
 #include <stdint.h>
 #include <mllm/mllm.h>
 #include "core/threadpool.h"
+#include "runtime/spec_ctl.h"
 #include "formats/model_file.h"
 #include "models/decoder/decoder.h"
 #include "runtime/constraint.h"
@@ -118,14 +121,18 @@ typedef struct {
     int ngram_min, ngram_max; /* n-gram lengths tried, longest first, 1..8 (0: 2, 4) */
     /* The proposer (NULL: prompt lookup): up to cap tokens to follow
        ctx[0, n) (prompt, generated, the pending token last) into out;
-       returns how many. Called on the stepping thread. */
-    int (*propose)(void *user, const int32_t *ctx, int n, int cap, int32_t *out);
+       returns how many. price (NULL: none, propose up to cap): what each
+       proposal would cost at this step, for a proposer that weighs it
+       against how sure it is (runtime/spec_ctl.h). Called on the stepping
+       thread. */
+    int (*propose)(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price, int32_t *out);
     void *propose_user;
     /* The proposer runs a model (a draft: api/engine_draft.h): with
        MLLM_SPEC_AUTO its time per proposal counts as part of what a
-       proposal costs, it is asked only for as many as are expected to pay
-       at that cost, and not at all while the sequence's speculation rests
-       (prompt lookup is asked every step: it costs nothing). */
+       proposal costs (price.step), it is not asked while the sequence's
+       speculation rests (prompt lookup is asked every step: it costs
+       nothing), and beside other decodes only for as many proposals as
+       the sequence's acceptance estimate expects to pay. */
     bool propose_costly;
     /* With a costly proposer: prompt lookup (ngram_min/max) proposes
        first, the proposer only where it has no match. */
@@ -243,7 +250,8 @@ bool mllm_engine_idle(const mllm_engine *e);
 /* Replaces the proposer (mllm_engine_params.propose, propose_user,
    propose_costly), say one that needs the engine's thread pool; between
    steps only. */
-void mllm_engine_set_proposer(mllm_engine *e, int (*propose)(void *, const int32_t *, int, int, int32_t *),
+void mllm_engine_set_proposer(mllm_engine *e,
+                              int (*propose)(void *, const int32_t *, int, int, const mllm_spec_price *, int32_t *),
                               void *user, bool costly);
 void mllm_engine_get_stats(const mllm_engine *e, mllm_engine_stats *out);
 /* What opening the prefix store found ("" without one): a line for the log. */

@@ -87,6 +87,10 @@ struct mllm_engine {
        on steps whose every token has logits (decodes and proposals, the
        rows proposals add) and that traced no graph */
     mllm_spec_cost cost;
+    /* the steps of one sequence's decode (and its proposals) alone: what
+       each length costs against a one-token step, as the session measures
+       its passes (runtime/spec_ctl.h) */
+    mllm_spec_passes passes;
     double prop_ms;           /* a costly proposer (propose_costly): its time per proposal, moving average */
     int prop_n;
     int b_rows;               /* the last batch: rows with logits, and whether it traced a graph */

@@ -88,3 +88,39 @@ double mllm_spec_cost_step_ms(const mllm_spec_cost *f, int T) {
     }
     return f->y / f->t * T;
 }
+
+int mllm_spec_draft_take(const mllm_spec_price *pr, double *p_run, double conf, double p_min, int i, int cap) {
+    if (conf < p_min) return 0; /* unsure: the model would likely reject it, and the ones after it */
+    *p_run *= conf;
+    if (pr && !mllm_spec_ctl_draft_more(*p_run, 0, pr->row[i])) return 0;
+    if (i + 1 >= cap || (pr && !mllm_spec_ctl_draft_more(*p_run, pr->step, pr->row[i + 1]))) return 1;
+    return 2;
+}
+
+void mllm_spec_passes_init(mllm_spec_passes *p, double per_token) {
+    *p = (mllm_spec_passes){.per_token = per_token, .timed = 1u << 1};
+    for (int n = 0; n < MLLM_SPEC_MAX_DRAFT + 2; n++) p->c[n] = 1;
+}
+
+double mllm_spec_passes_cost(const mllm_spec_passes *p, int n) {
+    int m = n;
+    while (m > 1 && !(p->timed >> m & 1)) m--;
+    return p->c[m] + p->per_token * (n - m);
+}
+
+void mllm_spec_passes_add(mllm_spec_passes *p, int n, double ms) {
+    if (n < 1 || n > MLLM_SPEC_MAX_DRAFT + 1 || !(ms > 0)) return;
+    if (n == 1) {
+        p->c1_ms = p->c1_n ? 0.8 * p->c1_ms + 0.2 * ms : ms;
+        p->c1_n++;
+        return;
+    }
+    if (!p->c1_n) return; /* nothing to compare it with yet */
+    /* A pass over more tokens never costs less than one over one: a faster
+       one says the one-token time is stale (the first plain pass runs
+       cold, and plain passes are rare while speculation pays). */
+    if (ms < p->c1_ms) p->c1_ms = ms;
+    const double v = ms / p->c1_ms;
+    p->c[n] = p->timed >> n & 1 ? 0.8 * p->c[n] + 0.2 * (v > 1 ? v : 1) : (v > 1 ? v : 1);
+    p->timed |= 1u << n;
+}

@@ -18,6 +18,7 @@
 #ifndef MLLM_RUNTIME_SPEC_CTL_H
 #define MLLM_RUNTIME_SPEC_CTL_H
 #include <stdbool.h>
+#include <mllm/mllm.h>
 
 #define MLLM_SPEC_CTL_WINDOW 8
 #define MLLM_SPEC_CTL_BACKOFF_MIN 32
@@ -59,6 +60,52 @@ bool mllm_spec_ctl_judge(mllm_spec_ctl *c, double gain, double cost, int now);
    that cost. */
 static inline bool mllm_spec_ctl_draft_more(double p_run, double step_cost, double row_cost) {
     return p_run >= step_cost + row_cost;
+}
+
+/* What a proposal costs where it would be verified, in one-token passes
+   of the model (tokens of output): a proposer that knows how sure it is
+   (a draft model) proposes while the chance that its run is all kept
+   covers the next row (and its own next step: mllm_spec_ctl_draft_more). */
+typedef struct {
+    double step;                         /* the proposer's next step (a draft's evaluation) */
+    double row[MLLM_SPEC_MAX_DRAFT + 1]; /* row[i]: the (i + 1)-th proposal's row in the pass */
+} mllm_spec_price;
+
+/* A draft's i-th proposal (from 0), whose own probability is conf, after
+   proposals all kept with chance *p_run (updated): 0, not proposed (below
+   p_min, or, priced, its row costs more than it likely saves); 1, proposed
+   and the last (priced: the next would not pay its draft step and row, or
+   i + 1 is cap); 2, proposed and the draft goes on. pr NULL: unpriced. */
+int mllm_spec_draft_take(const mllm_spec_price *pr, double *p_run, double conf, double p_min, int i, int cap);
+
+/* The cost model's extra token of a pass, in one-token passes (an
+   estimate for a bandwidth-bound decode: the weights are read once for all
+   T tokens; measured 0.03-0.05 per token up to T = 4 on a loaded 2-core
+   host, and more past 4, where the packed kernels sweep the weights again:
+   bench/history/2026-12-01_to_2026-12-03.md). */
+#define MLLM_SPEC_PASS_PRIOR 0.06
+
+/* The cost of a pass over n tokens of one sequence against a one-token
+   pass (c[n], c[1] = 1), measured per length as passes are timed: not
+   linear in n (the CPU's packed kernels take 4 tokens per sweep over the
+   weights). A length not timed yet costs the longest shorter one that was,
+   and per_token for each token more. */
+typedef struct {
+    double c1_ms; /* a one-token pass, moving average */
+    int c1_n;
+    double per_token;
+    double c[MLLM_SPEC_MAX_DRAFT + 2];
+    unsigned timed; /* bit n: c[n] was measured */
+} mllm_spec_passes;
+
+void mllm_spec_passes_init(mllm_spec_passes *p, double per_token);
+/* A pass over n tokens (1..MLLM_SPEC_MAX_DRAFT + 1) took ms. */
+void mllm_spec_passes_add(mllm_spec_passes *p, int n, double ms);
+/* A pass over n tokens (1..MLLM_SPEC_MAX_DRAFT + 1) in one-token passes. */
+double mllm_spec_passes_cost(const mllm_spec_passes *p, int n);
+/* What the (i + 1)-th proposal's row adds to its pass. */
+static inline double mllm_spec_passes_row(const mllm_spec_passes *p, int i) {
+    return mllm_spec_passes_cost(p, i + 2) - mllm_spec_passes_cost(p, i + 1);
 }
 
 /* k proposals of which the first `accepted` were right (a verified pass,

@@ -2,9 +2,8 @@
    {"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}.
    Only base64 data URLs are taken: the server fetches nothing (an http(s)
    URL is a 400 that says so). The decoded files go with the job to the
-   scheduler, which reads the conversation with them: the engine through
-   mllm_engine_image_prompt_new (sched_engine.c), a slot through
-   mllm_chat_prefill (sched_slots.c). */
+   scheduler, which reads the conversation with them through
+   mllm_engine_image_prompt_new (sched_engine.c). */
 #ifndef MLLM_SERVER_IMAGE_PARTS_H
 #define MLLM_SERVER_IMAGE_PARTS_H
 #include <cjson/cJSON.h>

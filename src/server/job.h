@@ -48,16 +48,15 @@ typedef struct srv_job {
     mllm_grammar *grammar; /* constrained decoding (grammar / response_format), which sampling points to */
     /* n > 1: the next choice of the same request; owned (one reference).
        The engine runs the choices as forks of the first, sharing its
-       prompt's K/V (one prefill for all); the slots path runs each right
-       after the one before on the same slot, reusing its KV cache. Its
-       sampling may point at the first choice's bias and grammar, which
-       outlive it. */
+       prompt's K/V (one prefill for all). Its sampling may point at the
+       first choice's bias and grammar, which outlive it. */
     struct srv_job *next;
     int index;     /* choice index */
     /* Images (image_url parts, image_parts.h): the scheduler reads conv
-       (the template context JSON) with them instead of ids (the engine:
-       mllm_engine_image_prompt_new; a slot: mllm_chat_prefill). A chained choice points at the first's (own_images
-       false: the first outlives it). NULL: a text prompt. */
+       (the template context JSON) with them instead of ids
+       (mllm_engine_image_prompt_new). A chained choice points at the
+       first's (own_images false: the first outlives it). NULL: a text
+       prompt. */
     struct srv_images_s *images;
     char *conv;
     bool own_images;

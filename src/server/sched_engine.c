@@ -314,8 +314,8 @@ mllm_status srv_esched_new(mllm_model *m, const srv_sched_params *p, srv_metrics
     S->batch = mllm_calloc((size_t)S->cap_incoming, sizeof *S->batch);
     const int bs = 16;
     /* --kv-size in token positions, rounded up to whole blocks; by default
-       every parallel sequence's whole context (the slots' memory) and a
-       block for a copy on write. */
+       every parallel sequence's whole context and a block for a copy on
+       write. */
     const long long kv_tokens = p->kv_size > 0 ? p->kv_size : (long long)p->n_parallel * S->n_ctx + bs;
     const long long n_blocks = (kv_tokens + bs - 1) / bs;
     mllm_engine_params ep = {.max_running = p->n_parallel, .n_ctx = S->n_ctx, .block_size = bs,

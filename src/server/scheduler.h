@@ -1,16 +1,11 @@
 /* The scheduler owns the server's generation: HTTP threads hand it jobs
-   with srv_sched_submit. Two implementations behind one interface:
-
-   - the engine (sched_engine.c, the default): one engine loop thread, one
-     KV block pool shared by every request (prefix-cached across requests),
-     one thread pool; every step runs one forward over a token of each
-     running sequence plus chunks of pending prompts (continuous batching).
-     --parallel caps the running sequences, --kv-size the pool.
-   - the slots (sched_slots.c): a session and a worker thread per slot, for
-     what the engine does not run yet: a speculative draft model (--draft;
-     the engine itself speculates by prompt lookup).
-
-   Either way: a bounded FIFO queue in front, refusal beyond it. */
+   with srv_sched_submit. The engine loop (sched_engine.c) runs them: one
+   thread, one KV block pool shared by every request (prefix-cached across
+   requests), one thread pool; every step runs one forward over a token of
+   each running sequence (and its proposals: prompt lookup, a --draft
+   model) plus chunks of pending prompts (continuous batching). --parallel
+   caps the running sequences, --kv-size the pool. A bounded FIFO queue in
+   front, refusal beyond it. */
 #ifndef MLLM_SERVER_SCHEDULER_H
 #define MLLM_SERVER_SCHEDULER_H
 #include <mllm/mllm.h>
@@ -25,19 +20,16 @@ typedef enum { SRV_SUBMIT_OK = 0, SRV_SUBMIT_FULL = 1, SRV_SUBMIT_CLOSED = 2 } s
 typedef struct {
     int n_parallel;        /* sequences generated at the same time */
     int n_ctx;             /* per sequence; 0: the model's default */
-    int n_threads;         /* engine: the pool's threads; slots: per slot */
+    int n_threads;         /* the engine pool's threads (0: every core) */
     int max_queue;
     bool context_shift;    /* a full context drops old tokens (srv_job.n_keep kept) instead of ending "length" */
-    const mllm_speculative_params *spec; /* NULL: the default; a draft model selects the slots */
-    int kv_size;           /* engine: token positions of the KV pool; 0: n_parallel x n_ctx */
-    int kv_type;           /* engine: MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8 */
-    const char *prefix_store; /* engine: the persistent prefix store's folder; NULL: none */
+    const mllm_speculative_params *spec; /* NULL: the default (prompt lookup) */
+    int kv_size;           /* token positions of the KV pool; 0: n_parallel x n_ctx */
+    int kv_type;           /* MLLM_KV_PAGED_F32 (0 too) / _F16 / _Q8 */
+    const char *prefix_store; /* the persistent prefix store's folder; NULL: none */
     uint64_t prefix_store_size; /* its file's bytes; 0: MLLM_ENGINE_DEFAULT_STORE_BYTES */
 } srv_sched_params;
 
-/* Whether the slots path serves this model with these settings (else the
-   engine): a draft model, or a model that takes images. */
-bool srv_sched_uses_slots(mllm_model *m, const srv_sched_params *p);
 mllm_status srv_sched_new(mllm_model *m, const srv_sched_params *p, srv_metrics *metrics, srv_sched **out);
 /* The context length of every sequence. */
 int srv_sched_n_ctx(const srv_sched *s);
@@ -53,11 +45,11 @@ void srv_sched_gauges(srv_sched *s, srv_metrics_gauges *g);
 void srv_sched_shutdown(srv_sched *s);
 void srv_sched_free(srv_sched *s); /* shuts down first if needed; NULL ok */
 /* Whether the scheduler's thread owns q's tasks (tasks.h): the engine loop
-   runs them between its steps. False (the per-slot path, or s NULL): q
-   needs a worker of its own. */
+   runs them between its steps. False (s NULL: no generation): q needs a
+   worker of its own. */
 bool srv_sched_own_tasks(srv_sched *s, srv_tasks *q);
 
-/* Shared by both paths: the finish counters, and a finished choice's
+/* The finish counters, and a finished choice's
    token and time counters (prompt_ms: queue end to first token). */
 void srv_metrics_count_finish(srv_metrics *m, srv_finish f);
 void srv_metrics_count_job(srv_metrics *m, const srv_job *j, srv_finish fin, size_t reused, int n_gen,

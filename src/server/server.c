@@ -1,7 +1,6 @@
-/* mllm_server: config, start (slots, then the listener), drain and stop. */
+/* mllm_server: config, start (the scheduler, then the listener), drain and stop. */
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -90,12 +89,6 @@ mllm_status mllm_server_start(mllm_model *model, const mllm_server_config *c, ml
                            .max_queue = c->max_queue, .context_shift = c->context_shift, .spec = c->speculative,
                            .kv_size = c->kv_size, .kv_type = c->kv_type, .prefix_store = c->prefix_store,
                            .prefix_store_size = c->prefix_store_size};
-    /* The engine steps every sequence with one pool of every core; the
-       slots path splits the cores between its sessions. */
-    if (sp.n_threads <= 0 && srv_sched_uses_slots(model, &sp)) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        sp.n_threads = cores > c->n_parallel ? (int)(cores / c->n_parallel) : 1;
-    }
     /* An embedding model (BERT) or a speech model (Whisper) has no
        generation: only /v1/embeddings or /v1/audio/transcriptions and
        the small endpoints answer. */

@@ -4,8 +4,7 @@
  * validate and enqueue (http.c, endpoints.c, oai_request.c); the scheduler
  * (scheduler.h) owns generation: by default one engine loop thread that
  * batches every running sequence into one forward per step over one shared
- * KV pool (sched_engine.c); with a draft model, one session and worker per
- * slot (sched_slots.c). A bounded FIFO queue is in front. A job (job.h) is
+ * KV pool (sched_engine.c). A bounded FIFO queue is in front. A job (job.h) is
  * the only thing both sides touch, under its own mutex. Embedding and
  * audio requests are tasks (tasks.h) in a bounded queue of their own, run
  * by the engine loop between its steps, else by a task worker.

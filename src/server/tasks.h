@@ -5,8 +5,8 @@
    The owner is the engine loop (sched_engine.c) when the model generates
    on the engine path: it runs a slice of the current task between two
    engine steps (an embedding request embeds one input per slice), so
-   generation keeps flowing. Otherwise (an embedding-only or speech model,
-   or the per-slot path) a worker thread of the queue's own runs them.
+   generation keeps flowing. Otherwise (an embedding-only or speech model)
+   a worker thread of the queue's own runs them.
 
    An HTTP thread parses and validates, submits (a full queue: refused,
    503 with Retry-After), then waits for the task's end (srv_task_wait),

@@ -50,9 +50,9 @@ printf 'Hello there\nAnd more\n' | "$mllm" chat -m "$tmp/t.gguf" --temp 0 -n 24 
     --draft-p-min 0 >"$tmp/c1.out" 2>/dev/null
 expect "chat: draft == plain" "$(cat "$tmp/c1.out")" "$(cat "$tmp/c0.out")"
 
-# serve --draft: --parallel 2 drafts inside the batching engine (seeded
-# text too is the engine's without speculation), --parallel 1 in one
-# per-slot session; greedy text is mllm run's in both.
+# serve --draft: the draft proposes inside the batching engine, with
+# --parallel 2 and --parallel 1 alike (seeded text too is the engine's
+# without speculation); greedy text is mllm run's in both.
 start_server() { # log-name args...
     local log=$tmp/$1.log
     "$mllm" serve -m "$tmp/t.gguf" --host 127.0.0.1 --port 0 --alias tiny "${@:2}" >"$log" 2>&1 &
@@ -87,10 +87,13 @@ if command -v curl >/dev/null; then
     expect "serve --parallel 2: the draft's proposals kept in the engine" "$([ "${kept:-0}" -gt 0 ] && echo yes)" "yes"
     expect "serve --parallel 2: one engine" "$(grep -c 'one engine, a draft model' "$tmp/engine.log")" "1"
     stop_server engine
-    start_server slot --parallel 1 --draft "$tmp/d.gguf" --draft-p-min 0 --speculative always
+    start_server one --parallel 1 --draft "$tmp/d.gguf" --draft-p-min 0 --speculative always
     expect "serve --parallel 1: draft == plain run" "$(complete 0 1)" "$ref"
-    expect "serve --parallel 1: a slot" "$(grep -c 'slot with a draft model' "$tmp/slot.log")" "1"
-    stop_server slot
+    expect "serve --parallel 1: seeded, draft == no speculation" "$(complete 0.9 11)" "$seeded"
+    kept=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^mllm_lookup_accepted_tokens_total \([0-9]*\)/\1/p')
+    expect "serve --parallel 1: the draft's proposals kept in the engine" "$([ "${kept:-0}" -gt 0 ] && echo yes)" "yes"
+    expect "serve --parallel 1: one engine" "$(grep -c 'one engine, a draft model' "$tmp/one.log")" "1"
+    stop_server one
 else
     echo "SKIPPED serve checks: curl is not installed"
 fi

@@ -270,7 +270,9 @@ typedef struct {
     int V, calls;
 } known_t;
 
-static int propose_known(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
+static int propose_known(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price,
+                         int32_t *out) {
+    (void)price;
     known_t *k = user;
     int s = 0;
     while (s < NSEQ && memcmp(ctx, k->pr[s], sizeof k->pr[s])) s++;
@@ -377,7 +379,9 @@ static void test_speculation(void **state) {
 
 /* A proposer right at 60% of positions (the same ones whenever asked): the
    true continuation with a token off where (position * 7 + s * 3) % 5 < 2. */
-static int propose_often(void *user, const int32_t *ctx, int n, int cap, int32_t *out) {
+static int propose_often(void *user, const int32_t *ctx, int n, int cap, const mllm_spec_price *price,
+                         int32_t *out) {
+    (void)price;
     known_t *k = user;
     int s = 0;
     while (s < NSEQ && memcmp(ctx, k->pr[s], sizeof k->pr[s])) s++;

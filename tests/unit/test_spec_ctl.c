@@ -94,9 +94,60 @@ static void test_cost_fit(void **state) {
     assert_true(c4 > 0.99 && c4 < 1);
 }
 
+/* Per-length pass costs: the prior until a length is timed, then what it
+   measured (its first time whole, later ones averaged); an untimed length
+   costs the longest shorter timed one plus the prior per token; nothing
+   below a one-token pass; nothing recorded before a one-token pass. */
+static void test_pass_costs(void **state) {
+    (void)state;
+    mllm_spec_passes p;
+    mllm_spec_passes_init(&p, 0.06);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 1) - 1) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 5) - 1.24) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_row(&p, 0) - 0.06) < 1e-12);
+    mllm_spec_passes_add(&p, 3, 40); /* no one-token time yet: ignored */
+    assert_true(fabs(mllm_spec_passes_cost(&p, 3) - 1.12) < 1e-12);
+    mllm_spec_passes_add(&p, 1, 20);
+    mllm_spec_passes_add(&p, 3, 30);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 3) - 1.5) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 2) - 1.06) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 5) - 1.62) < 1e-12);
+    assert_true(fabs(mllm_spec_passes_row(&p, 1) - 0.44) < 1e-12); /* the 2nd proposal: 2 -> 3 tokens */
+    mllm_spec_passes_add(&p, 3, 50);
+    assert_true(fabs(mllm_spec_passes_cost(&p, 3) - (0.8 * 1.5 + 0.2 * 2.5)) < 1e-12);
+    mllm_spec_passes_add(&p, 2, 10); /* faster than one token: the one-token time is stale */
+    assert_true(fabs(p.c1_ms - 10) < 1e-12 && fabs(mllm_spec_passes_cost(&p, 2) - 1) < 1e-12);
+}
+
+/* A draft's proposal: below p_min none; unpriced, on to cap; priced, not
+   when the run's chance is below its row, the last when it is below the
+   next row and draft step; the run's chance is the product. */
+static void test_draft_take(void **state) {
+    (void)state;
+    double p = 1;
+    assert_int_equal(mllm_spec_draft_take(NULL, &p, 0.05, 0.1, 0, 4), 0);
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(NULL, &p, 0.2, 0.1, 0, 4), 2);
+    assert_int_equal(mllm_spec_draft_take(NULL, &p, 0.2, 0.1, 3, 4), 1);
+    assert_true(fabs(p - 0.04) < 1e-12);
+    mllm_spec_price pr = {.step = 0.3};
+    pr.row[0] = 0.5;
+    pr.row[1] = 0.7;
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.4, 0.1, 0, 4), 0);
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.9, 0.1, 0, 4), 1); /* 0.9 < 0.3 + 0.7 */
+    pr.step = 0.1;
+    p = 1;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.9, 0.1, 0, 4), 2); /* 0.9 >= 0.1 + 0.7 */
+    pr.row[1] = 0.86;
+    assert_int_equal(mllm_spec_draft_take(&pr, &p, 0.95, 0.1, 1, 4), 0); /* 0.9 * 0.95 < 0.86 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_length_follows_acceptance_and_cost),
                                        cmocka_unit_test(test_observe_counts_positions),
-                                       cmocka_unit_test(test_cost_fit)};
+                                       cmocka_unit_test(test_cost_fit), cmocka_unit_test(test_pass_costs),
+                                       cmocka_unit_test(test_draft_take)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

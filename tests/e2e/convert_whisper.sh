@@ -28,7 +28,8 @@ for q in $kinds; do
     "$mllm" transcribe -m "$f" "$wav" "${args[@]}" > "$tmp/file-$q.json"
     cmp -s "$tmp/folder-$q.json" "$tmp/file-$q.json" && ok "$q: the file transcribes as the folder (${args[*]})" ||
         bad "$q: file $(head -c 300 "$tmp/file-$q.json") vs folder $(head -c 300 "$tmp/folder-$q.json")"
-    grep -Eq '"text": " And so,? my fellow Americans ask not what your country' "$tmp/file-$q.json" && ok "$q: jfk's words" ||
+    # the words; q4_0 moves commas ("ask, not, what" since the log-mel is padded as faster-whisper pads it)
+    grep -Eq '"text": " And so,? my fellow Americans ask,? not,? what your country' "$tmp/file-$q.json" && ok "$q: jfk's words" ||
         bad "$q: text $(head -c 300 "$tmp/file-$q.json")"
     "$mllm" info "$f" > "$tmp/info-$q" 2>&1
     grep -q '"whisper_weights":"'$q'"' "$tmp/info-$q" && grep -q "^  decoder/layer_3/ffn/linear_1/weight " "$tmp/info-$q" &&

@@ -11,7 +11,10 @@ is noticed and skipped rather than compared). Two front ends:
 faster-whisper's own (it pads the log-mel of a short clip with zeros,
 where openai-whisper and transformers pad the audio), and transformers'
 WhisperFeatureExtractor, the one src/audio/mel.c follows, fed to the same
-CTranslate2 model ("hf_features": what mllm must match closely).
+CTranslate2 model ("hf_features"); and faster-whisper's log-mel cut to the
+frames transcribe() decodes, the content frames, padded with 0.0
+("content_frames": what mllm must match closely, since mllm detects on
+the window it decodes; detect_language sees one frame more).
 pip install faster-whisper transformers.
 
   whisper_lang_reference.py [--model DIR] [--out FILE]
@@ -70,6 +73,11 @@ def main() -> None:
     for name, (voice, text, path) in clips.items():
         audio = faster_whisper.decode_audio(path)
         lang, prob, _ = m.detect_language(audio)
+        # transcribe() decodes the window's content frames (one fewer than
+        # detect_language sees: the frame whose window reaches past the
+        # audio) padded with 0.0; mllm detects on that window too
+        feats_fw = m.feature_extractor(audio)
+        cf_lang, cf_prob, _ = m.detect_language(features=feats_fw[:, : feats_fw.shape[-1] - 1])
         feats = fe(audio, sampling_rate=16000, return_tensors="np").input_features[0]
         hf_lang, hf_prob, _ = m.detect_language(features=feats)
         segs, info = m.transcribe(path, beam_size=1, language=None)
@@ -77,10 +85,12 @@ def main() -> None:
         out["clips"][name] = {"voice": voice, "text": text, "wav_sha256": sha256(path), "language": lang,
                               "probability": round(float(prob), 6), "hf_features_language": hf_lang,
                               "hf_features_probability": round(float(hf_prob), 6),
+                              "content_frames_language": cf_lang,
+                              "content_frames_probability": round(float(cf_prob), 6),
                               "transcribe_language": info.language,
                               "transcribe_probability": round(float(info.language_probability), 6),
                               "greedy_transcript": transcript}
-        print(name, lang, prob, hf_lang, hf_prob, info.language, info.language_probability, transcript)
+        print(name, lang, prob, hf_lang, hf_prob, cf_lang, cf_prob, info.language, info.language_probability, transcript)
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")

@@ -93,6 +93,20 @@ static mllm_status add_segment(mllm_whisper *w, mllm_whisper_result *res, const 
     return MLLM_OK;
 }
 
+/* openai-whisper's and faster-whisper's transcribe() slice the window's
+   content frames out of the log-mel and pad_or_trim them to 3000 frames
+   with 0.0, a log-mel value, where transformers (and mllm_mel_compute) pad
+   the samples with silence and get the clamp floor, (max - 8 + 4) / 4,
+   about -0.7. The decoder hears the difference: on short espeak-ng clips
+   the floor made tiny.en mis-hear words both faster-whisper precisions got
+   right ("old world and fans" for "old wooden fence"). */
+static void pad_mel(float *mel, int n_mels, long content) {
+    if (content >= MLLM_WHISPER_N_FRAMES) return;
+    for (int m = 0; m < n_mels; m++)
+        memset(mel + (size_t)m * MLLM_WHISPER_N_FRAMES + (size_t)content, 0,
+               (size_t)(MLLM_WHISPER_N_FRAMES - content) * sizeof *mel);
+}
+
 /* The prompt: [<|startofprev|> previous text] <|startoftranscript|>
    [language, task] [<|notimestamps|>]; *sot_index where SOT is. */
 static int build_prompt(mllm_whisper *w, const mllm_whisper_options *o, const int32_t *prev, int n_prev,
@@ -201,6 +215,7 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
         double t0 = mllm_clock_mono_seconds();
         if ((st = mllm_whisper_mel(w, samples + (size_t)seek * MLLM_MEL_HOP, (size_t)seg * MLLM_MEL_HOP, mel)) != MLLM_OK)
             goto done;
+        pad_mel(mel, hp->n_mels, seg);
         double t1 = mllm_clock_mono_seconds();
         if ((st = mllm_whisper_encode(w, mel)) != MLLM_OK) goto done;
         if (sp->multilingual && oo.language < 0) { /* the first window decides */

@@ -233,8 +233,21 @@ def n_checks(openai, s, label, full=True):
     g2 = client.chat.completions.create(model="m", messages=msgs, temperature=1, max_tokens=12, n=2, seed=3,
                                         response_format=rf)
     check([c.message.content for c in g2.choices] == g1, "%s n=2 json_object: %r vs %r" % (label, g2.choices, g1))
+    # #42: each choice generates once, inside the request (choices 1..n-1
+    # used to run again after the answer was sent, counted twice)
+    for extra in ({"response_format": rf},
+                  {"response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": {
+                      "type": "object", "properties": {"colour": {"type": "string"}}}}}},
+                  {"grammar": 'root ::= "colour: " [a-z]+'}):
+        before = s.metrics()["mllm_generated_tokens_total"]
+        st, r = s.json("POST", "/v1/chat/completions", dict(messages=msgs, temperature=1, max_tokens=12, n=4, seed=7,
+                                                            **extra))
+        check(st == 200 and len(r["choices"]) == 4, "%s n=4 %r: %d %r" % (label, list(extra), st, r))
+        gen = s.metrics()["mllm_generated_tokens_total"] - before
+        check(gen == r["usage"]["completion_tokens"], "%s n=4 %r: %d tokens generated, %d in the answer"
+              % (label, list(extra), gen, r["usage"]["completion_tokens"]))
     print("ok   %s n=3: greedy = 3 x n=1 (prompt counted once), seeded = seeds 11..13, completions, streamed n=2, "
-          "n=2 with a grammar" % label)
+          "n=2 with a grammar, n=4 with each kind of grammar generated once" % label)
 
 
 UNIT = {"type": "function", "function": {"name": "get_weather", "parameters": {

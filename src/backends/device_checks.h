@@ -86,6 +86,11 @@ typedef struct {
 } mllm_dev_enc_attn;
 
 /* The bytes a buffer of rows rows, stride floats apart, the last n wide, spans. */
+/* T_out of a 1-D convolution (im2col), or 0 when its parameters make none. */
+static inline int64_t mllm_dev_conv_out(int64_t T_in, int k, int stride, int pad) {
+    return k > 0 && stride > 0 && pad >= 0 && T_in + 2 * pad >= k ? (T_in + 2 * pad - k) / stride + 1 : 0;
+}
+
 static inline size_t mllm_dev_rows_span(int64_t rows, int64_t stride, int64_t n) {
     return ((size_t)(rows - 1) * (size_t)stride + (size_t)n) * 4;
 }

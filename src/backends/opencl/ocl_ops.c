@@ -223,15 +223,10 @@ mllm_status mllm_ocl_attention(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_oc
     return launch(c, MLLM_OCL_K_ATTN_PV, a3, 6, 3, g3, NULL, op);
 }
 
-/* T_out of a 1-D convolution, or 0 when its parameters make none. */
-static int64_t conv_out(int64_t T_in, int k, int stride, int pad) {
-    return k > 0 && stride > 0 && pad >= 0 && T_in + 2 * pad >= k ? (T_in + 2 * pad - k) / stride + 1 : 0;
-}
-
 mllm_status mllm_ocl_im2col(mllm_ocl *c, const mllm_ocl_buf *X, mllm_ocl_buf *Y, int64_t C, int64_t T_in, int k,
                             int stride, int pad) {
     const char *op = "im2col";
-    const int64_t T_out = conv_out(T_in, k, stride, pad);
+    const int64_t T_out = mllm_dev_conv_out(T_in, k, stride, pad);
     mllm_status st = dims_ok(op, C * (k > 0 ? k : 0), T_in, T_out);
     if (st || (st = need(X, (size_t)(C * T_in) * 4, op, "X")) || (st = need(Y, (size_t)(C * k * T_out) * 4, op, "Y")))
         return st;

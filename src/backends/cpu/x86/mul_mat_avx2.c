@@ -419,7 +419,7 @@ static const tile_fn (*tiles_for(mllm_dtype wt))[3] {
    attention's two products, stay on the tiles, whose result does not depend
    on the batch: a prompt gives the same logits whatever part of it came
    from a cached prefix. */
-#define WIDEN_MIN_M 16
+#define WIDEN_MIN_M MLLM_SMALL_BATCH_MAX
 #define PANEL_FLOATS (1024 * 16)
 
 static float *widen_scratch(size_t n_floats) {

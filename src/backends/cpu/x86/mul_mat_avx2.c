@@ -456,15 +456,17 @@ bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, co
 }
 
 /* A small batch (2 to WIDEN_MIN_M - 1 rows: a server's decode step) with
-   f16 / bf16 weights: the activation rows are widened to f32 once per call
+   bf16 weights: the activation rows are widened to f32 once per call
    (exact), then tiles of 3 weight rows x up to 4 activation rows convert
    each weight vector once for 4 multiply-adds and read the activations as
    plain loads (12 accumulators, 3 weights and 1 activation: the 16 AVX2
-   registers). tile_bf16 spends 7 conversions per 12 multiply-adds, this one
-   3. Each output is the same chain as tile_bf16's (one 8-lane accumulator
-   along K, mm256_hsum_ps, the tail in double): the same bits. Measured one
-   thread, bf16 1408 x 512, 8 rows, Zen 4: 69 -> 85 GFLOP/s (2x6 and 1x8
-   tiles were slower over 2-12 rows). */
+   registers). tile_bf16 spends 7 conversions (2 instructions each) per 12
+   multiply-adds, this one 3. Each output is the same chain as tile_bf16's
+   (one 8-lane accumulator along K, mm256_hsum_ps, the tail in double): the
+   same bits. Measured one thread, bf16 1408 x 512, Zen 4 (bench_kernels):
+   4 rows 60 -> 81 GFLOP/s, 8 rows 66 -> 81 (2x6 and 1x8 tiles were slower
+   over 2-12 rows). f16 stays on tile_f16: F16C converts in one instruction,
+   and its 4x3 tiles measured as fast (8 rows 95 GFLOP/s). */
 #define WIDE_WR 3
 #define WIDE_WN 4
 #define WIDE_TILE(NAME, T, LOAD8, TO_F32)                                                           \
@@ -494,7 +496,6 @@ bool mllm_gemm_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, co
             }                                                                                      \
         }                                                                                          \
     }
-WIDE_TILE(wide_f16, mllm_f16, load_f16x8, f16_to_f32_hw)
 WIDE_TILE(wide_bf16, mllm_bf16, load_bf16x8, mllm_bf16_to_f32)
 
 typedef void (*wide_fn)(const char *W, size_t ws, const float *X, int64_t K, float *Y, size_t ys);
@@ -507,7 +508,6 @@ typedef void (*wide_fn)(const char *W, size_t ws, const float *X, int64_t K, flo
     WIDE_FN(T, 3, 1) WIDE_FN(T, 3, 2) WIDE_FN(T, 3, 3) WIDE_FN(T, 3, 4)                         \
     static const wide_fn T##_set[2][WIDE_WN] = {{T##_1x1, T##_1x2, T##_1x3, T##_1x4},           \
                                                 {T##_3x1, T##_3x2, T##_3x3, T##_3x4}};
-WIDE_SET(wide_f16)
 WIDE_SET(wide_bf16)
 
 static bool mul_mat_small_batch(mllm_dtype wt, const char *w, size_t ws, int64_t K, const char *x, size_t xs,
@@ -515,7 +515,7 @@ static bool mul_mat_small_batch(mllm_dtype wt, const char *w, size_t ws, int64_t
     float *xf = widen_scratch((size_t)M * (size_t)K);
     if (!xf) return false; /* out of memory: the tiles need no buffer */
     for (int64_t m = 0; m < M; m++) mllm_widen_row_avx2(wt, x + (size_t)m * xs, xf + (size_t)m * K, K);
-    const wide_fn(*set)[WIDE_WN] = wt == MLLM_DTYPE_F16 ? wide_f16_set : wide_bf16_set;
+    const wide_fn(*set)[WIDE_WN] = wide_bf16_set;
     for (int64_t m = 0; m < M; m += WIDE_WN) {
         const int rn = (int)(M - m < WIDE_WN ? M - m : WIDE_WN);
         const float *xm = xf + (size_t)m * (size_t)K;
@@ -571,7 +571,7 @@ bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
     if ((wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M >= WIDEN_MIN_M &&
         mul_mat_widened(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return true;
-    if ((wt == MLLM_DTYPE_F16 || wt == MLLM_DTYPE_BF16) && M > 1 && M < WIDEN_MIN_M &&
+    if (wt == MLLM_DTYPE_BF16 && M > 1 && M < WIDEN_MIN_M &&
         mul_mat_small_batch(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return true;
     const char *w = W, *x = X;

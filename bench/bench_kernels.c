@@ -4,8 +4,9 @@
      cc -O2 -std=c17 -Iinclude -Isrc bench/bench_kernels.c build/<dir>/libmllm.a \
         -lpcre2-8 -lcjson -lutf8proc -lmicrohttpd -lsndfile -lsamplerate -lz -lpthread -lm -o bench_kernels
    Usage: bench_kernels [rows K [M...]]   (MLLM_CPU=generic|avx2|avx512 picks
-   the path). With M values (at most 64 each), the packed layouts only, one
-   column of GFLOP/s per M: the small batches of a server's decode step. */
+   the path). With M values (at most 64 each), the packed layouts and f16 /
+   bf16 (which are not packed), one column of GFLOP/s per M: the small
+   batches of a server's decode step. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdbool.h>
 #include <stdio.h>
@@ -92,7 +93,10 @@ int main(int argc, char **argv) {
         const bool packed = ti >= sizeof types / sizeof types[0];
         const mllm_dtype plain = types[ti % (sizeof types / sizeof types[0])];
         const int pt = packed ? mllm_repack_type_for(plain, K, rows) : (int)plain;
-        if (pt < 0 || mllm_dtype_row_size(plain, K) == 0 || (n_ms && !packed)) continue;
+        /* (with M values: f16 / bf16, never packed, run plain) */
+        const bool half = plain == MLLM_DTYPE_F16 || plain == MLLM_DTYPE_BF16;
+        if (pt < 0 || mllm_dtype_row_size(plain, K) == 0 || (n_ms && !packed && !half) || (n_ms && packed && half))
+            continue;
         const mllm_dtype t = (mllm_dtype)pt;
         const mllm_dtype_traits *tr = mllm_dtype_get(t);
         const size_t ws = mllm_dtype_row_size(plain, K), xs = mllm_dtype_row_size(tr->vec_dot_type, K);

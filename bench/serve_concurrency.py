@@ -19,6 +19,10 @@ with -np PARALLEL -c PARALLEL*2048 on a free port (a benchmark, not a test).
 Every answer's token count is read back from the streamed usage chunk, so a
 server that stops early or ignores ignore_eos is caught, not counted.
 
+Every answer of every round is compared with the same question's answer
+sent alone (greedy: a batch must not change the text); a difference stops
+the run (--no-check skips it).
+
 Prints, per stream count: wall seconds, total generated tokens, aggregate
 tokens/s (total / wall) and mean time to first token (from a streamed
 request), the best of --rounds. The machine's load average is printed
@@ -105,7 +109,10 @@ def chat(port, q, n_tokens):
     return ttft or 0.0, text
 
 
-def run(port, n, n_tokens, questions):
+def run(port, n, n_tokens, questions, alone=None):
+    """n concurrent requests; with `alone` (question -> its text when sent by
+    itself), every answer must be that text: a batch must not change what a
+    greedy request says."""
     res = [None] * n
     th = [threading.Thread(target=lambda i=i: res.__setitem__(i, chat(port, questions[i % len(questions)], n_tokens)))
           for i in range(n)]
@@ -115,6 +122,10 @@ def run(port, n, n_tokens, questions):
     for t in th:
         t.join()
     wall = time.monotonic() - t0
+    for i in range(n if alone else 0):
+        q = questions[i % len(questions)]
+        if res[i][1] != alone[q]:
+            raise SystemExit("request %d (%r) among %d streams said %r, alone %r" % (i, q, n, res[i][1], alone[q]))
     return wall, n * n_tokens, sum(r[0] for r in res) / n
 
 
@@ -130,6 +141,9 @@ def main():
     ap.add_argument("--llama-server", action="store_true", help="the binary is llama.cpp's llama-server")
     ap.add_argument("--prompt-file", help="every request's user message")
     ap.add_argument("--image", help="an image attached to every request (a vision model)")
+    ap.add_argument("--no-check", dest="check", action="store_false",
+                    help="do not compare each answer with the same request's answer alone (sampling settings where "
+                         "they may differ)")
     a = ap.parse_args()
     extra = a.extra.split()
     if a.image:
@@ -144,9 +158,12 @@ def main():
     p, port = start(a.mllm, a.model, a.parallel, extra, a.llama_server)
     try:
         chat(port, "Hello", 8)  # warm up
+        streams = [int(x) for x in a.streams.split(",")]
+        # each question's greedy answer alone, to compare the batched ones with
+        alone = {q: chat(port, q, a.tokens)[1] for q in questions[:max(streams)]} if a.check else None
         print("load average before: %.2f %.2f %.2f" % os.getloadavg())
-        for n in [int(x) for x in a.streams.split(",")]:
-            best = min((run(port, n, a.tokens, questions) for _ in range(a.rounds)), key=lambda r: r[0])
+        for n in streams:
+            best = min((run(port, n, a.tokens, questions, alone) for _ in range(a.rounds)), key=lambda r: r[0])
             wall, toks, ttft = best
             print("streams %d: %.2f s, %d tokens, %.1f tokens/s aggregate, TTFT %.0f ms"
                   % (n, wall, toks, toks / wall, ttft * 1e3))

@@ -204,6 +204,72 @@ static void test_mul_mat_large(void **state) {
     check_mul_mat(MLLM_DTYPE_F32, 50, 777, 31, 5, 50); /* f32 stays on the tiles */
 }
 
+/* mllm_cpu_mul_mat's rows [r0, r1) of W (n_rows of K) against the M rows of
+   X, and on x86 the AVX2 and avx512 kernels the CPU has, into Y / Y2 / Y5
+   (n_rows apart); returns which of Y2 / Y5 were computed (bit 1 / 2). */
+static int mul_mat_paths(mllm_dtype t, const char *W, size_t ws, int64_t K, const char *X, size_t xs, int64_t M,
+                         float *Y, float *Y2, float *Y5, int64_t n_rows, int64_t r0, int64_t r1) {
+    mllm_cpu_mul_mat(t, W, ws, K, X, xs, M, Y, (size_t)n_rows, r0, r1);
+    int got = 0;
+#if MLLM_HAVE_X86_KERNELS
+    if (mllm_cpu_has_avx2() && mllm_mul_mat_avx2(t, W, ws, K, X, xs, M, Y2, (size_t)n_rows, r0, r1)) got |= 1;
+    if (mllm_cpu_isa_available(MLLM_CPU_ISA_AVX512) &&
+        mllm_mul_mat_small_avx512(t, W, ws, K, X, xs, M, Y5, (size_t)n_rows, r0, r1))
+        got |= 2;
+#else
+    (void)Y2, (void)Y5;
+#endif
+    return got;
+}
+
+/* f16 / bf16 weights with 2-15 activation rows (a server's decode step):
+   each row's outputs are the same bits whatever the batch holds besides it
+   (a greedy request answers the same alone in a batch of 2 or of 8), and
+   the same on the AVX2 and the avx512 paths. Row ranges that end on whole
+   tiles and on single rows of both, K with a tail and without. */
+static void test_mul_mat_small_batch_invariant(void **state) {
+    (void)state;
+    static const mllm_dtype types[] = {MLLM_DTYPE_F16, MLLM_DTYPE_BF16};
+    static const int64_t Ms[] = {2, 3, 5, 8, 15}, Ks[] = {96, 1030}, ranges[][2] = {{2, 35}, {0, 37}};
+    const int64_t n_rows = 37;
+    const size_t ny = 15 * (size_t)n_rows;
+    float *all = malloc(ny * sizeof(float)), *Y = malloc(ny * sizeof(float));
+    float *Y2 = malloc(ny * sizeof(float)), *Y5 = malloc(ny * sizeof(float));
+    for (size_t ti = 0; ti < 2; ti++)
+        for (size_t ki = 0; ki < 2; ki++) {
+            const mllm_dtype t = types[ti], vt = mllm_dtype_get(t)->vec_dot_type;
+            const int64_t K = Ks[ki];
+            const size_t ws = mllm_dtype_row_size(t, K), xs = mllm_dtype_row_size(vt, K);
+            char *W = malloc((size_t)n_rows * ws), *X = malloc(15 * xs);
+            float *src = malloc((size_t)K * sizeof(float));
+            for (int64_t r = 0; r < n_rows; r++) {
+                tu_fill_random(src, (size_t)K, 300 + (uint64_t)r);
+                mllm_cpu_type_get(t)->from_float(src, W + (size_t)r * ws, K);
+            }
+            for (int64_t m = 0; m < 15; m++) {
+                tu_fill_random(src, (size_t)K, 700 + (uint64_t)m);
+                mllm_cpu_quantize_row(vt, src, X + (size_t)m * xs, K);
+            }
+            for (size_t ri = 0; ri < 2; ri++) {
+                const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+                const size_t n = (size_t)(r1 - r0) * sizeof(float);
+                mllm_cpu_mul_mat(t, W, ws, K, X, xs, 15, all, (size_t)n_rows, r0, r1);
+                for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+                    const int64_t M = Ms[mi], m0 = 15 - M; /* the last M rows, at other places in their tiles */
+                    const int got = mul_mat_paths(t, W, ws, K, X + (size_t)m0 * xs, xs, M, Y, Y2, Y5, n_rows, r0, r1);
+                    for (int64_t m = 0; m < M; m++) {
+                        const float *want = all + (m0 + m) * n_rows + r0;
+                        assert_memory_equal(Y + m * n_rows + r0, want, n);
+                        if (got & 1) assert_memory_equal(Y2 + m * n_rows + r0, want, n);
+                        if (got & 2) assert_memory_equal(Y5 + m * n_rows + r0, want, n);
+                    }
+                }
+            }
+            free(W), free(X), free(src);
+        }
+    free(all), free(Y), free(Y2), free(Y5);
+}
+
 /* mllm_cpu_gemm (f32 and f16 weights, f32 activations) and the pre-packed
    f32 GEMM against a double reference on the same (f16-rounded) values:
    only the summation order differs, NMSE < 1e-10. Shapes with partial
@@ -343,7 +409,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_dot_generic), cmocka_unit_test(test_vec_dot_avx2),
         cmocka_unit_test(test_vec_dot_known),   cmocka_unit_test(test_mul_mat),
-        cmocka_unit_test(test_mul_mat_large),  cmocka_unit_test(test_gemm_f32_entry_points),
+        cmocka_unit_test(test_mul_mat_large),  cmocka_unit_test(test_mul_mat_small_batch_invariant),
+        cmocka_unit_test(test_gemm_f32_entry_points),
         cmocka_unit_test(test_gemm_tile_avx512), cmocka_unit_test(test_gemm_tile2_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,6 +75,10 @@ bool mllm_cpu_compute_nodes(mllm_exec_ctx *x, mllm_tensor **nodes, int n) {
     for (int i = 0, j; i < n; i = j) {
         const bool small = node_cost(nodes[i]) < x->serial_below;
         for (j = i + 1; j < n && (node_cost(nodes[j]) < x->serial_below) == small;) j++;
+        /* A run's first matmul converts its own input: a decode step's rows
+           are converted into each thread's own copy (node_compute.c), and
+           this run's threads are not the previous run's. */
+        if (nodes[i]->op == MLLM_OP_MATMUL) nodes[i]->ip[1] = 0;
         exec_job job = {small ? &solo : x, nodes + i, j - i};
         if (small) exec_fn(&job, 0, 1);
         else mllm_pool_run(x->pool, exec_fn, &job);

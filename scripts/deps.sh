@@ -24,7 +24,18 @@
 # the OpenCL device layer links (src/backends/opencl, docs/opencl.md);
 # pocl-opencl-icd: PoCL, an OpenCL driver that runs the kernels on the CPU,
 # so test_opencl_ops has a device on machines without a GPU.
+# --build: only what building and running needs (scripts/demo.sh): the
+# compiler, CMake, the libraries the library links, cmocka (the tests'
+# folder is configured with it), python3-pip (the model fetch scripts use
+# pip). The full list below adds the test toolchain: clang and its
+# sanitizer runtime, wasm and arm64 cross toolchains, qemu, PoCL, espeak-ng,
+# sox, faketime, chromium.
 set -euo pipefail
+build_only=0
+[ "${1:-}" = "--build" ] && build_only=1
+build_pkgs=(build-essential cmake pkg-config libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev
+            libedit-dev libsndfile1-dev libsamplerate0-dev libvorbis-dev zlib1g-dev libstb-dev libwebp-dev python3
+            python3-pip)
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev libcjson-dev libutf8proc-dev libcmocka-dev libmicrohttpd-dev libedit-dev libsndfile1-dev libsamplerate0-dev libvorbis-dev zlib1g-dev libstb-dev libwebp-dev espeak-ng sox python3 python3-pip unzip faketime tzdata chromium
       wasi-libc libclang-rt-14-dev-wasm32 lld llvm-14 dpkg-dev curl
       ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
@@ -33,7 +44,8 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libpcre2-dev lib
       libedit-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 libvorbis-dev:arm64 zlib1g-dev:arm64)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+[ $build_only = 1 ] && pkgs=("${build_pkgs[@]}")
+if [ $build_only = 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "deps: adding the arm64 architecture (multiarch) for the aarch64 cross build" >&2
     $SUDO dpkg --add-architecture arm64
 fi

@@ -117,6 +117,35 @@ static void on_segment(void *user, const mllm_transcript_segment *s) {
     o->n++;
 }
 
+/* What follows json's segments: the whole text, the language, the length. */
+static void json_close(const out_state *o, const mllm_transcript *tr) {
+    if (!o->n) printf("{\"segments\": [");
+    printf("\n  ],\n  \"text\": ");
+    if (o->text) json_str(trim(o->text));
+    float prob = 0;
+    const char *code = mllm_transcript_language(tr, &prob);
+    printf(", \"language\": \"%s\", \"language_probability\": %.4f, \"duration\": %.3f}\n", code, (double)prob,
+           mllm_transcript_duration(tr));
+}
+
+/* 2 after saying why when the model cannot take --language / --task (the
+   library would refuse them too, but after decoding the audio), else 0. */
+static int check_language(const char *lang, bool translate, bool multilingual) {
+    if (lang && !multilingual && strcmp(lang, "en") != 0) {
+        fprintf(stderr, "mllm transcribe: this model is English-only; --language %s cannot be used\n", lang);
+        return 2;
+    }
+    if (lang && multilingual && !mllm_language_name(lang)) {
+        fprintf(stderr, "mllm transcribe: unknown language code '%s'\n", lang);
+        return 2;
+    }
+    if (translate && !multilingual) {
+        fprintf(stderr, "mllm transcribe: this model is English-only; --task translate needs a multilingual one\n");
+        return 2;
+    }
+    return 0;
+}
+
 /* Processor time of the process, all threads (C's clock(); glibc reads
    CLOCK_PROCESS_CPUTIME_ID): what a run costs on a busy machine, where the
    wall clock mostly measures the other programs. */
@@ -212,7 +241,7 @@ int cmd_transcribe(int argc, char **argv) {
     if (st != MLLM_OK) return cli_fail("cannot load the Whisper model", st);
     const bool multilingual = mllm_model_multilingual(m);
     mllm_transcribe_params tp;
-    mllm_transcribe_default_params(&tp);
+    mllm_transcribe_default_params(&tp); /* the CLI's defaults but the beam (greedy) */
     tp.beam_size = (int)beam;
     tp.best_of = (int)best_of;
     tp.patience = (float)patience;
@@ -225,17 +254,7 @@ int cmd_transcribe(int argc, char **argv) {
     tp.fallback = temperature < 0 && !no_fallback;
     tp.on_segment = on_segment;
     tp.on_segment_user = &out;
-    int rc = 0;
-    if (lang && !multilingual && strcmp(lang, "en") != 0) {
-        fprintf(stderr, "mllm transcribe: this model is English-only; --language %s cannot be used\n", lang);
-        rc = 2;
-    } else if (lang && multilingual && !mllm_language_name(lang)) {
-        fprintf(stderr, "mllm transcribe: unknown language code '%s'\n", lang);
-        rc = 2;
-    } else if (tp.translate && !multilingual) {
-        fprintf(stderr, "mllm transcribe: this model is English-only; --task translate needs a multilingual one\n");
-        rc = 2;
-    }
+    int rc = check_language(lang, tp.translate, multilingual);
     if (rc) {
         mllm_model_free(m);
         return rc;
@@ -260,15 +279,7 @@ int cmd_transcribe(int argc, char **argv) {
     st = mllm_transcribe(m, audio, len, file, &tp, &tr);
     free(audio);
     const double t3 = mllm_time_ms() / 1e3, c3 = cpu_seconds();
-    if (st == MLLM_OK && !strcmp(out.format, "json")) {
-        if (!out.n) printf("{\"segments\": [");
-        printf("\n  ],\n  \"text\": ");
-        if (out.text) json_str(trim(out.text));
-        float prob = 0;
-        const char *code = mllm_transcript_language(tr, &prob);
-        printf(", \"language\": \"%s\", \"language_probability\": %.4f, \"duration\": %.3f}\n", code, (double)prob,
-               mllm_transcript_duration(tr));
-    }
+    if (st == MLLM_OK && !strcmp(out.format, "json")) json_close(&out, tr);
     free(out.text);
     if (st == MLLM_OK && !out.quiet && multilingual && !lang) {
         float prob = 0;

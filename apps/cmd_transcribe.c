@@ -5,12 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "audio/audio.h"
 #include "cli.h"
-#include "core/alloc.h"
-#include "core/dtype.h"
-#include "models/whisper/whisper_open.h"
-#include "models/whisper/whisper_transcribe.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -50,6 +45,8 @@ typedef struct {
     const char *format;
     bool quiet;
     int n;
+    char *text;      /* every segment's text joined, for json's "text" (NULL: out of memory) */
+    size_t len;
 } out_state;
 
 static void ts_fmt(double s, char *buf, size_t cap, char sep, bool hours) {
@@ -76,10 +73,29 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
-/* Segments are printed as they become final. */
-static void on_segment(const mllm_whisper_segment *s, void *user) {
+/* The text of every segment printed, also the ones with only spaces that
+   the transcript drops, as json's "text" always joined them. */
+static void keep_text(out_state *o, const char *text) {
+    if (!o->text) return;
+    const size_t l = strlen(text);
+    char *t = realloc(o->text, o->len + l + 1);
+    if (!t) {
+        free(o->text);
+        o->text = NULL;
+        return;
+    }
+    memcpy(t + o->len, text, l + 1);
+    o->text = t;
+    o->len += l;
+}
+
+/* Segments are printed as they become final; json's opening is printed
+   then too, so that a refused option leaves stdout empty. */
+static void on_segment(void *user, const mllm_transcript_segment *s) {
     out_state *o = user;
     char a[32], b[32];
+    if (!o->n && !strcmp(o->format, "json")) printf("{\"segments\": [");
+    keep_text(o, s->text);
     const char *text = trim(s->text);
     if (!strcmp(o->format, "srt")) {
         ts_fmt(s->start, a, sizeof a, ',', true);
@@ -99,6 +115,35 @@ static void on_segment(const mllm_whisper_segment *s, void *user) {
     }
     fflush(stdout);
     o->n++;
+}
+
+/* What follows json's segments: the whole text, the language, the length. */
+static void json_close(const out_state *o, const mllm_transcript *tr) {
+    if (!o->n) printf("{\"segments\": [");
+    printf("\n  ],\n  \"text\": ");
+    if (o->text) json_str(trim(o->text));
+    float prob = 0;
+    const char *code = mllm_transcript_language(tr, &prob);
+    printf(", \"language\": \"%s\", \"language_probability\": %.4f, \"duration\": %.3f}\n", code, (double)prob,
+           mllm_transcript_duration(tr));
+}
+
+/* 2 after saying why when the model cannot take --language / --task (the
+   library would refuse them too, but after decoding the audio), else 0. */
+static int check_language(const char *lang, bool translate, bool multilingual) {
+    if (lang && !multilingual && strcmp(lang, "en") != 0) {
+        fprintf(stderr, "mllm transcribe: this model is English-only; --language %s cannot be used\n", lang);
+        return 2;
+    }
+    if (lang && multilingual && !mllm_language_name(lang)) {
+        fprintf(stderr, "mllm transcribe: unknown language code '%s'\n", lang);
+        return 2;
+    }
+    if (translate && !multilingual) {
+        fprintf(stderr, "mllm transcribe: this model is English-only; --task translate needs a multilingual one\n");
+        return 2;
+    }
+    return 0;
 }
 
 /* Processor time of the process, all threads (C's clock(); glibc reads
@@ -133,9 +178,9 @@ int cmd_transcribe(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--beam")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_int(a, v, 1, MLLM_WHISPER_MAX_SEQ / 2, &beam)) return 2;
+            if (!(v = cli_value(argc, argv, &i)) || !cli_int(a, v, 1, MLLM_TRANSCRIBE_MAX_BEAM, &beam)) return 2;
         } else if (!strcmp(a, "--best-of")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_int(a, v, 1, MLLM_WHISPER_MAX_SEQ / 2, &best_of)) return 2;
+            if (!(v = cli_value(argc, argv, &i)) || !cli_int(a, v, 1, MLLM_TRANSCRIBE_MAX_BEAM, &best_of)) return 2;
         } else if (!strcmp(a, "--patience")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_float(a, v, 0.1, 10, &patience)) return 2;
         } else if (!strcmp(a, "--temperature")) {
@@ -174,16 +219,11 @@ int cmd_transcribe(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    mllm_whisper_params wp = {.n_threads = (int)threads, .weight_type_given = weights_given};
-    if (!strcmp(wt, "f16")) wp.weight_type = MLLM_DTYPE_F16;
-    else if (!strcmp(wt, "f32")) wp.weight_type = MLLM_DTYPE_F32;
-    else if (!strcmp(wt, "q8_0")) wp.weight_type = MLLM_DTYPE_Q8_0;
-    else if (!strcmp(wt, "q4_0")) wp.weight_type = MLLM_DTYPE_Q4_0;
-    else {
+    if (strcmp(wt, "f16") && strcmp(wt, "f32") && strcmp(wt, "q8_0") && strcmp(wt, "q4_0")) {
         fprintf(stderr, "mllm transcribe: --weights takes f16, f32, q8_0 or q4_0, not '%s'\n", wt);
         return 2;
     }
-    if (mllm_whisper_probe(model) == MLLM_WHISPER_NONE) {
+    if (!mllm_path_can_transcribe(model)) {
         fprintf(stderr,
                 "mllm transcribe: %s is not a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json)\n"
                 "  nor a Hugging Face one (config.json with model_type whisper, model.safetensors, tokenizer.json)\n"
@@ -192,87 +232,76 @@ int cmd_transcribe(int argc, char **argv) {
         return 1;
     }
     const double t0 = mllm_time_ms() / 1e3;
-    mllm_whisper *w = NULL;
-    mllm_status st = mllm_whisper_open(model, &wp, &w);
+    mllm_load_params lp;
+    mllm_load_default_params(&lp);
+    lp.n_threads = (int)threads;
+    lp.weights = weights_given ? wt : NULL; /* NULL: a .mllm file's own type, a folder's f16 */
+    mllm_model *m = NULL;
+    mllm_status st = mllm_model_load(model, &lp, &m);
     if (st != MLLM_OK) return cli_fail("cannot load the Whisper model", st);
-    const mllm_whisper_special *sp = mllm_whisper_tokens(w);
-    mllm_whisper_options o;
-    mllm_whisper_options_default(&o);
-    o.beam_size = (int)beam;
-    o.best_of = (int)best_of;
-    o.patience = (float)patience;
-    o.timestamps = timestamps;
-    o.condition_on_previous_text = !no_condition;
-    o.seed = (uint64_t)seed;
-    if (temperature >= 0) {
-        o.temperatures[0] = (float)temperature;
-        o.n_temperatures = 1;
-    } else if (no_fallback) {
-        o.n_temperatures = 1;
-    }
-    int rc = 0;
-    if (lang && !sp->multilingual && strcmp(lang, "en") != 0) {
-        fprintf(stderr, "mllm transcribe: this model is English-only; --language %s cannot be used\n", lang);
-        rc = 2;
-    } else if (lang && sp->multilingual && (o.language = mllm_whisper_lang_token(w, lang)) < 0) {
-        fprintf(stderr, "mllm transcribe: unknown language code '%s'\n", lang);
-        rc = 2;
-    } else if (!strcmp(task, "translate") && !sp->multilingual) {
-        fprintf(stderr, "mllm transcribe: this model is English-only; --task translate needs a multilingual one\n");
-        rc = 2;
-    }
-    o.translate = !strcmp(task, "translate");
+    const bool multilingual = mllm_model_multilingual(m);
+    mllm_transcribe_params tp;
+    mllm_transcribe_default_params(&tp); /* the CLI's defaults but the beam (greedy) */
+    tp.beam_size = (int)beam;
+    tp.best_of = (int)best_of;
+    tp.patience = (float)patience;
+    tp.timestamps = timestamps;
+    tp.condition_on_previous = !no_condition;
+    tp.seed = (uint64_t)seed;
+    tp.language = lang;
+    tp.translate = !strcmp(task, "translate");
+    if (temperature >= 0) tp.temperature = (float)temperature;
+    tp.fallback = temperature < 0 && !no_fallback;
+    tp.on_segment = on_segment;
+    tp.on_segment_user = &out;
+    int rc = check_language(lang, tp.translate, multilingual);
     if (rc) {
-        mllm_whisper_free(w);
+        mllm_model_free(m);
         return rc;
     }
     const double t1 = mllm_time_ms() / 1e3, c1 = cpu_seconds();
-    float *pcm = NULL;
-    size_t n = 0;
-    mllm_audio_info info;
-    st = mllm_audio_load(file, MLLM_AUDIO_SAMPLE_RATE, &pcm, &n, &info);
+    size_t len = 0;
+    char *audio = cli_read_file(file, &len);
+    mllm_audio_desc info = {.struct_size = sizeof info};
+    st = audio ? mllm_audio_probe(audio, len, file, &info) : MLLM_ERR_IO;
     if (st != MLLM_OK) {
-        mllm_whisper_free(w);
-        return cli_fail("cannot read the audio", st);
+        free(audio);
+        mllm_model_free(m);
+        return audio ? cli_fail("cannot read the audio", st) : 1;
     }
     const double t2 = mllm_time_ms() / 1e3;
     if (!out.quiet)
         fprintf(stderr, "transcribe: %s: %s, %d Hz, %d channel(s), %.2f s; %ld thread(s), %s\n", file, info.format,
-                info.source_rate, info.channels, (double)n / MLLM_AUDIO_SAMPLE_RATE, threads,
-                beam > 1 ? "beam search" : "greedy");
-    o.on_segment = (mllm_whisper_segment_cb){on_segment, &out};
+                info.sample_rate, info.channels, info.duration, threads, beam > 1 ? "beam search" : "greedy");
     if (!strcmp(out.format, "vtt")) printf("WEBVTT\n\n");
-    if (!strcmp(out.format, "json")) printf("{\"segments\": [");
-    mllm_whisper_result res;
-    st = mllm_whisper_transcribe(w, pcm, n, &o, &res);
+    out.text = calloc(1, 1);
+    mllm_transcript *tr = NULL;
+    st = mllm_transcribe(m, audio, len, file, &tp, &tr);
+    free(audio);
     const double t3 = mllm_time_ms() / 1e3, c3 = cpu_seconds();
-    if (st == MLLM_OK && !strcmp(out.format, "json")) {
-        printf("\n  ],\n  \"text\": ");
-        size_t len = 0;
-        for (int i = 0; i < res.n_segs; i++) len += strlen(res.segs[i].text);
-        char *all = malloc(len + 1);
-        if (all) {
-            all[0] = 0;
-            for (int i = 0; i < res.n_segs; i++) strcat(all, res.segs[i].text);
-            json_str(trim(all));
-            free(all);
-        }
-        const char *code = mllm_whisper_lang_code(w, res.language >= 0 ? res.language : sp->lang_first);
-        printf(", \"language\": \"%s\", \"language_probability\": %.4f, \"duration\": %.3f}\n", code ? code : "en",
-               (double)res.language_prob, res.duration);
+    if (st == MLLM_OK && !strcmp(out.format, "json")) json_close(&out, tr);
+    free(out.text);
+    if (st == MLLM_OK && !out.quiet && multilingual && !lang) {
+        float prob = 0;
+        const char *code = mllm_transcript_language(tr, &prob);
+        fprintf(stderr, "transcribe: detected language %s (p %.3f)\n", code, (double)prob);
     }
-    if (st == MLLM_OK && !out.quiet && sp->multilingual && !lang)
-        fprintf(stderr, "transcribe: detected language %s (p %.3f)\n", mllm_whisper_lang_code(w, res.language),
-                (double)res.language_prob);
-    if (st == MLLM_OK && !out.quiet)
+    mllm_transcript_stats ts = {.struct_size = sizeof ts};
+    if (st == MLLM_OK && !out.quiet && mllm_transcript_get_stats(tr, &ts) == MLLM_OK) {
+        const double dur = mllm_transcript_duration(tr);
         fprintf(stderr,
                 "transcribe: load %.3f s, audio %.3f s, mel %.3f s, encoder %.3f s, decoder %.3f s; total %.3f s "
                 "(%d window(s), %d fallback(s), %.1fx real time); cpu %.3f s after the load\n",
-                t1 - t0, t2 - t1, res.mel_s, res.encode_s, res.decode_s, t3 - t0, res.n_windows, res.n_fallbacks,
-                t3 - t2 > 0 ? res.duration / (t3 - t2) : 0.0, c3 - c1);
-    if (st == MLLM_OK) mllm_whisper_result_free(&res);
-    mllm_free(pcm);
-    mllm_whisper_free(w);
-    if (st != MLLM_OK) return cli_fail("transcription failed", st);
-    return 0;
+                t1 - t0, t2 - t1, ts.mel_ms / 1e3, ts.encoder_ms / 1e3, ts.decoder_ms / 1e3, t3 - t0, ts.n_windows,
+                ts.n_fallbacks, t3 - t2 > 0 ? dur / (t3 - t2) : 0.0, c3 - c1);
+    }
+    if (st == MLLM_ERR_INVALID_ARG) { /* an option the model refused (a language it lacks) */
+        fprintf(stderr, "mllm transcribe: %s\n", mllm_last_error());
+        rc = 2;
+    } else if (st != MLLM_OK) {
+        rc = cli_fail("transcription failed", st);
+    }
+    mllm_transcript_free(tr);
+    mllm_model_free(m);
+    return rc;
 }

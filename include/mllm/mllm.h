@@ -66,6 +66,12 @@ extern "C" {
 #define MLLM_VERSION_MINOR 1
 #define MLLM_VERSION_PATCH 0
 /* Bumped whenever a struct layout or a signature below changes.
+   8: mllm_transcribe_params grew best_of, patience, seed,
+   condition_on_previous, fallback and the on_segment / abort callbacks
+   (the ABI 7 size is still accepted: the defaults then);
+   mllm_load_params grew `weights` (the ABI 7 and older sizes are still
+   accepted: NULL); mllm_transcript_get_stats, mllm_audio_probe,
+   mllm_path_can_transcribe, mllm_model_multilingual.
    7: mllm_speculative_stats grew `n_draft_evals` (smaller struct_size
    values are still accepted: the counters are copied up to it).
    6: mllm_load_params grew `backend` and `n_gpu_layers` (the ABI 5 and 4
@@ -80,7 +86,7 @@ extern "C" {
    logprobs callback); mllm_sampling_default writes the new size, so a
    program compiled against an ABI 2 header must be rebuilt (mllm_generate*
    still accept an ABI 2 struct filled by the caller). */
-#define MLLM_ABI_VERSION 7
+#define MLLM_ABI_VERSION 8
 
 typedef enum {
     MLLM_OK = 0,
@@ -161,6 +167,11 @@ typedef struct {
                               own). Lossy: meant for a draft model, whose precision
                               only changes how many of its proposals are kept.
                               NULL (default): the file's types */
+    /* Appended in ABI 8 (the ABI 7 and older sizes are still accepted: NULL). */
+    const char *weights;   /* a speech model's (Whisper's) weight type: "f16", "f32",
+                              "q8_0" or "q4_0", converted at load; a .mllm file takes
+                              only the type it stores. NULL (default): as stored (f16
+                              used in place from the file). Text models ignore it */
 } mllm_load_params;
 
 /* Fills every field with its default and struct_size with the library's
@@ -300,6 +311,13 @@ MLLM_API mllm_status mllm_embed(mllm_model *m, const char *text, size_t len, con
    at a time (a call waits for the one before it); each uses the model's
    threads. */
 typedef struct mllm_transcript mllm_transcript;
+#define MLLM_TRANSCRIBE_MAX_BEAM 8 /* the most beams (beam_size) or candidates (best_of) */
+struct mllm_transcript_segment_;
+/* Receives each segment as it becomes final, in order (valid only during
+   the call; its struct_size is the library's sizeof). Called for every
+   segment with text, also those whose text is only spaces, which the
+   transcript itself drops. */
+typedef void (*mllm_transcript_segment_cb)(void *user, const struct mllm_transcript_segment_ *seg);
 
 typedef struct {
     uint32_t struct_size;  /* = sizeof(mllm_transcribe_params), set by the default */
@@ -314,11 +332,44 @@ typedef struct {
     int timestamps;        /* 1: segments with times from Whisper's timestamp tokens;
                               0 (default): one segment per 30-s window */
     int translate;         /* 1: translate to English (multilingual models); default 0 */
+    /* Appended in ABI 8 (the ABI 7 size is still accepted: the defaults below). */
+    int best_of;           /* candidates sampled at a temperature > 0 (default 5; 1..MLLM_TRANSCRIBE_MAX_BEAM) */
+    float patience;        /* beam search: stop after beam_size * patience finished beams
+                              (default 1; 0.1..10) */
+    uint64_t seed;         /* of the sampling at temperatures > 0 (default 0) */
+    int condition_on_previous; /* 1 (default): a window is prompted with the text before it */
+    int fallback;          /* 1 (default): raise the temperature as above; 0: decode at
+                              `temperature` only (then 0..2) */
+    mllm_transcript_segment_cb on_segment; /* NULL (default), or called as each segment is final */
+    void *on_segment_user;
+    int (*abort)(void *user); /* NULL (default), or polled before each 30-s window: nonzero
+                                 stops the call with MLLM_ERR_CANCELLED */
+    void *abort_user;
 } mllm_transcribe_params;
 
 MLLM_API void mllm_transcribe_default_params(mllm_transcribe_params *p);
 /* 1 for a speech-to-text model (Whisper), 0 otherwise or NULL. */
 MLLM_API int mllm_model_can_transcribe(const mllm_model *m);
+/* 1 for a speech model that transcribes other languages than English
+   (and translates), 0 for an English-only one, any other model or NULL. */
+MLLM_API int mllm_model_multilingual(const mllm_model *m);
+/* 1 when path holds what mllm_model_load opens as a speech-to-text model
+   (names and first bytes only: it may still fail to load), else 0. */
+MLLM_API int mllm_path_can_transcribe(const char *path);
+
+/* What an audio file image is, as mllm_transcribe would decode it. */
+typedef struct {
+    uint32_t struct_size;   /* set by the caller: sizeof(mllm_audio_desc) */
+    char format[16];        /* "WAV", "FLAC", "OGG", "MP3", NUL-terminated */
+    int sample_rate;        /* of the file, Hz */
+    int channels;           /* of the file */
+    double duration;        /* seconds: the samples after resampling to 16 kHz */
+} mllm_audio_desc;
+/* Decodes the image (audio, len; label as mllm_transcribe) to describe it
+   into *out (at most out->struct_size bytes). Errors: MLLM_ERR_INVALID_ARG
+   (NULL argument, struct_size smaller than the first field's),
+   MLLM_ERR_FORMAT, MLLM_ERR_UNSUPPORTED, MLLM_ERR_NOMEM as mllm_transcribe. */
+MLLM_API mllm_status mllm_audio_probe(const void *audio, size_t len, const char *label, mllm_audio_desc *out);
 /* Transcribes an audio file image in memory (WAV, FLAC, OGG, MP3: docs/audio.md;
    any rate, any channel count; not copied, only read during the call).
    label names the audio in error messages (may be NULL). p may be NULL (the
@@ -339,7 +390,7 @@ MLLM_API const char *mllm_transcript_language(const mllm_transcript *t, float *p
 MLLM_API double mllm_transcript_duration(const mllm_transcript *t);
 MLLM_API int mllm_transcript_n_segments(const mllm_transcript *t);
 
-typedef struct {
+typedef struct mllm_transcript_segment_ {
     uint32_t struct_size;   /* set by the caller: sizeof(mllm_transcript_segment) */
     double start, end;      /* seconds */
     const char *text;       /* UTF-8 (as Whisper writes it: usually a leading space); owned by the transcript */
@@ -352,6 +403,16 @@ typedef struct {
    Errors: MLLM_ERR_INVALID_ARG (t or out NULL, i out of range, a struct_size
    smaller than the first fields'). */
 MLLM_API mllm_status mllm_transcript_get_segment(const mllm_transcript *t, int i, mllm_transcript_segment *out);
+/* Where a transcription's time went and how often it decoded again. */
+typedef struct {
+    uint32_t struct_size;   /* set by the caller: sizeof(mllm_transcript_stats) */
+    double mel_ms, encoder_ms, decoder_ms; /* wall-clock time in each stage */
+    int n_windows;          /* 30-s windows decoded */
+    int n_fallbacks;        /* windows decoded again at a higher temperature */
+} mllm_transcript_stats;
+/* The counters into *out (at most out->struct_size bytes). Errors:
+   MLLM_ERR_INVALID_ARG (t or out NULL, struct_size smaller than the first field's). */
+MLLM_API mllm_status mllm_transcript_get_stats(const mllm_transcript *t, mllm_transcript_stats *out);
 MLLM_API void mllm_transcript_free(mllm_transcript *t);
 /* The English name of a Whisper language code ("de" -> "german"); NULL if unknown. */
 MLLM_API const char *mllm_language_name(const char *code);

@@ -11,7 +11,7 @@ import os
 import threading
 
 # The MLLM_ABI_VERSION of the header this module mirrors.
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 # mllm_status values.
 MLLM_OK = 0
@@ -68,9 +68,10 @@ class LoadParamsBase(ctypes.Structure):
 class LoadParams(LoadParamsBase):
     """mllm_load_params with chat_template (appended, same ABI version) and
     exact (ABI 4), mmproj (ABI 5), backend and n_gpu_layers (ABI 6), requant
-    (ABI 7)."""
+    (ABI 7), weights (ABI 8: a speech model's weight type)."""
     _fields_ = [("chat_template", ctypes.c_char_p), ("exact", ctypes.c_int), ("mmproj", ctypes.c_char_p),
-                ("backend", ctypes.c_char_p), ("n_gpu_layers", ctypes.c_int), ("requant", ctypes.c_char_p)]
+                ("backend", ctypes.c_char_p), ("n_gpu_layers", ctypes.c_int), ("requant", ctypes.c_char_p),
+                ("weights", ctypes.c_char_p)]
 
 
 # The mllm_load_params layout of the loaded library (one of the two above).

@@ -89,9 +89,9 @@ MLLM_API mllm_status mllm_model_load(const char *path, const mllm_load_params *p
     if (p) {
         size_t v1 = offsetof(mllm_load_params, chat_template), v3 = offsetof(mllm_load_params, exact),
                v4 = offsetof(mllm_load_params, mmproj), v5 = offsetof(mllm_load_params, backend),
-               v6 = offsetof(mllm_load_params, requant);
+               v6 = offsetof(mllm_load_params, requant), v7 = offsetof(mllm_load_params, weights);
         if (p->struct_size != sizeof *p && p->struct_size != v1 && p->struct_size != v3 && p->struct_size != v4 &&
-            p->struct_size != v5 && p->struct_size != v6)
+            p->struct_size != v5 && p->struct_size != v6 && p->struct_size != v7)
             return mllm_err(MLLM_ERR_INVALID_ARG, "mllm_model_load: params struct_size %u, expected %zu",
                             p->struct_size, sizeof *p);
         memcpy(&lp, p, p->struct_size);

@@ -28,7 +28,16 @@ typedef struct {
     double duration;           /* of the audio, seconds */
     char lang[8];              /* the language's code ("en") */
     float lang_prob;           /* its detected probability; 1 when given */
+    double mel_s, encode_s, decode_s; /* time spent in each stage */
+    int n_windows, n_fallbacks;
 } mllm_speech_result;
+
+/* What the caller hears while a transcription runs (either may be NULL). */
+typedef struct {
+    void (*segment)(const mllm_speech_segment *s, void *user); /* each segment with text, as it is final */
+    int (*abort)(void *user);  /* polled between windows; nonzero: stop (MLLM_ERR_CANCELLED) */
+    void *user;
+} mllm_speech_hooks;
 
 void mllm_speech_result_free(mllm_speech_result *r);
 
@@ -37,8 +46,9 @@ typedef struct mllm_speech_family {
     bool (*probe)(const char *path);
     /* Opens it to run on pool (lent: the model's, which must outlive it);
        backends: the backends its graphs run on, by name in order of
-       preference ("opencl,cpu"; NULL: the CPU). */
-    mllm_status (*open)(const char *path, mllm_pool *pool, const char *backends, void **out);
+       preference ("opencl,cpu"; NULL: the CPU); weights: the weight type
+       (mllm_load_params.weights; NULL: as stored). */
+    mllm_status (*open)(const char *path, mllm_pool *pool, const char *backends, const char *weights, void **out);
     void (*free)(void *model);
     /* The model's tokenizer, owned by it. */
     mllm_tokenizer *(*tokenizer)(void *model);
@@ -46,9 +56,12 @@ typedef struct mllm_speech_family {
        n_embd, n_layer, n_head, head_dim, n_ff). */
     void (*describe)(const void *model, mllm_hparams *out);
     /* Transcribes samples[0..n) (16 kHz mono) with p (checked here: errors
-       name the parameter). One call at a time per model. */
+       name the parameter; p's callbacks are ignored, hooks carry them).
+       One call at a time per model. */
     mllm_status (*transcribe)(void *model, const float *samples, size_t n, const mllm_transcribe_params *p,
-                              mllm_speech_result *res);
+                              const mllm_speech_hooks *hooks, mllm_speech_result *res);
+    /* Whether the model transcribes other languages than English. */
+    bool (*multilingual)(const void *model);
     /* The English name of a language code ("de" -> "german"), or NULL. */
     const char *(*language_name)(const char *code);
 } mllm_speech_family;

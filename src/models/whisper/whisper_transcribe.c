@@ -67,7 +67,8 @@ static char *text_of(mllm_whisper *w, const int32_t *ids, int n) {
 }
 
 static mllm_status add_segment(mllm_whisper *w, mllm_whisper_result *res, const mllm_whisper_options *o, double start,
-                               double end, const int32_t *tok, int n, const mllm_whisper_hyp *h, float temp, float cr) {
+                               double end, long seek, const int32_t *tok, int n, const mllm_whisper_hyp *h, float temp,
+                               float cr) {
     mllm_whisper_segment *ns = mllm_realloc(res->segs, (size_t)(res->n_segs + 1) * sizeof *ns);
     if (!ns) return mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for segments");
     res->segs = ns;
@@ -84,6 +85,7 @@ static mllm_status add_segment(mllm_whisper *w, mllm_whisper_result *res, const 
     s->n_tokens = n;
     s->start = start;
     s->end = end;
+    s->seek = seek; /* before the callback sees it */
     s->avg_logprob = h->avg_logprob;
     s->no_speech_prob = h->no_speech_prob;
     s->temperature = temp;
@@ -208,6 +210,10 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
     }
     long seek = 0;
     for (int window = 0; seek < content; window++) {
+        if (o->abort && o->abort(o->abort_user)) { /* between windows: a window's decode is not interrupted */
+            st = mllm_err(MLLM_ERR_CANCELLED, "whisper: transcription aborted by the caller");
+            goto done;
+        }
         const long seg = content - seek < MLLM_WHISPER_N_FRAMES ? content - seek : MLLM_WHISPER_N_FRAMES;
         const long seek_before = seek;
         const double offset = (double)seek * MLLM_MEL_HOP / MLLM_MEL_SAMPLE_RATE;
@@ -243,20 +249,19 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
         }
         const int32_t *tk = h.tokens;
         const int nt = h.n_tokens;
-        const int n_segs_before = res->n_segs;
         const bool single_end = nt >= 2 && tk[nt - 1] >= tb && tk[nt - 2] < tb;
         int last_slice = 0, n_pairs = 0;
         for (int i = 1; i < nt && st == MLLM_OK; i++) {
             if (!(tk[i] >= tb && tk[i - 1] >= tb)) continue;
             n_pairs++;
             st = add_segment(w, res, o, offset + (tk[last_slice] - tb) * TIME_PRECISION,
-                             offset + (tk[i - 1] - tb) * TIME_PRECISION, tk + last_slice, i - last_slice, &h, temp, cr);
+                             offset + (tk[i - 1] - tb) * TIME_PRECISION, seek_before, tk + last_slice, i - last_slice, &h, temp, cr);
             last_slice = i;
         }
         if (st == MLLM_OK && n_pairs > 0) {
             if (single_end) {
                 st = add_segment(w, res, o, offset + (tk[last_slice] - tb) * TIME_PRECISION,
-                                 offset + (tk[nt - 1] - tb) * TIME_PRECISION, tk + last_slice, nt - last_slice, &h, temp,
+                                 offset + (tk[nt - 1] - tb) * TIME_PRECISION, seek_before, tk + last_slice, nt - last_slice, &h, temp,
                                  cr);
                 seek += seg;
             } else {
@@ -269,10 +274,9 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
                     if (tk[i] != tb) dur = (tk[i] - tb) * TIME_PRECISION;
                     break;
                 }
-            st = add_segment(w, res, o, offset, offset + dur, tk, nt, &h, temp, cr);
+            st = add_segment(w, res, o, offset, offset + dur, seek_before, tk, nt, &h, temp, cr);
             seek += seg;
         }
-        for (int i = n_segs_before; i < res->n_segs; i++) res->segs[i].seek = seek_before;
         if (st == MLLM_OK && nt > 0) {
             int32_t *na = mllm_realloc(all, (size_t)(n_all + nt) * sizeof(int32_t));
             if (!na) st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory");

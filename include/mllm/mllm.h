@@ -342,7 +342,8 @@ typedef struct {
                               `temperature` only (then 0..2) */
     mllm_transcript_segment_cb on_segment; /* NULL (default), or called as each segment is final */
     void *on_segment_user;
-    int (*abort)(void *user); /* NULL (default), or polled before each 30-s window: nonzero
+    int (*abort)(void *user); /* NULL (default), or polled before each 30-s window and each
+                                 temperature fallback of a window: nonzero
                                  stops the call with MLLM_ERR_CANCELLED */
     void *abort_user;
 } mllm_transcribe_params;

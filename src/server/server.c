@@ -131,6 +131,7 @@ void mllm_server_stop(mllm_server *S) {
     /* Jobs end first, so every connection thread blocked on one finishes
        its response (the end of a stream, an error); stopping the daemon
        would cut those off, so it waits for them, a bounded while. */
+    srv_tasks_cancel_running(S->tasks); /* a long transcription stops at its next window */
     srv_sched_shutdown(S->sched);
     srv_tasks_shutdown(S->tasks); /* after the engine loop, which may own them */
     for (int i = 0; i < SRV_STOP_FLUSH_MS / 10 && atomic_load(&S->responding) > 0; i++) {

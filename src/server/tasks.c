@@ -239,6 +239,13 @@ void srv_tasks_counts(srv_tasks *q, int *queued, int *running) {
     pthread_mutex_unlock(&q->mu);
 }
 
+void srv_tasks_cancel_running(srv_tasks *q) {
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    if (q->cur) atomic_store(&q->cur->cancel, true);
+    pthread_mutex_unlock(&q->mu);
+}
+
 void srv_tasks_shutdown(srv_tasks *q) {
     if (!q) return;
     srv_tasks_close(q);

@@ -61,6 +61,10 @@ bool srv_tasks_pending(srv_tasks *q);
 /* One slice of the current (or next) task; on the owner thread. */
 void srv_tasks_run_one(srv_tasks *q);
 
+/* Asks the running task to stop at its next check (a transcription before
+   its next window): the server is stopping after its grace period. */
+void srv_tasks_cancel_running(srv_tasks *q);
+
 /* Takes a reference when accepted. */
 srv_submit srv_tasks_submit(srv_tasks *q, srv_task *t);
 /* Waits for t's end; false (t then cancelled) if the client on fd hung up first. */

@@ -201,10 +201,18 @@ static void audio_task_free(srv_task *t) {
     mllm_free(a);
 }
 
-/* The whole file in one slice (a transcription does not stop midway). */
+/* Polled by Whisper before each 30-s window: the client left, or the
+   server is stopping (srv_tasks_cancel_running). */
+static int audio_abort(void *user) { return atomic_load(&((srv_task *)user)->cancel); }
+
+/* The whole file in one slice, ended early (before its next window) when
+   the task is cancelled. */
 static bool audio_step(srv_task *t) {
     audio_task *a = (audio_task *)t;
+    a->p.abort = audio_abort;
+    a->p.abort_user = t;
     mllm_status st = mllm_transcribe(a->model, a->audio, a->len, "file", &a->p, &a->out);
+    if (st == MLLM_ERR_CANCELLED) return true; /* the task ends cancelled: nobody reads its result */
     if (st == MLLM_ERR_INVALID_ARG && a->q.language[0] && strstr(mllm_last_error(), "language"))
         t->failed = srv_fail(&a->e, 400, NULL, "language", "%s", mllm_last_error());
     else if (st == MLLM_ERR_INVALID_ARG || st == MLLM_ERR_FORMAT || st == MLLM_ERR_UNSUPPORTED)

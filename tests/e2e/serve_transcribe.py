@@ -154,6 +154,73 @@ def base_checks(openai, mllm, model_dir, wav):
         s.close()
 
 
+def long_wav(wav, times):
+    """jfk.wav repeated: a long upload of many 30-s windows."""
+    import wave
+    with wave.open(wav, "rb") as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setparams(params)
+        w.writeframes(frames * times)
+    return out.getvalue()
+
+
+def post_audio(port, audio, timeout=300):
+    """POSTs a transcription on a raw connection; (status, or 0 when the
+    connection ended without one, seconds)."""
+    import socket
+    import time
+    body, headers = multipart([("model", b"whisper-1", None), ("file", audio, "long.wav")])
+    ctype = headers["Content-Type"]
+    sk = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sk.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+               b"Content-Length: %d\r\n\r\n" % (ctype.encode(), len(body)) + body)
+    buf = b""
+    try:
+        while b"\r\n" not in buf:
+            d = sk.recv(4096)
+            if not d:
+                break
+            buf += d
+    except OSError:
+        pass
+    sk.close()
+    m = re.match(rb"HTTP/1\.1 (\d+)", buf)
+    return int(m.group(1)) if m else 0
+
+
+def shutdown_checks(mllm, model_dir, wav):
+    """#42: a long transcription (30 windows) does not hold a stopping
+    server: after the grace period the next window is not started, and the
+    server exits. A client that hangs up stops its transcription too."""
+    import threading
+    import time
+    audio = long_wav(wav, 80)  # about 15 minutes: 30 windows
+    s = srvtest.Server(mllm, model_dir, "-t", "2", "--max-upload", str(len(audio) + 4096), "--shutdown-grace", "1",
+                       alias="whisper-tiny.en")
+    try:
+        got = {}
+        th = threading.Thread(target=lambda: got.setdefault("st", post_audio(s.port, audio)))
+        th.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60 and s.metrics().get("mllm_tasks_running", 0) < 1:
+            time.sleep(0.05)
+        check(s.metrics().get("mllm_tasks_running", 0) == 1, "the transcription runs")
+        t1 = time.monotonic()
+        rc = s.stop(timeout=120)
+        dt = time.monotonic() - t1
+        th.join(30)
+        check(rc == 0, "exit code %r" % rc)
+        # the grace second, then at most the window being decoded (well under a second on an idle machine)
+        check(dt < 30, "a stopping server waited %.1f s for a 30-window transcription" % dt)
+        check(got.get("st") in (0, 503), "the transcription's answer at shutdown: %r" % got.get("st"))
+        print("ok   SIGTERM during a 30-window transcription: exit 0 in %.1f s (grace 1 s), answer %r"
+              % (dt, got.get("st")))
+    finally:
+        s.close()
+
+
 def main(argv):
     mllm, shared, build_dir = argv[0], argv[1], argv[2]
     tiny = os.environ.get("MLLM_WHISPER_TINY_DIR")
@@ -165,6 +232,7 @@ def main(argv):
     if openai is None:
         return srvtest.SKIP
     tiny_checks(openai, mllm, tiny, wav, build_dir)
+    shutdown_checks(mllm, tiny, wav)
     base = os.environ.get("MLLM_WHISPER_BASE_DIR")
     if base:
         base_checks(openai, mllm, base, wav)

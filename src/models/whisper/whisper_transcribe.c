@@ -162,6 +162,13 @@ static mllm_status decode_with_fallback(mllm_whisper *w, const mllm_whisper_opti
                                         float *cr, int *n_fallbacks) {
     memset(best, 0, sizeof *best);
     for (int i = 0; i < o->n_temperatures; i++) {
+        /* also before each fallback: a repetitive window decodes up to six
+           times (seconds each on a small CPU) */
+        if (i > 0 && o->abort && o->abort(o->abort_user)) {
+            mllm_free(best->tokens);
+            memset(best, 0, sizeof *best);
+            return mllm_err(MLLM_ERR_CANCELLED, "whisper: transcription aborted by the caller");
+        }
         mllm_whisper_hyp h;
         const float t = o->temperatures[i];
         mllm_status st = mllm_whisper_decode_window(w, o, prompt, n_prompt, sot_index, t,
@@ -210,7 +217,7 @@ mllm_status mllm_whisper_transcribe(mllm_whisper *w, const float *samples, size_
     }
     long seek = 0;
     for (int window = 0; seek < content; window++) {
-        if (o->abort && o->abort(o->abort_user)) { /* between windows: a window's decode is not interrupted */
+        if (o->abort && o->abort(o->abort_user)) { /* between windows (and fallbacks, below) */
             st = mllm_err(MLLM_ERR_CANCELLED, "whisper: transcription aborted by the caller");
             goto done;
         }

@@ -39,7 +39,7 @@ typedef struct {
     float max_initial_timestamp; /* seconds, timestamps mode */
     uint64_t seed;
     mllm_whisper_segment_cb on_segment; /* called as each segment is final (may be NULL) */
-    int (*abort)(void *user);  /* polled before each window; nonzero: stop, MLLM_ERR_CANCELLED (may be NULL) */
+    int (*abort)(void *user);  /* polled before each window and fallback; nonzero: stop, MLLM_ERR_CANCELLED (may be NULL) */
     void *abort_user;
 } mllm_whisper_options;
 

@@ -10,7 +10,9 @@ greedy, without timestamps, faster-whisper's other defaults; float32 and
 int8) and the highest temperature the fallback reached (above 0 it
 sampled: such words change from run to run and are no reference). The
 test regenerates the clips marked "ci" and checks mllm's f32 words against
-float32's.
+float32's; for those clips "float32_data" also keeps faster-whisper's
+log-mel (per-frame sums) and float32's tokens, which
+tests/unit/test_whisper_espeak.c checks.
 
 Each clip is transcribed greedy ("float32", "int8") and with beam 5
 ("beam5": the same keys); faster-whisper is the deciding reference
@@ -93,6 +95,22 @@ def fw_text(model: WhisperModel, wav: str, beam: int = 1) -> tuple[str, float]:
     return "".join(s.text for s in segs).strip(), max(s.temperature for s in segs)
 
 
+def ci_data(model: WhisperModel, wav: str) -> dict:
+    """What test_whisper_espeak checks on a CI clip: faster-whisper's log-mel
+    of the clip's content frames (each frame's sum over the mel bins, and
+    the largest value) and float32's text tokens, greedy and beam 5."""
+    audio = faster_whisper.decode_audio(wav)
+    feats = model.feature_extractor(audio)
+    content = feats.shape[-1] - 1  # as transcribe() slices it
+    out = {"n_samples": len(audio), "mel_frames": content,
+           "mel_frame_sums": [round(float(v), 4) for v in feats[:, :content].astype("float64").sum(axis=0)],
+           "mel_max": round(float(feats[:, :content].max()), 6)}
+    for name, beam in SEARCHES.items():
+        segs = list(model.transcribe(wav, beam_size=beam, without_timestamps=True)[0])
+        out["tokens_" + name] = [t for s in segs for t in s.tokens]
+    return out
+
+
 def mllm_text(binary: str, model: str, wav: str, weights: str = "f32", beam: int = 1) -> str:
     r = subprocess.run([binary, "transcribe", "-q", "-m", model, "--weights", weights, "-t", "2",
                         "--beam", str(beam), wav], capture_output=True, text=True, check=True)
@@ -154,6 +172,8 @@ def main() -> None:
         for i, (voice, wpm, text) in enumerate(CLIPS):
             wav = make_clip(voice, wpm, text, tmp, f"c{i}")
             clip = {"voice": voice, "wpm": wpm, "text": text, "ci": i in CI}
+            if i in CI:
+                clip["float32_data"] = ci_data(models["float32"], wav)
             for name, beam in SEARCHES.items():
                 f32, t32 = fw_text(models["float32"], wav, beam)
                 i8, t8 = fw_text(models["int8"], wav, beam)

@@ -1,8 +1,10 @@
 /* Decoding one 30-s window: the logit filters of openai-whisper's
    decoding.py (SuppressBlank, SuppressTokens, ApplyTimestampRules), then
    greedy argmax, sampling (temperature > 0, best_of candidates) or beam
-   search (BeamSearchDecoder: beam_size live beams, finished candidates
-   collected until beam_size * patience, ranked by sum logprob / length). */
+   search (beam_size live beams; an EOT among the beam_size best candidates
+   of a step finishes one, until beam_size * patience are finished, as in
+   CTranslate2's BeamSearch under faster-whisper; ranked by sum logprob /
+   length). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,7 +235,13 @@ mllm_status mllm_whisper_decode_window(mllm_whisper *w, const mllm_whisper_optio
             for (int c = 0; c < n_cand && saved < S; c++) {
                 const seq_t *src = &seq[cand[c].parent];
                 if (cand[c].tok == sp->eot) {
-                    if (n_fin < max_fin) {
+                    /* CTranslate2's BeamSearch (faster-whisper's, the
+                       reference): only an EOT among the beam_size best
+                       candidates finishes a hypothesis. openai-whisper also
+                       keeps one ranked below that (before the beam_size-th
+                       live one), so it reached beam_size finished sooner and
+                       stopped before "you. Ask" on jfk.wav. */
+                    if (c < S && n_fin < max_fin) {
                         fin[n_fin].tok = mllm_malloc((size_t)(src->n + 1) * sizeof(int32_t));
                         if (!fin[n_fin].tok) {
                             st = mllm_err(MLLM_ERR_NOMEM, "whisper: out of memory for decoding");

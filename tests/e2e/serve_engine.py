@@ -136,7 +136,11 @@ def main(argv):
             m = s.metrics()
             kept = m["mllm_lookup_accepted_tokens_total"] - m0["mllm_lookup_accepted_tokens_total"]
             drafted = m["mllm_lookup_drafted_tokens_total"] - m0["mllm_lookup_drafted_tokens_total"]
-            check(kept > 0, "prompt lookup kept no proposal: %r" % m)
+            # Lookup prices each pass from this machine's measured step times
+            # (runtime/spec_ctl.c): under the sanitizers (steps 10-20x slower,
+            # unevenly) it may rightly find no proposal worth its row, so the
+            # release and clang builds check that it keeps some.
+            check(kept > 0 or SANITIZED, "prompt lookup kept no proposal: %r" % m)
             check(fresh.metrics()["mllm_lookup_drafted_tokens_total"] == 0, "--no-speculative proposed tokens")
             print("ok   prompt lookup in the engine: %d of %d proposals kept, greedy and seeded text as without"
                   % (kept, drafted))

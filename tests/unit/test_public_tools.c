@@ -25,13 +25,16 @@ static void test_struct_size_checked(void **state) {
     (void)state;
     mllm_convert_params cp;
     mllm_convert_default_params(&cp);
-    cp.in = "in.gguf", cp.out = tu_tmp("never.mllm");
+    char *never_mllm = (char *)tu_tmp("never.mllm"), *never_gguf = (char *)tu_tmp("never.gguf");
+    cp.in = "in.gguf", cp.out = never_mllm;
     cp.struct_size--;
     assert_int_equal(mllm_convert(&cp), MLLM_ERR_INVALID_ARG);
     mllm_quantize_params qp;
     mllm_quantize_default_params(&qp);
     qp.struct_size = 4;
-    assert_int_equal(mllm_quantize_file("in.gguf", tu_tmp("never.gguf"), &qp, NULL), MLLM_ERR_INVALID_ARG);
+    assert_int_equal(mllm_quantize_file("in.gguf", never_gguf, &qp, NULL), MLLM_ERR_INVALID_ARG);
+    free(never_mllm);
+    free(never_gguf);
     mllm_chat_template_params tp;
     mllm_chat_template_default_params(&tp);
     tp.chat_template = "chatml";
@@ -126,6 +129,8 @@ static void test_model_tensors_graph_and_file(void **state) {
     assert_int_not_equal(mllm_file_info_open(gguf, &f), MLLM_OK); /* GGUF is neither format */
     assert_null(f);
     mllm_model_free(m);
+    free((void *)cp.out);
+    free((void *)gguf);
 }
 
 static void test_template_render(void **state) {

@@ -281,7 +281,12 @@ mllm_status mllm_kv_store_check_folder(const char *dir) {
     struct stat d;
     if (stat(dir, &d) != 0) return mllm_err(MLLM_ERR_IO, "prefix store folder %s: %s", dir, strerror(errno));
     const bool shared = (d.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    if (shared && !((d.st_mode & S_ISVTX) && d.st_uid == geteuid()))
+#ifdef __wasi__
+    const bool ours = true; /* WASI has no users: the host's preopened folder is the module's */
+#else
+    const bool ours = d.st_uid == geteuid();
+#endif
+    if (shared && !((d.st_mode & S_ISVTX) && ours))
         return mllm_err(MLLM_ERR_IO,
                         "prefix store folder %s is writable by other users (mode %03o): another user could put a file "
                         "or a link where the store goes; use a folder only you can write (chmod go-w), or a sticky "

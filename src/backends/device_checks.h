@@ -112,4 +112,21 @@ static inline mllm_status mllm_dev_enc_attn_ok(const char *be, const mllm_dev_en
     return MLLM_OK;
 }
 
+/* a checked, and its buffers (Q, K, V, O, segments; present[i] false for a
+   NULL one, size[i] its bytes) large enough for the rows it reads and
+   writes (strided rows span mllm_dev_rows_span). */
+static inline mllm_status mllm_dev_enc_attn_fits(const char *be, const mllm_dev_enc_attn *a, const bool present[5],
+                                                 const size_t size[5]) {
+    mllm_status st = mllm_dev_enc_attn_ok(be, a);
+    if (st) return st;
+    const int64_t row = a->D * a->H;
+    static const char *const what[5] = {"Q", "K", "V", "O", "segments"};
+    const size_t need[5] = {mllm_dev_rows_span(a->n_q, a->q_stride, row), mllm_dev_rows_span(a->n_k, a->k_stride, row),
+                            mllm_dev_rows_span(a->n_k, a->v_stride, row), (size_t)(row * a->n_q) * 4,
+                            (size_t)(a->n_segs + 1) * 4};
+    for (int i = 0; i < (a->n_segs > 0 ? 5 : 4); i++)
+        if ((st = mllm_dev_need(be, "encoder attention", what[i], present[i], size[i], need[i]))) return st;
+    return MLLM_OK;
+}
+
 #endif

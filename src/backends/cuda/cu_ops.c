@@ -204,15 +204,11 @@ mllm_status mllm_cuda_attention_enc(mllm_cuda *c, const mllm_cuda_buf *Q, const 
                                     const mllm_cuda_buf *V, const mllm_cuda_buf *segs, mllm_cuda_buf *O,
                                     const mllm_dev_enc_attn *a) {
     const char *op = "encoder attention";
-    mllm_status st = mllm_dev_enc_attn_ok("cuda", a);
+    const bool has[5] = {Q != NULL, K != NULL, V != NULL, O != NULL, segs != NULL};
+    const size_t size[5] = {Q ? Q->size : 0, K ? K->size : 0, V ? V->size : 0, O ? O->size : 0,
+                            segs ? segs->size : 0};
+    mllm_status st = mllm_dev_enc_attn_fits("cuda", a, has, size);
     if (st) return st;
-    const int64_t row = a->D * a->H;
-    if ((st = need(Q, mllm_dev_rows_span(a->n_q, a->q_stride, row), op, "Q")) ||
-        (st = need(K, mllm_dev_rows_span(a->n_k, a->k_stride, row), op, "K")) ||
-        (st = need(V, mllm_dev_rows_span(a->n_k, a->v_stride, row), op, "V")) ||
-        (st = need(O, (size_t)(row * a->n_q) * 4, op, "O")) ||
-        (a->n_segs > 0 && (st = need(segs, (size_t)(a->n_segs + 1) * 4, op, "segments"))))
-        return st;
     const mllm_cuda_buf *bufs[] = {Q, K, V, a->n_segs > 0 ? segs : NULL, O};
     if ((st = same_ctx(c, bufs, 5, op))) return st;
     return launched(mllm_cu_attn_enc(c->stream, Q->mem, K->mem, V->mem, a->n_segs > 0 ? segs->mem : NULL, O->mem,

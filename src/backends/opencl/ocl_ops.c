@@ -239,15 +239,11 @@ mllm_status mllm_ocl_im2col(mllm_ocl *c, const mllm_ocl_buf *X, mllm_ocl_buf *Y,
 mllm_status mllm_ocl_attention_enc(mllm_ocl *c, const mllm_ocl_buf *Q, const mllm_ocl_buf *K, const mllm_ocl_buf *V,
                                    const mllm_ocl_buf *segs, mllm_ocl_buf *O, const mllm_dev_enc_attn *at) {
     const char *op = "encoder attention";
-    mllm_status st = mllm_dev_enc_attn_ok("opencl", at);
+    const bool has[5] = {Q != NULL, K != NULL, V != NULL, O != NULL, segs != NULL};
+    const size_t size[5] = {Q ? Q->size : 0, K ? K->size : 0, V ? V->size : 0, O ? O->size : 0,
+                            segs ? segs->size : 0};
+    mllm_status st = mllm_dev_enc_attn_fits("opencl", at, has, size);
     if (st) return st;
-    const int64_t row = at->D * at->H;
-    if ((st = need(Q, mllm_dev_rows_span(at->n_q, at->q_stride, row), op, "Q")) ||
-        (st = need(K, mllm_dev_rows_span(at->n_k, at->k_stride, row), op, "K")) ||
-        (st = need(V, mllm_dev_rows_span(at->n_k, at->v_stride, row), op, "V")) ||
-        (st = need(O, (size_t)(row * at->n_q) * 4, op, "O")) ||
-        (at->n_segs > 0 && (st = need(segs, (size_t)(at->n_segs + 1) * 4, op, "segments"))))
-        return st;
     const cl_int Di = (cl_int)at->D, nk = (cl_int)at->n_k, ns = (cl_int)at->n_segs;
     const cl_long qs = at->q_stride, ks = at->k_stride, vs = at->v_stride;
     const mllm_ocl_buf *sg = at->n_segs > 0 ? segs : O; /* any valid buffer when unused */
